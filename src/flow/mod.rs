@@ -1,0 +1,1 @@
+//! Per-worker flow tracking. See the module docs of `table` and `tcp`.

@@ -1,0 +1,14 @@
+//! picket: a multi-core IPS. The pipeline, in the order a packet travels:
+//!
+//! ```text
+//! capture (source) ─▶ dispatch (policy picks a worker) ─▶ SPSC ring ─▶ pipeline::worker
+//!                                                                      └─ inspect: decode ─▶ flow ─▶ (detect) ─▶ events
+//!                                                        output (eve.json merge, stats.log, load table) ◀─┘
+//! ```
+//!
+//! `decode`, `flow` and `inspect` are sans-IO: they see byte slices and timestamps, never
+//! sockets or files. `capture` and `output` are the only modules that touch the outside world.
+
+pub mod decode;
+pub mod flow;
+pub mod packet;
