@@ -9,6 +9,17 @@
 //! `decode`, `flow` and `inspect` are sans-IO: they see byte slices and timestamps, never
 //! sockets or files. `capture` and `output` are the only modules that touch the outside world.
 
+pub mod bench;
+pub mod capture;
+pub mod cli;
+pub mod config;
+pub mod counters;
 pub mod decode;
+pub mod detect;
+pub mod dispatch;
 pub mod flow;
+pub mod inspect;
+pub mod output;
 pub mod packet;
+pub mod pipeline;
+pub mod stream;

@@ -1,1 +1,400 @@
-//! Per-worker flow tracking. See the module docs of `table` and `tcp`.
+//! Per-worker flow tracking: the flow table ([`table`]), the TCP session state machine
+//! ([`tcp`]) and the counters they keep ([`counters`]).
+//!
+//! The module is sans-IO and knows nothing about packet bytes: the decoder fills a
+//! [`FlowPacket`] and calls [`FlowTable::process`], which finds or creates the flow, runs the
+//! TCP state machine and tells the caller what later stages need ([`PacketVerdict`]).
+//! Flows end through [`FlowTable::expire`] (idle timeout, driven by packet time),
+//! [`FlowTable::process`] (forced eviction when the memcap is reached, TCP port reuse) and
+//! [`FlowTable::flush_all`] (shutdown); each end hands a [`FlowRecord`] to a caller-supplied
+//! closure, carrying everything an eve `flow` event needs plus the extension slot `E`.
+//!
+//! Keying follows Suricata: the 5-tuple plus up to two VLAN ids, normalized so that both
+//! directions find the same flow. ICMP and ICMPv6 flows are keyed on addresses and protocol
+//! only (the ports are forced to 0): [`FlowPacket`] carries ICMP type/code in the port fields,
+//! and keying on them would split an echo request from its reply. The echo identifier is not
+//! part of the key because the decoder does not hand it to us; concurrent pings between the
+//! same two hosts therefore share one flow.
+
+pub mod counters;
+pub mod hash;
+pub mod table;
+pub mod tcp;
+
+pub use counters::FlowCounters;
+pub use table::{Flow, FlowTable};
+pub use tcp::{StreamEvent, TcpState};
+
+use crate::packet::Timestamp;
+
+/// TCP header flag bits as they appear in the flags byte.
+pub mod tcp_flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+}
+
+pub const IPPROTO_ICMP: u8 = 1;
+pub const IPPROTO_TCP: u8 = 6;
+pub const IPPROTO_UDP: u8 = 17;
+pub const IPPROTO_ICMPV6: u8 = 58;
+
+/// The TCP header fields the state machine looks at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpSegment {
+    /// See [`tcp_flags`].
+    pub flags: u8,
+    pub seq: u32,
+    pub ack: u32,
+    pub window: u16,
+}
+
+/// What the flow stage needs to know about one decoded packet.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowPacket {
+    /// IPv4 addresses as v4-mapped IPv6 (`::ffff:a.b.c.d`).
+    pub src: [u8; 16],
+    pub dst: [u8; 16],
+    /// For ICMP the caller puts the type in `src_port` and the code in `dst_port`; they are
+    /// recorded in the flow but not used for keying.
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub proto: u8,
+    pub is_v4: bool,
+    pub vlan: [u16; 2],
+    pub ts: Timestamp,
+    pub pcap_cnt: u64,
+    /// Bytes counted in the flow's byte counters (Suricata counts the whole packet).
+    pub wire_len: u32,
+    /// TCP/UDP payload length; used for TCP sequence space accounting.
+    pub payload_len: u32,
+    /// Present for TCP packets whose header was decoded.
+    pub tcp: Option<TcpSegment>,
+}
+
+/// Normalized flow identity: the lower (address, port) endpoint comes first, so both
+/// directions of a conversation produce the same key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowKey {
+    pub addr_lo: [u8; 16],
+    pub addr_hi: [u8; 16],
+    pub port_lo: u16,
+    pub port_hi: u16,
+    pub proto: u8,
+    pub vlan: [u16; 2],
+}
+
+impl FlowKey {
+    /// Builds the key for `pkt` and reports whether the packet's source is the `lo` endpoint.
+    #[inline]
+    pub fn from_packet(pkt: &FlowPacket) -> (FlowKey, bool) {
+        let (src_port, dst_port) = if is_icmp(pkt.proto) {
+            (0, 0)
+        } else {
+            (pkt.src_port, pkt.dst_port)
+        };
+        let src_is_lo = (pkt.src, src_port) <= (pkt.dst, dst_port);
+        let key = if src_is_lo {
+            FlowKey {
+                addr_lo: pkt.src,
+                addr_hi: pkt.dst,
+                port_lo: src_port,
+                port_hi: dst_port,
+                proto: pkt.proto,
+                vlan: pkt.vlan,
+            }
+        } else {
+            FlowKey {
+                addr_lo: pkt.dst,
+                addr_hi: pkt.src,
+                port_lo: dst_port,
+                port_hi: src_port,
+                proto: pkt.proto,
+                vlan: pkt.vlan,
+            }
+        };
+        (key, src_is_lo)
+    }
+}
+
+impl std::hash::Hash for FlowKey {
+    // Hand-written so the hasher sees five machine words instead of byte slices with
+    // length prefixes: this runs once per packet.
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for addr in [&self.addr_lo, &self.addr_hi] {
+            let (a, b) = addr.split_at(8);
+            state.write_u64(u64::from_ne_bytes(a.try_into().unwrap_or([0; 8])));
+            state.write_u64(u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])));
+        }
+        state.write_u64(
+            (self.port_lo as u64)
+                | (self.port_hi as u64) << 16
+                | (self.vlan[0] as u64 & 0xfff) << 32
+                | (self.vlan[1] as u64 & 0xfff) << 44
+                | (self.proto as u64) << 56,
+        );
+        // VLAN ids are 12 bits, but nothing stops a caller from passing more: hash the rest too.
+        state.write_u64((self.vlan[0] >> 12) as u64 | ((self.vlan[1] >> 12) as u64) << 8);
+    }
+}
+
+pub(crate) fn is_icmp(proto: u8) -> bool {
+    proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6
+}
+
+/// Idle timeouts (seconds) for the three flow states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateTimeouts {
+    pub new: u32,
+    pub established: u32,
+    pub closed: u32,
+}
+
+impl StateTimeouts {
+    pub fn for_state(&self, state: FlowState) -> u32 {
+        match state {
+            FlowState::New => self.new,
+            FlowState::Established => self.established,
+            FlowState::Closed => self.closed,
+        }
+    }
+}
+
+/// Timeouts per protocol family, like Suricata's `flow-timeouts` section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowTimeouts {
+    pub tcp: StateTimeouts,
+    pub udp: StateTimeouts,
+    /// ICMP and ICMPv6.
+    pub icmp: StateTimeouts,
+    /// Every other IP protocol.
+    pub default: StateTimeouts,
+}
+
+impl FlowTimeouts {
+    pub fn for_proto(&self, proto: u8) -> &StateTimeouts {
+        match proto {
+            IPPROTO_TCP => &self.tcp,
+            IPPROTO_UDP => &self.udp,
+            IPPROTO_ICMP | IPPROTO_ICMPV6 => &self.icmp,
+            _ => &self.default,
+        }
+    }
+
+    /// Suricata's defaults for normal operation.
+    pub fn suricata_default() -> Self {
+        FlowTimeouts {
+            tcp: StateTimeouts {
+                new: 60,
+                established: 600,
+                closed: 60,
+            },
+            udp: StateTimeouts {
+                new: 30,
+                established: 300,
+                closed: 0,
+            },
+            icmp: StateTimeouts {
+                new: 30,
+                established: 300,
+                closed: 0,
+            },
+            default: StateTimeouts {
+                new: 30,
+                established: 300,
+                closed: 0,
+            },
+        }
+    }
+
+    /// Suricata's defaults for emergency mode (the `emergency-*` keys).
+    pub fn suricata_emergency_default() -> Self {
+        FlowTimeouts {
+            tcp: StateTimeouts {
+                new: 10,
+                established: 100,
+                closed: 10,
+            },
+            udp: StateTimeouts {
+                new: 10,
+                established: 100,
+                closed: 0,
+            },
+            icmp: StateTimeouts {
+                new: 10,
+                established: 100,
+                closed: 0,
+            },
+            default: StateTimeouts {
+                new: 10,
+                established: 100,
+                closed: 0,
+            },
+        }
+    }
+}
+
+/// Flow table configuration. `Default` gives Suricata's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowConfig {
+    /// Memory budget of this table (one worker). The flow count limit is
+    /// `memcap_bytes / FlowTable::bytes_per_flow()`; split a global `flow.memcap` across
+    /// workers before passing it here.
+    pub memcap_bytes: u64,
+    /// Flows the hash index and slab are sized for up front (Suricata's `flow.prealloc`);
+    /// both grow on demand up to the memcap-derived limit.
+    pub prealloc_flows: usize,
+    /// Emergency mode ends once the table is at or below `100 - this` percent of its limit.
+    pub emergency_recovery_percent: u8,
+    pub timeouts: FlowTimeouts,
+    pub emergency_timeouts: FlowTimeouts,
+    /// Pick up TCP sessions whose handshake was not seen (`stream.midstream`).
+    pub midstream: bool,
+    /// Accept a handshake where only the client side is visible (`stream.async-oneside`).
+    pub async_oneside: bool,
+}
+
+impl Default for FlowConfig {
+    fn default() -> Self {
+        FlowConfig {
+            memcap_bytes: 128 * 1024 * 1024,
+            prealloc_flows: 10_000,
+            emergency_recovery_percent: 30,
+            timeouts: FlowTimeouts::suricata_default(),
+            emergency_timeouts: FlowTimeouts::suricata_emergency_default(),
+            midstream: false,
+            async_oneside: false,
+        }
+    }
+}
+
+/// Suricata's coarse flow state, used for timeouts and the eve `flow.state` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FlowState {
+    New,
+    Established,
+    Closed,
+}
+
+impl FlowState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowState::New => "new",
+            FlowState::Established => "established",
+            FlowState::Closed => "closed",
+        }
+    }
+}
+
+/// Why a flow ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FlowEndReason {
+    /// Idle past its state's timeout.
+    Timeout,
+    /// Evicted to make room under the memcap.
+    Forced,
+    /// Flushed at the end of the run.
+    Shutdown,
+    /// A new SYN arrived on a closed TCP session with the same tuple; the old flow ends
+    /// and a new one starts. Suricata keeps the old flow until it times out, so its eve
+    /// reason is "timeout"; we count it separately as `flow.tcp_reuse`.
+    TcpReuse,
+}
+
+impl FlowEndReason {
+    /// The eve `flow.reason` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowEndReason::Timeout | FlowEndReason::TcpReuse => "timeout",
+            FlowEndReason::Forced => "forced",
+            FlowEndReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// Identifies a live flow in its table. Handles of ended flows stop resolving (the slot's
+/// generation changes), so holding one across packets is safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowHandle {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl FlowHandle {
+    /// Slot number, below [`FlowTable::max_flows`]: lets a stage keep per-flow data in its
+    /// own array. A new flow may reuse the slot of an ended one.
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+/// What [`FlowTable::process`] tells the caller about a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketVerdict {
+    pub handle: FlowHandle,
+    pub flow_id: u64,
+    /// Packet travels from the flow's initiator (client) to the responder (server).
+    pub to_server: bool,
+    /// This packet created the flow.
+    pub created: bool,
+    /// Suricata's `flow:established`: TCP once the session reached established (3WHS or
+    /// midstream pickup), other protocols once both sides have sent a packet.
+    pub established: bool,
+    pub state: FlowState,
+    /// `TcpState::None` for non-TCP flows.
+    pub tcp_state: TcpState,
+    /// Stream anomaly raised by this packet, for `stream-event` rules.
+    pub stream_event: Option<StreamEvent>,
+}
+
+/// TCP part of a [`FlowRecord`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpRecord {
+    /// Union of flags seen in both directions.
+    pub tcp_flags: u8,
+    pub tcp_flags_ts: u8,
+    pub tcp_flags_tc: u8,
+    pub state: TcpState,
+}
+
+/// A finished flow: the fields of Suricata's eve `flow` event plus the extension slot.
+/// Addresses and ports are oriented initiator (`src`) to responder (`dst`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowRecord<E> {
+    pub flow_id: u64,
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    /// 0 for ICMP (see `icmp_*`).
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub is_v4: bool,
+    pub proto: u8,
+    pub vlan: [u16; 2],
+    pub pkts_toserver: u64,
+    pub pkts_toclient: u64,
+    pub bytes_toserver: u64,
+    pub bytes_toclient: u64,
+    /// Timestamp of the first packet.
+    pub start: Timestamp,
+    /// Timestamp of the latest packet.
+    pub end: Timestamp,
+    pub first_pcap_cnt: u64,
+    pub last_pcap_cnt: u64,
+    pub state: FlowState,
+    pub reason: FlowEndReason,
+    /// TCP only.
+    pub tcp: Option<TcpRecord>,
+    /// ICMP (type, code) of the first packet each way, for eve's `icmp_type`/`response_icmp_type`.
+    pub icmp_toserver: Option<(u8, u8)>,
+    pub icmp_toclient: Option<(u8, u8)>,
+    pub ext: E,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,217 @@
+//! Command line, in Suricata's habits: `picket -r capture.pcap -l logs/ [-c picket.yaml]
+//! [-k none|all|auto] [--set key=value]... [--runmode single|workers] [--workers N]
+//! [--dispatch flow|roundrobin|random]`, plus subcommands (`picket bench ...`).
+
+use crate::capture::{self, PacketSource};
+use crate::config::{Config, EngineSettings};
+use crate::dispatch::{make_policy, PolicyKind};
+use crate::inspect::InspectSettings;
+use crate::output::stats::{stats_event, write_load_table, write_stats_log};
+use crate::pipeline::{self, RunOptions, RunSummary};
+use clap::{Args, Parser, Subcommand};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Parser, Debug)]
+#[command(name = "picket", version, about = "Multi-core IPS, Suricata-compatible", args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Measure packets/s and Gbit/s on a capture preloaded into memory.
+    Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Read packets from a pcap/pcapng file, or every capture in a directory.
+    #[arg(short = 'r', value_name = "FILE|DIR")]
+    pub read: Option<PathBuf>,
+    /// Directory for eve.json, stats.log and the other logs.
+    #[arg(short = 'l', value_name = "LOGDIR")]
+    pub log_dir: Option<PathBuf>,
+    /// Suricata-format YAML configuration.
+    #[arg(short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Rule file, used exclusively (replaces the configured rule files).
+    #[arg(short = 'S', value_name = "FILE")]
+    pub rules_exclusive: Vec<PathBuf>,
+    /// Rule file, added to the configured rule files.
+    #[arg(short = 's', value_name = "FILE")]
+    pub rules_extra: Vec<PathBuf>,
+    /// Checksum validation: none, all or auto.
+    #[arg(short = 'k', value_name = "none|all|auto")]
+    pub checksum: Option<String>,
+    /// Override a configuration value (Suricata's dotted keys); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// single: one thread does everything. workers (or autofp): a reader dispatching to N pinned workers.
+    #[arg(long, value_name = "single|workers|autofp")]
+    pub runmode: Option<String>,
+    /// Number of worker threads (default: one per CPU core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Dispatch policy: flow (symmetric flow hash), roundrobin or random.
+    #[arg(long, value_name = "POLICY", default_value = "flow")]
+    pub dispatch: String,
+    /// Do not pin worker threads to CPU cores.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Act on drop/reject rules as an inline IPS would, while reading a capture.
+    #[arg(long)]
+    pub simulate_ips: bool,
+    /// More log output.
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// A BPF filter expression (accepted for Suricata compatibility; not applied yet).
+    #[arg(trailing_var_arg = true, value_name = "BPF")]
+    pub bpf: Vec<String>,
+}
+
+/// An error worth one line on stderr and a non-zero exit.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl<E: std::fmt::Display> From<E> for CliError {
+    fn from(e: E) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+pub fn warn(msg: impl std::fmt::Display) {
+    eprintln!("picket: warning: {msg}");
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Some(Command::Bench(args)) => crate::bench::run(&args),
+        None => run_offline(&cli.run),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(CliError(msg)) => {
+            eprintln!("picket: error: {msg}");
+            1
+        }
+    }
+}
+
+/// Settings a run needs, resolved from the YAML, `--set` and the command line.
+pub struct Resolved {
+    pub options: RunOptions,
+    pub policy: PolicyKind,
+}
+
+pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
+    let (config, warnings) = Config::load(args.config.as_deref(), &args.set)?;
+    for w in warnings {
+        warn(w);
+    }
+    let (mut engine, warnings) = EngineSettings::from_config(&config)?;
+    for w in warnings {
+        warn(w);
+    }
+    if let Some(k) = &args.checksum {
+        engine.apply_checksum_flag(k).map_err(|e| CliError(format!("-k: {e}")))?;
+    }
+    let single = match args.runmode.as_deref() {
+        None | Some("workers") | Some("autofp") => false,
+        Some("single") => true,
+        Some(other) => return Err(CliError(format!("--runmode: unknown run mode '{other}' (expected single, workers or autofp)"))),
+    };
+    let workers = match args.workers {
+        Some(0) => return Err(CliError("--workers: must be at least 1".into())),
+        Some(n) if n > 1024 => return Err(CliError(format!("--workers: {n} is more than 1024"))),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    };
+    let policy = args.dispatch.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?;
+    let inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers });
+    Ok(Resolved { options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect }, policy })
+}
+
+fn run_offline(args: &RunArgs) -> Result<(), CliError> {
+    let Some(input) = &args.read else {
+        return Err(CliError("nothing to do: give a capture with -r FILE|DIR (see --help)".into()));
+    };
+    let resolved = resolve(args)?;
+    for rules in args.rules_exclusive.iter().chain(&args.rules_extra) {
+        File::open(rules).map_err(|e| CliError(format!("cannot read rule file {}: {e}", rules.display())))?;
+    }
+    if !args.rules_exclusive.is_empty() || !args.rules_extra.is_empty() {
+        warn("rule files accepted but detection is not built yet: no rules are loaded");
+    }
+    if !args.bpf.is_empty() {
+        warn(format!("BPF filter '{}' is not supported yet and is ignored", args.bpf.join(" ")));
+    }
+    let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    fs::create_dir_all(&log_dir).map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    let mut source = capture::open_offline(input)?;
+    let eve_path = log_dir.join("eve.json");
+    let eve_file = File::create(&eve_path).map_err(|e| CliError(format!("cannot write {}: {e}", eve_path.display())))?;
+    let mut eve = BufWriter::with_capacity(1 << 20, eve_file);
+    let summary = pipeline::run(source.as_mut(), make_policy(resolved.policy), &resolved.options, &mut eve)?;
+    if let Some(e) = &summary.capture_error {
+        warn(format!("{e}; processed the {} packets before it", summary.packets_read));
+    }
+    write_final_outputs(&log_dir, &mut eve, &summary)?;
+    report_to_terminal(source.as_ref(), &resolved, &summary);
+    Ok(())
+}
+
+fn write_final_outputs(log_dir: &Path, eve: &mut dyn Write, summary: &RunSummary) -> Result<(), CliError> {
+    let ts = summary.last_ts.unwrap_or_default();
+    let uptime = summary.wall.as_secs();
+    eve.write_all(&stats_event(ts, uptime, &summary.workers))?;
+    eve.flush()?;
+    let stats_path = log_dir.join("stats.log");
+    let mut stats = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&stats_path)
+        .map_err(|e| CliError(format!("cannot write {}: {e}", stats_path.display())))?;
+    write_stats_log(&mut stats, summary.wall, &wall_clock_date(), &summary.workers)?;
+    Ok(())
+}
+
+fn report_to_terminal(source: &dyn PacketSource, resolved: &Resolved, s: &RunSummary) {
+    let mode = if resolved.options.single {
+        "single".to_string()
+    } else {
+        format!("workers ({} workers, dispatch {})", s.workers.len(), resolved.policy)
+    };
+    println!(
+        "picket: {} packets from {} in {:.3} s, run mode {mode}, {} events written",
+        s.packets_read,
+        source.describe(),
+        s.wall.as_secs_f64(),
+        s.events_written
+    );
+    if s.ring_full_waits > 0 {
+        println!("picket: dispatcher waited on a full worker ring {} times", s.ring_full_waits);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = write_load_table(&mut out, &s.workers, s.wall);
+}
+
+/// "MM/DD/YYYY -- HH:MM:SS" in UTC, the Date line of Suricata's stats.log.
+fn wall_clock_date() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let iso = crate::output::eve::format_timestamp(crate::packet::Timestamp::from_parts(now.as_secs(), 0));
+    // iso is YYYY-MM-DDTHH:MM:SS.ffffff+0000
+    format!("{}/{}/{} -- {}", &iso[5..7], &iso[8..10], &iso[0..4], &iso[11..19])
+}

@@ -1,0 +1,3 @@
+//! Detection: rule language and (later) the engine that compiles and runs rules.
+
+pub mod rule;

@@ -1,0 +1,362 @@
+//! Suricata rule language: parsing rules into a typed AST, plus `classification.config` and
+//! `threshold.config`. The detection engine compiles the AST; nothing here matches packets
+//! except the address/port sets and small `matches` helpers the engine reuses.
+//!
+//! Loading never stops at a bad rule: each malformed rule becomes one [`RuleError`], each rule
+//! using a keyword we do not implement is counted under that keyword, and the rest loads.
+
+pub mod buffers;
+pub mod config;
+pub mod header;
+pub mod lexer;
+pub mod options;
+pub mod vars;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use buffers::{Buffer, BufferDef, Transform};
+pub use config::{Classification, ClassificationTable, ThresholdConfig, ThresholdEntry};
+pub use header::{Action, Direction, Protocol, RuleHeader};
+pub use options::{Content, NumOrVar, RuleOption, UintCmp};
+pub use vars::{AddressSet, PortSet, RuleVars};
+
+/// Suricata's default priority for rules without classtype or priority.
+pub const DEFAULT_PRIORITY: u8 = 3;
+
+/// A parsed rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub header: RuleHeader,
+    pub options: Vec<RuleOption>,
+    pub gid: u32,
+    pub sid: u32,
+    pub rev: u32,
+    pub msg: String,
+    pub classtype: Option<String>,
+    /// Explicit `priority:`; see [`Rule::effective_priority`].
+    pub priority: Option<u8>,
+    /// File the rule came from (`None` for [`parse_rule`]) and its first line (1-based).
+    pub file: Option<Arc<str>>,
+    pub line: usize,
+    /// The rule as written (continuation lines joined).
+    pub text: String,
+}
+
+impl Rule {
+    pub fn action(&self) -> Action {
+        self.header.action
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        self.header.protocol
+    }
+
+    /// `priority:` if given, else the classtype's priority, else 3.
+    pub fn effective_priority(&self, classes: &ClassificationTable) -> u8 {
+        self.priority
+            .or_else(|| {
+                self.classtype
+                    .as_deref()
+                    .and_then(|c| classes.get(c))
+                    .map(|c| c.priority)
+            })
+            .unwrap_or(DEFAULT_PRIORITY)
+    }
+
+    /// True when the rule carries `noalert` or `flowbits:noalert`.
+    pub fn is_noalert(&self) -> bool {
+        self.options.iter().any(|o| match o {
+            RuleOption::Noalert => true,
+            RuleOption::Flowbits(f) => f.cmd == options::FlowbitsCmd::NoAlert,
+            RuleOption::Xbits(x) => x.cmd == options::FlowbitsCmd::NoAlert,
+            _ => false,
+        })
+    }
+}
+
+/// Why a single rule did not load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleParseError {
+    /// Syntax error or bad value; the rule is rejected.
+    Invalid(String),
+    /// Well-formed, but uses a keyword this engine does not implement (the first such keyword).
+    Unsupported { keyword: String },
+}
+
+impl fmt::Display for RuleParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleParseError::Invalid(reason) => f.write_str(reason),
+            RuleParseError::Unsupported { keyword } => write!(f, "unsupported keyword '{keyword}'"),
+        }
+    }
+}
+
+impl std::error::Error for RuleParseError {}
+
+/// A rejected rule, located for the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleError {
+    pub file: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.reason)
+    }
+}
+
+/// A rule skipped because of an unsupported keyword.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedRule {
+    pub file: String,
+    pub line: usize,
+    pub sid: Option<u32>,
+    pub keyword: String,
+}
+
+/// Two rules with the same gid:sid. Like Suricata, the one with the higher rev is kept (the
+/// first one on a tie).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DuplicateSid {
+    pub gid: u32,
+    pub sid: u32,
+    pub first_file: String,
+    pub first_line: usize,
+    pub second_file: String,
+    pub second_line: usize,
+    /// True when the later rule replaced the earlier one.
+    pub replaced: bool,
+}
+
+/// Result of loading one or more rule files.
+#[derive(Debug, Default)]
+pub struct RuleSetLoad {
+    pub rules: Vec<Rule>,
+    pub errors: Vec<RuleError>,
+    /// Unsupported keyword -> number of rules skipped because of it.
+    pub unsupported: BTreeMap<String, usize>,
+    pub unsupported_rules: Vec<UnsupportedRule>,
+    pub duplicates: Vec<DuplicateSid>,
+    /// (gid, sid) -> index in `rules`.
+    by_sid: HashMap<(u32, u32), usize>,
+}
+
+impl RuleSetLoad {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of rules skipped as unsupported.
+    pub fn unsupported_count(&self) -> usize {
+        self.unsupported_rules.len()
+    }
+
+    /// Loads a file into this set; an unreadable file becomes one error at line 0.
+    pub fn load_file(&mut self, path: &Path, vars: &RuleVars) {
+        let name = path.display().to_string();
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                // Invalid UTF-8 must not lose the whole file: replace bad bytes, and the rule
+                // containing them usually fails on its own merits.
+                let text = String::from_utf8_lossy(&bytes);
+                self.load_str(&name, &text, vars);
+            }
+            Err(e) => self.errors.push(RuleError {
+                file: name,
+                line: 0,
+                reason: format!("cannot read rules file: {e}"),
+            }),
+        }
+    }
+
+    /// Loads rules from text; `name` labels errors.
+    pub fn load_str(&mut self, name: &str, text: &str, vars: &RuleVars) {
+        let file: Arc<str> = Arc::from(name);
+        for (line, rule_text) in rule_lines(text) {
+            match parse_rule(&rule_text, vars) {
+                Ok(mut rule) => {
+                    rule.file = Some(file.clone());
+                    rule.line = line;
+                    self.add_rule(rule);
+                }
+                Err(RuleParseError::Invalid(reason)) => {
+                    self.errors.push(RuleError {
+                        file: name.to_string(),
+                        line,
+                        reason,
+                    });
+                }
+                Err(RuleParseError::Unsupported { keyword }) => {
+                    *self.unsupported.entry(keyword.clone()).or_insert(0) += 1;
+                    self.unsupported_rules.push(UnsupportedRule {
+                        file: name.to_string(),
+                        line,
+                        sid: quick_sid(&rule_text),
+                        keyword,
+                    });
+                }
+            }
+        }
+    }
+
+    fn add_rule(&mut self, rule: Rule) {
+        let key = (rule.gid, rule.sid);
+        let Some(&idx) = self.by_sid.get(&key) else {
+            self.by_sid.insert(key, self.rules.len());
+            self.rules.push(rule);
+            return;
+        };
+        let existing = &self.rules[idx];
+        let replaced = rule.rev > existing.rev;
+        self.duplicates.push(DuplicateSid {
+            gid: rule.gid,
+            sid: rule.sid,
+            first_file: existing.file.as_deref().unwrap_or("").to_string(),
+            first_line: existing.line,
+            second_file: rule.file.as_deref().unwrap_or("").to_string(),
+            second_line: rule.line,
+            replaced,
+        });
+        if replaced {
+            self.rules[idx] = rule;
+        }
+    }
+}
+
+/// Parses one rules file.
+pub fn load_rules_file(path: impl AsRef<Path>, vars: &RuleVars) -> RuleSetLoad {
+    let mut load = RuleSetLoad::new();
+    load.load_file(path.as_ref(), vars);
+    load
+}
+
+/// Parses rules from a string; `name` stands in for the file name in errors.
+pub fn load_rules_str(name: &str, text: &str, vars: &RuleVars) -> RuleSetLoad {
+    let mut load = RuleSetLoad::new();
+    load.load_str(name, text, vars);
+    load
+}
+
+/// Best-effort sid for reporting a rule we could not fully parse.
+fn quick_sid(text: &str) -> Option<u32> {
+    let (_, opts) = lexer::split_rule(text).ok()?;
+    opts.iter()
+        .find(|o| o.keyword == "sid")
+        .and_then(|o| o.value?.trim().parse().ok())
+}
+
+/// Yields (first line number, rule text): skips blank lines and `#` comments, joins lines that
+/// end with a backslash.
+pub fn rule_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    for (idx, raw_line) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = raw_line.trim_end_matches('\r');
+        if pending.is_none() {
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+        }
+        let trimmed_end = line.trim_end();
+        let (content, continues) = match trimmed_end.strip_suffix('\\') {
+            Some(body) => (body, true),
+            None => (line, false),
+        };
+        match pending.as_mut() {
+            Some((_, buf)) => buf.push_str(content),
+            None => pending = Some((line_no, content.to_string())),
+        }
+        if !continues {
+            if let Some(done) = pending.take() {
+                out.push(done);
+            }
+        }
+    }
+    // A file ending in a continuation still yields its (probably broken) rule for an error.
+    if let Some(done) = pending {
+        out.push(done);
+    }
+    out
+}
+
+fn set_once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), RuleParseError> {
+    if slot.replace(value).is_some() {
+        return Err(RuleParseError::Invalid(format!("'{name}' given twice")));
+    }
+    Ok(())
+}
+
+/// Parses one rule. See [`RuleParseError`] for the two ways it can fail.
+pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleParseError> {
+    let text = text.trim();
+    let (header_text, raw_options) = lexer::split_rule(text).map_err(RuleParseError::Invalid)?;
+    let header = header::parse_header(header_text, vars).map_err(RuleParseError::Invalid)?;
+
+    let mut parser = options::OptionParser::new();
+    let mut first_unsupported: Option<&str> = None;
+    for raw in &raw_options {
+        match parser.parse(raw) {
+            Ok(()) => {}
+            Err(options::OptionError::Unknown) => {
+                first_unsupported.get_or_insert(raw.keyword);
+            }
+            Err(options::OptionError::Invalid(reason)) => {
+                let reason = if reason.contains(raw.keyword) {
+                    reason
+                } else {
+                    format!("{}: {reason}", raw.keyword)
+                };
+                return Err(RuleParseError::Invalid(reason));
+            }
+        }
+    }
+    let options = parser.options;
+
+    let mut sid = None;
+    let mut gid = None;
+    let mut rev = None;
+    let mut msg = None;
+    let mut classtype = None;
+    let mut priority = None;
+    for opt in &options {
+        match opt {
+            RuleOption::Sid(v) => set_once(&mut sid, *v, "sid")?,
+            RuleOption::Gid(v) => set_once(&mut gid, *v, "gid")?,
+            RuleOption::Rev(v) => set_once(&mut rev, *v, "rev")?,
+            RuleOption::Msg(v) => set_once(&mut msg, v.clone(), "msg")?,
+            RuleOption::Classtype(v) => set_once(&mut classtype, v.clone(), "classtype")?,
+            RuleOption::Priority(v) => set_once(&mut priority, *v, "priority")?,
+            _ => {}
+        }
+    }
+    let sid = sid.ok_or_else(|| RuleParseError::Invalid("missing sid".into()))?;
+    if let Some(keyword) = first_unsupported {
+        return Err(RuleParseError::Unsupported {
+            keyword: keyword.to_string(),
+        });
+    }
+    Ok(Rule {
+        header,
+        options,
+        gid: gid.unwrap_or(1),
+        sid,
+        rev: rev.unwrap_or(0),
+        msg: msg.unwrap_or_default(),
+        classtype,
+        priority,
+        file: None,
+        line: 0,
+        text: text.to_string(),
+    })
+}

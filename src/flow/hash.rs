@@ -1,0 +1,156 @@
+//! Deterministic hashing: the hash index must not use `RandomState` (runs must be
+//! reproducible) and the flow id must be identical across runs and worker counts.
+
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::FlowKey;
+
+/// Multiply-rotate hasher in the style of rustc's FxHash: a few cycles per word, good
+/// enough spread for a hash index keyed by addresses. Not DoS-resistant by itself; the
+/// table's memcap bounds what an attacker can make it hold.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        // The multiply leaves the best-mixed bits at the top; hash tables pick buckets from
+        // the bottom, so rotate them down.
+        self.hash.rotate_left(26)
+    }
+}
+
+pub type FxBuildHasher = BuildHasherDefault<FxHasher>;
+
+/// Hash of a flow key for the table's index.
+#[inline]
+pub fn key_hash(key: &FlowKey) -> u64 {
+    use std::hash::Hash;
+    let mut hasher = FxHasher::default();
+    key.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// JSON numbers are doubles: keep flow ids within 53 bits so consumers read them exactly.
+pub const FLOW_ID_MASK: u64 = (1 << 53) - 1;
+
+/// The flow id: a fixed-key hash of the normalized key and the `pcap_cnt` of the flow's
+/// first packet. It depends on nothing else, so the same capture yields the same ids
+/// whatever the worker count, and two flows reusing one tuple get different ids.
+/// Never 0 (eve consumers treat 0 as "no flow").
+pub fn flow_id(key: &FlowKey, first_pcap_cnt: u64) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15u64;
+    let mut absorb = |word: u64| {
+        h = mix64(h ^ word);
+    };
+    for addr in [&key.addr_lo, &key.addr_hi] {
+        let mut lo = [0u8; 8];
+        let mut hi = [0u8; 8];
+        lo.copy_from_slice(&addr[..8]);
+        hi.copy_from_slice(&addr[8..]);
+        absorb(u64::from_le_bytes(lo));
+        absorb(u64::from_le_bytes(hi));
+    }
+    absorb(key.port_lo as u64 | (key.port_hi as u64) << 16 | (key.proto as u64) << 32);
+    absorb(key.vlan[0] as u64 | (key.vlan[1] as u64) << 16);
+    absorb(first_pcap_cnt);
+    match h & FLOW_ID_MASK {
+        0 => 1,
+        id => id,
+    }
+}
+
+/// A strong 64-bit finalizer (xor-shift-multiply rounds): every input bit affects every
+/// output bit, so masking to 53 bits keeps ids well spread.
+#[inline]
+fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(port: u16) -> FlowKey {
+        FlowKey {
+            addr_lo: [1; 16],
+            addr_hi: [2; 16],
+            port_lo: port,
+            port_hi: 80,
+            proto: 6,
+            vlan: [0, 0],
+        }
+    }
+
+    #[test]
+    fn flow_id_is_stable_masked_and_sensitive_to_inputs() {
+        let a = flow_id(&key(1000), 1);
+        assert_eq!(a, flow_id(&key(1000), 1));
+        assert_ne!(a, flow_id(&key(1001), 1));
+        assert_ne!(a, flow_id(&key(1000), 2));
+        assert_ne!(a, 0);
+        assert_eq!(a & !FLOW_ID_MASK, 0);
+    }
+
+    #[test]
+    fn fx_hasher_distinguishes_words_and_tails() {
+        let h = |bytes: &[u8]| {
+            let mut s = FxHasher::default();
+            s.write(bytes);
+            s.finish()
+        };
+        assert_ne!(h(&[1, 2, 3]), h(&[1, 2, 4]));
+        assert_ne!(h(&[0; 9]), h(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 1]));
+    }
+}

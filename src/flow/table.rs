@@ -1,0 +1,708 @@
+//! The per-worker flow table.
+//!
+//! Storage: flows live in a slab (`Vec` of slots, reused through a free list); a
+//! `hashbrown::HashTable<u32>` of slot indices, hashed with a fixed-seed FxHash, finds them
+//! by key (the key is stored once, in the slot). Nothing is
+//! allocated per packet; the slab and index grow on demand up to the memcap-derived flow
+//! limit and never beyond it.
+//!
+//! Timeouts: a timing wheel of one bucket per second (1024 buckets, wrapping). Each flow sits
+//! in exactly one bucket, the second after which it may have timed out. Packets only update
+//! the flow's last-seen time; the wheel is checked lazily: when a bucket comes due, a flow
+//! that saw traffic in the meantime is moved to the bucket of its new deadline instead of
+//! being expired. A flow is only moved early when its state changes to a shorter timeout
+//! (e.g. established → closed). `expire` therefore costs O(1) when called again within the
+//! same second, and otherwise O(seconds elapsed + flows due), so callers may call it on
+//! every packet or on every clock tick.
+//!
+//! Memcap: `FlowConfig::memcap_bytes / bytes_per_flow()` flows at most. A new flow arriving
+//! at the limit puts the table in emergency mode (shorter `emergency_timeouts`, plus a
+//! bounded scan for flows idle past them on each `expire`) and evicts one flow, reason
+//! "forced": a closed flow if one is found, else the least recently seen of a sample of
+//! slots taken round-robin (approximate LRU without per-packet list maintenance).
+//! Emergency mode ends when the table drops to `100 - emergency_recovery_percent` percent
+//! of its limit.
+
+use hashbrown::HashTable;
+use std::mem;
+
+use super::counters::FlowCounters;
+use super::hash::{flow_id, key_hash};
+use super::tcp::{TcpConfig, TcpSession};
+use super::{
+    is_icmp, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord, FlowState,
+    FlowTimeouts, PacketVerdict, TcpRecord, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
+};
+use crate::packet::Timestamp;
+
+const WHEEL_BUCKETS: usize = 1024;
+const WHEEL_MASK: u64 = WHEEL_BUCKETS as u64 - 1;
+/// Slots looked at when choosing a flow to evict.
+const EVICTION_SAMPLE: usize = 16;
+/// Slots checked against the emergency timeouts per `expire` call that advances the clock.
+const EMERGENCY_SCAN_SLOTS: usize = 4096;
+const NANOS: u64 = Timestamp::NANOS_PER_SEC;
+
+/// Tracking data of one flow. Read it through [`FlowTable::flow`]; the table owns updates.
+#[derive(Clone, Debug, Default)]
+pub struct Flow {
+    pub key: FlowKey,
+    pub flow_id: u64,
+    pub is_v4: bool,
+    /// The initiator (client) is the key's `lo` endpoint.
+    client_is_lo: bool,
+    pub tcp: TcpSession,
+    pub tcp_flags_ts: u8,
+    pub tcp_flags_tc: u8,
+    pub pkts_toserver: u64,
+    pub pkts_toclient: u64,
+    pub bytes_toserver: u64,
+    pub bytes_toclient: u64,
+    pub first_ts: Timestamp,
+    pub last_ts: Timestamp,
+    pub first_pcap_cnt: u64,
+    pub last_pcap_cnt: u64,
+    pub icmp_toserver: Option<(u8, u8)>,
+    pub icmp_toclient: Option<(u8, u8)>,
+}
+
+impl Flow {
+    /// Initiator address and port.
+    pub fn client(&self) -> ([u8; 16], u16) {
+        if self.client_is_lo {
+            (self.key.addr_lo, self.key.port_lo)
+        } else {
+            (self.key.addr_hi, self.key.port_hi)
+        }
+    }
+
+    /// Responder address and port.
+    pub fn server(&self) -> ([u8; 16], u16) {
+        if self.client_is_lo {
+            (self.key.addr_hi, self.key.port_hi)
+        } else {
+            (self.key.addr_lo, self.key.port_lo)
+        }
+    }
+
+    fn both_sides_seen(&self) -> bool {
+        self.pkts_toserver > 0 && self.pkts_toclient > 0
+    }
+
+    pub fn state(&self) -> FlowState {
+        if self.key.proto == IPPROTO_TCP {
+            self.tcp.state.flow_state()
+        } else if self.both_sides_seen() {
+            FlowState::Established
+        } else {
+            FlowState::New
+        }
+    }
+
+    /// Suricata's `flow:established` (see [`PacketVerdict::established`]).
+    pub fn established(&self) -> bool {
+        if self.key.proto == IPPROTO_TCP {
+            self.tcp.reached_established
+        } else {
+            self.both_sides_seen()
+        }
+    }
+
+    pub fn tcp_flags(&self) -> u8 {
+        self.tcp_flags_ts | self.tcp_flags_tc
+    }
+
+    /// Client and server trade places, with every per-direction field.
+    fn swap_roles(&mut self) {
+        self.client_is_lo = !self.client_is_lo;
+        mem::swap(&mut self.tcp_flags_ts, &mut self.tcp_flags_tc);
+        mem::swap(&mut self.pkts_toserver, &mut self.pkts_toclient);
+        mem::swap(&mut self.bytes_toserver, &mut self.bytes_toclient);
+        mem::swap(&mut self.icmp_toserver, &mut self.icmp_toclient);
+    }
+}
+
+struct Slot<E> {
+    flow: Flow,
+    ext: E,
+    in_use: bool,
+    /// Bumped when the slot is freed so stale handles stop resolving.
+    generation: u32,
+    /// Flow state the slot's wheel position was computed for.
+    scheduled_state: FlowState,
+    /// Wheel bucket second; the bucket index is `due_sec & WHEEL_MASK`.
+    due_sec: u64,
+    /// Position inside the bucket's list, kept exact so removal is O(1).
+    wheel_pos: u32,
+}
+
+/// Flow table of one worker. `E` is the extension slot later stages hang their per-flow
+/// state on (stream reassembly, flowbits, app-layer); it is `E::default()` for a new flow
+/// and moved into the [`FlowRecord`] when the flow ends.
+pub struct FlowTable<E: Default = ()> {
+    config: FlowConfig,
+    tcp_config: TcpConfig,
+    index: HashTable<u32>,
+    slots: Vec<Slot<E>>,
+    free: Vec<u32>,
+    wheel: Vec<Vec<u32>>,
+    /// Last second the wheel has been processed up to.
+    wheel_sec: u64,
+    max_flows: usize,
+    bytes_per_flow: u64,
+    emergency: bool,
+    eviction_cursor: usize,
+    emergency_cursor: usize,
+    counters: FlowCounters,
+}
+
+impl<E: Default> FlowTable<E> {
+    pub fn new(config: FlowConfig) -> Self {
+        let bytes_per_flow = Self::bytes_per_flow();
+        let max_flows = (config.memcap_bytes / bytes_per_flow).min(u32::MAX as u64 - 1) as usize;
+        let prealloc = config.prealloc_flows.min(max_flows);
+        FlowTable {
+            tcp_config: TcpConfig {
+                midstream: config.midstream,
+                async_oneside: config.async_oneside,
+            },
+            index: HashTable::with_capacity(prealloc),
+            slots: Vec::with_capacity(prealloc),
+            free: Vec::new(),
+            wheel: (0..WHEEL_BUCKETS).map(|_| Vec::new()).collect(),
+            wheel_sec: 0,
+            max_flows,
+            bytes_per_flow,
+            emergency: false,
+            eviction_cursor: 0,
+            emergency_cursor: 0,
+            counters: FlowCounters::default(),
+            config,
+        }
+    }
+
+    /// Memory charged per flow against the memcap: the slot (flow, extension, bookkeeping),
+    /// a hash index entry at the worst load factor (the index may be twice as large as its
+    /// contents right after growing), the wheel entry and a free-list entry. Heap memory
+    /// owned by `E` is not seen here; stages that allocate keep their own memcaps.
+    pub fn bytes_per_flow() -> u64 {
+        let index_entry = mem::size_of::<u32>() + 1;
+        (mem::size_of::<Slot<E>>() + 2 * index_entry + 2 * mem::size_of::<u32>()) as u64
+    }
+
+    /// Flow limit derived from the memcap.
+    pub fn max_flows(&self) -> usize {
+        self.max_flows
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    pub fn in_emergency(&self) -> bool {
+        self.emergency
+    }
+
+    pub fn counters(&self) -> &FlowCounters {
+        &self.counters
+    }
+
+    pub fn config(&self) -> &FlowConfig {
+        &self.config
+    }
+
+    pub fn flow(&self, handle: FlowHandle) -> Option<&Flow> {
+        self.live_slot(handle).map(|s| &s.flow)
+    }
+
+    pub fn ext_mut(&mut self, handle: FlowHandle) -> Option<&mut E> {
+        self.live_slot_mut(handle).map(|s| &mut s.ext)
+    }
+
+    /// The flow's tracking data and its extension slot at once.
+    pub fn flow_and_ext_mut(&mut self, handle: FlowHandle) -> Option<(&Flow, &mut E)> {
+        self.live_slot_mut(handle).map(|s| (&s.flow, &mut s.ext))
+    }
+
+    /// Finds the flow a packet with this key would belong to, without touching it.
+    pub fn find(&self, key: &FlowKey) -> Option<FlowHandle> {
+        let index = self.lookup(key_hash(key), key)?;
+        let slot = self.slots.get(index as usize)?;
+        Some(FlowHandle {
+            index,
+            generation: slot.generation,
+        })
+    }
+
+    #[inline]
+    fn lookup(&self, hash: u64, key: &FlowKey) -> Option<u32> {
+        let slots = &self.slots;
+        self.index
+            .find(hash, |&i| {
+                slots.get(i as usize).is_some_and(|s| s.flow.key == *key)
+            })
+            .copied()
+    }
+
+    fn live_slot(&self, handle: FlowHandle) -> Option<&Slot<E>> {
+        self.slots
+            .get(handle.index as usize)
+            .filter(|s| s.in_use && s.generation == handle.generation)
+    }
+
+    fn live_slot_mut(&mut self, handle: FlowHandle) -> Option<&mut Slot<E>> {
+        self.slots
+            .get_mut(handle.index as usize)
+            .filter(|s| s.in_use && s.generation == handle.generation)
+    }
+
+    fn timeouts(&self) -> &FlowTimeouts {
+        if self.emergency {
+            &self.config.emergency_timeouts
+        } else {
+            &self.config.timeouts
+        }
+    }
+
+    /// Finds or creates the packet's flow and updates it. Flows that end as a side effect
+    /// (evicted under the memcap, replaced by TCP port reuse) are handed to `ended`.
+    /// Returns `None` only when no flow could be created (memcap below one flow).
+    pub fn process(
+        &mut self,
+        pkt: &FlowPacket,
+        ended: &mut impl FnMut(FlowRecord<E>),
+    ) -> Option<PacketVerdict> {
+        let (key, src_is_lo) = FlowKey::from_packet(pkt);
+        let hash = key_hash(&key);
+        let (index, created) = match self.lookup(hash, &key) {
+            Some(index) if self.is_tcp_reuse(index, pkt) => {
+                self.counters.tcp_reuse += 1;
+                let record = self.remove(index, FlowEndReason::TcpReuse);
+                ended(record);
+                (self.create(key, hash, src_is_lo, pkt, ended)?, true)
+            }
+            Some(index) => (index, false),
+            None => (self.create(key, hash, src_is_lo, pkt, ended)?, true),
+        };
+
+        let tcp_config = self.tcp_config;
+        let counters = &mut self.counters;
+        let slot = &mut self.slots[index as usize];
+        let flow = &mut slot.flow;
+        let mut to_server = src_is_lo == flow.client_is_lo;
+        let mut stream_event = None;
+
+        if let (IPPROTO_TCP, Some(seg)) = (pkt.proto, pkt.tcp) {
+            let syn_ack = seg.flags & (super::tcp_flags::SYN | super::tcp_flags::ACK);
+            counters.tcp_syn += (syn_ack == super::tcp_flags::SYN) as u64;
+            counters.tcp_synack +=
+                (syn_ack == super::tcp_flags::SYN | super::tcp_flags::ACK) as u64;
+            counters.tcp_rst += (seg.flags & super::tcp_flags::RST != 0) as u64;
+
+            let outcome = flow
+                .tcp
+                .on_segment(&seg, pkt.payload_len, to_server, tcp_config);
+            if outcome.swap_roles {
+                flow.swap_roles();
+                to_server = !to_server;
+            }
+            counters.tcp_sessions += outcome.session_started as u64;
+            counters.tcp_midstream_pickups += outcome.midstream_pickup as u64;
+            counters.tcp_invalid_flags += outcome.invalid_flags as u64;
+            counters.tcp_pkt_after_close += outcome.after_close as u64;
+            counters.tcp_no_session += outcome.no_session as u64;
+            if let Some(event) = outcome.event {
+                counters.add_stream_event(event);
+            }
+            stream_event = outcome.event;
+
+            if to_server {
+                flow.tcp_flags_ts |= seg.flags;
+            } else {
+                flow.tcp_flags_tc |= seg.flags;
+            }
+        }
+
+        let icmp_type_code = (pkt.src_port as u8, pkt.dst_port as u8);
+        let wire_len = pkt.wire_len as u64;
+        if to_server {
+            flow.pkts_toserver += 1;
+            flow.bytes_toserver += wire_len;
+            if is_icmp(pkt.proto) && flow.icmp_toserver.is_none() {
+                flow.icmp_toserver = Some(icmp_type_code);
+            }
+        } else {
+            flow.pkts_toclient += 1;
+            flow.bytes_toclient += wire_len;
+            if is_icmp(pkt.proto) && flow.icmp_toclient.is_none() {
+                flow.icmp_toclient = Some(icmp_type_code);
+            }
+        }
+        // Out-of-order capture timestamps must not move the flow back in time.
+        flow.last_ts = flow.last_ts.max(pkt.ts);
+        flow.last_pcap_cnt = flow.last_pcap_cnt.max(pkt.pcap_cnt);
+
+        let state = flow.state();
+        let verdict = PacketVerdict {
+            handle: FlowHandle {
+                index,
+                generation: slot.generation,
+            },
+            flow_id: flow.flow_id,
+            to_server,
+            created,
+            established: flow.established(),
+            state,
+            tcp_state: flow.tcp.state,
+            stream_event,
+        };
+        if state != slot.scheduled_state {
+            slot.scheduled_state = state;
+            // Only a shorter timeout needs the flow moved now; a longer one is found lazily.
+            let due = self.due_sec(index);
+            if due < self.slots[index as usize].due_sec {
+                self.unschedule(index);
+                self.schedule(index, due);
+            }
+        }
+        Some(verdict)
+    }
+
+    /// A SYN on a TCP session that is closing or closed starts a new session on the same
+    /// tuple: the old flow ends and a fresh one (new flow id) takes its place.
+    fn is_tcp_reuse(&self, index: u32, pkt: &FlowPacket) -> bool {
+        use super::tcp_flags::{ACK, FIN, RST, SYN};
+        let Some(seg) = pkt.tcp else { return false };
+        pkt.proto == IPPROTO_TCP
+            && seg.flags & (SYN | ACK | FIN | RST) == SYN
+            && self
+                .slots
+                .get(index as usize)
+                .is_some_and(|s| s.flow.tcp.state.flow_state() == FlowState::Closed)
+    }
+
+    fn create(
+        &mut self,
+        key: FlowKey,
+        hash: u64,
+        src_is_lo: bool,
+        pkt: &FlowPacket,
+        ended: &mut impl FnMut(FlowRecord<E>),
+    ) -> Option<u32> {
+        if self.index.len() >= self.max_flows {
+            self.counters.memcap += 1;
+            if !self.emergency {
+                self.emergency = true;
+                self.counters.emerg_mode_entered += 1;
+            }
+            match self.pick_eviction_victim() {
+                Some(victim) => {
+                    self.counters.get_used += 1;
+                    let record = self.remove(victim, FlowEndReason::Forced);
+                    ended(record);
+                }
+                None => {
+                    self.counters.memcap_drop += 1;
+                    return None;
+                }
+            }
+        }
+
+        let flow = Flow {
+            key,
+            flow_id: flow_id(&key, pkt.pcap_cnt),
+            is_v4: pkt.is_v4,
+            client_is_lo: src_is_lo,
+            first_ts: pkt.ts,
+            last_ts: pkt.ts,
+            first_pcap_cnt: pkt.pcap_cnt,
+            last_pcap_cnt: pkt.pcap_cnt,
+            ..Flow::default()
+        };
+        let index = match self.free.pop() {
+            Some(index) => {
+                let slot = &mut self.slots[index as usize];
+                slot.flow = flow;
+                slot.in_use = true;
+                slot.scheduled_state = FlowState::New;
+                index
+            }
+            None => {
+                if self.slots.len() == self.slots.capacity() {
+                    // Grow geometrically but never past the flow limit.
+                    let len = self.slots.len();
+                    let extra = len.max(64).min(self.max_flows.saturating_sub(len)).max(1);
+                    self.slots.reserve_exact(extra);
+                }
+                self.slots.push(Slot {
+                    flow,
+                    ext: E::default(),
+                    in_use: true,
+                    generation: 0,
+                    scheduled_state: FlowState::New,
+                    due_sec: 0,
+                    wheel_pos: 0,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slots = &self.slots;
+        self.index.insert_unique(hash, index, |&i| {
+            slots.get(i as usize).map_or(0, |s| key_hash(&s.flow.key))
+        });
+        let due = self.due_sec(index);
+        self.schedule(index, due);
+
+        let c = &mut self.counters;
+        c.total += 1;
+        c.active += 1;
+        c.memuse = c.active * self.bytes_per_flow;
+        match key.proto {
+            IPPROTO_TCP => (c.tcp += 1, c.active_tcp += 1),
+            IPPROTO_UDP => (c.udp += 1, c.active_udp += 1),
+            IPPROTO_ICMP => (c.icmpv4 += 1, c.active_icmpv4 += 1),
+            IPPROTO_ICMPV6 => (c.icmpv6 += 1, c.active_icmpv6 += 1),
+            _ => (c.other += 1, c.active_other += 1),
+        };
+        Some(index)
+    }
+
+    /// A closed flow if the sample holds one, else the sampled flow seen least recently.
+    fn pick_eviction_victim(&mut self) -> Option<u32> {
+        let n = self.slots.len();
+        if self.index.is_empty() || n == 0 {
+            return None;
+        }
+        let mut best: Option<(u32, Timestamp)> = None;
+        let mut sampled = 0;
+        // At the limit nearly every slot is live; the probe bound only matters if not.
+        for _ in 0..n.min(EVICTION_SAMPLE * 64) {
+            let i = self.eviction_cursor % n;
+            self.eviction_cursor = (i + 1) % n;
+            let slot = &self.slots[i];
+            if !slot.in_use {
+                continue;
+            }
+            if slot.flow.state() == FlowState::Closed {
+                return Some(i as u32);
+            }
+            if best.is_none_or(|(_, ts)| slot.flow.last_ts < ts) {
+                best = Some((i as u32, slot.flow.last_ts));
+            }
+            sampled += 1;
+            if sampled == EVICTION_SAMPLE {
+                break;
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    /// Second of the wheel bucket for the flow's current deadline: strictly after it.
+    fn due_sec(&self, index: u32) -> u64 {
+        let flow = &self.slots[index as usize].flow;
+        let timeout = self
+            .timeouts()
+            .for_proto(flow.key.proto)
+            .for_state(flow.state()) as u64;
+        let deadline = flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS));
+        deadline / NANOS + 1
+    }
+
+    fn is_timed_out(&self, index: u32, now: Timestamp) -> bool {
+        let flow = &self.slots[index as usize].flow;
+        let timeout = self
+            .timeouts()
+            .for_proto(flow.key.proto)
+            .for_state(flow.state()) as u64;
+        now.0 > flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS))
+    }
+
+    fn schedule(&mut self, index: u32, due_sec: u64) {
+        // Never into a bucket already passed: it would only be seen after the wheel wraps.
+        let due_sec = due_sec.max(self.wheel_sec + 1);
+        let bucket = &mut self.wheel[(due_sec & WHEEL_MASK) as usize];
+        let slot = &mut self.slots[index as usize];
+        slot.due_sec = due_sec;
+        slot.wheel_pos = bucket.len() as u32;
+        bucket.push(index);
+    }
+
+    fn unschedule(&mut self, index: u32) {
+        let slot = &self.slots[index as usize];
+        let bucket = &mut self.wheel[(slot.due_sec & WHEEL_MASK) as usize];
+        let pos = slot.wheel_pos as usize;
+        if bucket.get(pos) != Some(&index) {
+            debug_assert!(false, "wheel position out of sync for slot {index}");
+            return;
+        }
+        bucket.swap_remove(pos);
+        if let Some(&moved) = bucket.get(pos) {
+            self.slots[moved as usize].wheel_pos = pos as u32;
+        }
+    }
+
+    /// Ends flows idle past their state's timeout at capture time `now`, handing each to
+    /// `out`. Cheap to call often: a call within the same second as the previous one
+    /// returns immediately.
+    pub fn expire(&mut self, now: Timestamp, out: &mut impl FnMut(FlowRecord<E>)) {
+        let now_sec = now.secs();
+        if now_sec <= self.wheel_sec {
+            return;
+        }
+        let first = self.wheel_sec + 1;
+        let seconds = (now_sec - self.wheel_sec).min(WHEEL_BUCKETS as u64);
+        // Set first so that flows rescheduled below land after `now`.
+        self.wheel_sec = now_sec;
+        for sec in first..first + seconds {
+            self.expire_bucket((sec & WHEEL_MASK) as usize, now, out);
+        }
+        if self.emergency {
+            self.emergency_scan(now, out);
+        }
+    }
+
+    fn expire_bucket(
+        &mut self,
+        bucket: usize,
+        now: Timestamp,
+        out: &mut impl FnMut(FlowRecord<E>),
+    ) {
+        let now_sec = now.secs();
+        let mut pos = 0;
+        while let Some(&index) = self.wheel[bucket].get(pos) {
+            if self.slots[index as usize].due_sec > now_sec {
+                // A later lap of the wheel.
+                pos += 1;
+            } else if self.is_timed_out(index, now) {
+                // `remove` swaps the bucket's last entry into `pos`.
+                let record = self.remove(index, FlowEndReason::Timeout);
+                out(record);
+            } else {
+                let due = self.due_sec(index);
+                self.unschedule(index);
+                self.schedule(index, due);
+            }
+        }
+        // A burst can leave a bucket with a large, now mostly empty allocation; without
+        // this every bucket could end up holding room for the whole table.
+        let list = &mut self.wheel[bucket];
+        if list.capacity() > 256 && list.len() < list.capacity() / 4 {
+            list.shrink_to(list.len() * 2);
+        }
+    }
+
+    /// In emergency mode, timeouts are shorter than what the wheel was scheduled with:
+    /// sweep a bounded run of slots per call so pressure falls without a full scan.
+    fn emergency_scan(&mut self, now: Timestamp, out: &mut impl FnMut(FlowRecord<E>)) {
+        let n = self.slots.len();
+        for _ in 0..n.min(EMERGENCY_SCAN_SLOTS) {
+            if !self.emergency {
+                break;
+            }
+            let i = self.emergency_cursor % n;
+            self.emergency_cursor = (i + 1) % n;
+            if self.slots[i].in_use && self.is_timed_out(i as u32, now) {
+                let record = self.remove(i as u32, FlowEndReason::Timeout);
+                out(record);
+            }
+        }
+    }
+
+    /// Ends every flow (reason "shutdown"), ordered by first packet, so the output does
+    /// not depend on hash or slot order. The table is empty and reusable afterwards.
+    pub fn flush_all(&mut self, out: &mut impl FnMut(FlowRecord<E>)) {
+        let mut live: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| self.slots[i as usize].in_use)
+            .collect();
+        live.sort_unstable_by_key(|&i| {
+            let flow = &self.slots[i as usize].flow;
+            (flow.first_pcap_cnt, flow.flow_id)
+        });
+        for index in live {
+            let record = self.remove(index, FlowEndReason::Shutdown);
+            out(record);
+        }
+    }
+
+    fn remove(&mut self, index: u32, reason: FlowEndReason) -> FlowRecord<E> {
+        self.unschedule(index);
+        if let Ok(entry) = self
+            .index
+            .find_entry(key_hash(&self.slots[index as usize].flow.key), |&i| {
+                i == index
+            })
+        {
+            entry.remove();
+        }
+        let slot = &mut self.slots[index as usize];
+        slot.in_use = false;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(index);
+
+        let flow = &slot.flow;
+        let state = flow.state();
+        let (src_ip, src_port) = flow.client();
+        let (dst_ip, dst_port) = flow.server();
+        let record = FlowRecord {
+            flow_id: flow.flow_id,
+            src_ip,
+            dst_ip,
+            src_port,
+            dst_port,
+            is_v4: flow.is_v4,
+            proto: flow.key.proto,
+            vlan: flow.key.vlan,
+            pkts_toserver: flow.pkts_toserver,
+            pkts_toclient: flow.pkts_toclient,
+            bytes_toserver: flow.bytes_toserver,
+            bytes_toclient: flow.bytes_toclient,
+            start: flow.first_ts,
+            end: flow.last_ts,
+            first_pcap_cnt: flow.first_pcap_cnt,
+            last_pcap_cnt: flow.last_pcap_cnt,
+            state,
+            reason,
+            tcp: (flow.key.proto == IPPROTO_TCP).then_some(TcpRecord {
+                tcp_flags: flow.tcp_flags(),
+                tcp_flags_ts: flow.tcp_flags_ts,
+                tcp_flags_tc: flow.tcp_flags_tc,
+                state: flow.tcp.state,
+            }),
+            icmp_toserver: flow.icmp_toserver,
+            icmp_toclient: flow.icmp_toclient,
+            ext: mem::take(&mut slot.ext),
+        };
+
+        let c = &mut self.counters;
+        c.active -= 1;
+        c.memuse = c.active * self.bytes_per_flow;
+        match record.proto {
+            IPPROTO_TCP => c.active_tcp -= 1,
+            IPPROTO_UDP => c.active_udp -= 1,
+            IPPROTO_ICMP => c.active_icmpv4 -= 1,
+            IPPROTO_ICMPV6 => c.active_icmpv6 -= 1,
+            _ => c.active_other -= 1,
+        }
+        match reason {
+            FlowEndReason::Timeout => c.end_timeout += 1,
+            FlowEndReason::Forced => c.end_forced += 1,
+            FlowEndReason::Shutdown => c.end_shutdown += 1,
+            FlowEndReason::TcpReuse => c.end_tcp_reuse += 1,
+        }
+        match state {
+            FlowState::New => c.end_state_new += 1,
+            FlowState::Established => c.end_state_established += 1,
+            FlowState::Closed => c.end_state_closed += 1,
+        }
+        let recovery_percent = 100 - self.config.emergency_recovery_percent.min(100) as usize;
+        if self.emergency && self.index.len() * 100 <= self.max_flows * recovery_percent {
+            self.emergency = false;
+            c.emerg_mode_over += 1;
+        }
+        record
+    }
+}

@@ -1,0 +1,354 @@
+//! The sans-IO inspection core a worker owns: decode, flow tracking, and (from the
+//! detection work on) rules. It is fed packets and clock ticks and writes eve lines into an
+//! [`EventBuf`]; it knows nothing of threads, rings, sockets or files, so the single-thread
+//! run mode, the worker threads and the tests all drive the same code.
+
+use crate::counters::CounterSet;
+use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
+use crate::config::EngineSettings;
+use crate::flow::{FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
+use crate::output::eve::{format_timestamp, tcp_flags_hex, EventHeader};
+use crate::output::merge::{clock_key, packet_key, EventBuf, SHUTDOWN_KEY};
+use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
+
+pub use crate::config::ChecksumMode;
+
+const AUTO_CHECKSUM_SAMPLE: u64 = 1000;
+
+#[derive(Clone, Debug)]
+pub struct InspectSettings {
+    pub checksum: ChecksumMode,
+    pub flow: FlowConfig,
+}
+
+impl InspectSettings {
+    /// Per-worker settings from the resolved configuration. Memory caps are global in the
+    /// configuration and split evenly between workers, each of which owns its share.
+    pub fn from_engine(engine: &EngineSettings, workers: usize) -> Self {
+        let workers = workers.max(1) as u64;
+        let per_proto = |t: &crate::config::ProtoTimeouts, emergency: bool| StateTimeouts {
+            new: if emergency { t.emergency_new } else { t.new },
+            established: if emergency { t.emergency_established } else { t.established },
+            closed: if emergency { t.emergency_closed } else { t.closed },
+        };
+        let timeouts = |emergency: bool| FlowTimeouts {
+            tcp: per_proto(&engine.flow_timeouts.tcp, emergency),
+            udp: per_proto(&engine.flow_timeouts.udp, emergency),
+            icmp: per_proto(&engine.flow_timeouts.icmp, emergency),
+            default: per_proto(&engine.flow_timeouts.default, emergency),
+        };
+        let flow = FlowConfig {
+            memcap_bytes: engine.flow_memcap / workers,
+            prealloc_flows: (engine.flow_prealloc as u64 / workers) as usize,
+            timeouts: timeouts(false),
+            emergency_timeouts: timeouts(true),
+            midstream: engine.midstream,
+            async_oneside: engine.async_oneside,
+            ..FlowConfig::default()
+        };
+        InspectSettings { checksum: engine.checksum_mode, flow }
+    }
+}
+
+/// Decoder-level counters (Suricata's `decoder.*`). Plain fields: this is the hot path.
+#[derive(Clone, Debug)]
+struct DecoderCounters {
+    pkts: u64,
+    bytes: u64,
+    invalid: u64,
+    ethernet: u64,
+    vlan: u64,
+    vlan_qinq: u64,
+    ipv4: u64,
+    ipv6: u64,
+    tcp: u64,
+    udp: u64,
+    icmpv4: u64,
+    icmpv6: u64,
+    other_proto: u64,
+    ipv4_frag: u64,
+    ipv6_frag: u64,
+    unsupported_link: u64,
+    bad_checksum: u64,
+    checksum_auto_disabled: u64,
+    events: Vec<u64>,
+}
+
+impl Default for DecoderCounters {
+    fn default() -> Self {
+        DecoderCounters {
+            pkts: 0,
+            bytes: 0,
+            invalid: 0,
+            ethernet: 0,
+            vlan: 0,
+            vlan_qinq: 0,
+            ipv4: 0,
+            ipv6: 0,
+            tcp: 0,
+            udp: 0,
+            icmpv4: 0,
+            icmpv6: 0,
+            other_proto: 0,
+            ipv4_frag: 0,
+            ipv6_frag: 0,
+            unsupported_link: 0,
+            bad_checksum: 0,
+            checksum_auto_disabled: 0,
+            events: vec![0; DecodeEvent::COUNT],
+        }
+    }
+}
+
+/// Per-flow state the inspection stages keep; grows with detection and app-layer work.
+#[derive(Default, Debug, Clone)]
+pub struct FlowExt {
+    pub alerted: bool,
+}
+
+pub struct Inspector {
+    flows: FlowTable<FlowExt>,
+    decode_opts: DecodeOptions,
+    checksum: ChecksumMode,
+    checksum_sampled: u64,
+    checksum_bad_in_sample: u64,
+    decoder: DecoderCounters,
+    /// Latest capture time seen; flows expire against it.
+    now: Timestamp,
+    last_expiry_sec: u64,
+}
+
+impl Inspector {
+    pub fn new(settings: &InspectSettings) -> Self {
+        Inspector {
+            flows: FlowTable::new(settings.flow.clone()),
+            decode_opts: DecodeOptions { validate_checksums: settings.checksum != ChecksumMode::Never },
+            checksum: settings.checksum,
+            checksum_sampled: 0,
+            checksum_bad_in_sample: 0,
+            decoder: DecoderCounters::default(),
+            now: Timestamp(0),
+            last_expiry_sec: 0,
+        }
+    }
+
+    /// Inspects one packet; events it raises go to `out` keyed by its `pcap_cnt`.
+    pub fn packet(&mut self, pkt: PacketRef<'_>, out: &mut EventBuf) {
+        let meta = pkt.meta;
+        self.advance_clock(meta.ts, packet_key(meta.pcap_cnt), out);
+        self.decoder.pkts += 1;
+        self.decoder.bytes += meta.wire_len as u64;
+        match meta.link {
+            LinkType::Ethernet => self.decoder.ethernet += 1,
+            LinkType::Unsupported(_) => self.decoder.unsupported_link += 1,
+            _ => {}
+        }
+        let d = decode::decode(meta.link, pkt.data, &self.decode_opts);
+        self.count_decoded(&d);
+        if d.bad_checksum && self.reject_bad_checksum() {
+            return;
+        }
+        let Some(tuple) = d.tuple() else { return };
+        if d.fragment {
+            // Fragments are counted, not reassembled yet: flow tracking starts with
+            // unfragmented packets only.
+            return;
+        }
+        let tcp = match &d.l4 {
+            L4::Tcp(t) => Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() }),
+            _ => None,
+        };
+        let fp = FlowPacket {
+            src: tuple.src,
+            dst: tuple.dst,
+            src_port: tuple.src_port,
+            dst_port: tuple.dst_port,
+            proto: tuple.proto,
+            is_v4: tuple.is_v4,
+            vlan: d.vlan,
+            ts: meta.ts,
+            pcap_cnt: meta.pcap_cnt,
+            wire_len: meta.wire_len,
+            payload_len: d.payload.len() as u32,
+            tcp,
+        };
+        let key = packet_key(meta.pcap_cnt);
+        self.flows.process(&fp, &mut |rec| write_flow_event(&rec, key, out));
+    }
+
+    /// The dispatcher's clock: expire flows even when this worker gets no packets.
+    pub fn clock(&mut self, tick: ClockTick, out: &mut EventBuf) {
+        self.advance_clock(tick.ts, clock_key(tick.pcap_cnt), out);
+    }
+
+    /// End of input: every flow still open is logged with reason "shutdown".
+    pub fn finish(&mut self, out: &mut EventBuf) {
+        self.flows.flush_all(&mut |rec| write_flow_event(&rec, SHUTDOWN_KEY, out));
+    }
+
+    fn advance_clock(&mut self, ts: Timestamp, key: u64, out: &mut EventBuf) {
+        if ts <= self.now {
+            return;
+        }
+        self.now = ts;
+        // Expiry scans are amortised to once per second of capture time.
+        if ts.secs() > self.last_expiry_sec {
+            self.last_expiry_sec = ts.secs();
+            self.flows.expire(ts, &mut |rec| write_flow_event(&rec, key, out));
+        }
+    }
+
+    /// Whether a packet with a bad checksum is kept out of flow tracking and detection.
+    fn reject_bad_checksum(&mut self) -> bool {
+        self.decoder.bad_checksum += 1;
+        match self.checksum {
+            ChecksumMode::Never => false,
+            ChecksumMode::Always => true,
+            ChecksumMode::Auto => true,
+        }
+    }
+
+    fn count_decoded(&mut self, d: &Decoded<'_>) {
+        let c = &mut self.decoder;
+        if self.checksum == ChecksumMode::Auto {
+            self.checksum_sampled += 1;
+            self.checksum_bad_in_sample += d.bad_checksum as u64;
+            if self.checksum_sampled == AUTO_CHECKSUM_SAMPLE {
+                if self.checksum_bad_in_sample * 10 > AUTO_CHECKSUM_SAMPLE {
+                    self.checksum = ChecksumMode::Never;
+                    self.decode_opts.validate_checksums = false;
+                    c.checksum_auto_disabled = 1;
+                } else {
+                    self.checksum = ChecksumMode::Always;
+                }
+            }
+        }
+        if d.vlan_depth > 0 {
+            c.vlan += 1;
+        }
+        if d.vlan_depth > 1 {
+            c.vlan_qinq += 1;
+        }
+        match &d.ip {
+            Some(IpLayer::V4(_)) => {
+                c.ipv4 += 1;
+                c.ipv4_frag += d.fragment as u64;
+            }
+            Some(IpLayer::V6(_)) => {
+                c.ipv6 += 1;
+                c.ipv6_frag += d.fragment as u64;
+            }
+            None => {}
+        }
+        match &d.l4 {
+            L4::Tcp(_) => c.tcp += 1,
+            L4::Udp(_) => c.udp += 1,
+            L4::Icmpv4(_) => c.icmpv4 += 1,
+            L4::Icmpv6(_) => c.icmpv6 += 1,
+            L4::Other(_) => c.other_proto += 1,
+            L4::None => {}
+        }
+        if !d.events.is_empty() {
+            c.invalid += 1;
+            for ev in d.events.iter() {
+                c.events[ev.index()] += 1;
+            }
+        }
+    }
+
+    pub fn counters(&self) -> CounterSet {
+        let c = &self.decoder;
+        let mut s = CounterSet::new();
+        for (name, v) in [
+            ("decoder.pkts", c.pkts),
+            ("decoder.bytes", c.bytes),
+            ("decoder.invalid", c.invalid),
+            ("decoder.ethernet", c.ethernet),
+            ("decoder.vlan", c.vlan),
+            ("decoder.vlan_qinq", c.vlan_qinq),
+            ("decoder.ipv4", c.ipv4),
+            ("decoder.ipv6", c.ipv6),
+            ("decoder.tcp", c.tcp),
+            ("decoder.udp", c.udp),
+            ("decoder.icmpv4", c.icmpv4),
+            ("decoder.icmpv6", c.icmpv6),
+            ("decoder.other_ip_proto", c.other_proto),
+            ("decoder.ipv4_frag_not_reassembled", c.ipv4_frag),
+            ("decoder.ipv6_frag_not_reassembled", c.ipv6_frag),
+            ("decoder.unsupported_link_type", c.unsupported_link),
+            ("decoder.bad_checksum", c.bad_checksum),
+            ("decoder.checksum_auto_disabled", c.checksum_auto_disabled),
+        ] {
+            s.add(name, v);
+        }
+        for ev in DecodeEvent::ALL {
+            s.add(&format!("decoder.event.{}", ev.name()), c.events[ev.index()]);
+        }
+        for (name, v) in self.flows.counters().iter() {
+            s.add(name, v);
+        }
+        s
+    }
+}
+
+/// Writes Suricata's eve `flow` event for a finished flow.
+pub fn write_flow_event(rec: &FlowRecord<FlowExt>, key: u64, out: &mut EventBuf) {
+    out.push(key, |buf| {
+        let header = EventHeader {
+            ts: rec.end,
+            flow_id: Some(rec.flow_id),
+            pcap_cnt: None,
+            event_type: "flow",
+            src_ip: ip_addr(&rec.src_ip, rec.is_v4),
+            src_port: rec.src_port,
+            dest_ip: ip_addr(&rec.dst_ip, rec.is_v4),
+            dest_port: rec.dst_port,
+            proto: rec.proto,
+            icmp: rec.icmp_toserver.or(matches!(rec.proto, 1 | 58).then_some((0, 0))),
+        };
+        let mut o = header.write(buf);
+        if let Some((t, c)) = rec.icmp_toclient {
+            o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
+        }
+        let vlans: Vec<String> = rec.vlan.iter().filter(|&&v| v != 0).map(|v| v.to_string()).collect();
+        if !vlans.is_empty() {
+            o.raw("vlan", &format!("[{}]", vlans.join(",")));
+        }
+        o.open("flow")
+            .u64("pkts_toserver", rec.pkts_toserver)
+            .u64("pkts_toclient", rec.pkts_toclient)
+            .u64("bytes_toserver", rec.bytes_toserver)
+            .u64("bytes_toclient", rec.bytes_toclient)
+            .str("start", &format_timestamp(rec.start))
+            .str("end", &format_timestamp(rec.end))
+            .u64("age", rec.end.secs().saturating_sub(rec.start.secs()))
+            .str("state", rec.state.as_str())
+            .str("reason", rec.reason.as_str())
+            .bool("alerted", rec.ext.alerted)
+            .close();
+        if let Some(tcp) = &rec.tcp {
+            o.open("tcp")
+                .str("tcp_flags", &tcp_flags_hex(tcp.tcp_flags))
+                .str("tcp_flags_ts", &tcp_flags_hex(tcp.tcp_flags_ts))
+                .str("tcp_flags_tc", &tcp_flags_hex(tcp.tcp_flags_tc));
+            for (bit, name) in
+                [(0x02, "syn"), (0x01, "fin"), (0x04, "rst"), (0x08, "psh"), (0x10, "ack"), (0x20, "urg"), (0x40, "ecn"), (0x80, "cwr")]
+            {
+                if tcp.tcp_flags & bit != 0 {
+                    o.bool(name, true);
+                }
+            }
+            o.str("state", tcp.state.as_str()).close();
+        }
+        o.finish();
+    });
+}
+
+/// An address stored as 16 bytes (IPv4 v4-mapped) back to `IpAddr`.
+pub fn ip_addr(bytes: &[u8; 16], is_v4: bool) -> std::net::IpAddr {
+    if is_v4 {
+        std::net::IpAddr::from([bytes[12], bytes[13], bytes[14], bytes[15]])
+    } else {
+        std::net::IpAddr::from(*bytes)
+    }
+}

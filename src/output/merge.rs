@@ -1,0 +1,191 @@
+//! Ordered merge of the workers' event streams into one eve.json.
+//!
+//! Each event carries a sort key derived from the packet that caused it, so the merged file
+//! is in capture order and identical run to run whatever the thread timing. A worker's
+//! stream is already sorted; alongside its events a worker reports a *watermark*: every
+//! event it sends later has a key at least that large. The merger writes an event once its
+//! key is below every worker's watermark.
+
+use crossbeam_channel::{Receiver, Select};
+use std::collections::VecDeque;
+use std::io::{self, Write};
+
+/// Key for events raised by the packet with this `pcap_cnt`.
+pub fn packet_key(pcap_cnt: u64) -> u64 {
+    pcap_cnt << 1
+}
+
+/// Key for events raised by the dispatcher's clock after packet `pcap_cnt` (flow
+/// timeouts): they sort after that packet's own events and before the next packet's.
+pub fn clock_key(pcap_cnt: u64) -> u64 {
+    (pcap_cnt << 1) | 1
+}
+
+/// Key for events written at shutdown (flows still open, final records).
+pub const SHUTDOWN_KEY: u64 = u64::MAX;
+
+/// Serialized eve lines with their sort keys, written by one worker.
+#[derive(Default)]
+pub struct EventBuf {
+    bytes: Vec<u8>,
+    /// (key, end offset in `bytes`) per line, in the order written.
+    lines: Vec<(u64, usize)>,
+}
+
+impl EventBuf {
+    /// Appends one line; `write` must produce a complete line ending in '\n'.
+    pub fn push(&mut self, key: u64, write: impl FnOnce(&mut Vec<u8>)) {
+        write(&mut self.bytes);
+        self.lines.push((key, self.bytes.len()));
+    }
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+    pub fn lines(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        let mut start = 0;
+        self.lines.iter().map(move |&(key, end)| {
+            let line = &self.bytes[start..end];
+            start = end;
+            (key, line)
+        })
+    }
+}
+
+/// What a worker sends to the merger.
+pub struct OutputChunk {
+    pub events: EventBuf,
+    /// Later chunks from this worker hold only keys >= watermark.
+    pub watermark: u64,
+}
+
+struct Stream {
+    chunks: VecDeque<(EventBuf, usize)>,
+    watermark: u64,
+    open: bool,
+}
+
+impl Stream {
+    fn head_key(&self) -> Option<u64> {
+        let (buf, next) = self.chunks.front()?;
+        Some(buf.lines[*next].0)
+    }
+}
+
+/// Runs until every sender has hung up; returns the number of lines written.
+pub fn merge_ordered(inputs: Vec<Receiver<OutputChunk>>, out: &mut dyn Write) -> io::Result<u64> {
+    let mut streams: Vec<Stream> =
+        inputs.iter().map(|_| Stream { chunks: VecDeque::new(), watermark: 0, open: true }).collect();
+    let mut written = 0u64;
+    while streams.iter().any(|s| s.open) {
+        let mut sel = Select::new();
+        let mut map = Vec::new();
+        for (i, rx) in inputs.iter().enumerate() {
+            if streams[i].open {
+                sel.recv(rx);
+                map.push(i);
+            }
+        }
+        let op = sel.select();
+        let i = map[op.index()];
+        match op.recv(&inputs[i]) {
+            Ok(chunk) => {
+                streams[i].watermark = streams[i].watermark.max(chunk.watermark);
+                if !chunk.events.is_empty() {
+                    streams[i].chunks.push_back((chunk.events, 0));
+                }
+            }
+            Err(_) => {
+                streams[i].open = false;
+                streams[i].watermark = u64::MAX;
+            }
+        }
+        let limit = streams.iter().map(|s| s.watermark).min().unwrap_or(u64::MAX);
+        written += drain_below(&mut streams, limit, out)?;
+    }
+    // Every worker has finished: the rest, shutdown events included, in key order.
+    written += drain_below(&mut streams, u64::MAX, out)?;
+    written += drain_all(&mut streams, out)?;
+    Ok(written)
+}
+
+/// Writes, smallest key first (ties by worker index), every buffered line with key < limit.
+fn drain_below(streams: &mut [Stream], limit: u64, out: &mut dyn Write) -> io::Result<u64> {
+    let mut n = 0;
+    loop {
+        let best = streams
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.head_key().map(|k| (k, i)))
+            .filter(|&(k, _)| k < limit)
+            .min();
+        let Some((_, i)) = best else { return Ok(n) };
+        pop_line(&mut streams[i], out)?;
+        n += 1;
+    }
+}
+
+fn drain_all(streams: &mut [Stream], out: &mut dyn Write) -> io::Result<u64> {
+    let mut n = 0;
+    while let Some((_, i)) = streams.iter().enumerate().filter_map(|(i, s)| s.head_key().map(|k| (k, i))).min() {
+        pop_line(&mut streams[i], out)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn pop_line(stream: &mut Stream, out: &mut dyn Write) -> io::Result<()> {
+    let (buf, next) = stream.chunks.front_mut().expect("head exists");
+    let start = if *next == 0 { 0 } else { buf.lines[*next - 1].1 };
+    let end = buf.lines[*next].1;
+    out.write_all(&buf.bytes[start..end])?;
+    *next += 1;
+    if *next == buf.lines.len() {
+        stream.chunks.pop_front();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossbeam_channel::bounded;
+
+    fn chunk(lines: &[(u64, &str)], watermark: u64) -> OutputChunk {
+        let mut events = EventBuf::default();
+        for &(k, s) in lines {
+            events.push(k, |b| {
+                b.extend_from_slice(s.as_bytes());
+                b.push(b'\n')
+            });
+        }
+        OutputChunk { events, watermark }
+    }
+
+    #[test]
+    fn merges_in_key_order_with_worker_tiebreak() {
+        let (t0, r0) = bounded(8);
+        let (t1, r1) = bounded(8);
+        let h = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            merge_ordered(vec![r0, r1], &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        });
+        // Worker 1 runs ahead; its events must still wait for worker 0's.
+        t1.send(chunk(&[(packet_key(2), "b2"), (packet_key(5), "b5")], clock_key(6))).unwrap();
+        t0.send(chunk(&[(packet_key(1), "a1"), (clock_key(3), "a3t")], clock_key(4))).unwrap();
+        t0.send(chunk(&[(packet_key(7), "a7"), (SHUTDOWN_KEY, "a-end")], 0)).unwrap();
+        t1.send(chunk(&[(SHUTDOWN_KEY, "b-end")], 0)).unwrap();
+        drop((t0, t1));
+        assert_eq!(h.join().unwrap(), "a1\nb2\na3t\nb5\na7\na-end\nb-end\n");
+    }
+
+    #[test]
+    fn buf_lines_round_trip() {
+        let c = chunk(&[(1, "x"), (2, "yy")], 0);
+        let got: Vec<_> = c.events.lines().map(|(k, l)| (k, l.to_vec())).collect();
+        assert_eq!(got, vec![(1, b"x\n".to_vec()), (2, b"yy\n".to_vec())]);
+    }
+}

@@ -1,0 +1,7 @@
+//! Everything picket writes: eve.json (merged in capture order from all workers),
+//! stats.log, and the per-worker load table printed at exit.
+
+pub mod eve;
+pub mod json;
+pub mod merge;
+pub mod stats;

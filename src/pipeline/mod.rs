@@ -1,0 +1,247 @@
+//! Run modes. `single`: one thread reads and inspects. `workers`: the calling thread reads
+//! and dispatches; N pinned worker threads each own an [`Inspector`]; a merger thread writes
+//! eve.json in capture order.
+//!
+//! Packets travel in [`PacketBatch`]es over one SPSC ring per worker; emptied batches go
+//! back to the dispatcher over a second ring, so steady state allocates nothing. A full ring
+//! makes the dispatcher wait (offline input must not lose packets) and is counted.
+
+mod worker;
+
+use crate::capture::{CaptureError, PacketSource};
+use crate::dispatch::DispatchPolicy;
+use crate::inspect::{InspectSettings, Inspector};
+use crate::output::merge::{merge_ordered, EventBuf, OutputChunk};
+use crate::output::stats::{worker_name, WorkerReport};
+use crate::packet::{ClockTick, PacketBatch, Timestamp};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Packets per batch handed to a worker.
+pub const BATCH_PACKETS: usize = 64;
+/// Batches a worker's input ring holds.
+pub const RING_BATCHES: usize = 64;
+/// The dispatcher sends every worker a clock tick at least this often (in packets), so
+/// that the ordered output merge never holds more than this much back.
+const TICK_EVERY_PACKETS: u64 = 8192;
+
+pub struct RunOptions {
+    pub workers: usize,
+    pub single: bool,
+    pub pin_cores: bool,
+    pub inspect: InspectSettings,
+}
+
+/// What a run did, for the stats outputs and the exit table.
+pub struct RunSummary {
+    pub workers: Vec<WorkerReport>,
+    pub packets_read: u64,
+    pub events_written: u64,
+    pub first_ts: Option<Timestamp>,
+    pub last_ts: Option<Timestamp>,
+    pub wall: Duration,
+    /// How often the dispatcher found a worker's ring full and had to wait.
+    pub ring_full_waits: u64,
+    /// Set when the input ended in a truncated or corrupt capture.
+    pub capture_error: Option<CaptureError>,
+}
+
+pub fn run(
+    source: &mut dyn PacketSource,
+    policy: Box<dyn DispatchPolicy>,
+    opts: &RunOptions,
+    eve: &mut (dyn Write + Send),
+) -> std::io::Result<RunSummary> {
+    if opts.single {
+        run_single(source, opts, eve)
+    } else {
+        run_workers(source, policy, opts, eve)
+    }
+}
+
+/// Reads with `on_packet(pcap_cnt, raw)` until the source ends; a capture error after
+/// some packets is returned, not raised, so that what was read still counts.
+fn read_all(
+    source: &mut dyn PacketSource,
+    mut on_packet: impl FnMut(u64, &crate::capture::RawPacket<'_>),
+) -> (u64, Option<CaptureError>) {
+    let mut pcap_cnt = 0u64;
+    loop {
+        match source.next_packet() {
+            Ok(Some(raw)) => {
+                pcap_cnt += 1;
+                on_packet(pcap_cnt, &raw);
+            }
+            Ok(None) => return (pcap_cnt, None),
+            Err(e) => return (pcap_cnt, Some(e)),
+        }
+    }
+}
+
+fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, eve: &mut (dyn Write + Send)) -> std::io::Result<RunSummary> {
+    let start = Instant::now();
+    let mut inspector = Inspector::new(&opts.inspect);
+    let mut batch = PacketBatch::with_capacity(1, 65_536);
+    let mut events = EventBuf::default();
+    let mut busy = Duration::ZERO;
+    let mut bytes = 0u64;
+    let mut written = 0u64;
+    let mut io_error = None;
+    let (mut first_ts, mut last_ts) = (None, None);
+    let (packets, capture_error) = read_all(source, |pcap_cnt, raw| {
+        first_ts.get_or_insert(raw.ts);
+        last_ts = Some(raw.ts);
+        bytes += raw.wire_len as u64;
+        batch.clear();
+        batch.push(pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data);
+        let t = Instant::now();
+        inspector.packet(batch.get(0), &mut events);
+        busy += t.elapsed();
+        if events.len() >= 256 && io_error.is_none() {
+            written += events.len() as u64;
+            io_error = write_events(&mut events, eve).err();
+        }
+    });
+    inspector.finish(&mut events);
+    written += events.len() as u64;
+    if let Some(e) = io_error {
+        return Err(e);
+    }
+    write_events(&mut events, eve)?;
+    let report = WorkerReport { name: worker_name(0), packets, bytes, busy, counters: inspector.counters() };
+    Ok(RunSummary {
+        workers: vec![report],
+        packets_read: packets,
+        events_written: written,
+        first_ts,
+        last_ts,
+        wall: start.elapsed(),
+        ring_full_waits: 0,
+        capture_error,
+    })
+}
+
+fn write_events(events: &mut EventBuf, out: &mut dyn Write) -> std::io::Result<()> {
+    for (_, line) in events.lines() {
+        out.write_all(line)?;
+    }
+    *events = EventBuf::default();
+    Ok(())
+}
+
+fn run_workers(
+    source: &mut dyn PacketSource,
+    mut policy: Box<dyn DispatchPolicy>,
+    opts: &RunOptions,
+    eve: &mut (dyn Write + Send),
+) -> std::io::Result<RunSummary> {
+    let start = Instant::now();
+    let n = opts.workers.max(1);
+    let cores = if opts.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
+    std::thread::scope(|scope| {
+        let mut lanes = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        let mut outputs = Vec::with_capacity(n);
+        for i in 0..n {
+            let (to_worker, from_dispatcher) = rtrb::RingBuffer::<PacketBatch>::new(RING_BATCHES);
+            let (to_pool, from_worker) = rtrb::RingBuffer::<PacketBatch>::new(RING_BATCHES + 2);
+            let (out_tx, out_rx) = crossbeam_channel::bounded::<OutputChunk>(RING_BATCHES);
+            outputs.push(out_rx);
+            let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+            let settings = opts.inspect.clone();
+            handles.push(scope.spawn(move || {
+                if let Some(core) = core {
+                    core_affinity::set_for_current(core);
+                }
+                worker::run(i, Inspector::new(&settings), from_dispatcher, to_pool, out_tx)
+            }));
+            lanes.push(Lane { ring: to_worker, pool: from_worker, pending: PacketBatch::with_capacity(BATCH_PACKETS, BATCH_PACKETS * 1600) });
+        }
+        let merger = scope.spawn(move || {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, eve);
+            let n = merge_ordered(outputs, &mut out)?;
+            out.flush()?;
+            Ok::<u64, std::io::Error>(n)
+        });
+
+        let mut d = Dispatcher { lanes, ring_full_waits: 0, clock: ClockTick { ts: Timestamp(0), pcap_cnt: 0 } };
+        let (mut first_ts, mut last_ts) = (None, None);
+        let mut last_tick_sec = 0u64;
+        let mut since_tick = 0u64;
+        let (packets, capture_error) = read_all(source, |pcap_cnt, raw| {
+            first_ts.get_or_insert(raw.ts);
+            last_ts = Some(raw.ts);
+            let w = policy.pick(raw.link, raw.data, n);
+            d.lanes[w].pending.push(pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data);
+            d.clock.pcap_cnt = pcap_cnt;
+            d.clock.ts = d.clock.ts.max(raw.ts);
+            since_tick += 1;
+            if raw.ts.secs() > last_tick_sec || since_tick >= TICK_EVERY_PACKETS {
+                last_tick_sec = last_tick_sec.max(raw.ts.secs());
+                since_tick = 0;
+                for lane in 0..n {
+                    d.send(lane);
+                }
+            } else if d.lanes[w].pending.len() >= BATCH_PACKETS {
+                d.send(w);
+            }
+        });
+        for lane in 0..n {
+            d.send(lane);
+        }
+        let ring_full_waits = d.ring_full_waits;
+        drop(d); // closes the rings: workers drain, finish and hang up
+        let mut workers = Vec::with_capacity(n);
+        for h in handles {
+            workers.push(h.join().expect("worker thread panicked"));
+        }
+        let events_written = merger.join().expect("output thread panicked")?;
+        Ok(RunSummary {
+            workers,
+            packets_read: packets,
+            events_written,
+            first_ts,
+            last_ts,
+            wall: start.elapsed(),
+            ring_full_waits,
+            capture_error,
+        })
+    })
+}
+
+struct Lane {
+    ring: rtrb::Producer<PacketBatch>,
+    pool: rtrb::Consumer<PacketBatch>,
+    pending: PacketBatch,
+}
+
+struct Dispatcher {
+    lanes: Vec<Lane>,
+    ring_full_waits: u64,
+    clock: ClockTick,
+}
+
+impl Dispatcher {
+    /// Hands lane `w` its pending batch, stamped with the current clock, and takes a
+    /// recycled batch (or a new one) for the next packets.
+    fn send(&mut self, w: usize) {
+        let lane = &mut self.lanes[w];
+        let fresh = lane.pool.pop().unwrap_or_else(|_| PacketBatch::with_capacity(BATCH_PACKETS, BATCH_PACKETS * 1600));
+        let mut batch = std::mem::replace(&mut lane.pending, fresh);
+        batch.clock = Some(self.clock);
+        let mut spins = 0u32;
+        loop {
+            match lane.ring.push(batch) {
+                Ok(()) => return,
+                Err(rtrb::PushError::Full(back)) => {
+                    batch = back;
+                    if spins == 0 {
+                        self.ring_full_waits += 1;
+                    }
+                    spins += 1;
+                    worker::backoff(spins);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,728 @@
+//! TCP stream reassembly, sans-IO: the caller keeps one [`TcpReassembly`] in each TCP
+//! flow's state and feeds it every segment of that flow with [`TcpReassembly::on_segment`];
+//! detection asks [`TcpReassembly::inspect_raw`] for stream data on every packet, and
+//! application-layer parsers read [`TcpReassembly::app_data`]. Memory is charged to a
+//! worker-wide [`ReassemblyMemory`].
+//!
+//! # When stream data is inspected (Suricata's raw reassembly)
+//!
+//! Suricata's detection engine inspects a TCP stream *in the direction of the packet being
+//! processed*: a to-server packet can only make the client's bytes available, a to-client
+//! packet the server's. Which bytes and when depends on the mode:
+//!
+//! **IDS mode** (`stream.inline: no`, the default). Only bytes the receiver has
+//! *acknowledged* are inspected, because unacknowledged bytes may still be replaced by a
+//! retransmission that the receiver will accept instead. The acknowledgement itself arrives
+//! on a packet of the *other* direction and only moves the acknowledged edge; inspection
+//! then happens on the next packet of the data's own direction, if one of these holds:
+//! - at least `toserver-chunk-size` / `toclient-chunk-size` (default 2560) acknowledged
+//!   bytes are waiting (acked edge − inspected edge ≥ chunk size);
+//! - the app-layer asked for it ([`TcpReassembly::trigger_raw`], e.g. a complete HTTP
+//!   request), or the direction just reached `reassembly.depth`;
+//! - the session is closing: Suricata's states past TIME_WAIT (CLOSE_WAIT after the server's
+//!   FIN, LAST_ACK, CLOSING, CLOSED — CLOSED includes an accepted RST).
+//!
+//! The inspected range runs from the inspected edge to the acknowledged edge, one chunk per
+//! run of contiguous bytes: a hole that was acknowledged (the receiver accepted that data
+//! but we never saw it) is skipped and counted once as `tcp.reassembly_gap`.
+//! So with the default chunk size, a short request is usually inspected only at flow end,
+//! which is why Suricata attributes such alerts to a pseudo packet ("stream (flow timeout)").
+//!
+//! **Flow end** ([`TcpReassembly::close`], Suricata's flow-timeout / end pseudo packets):
+//! everything still buffered in each direction becomes inspectable, acknowledged or not.
+//!
+//! **Inline mode** (`stream.inline: yes`). Data is inspected on the packet that carries it,
+//! without waiting for the acknowledgement: the chunk is a window of about one chunk size
+//! of contiguous stream around the packet's bytes (the packet, plus earlier and, if already
+//! buffered, later bytes), so a pattern split across packets still matches when its last
+//! part arrives. Already accepted bytes always win over a conflicting retransmission (the
+//! IPS forwards normalised data), which [`SegmentOutcome::payload_differs_from_stream`]
+//! reports.
+//!
+//! # What is kept
+//!
+//! A direction keeps the bytes from `min(inspected edge − lookback, app-layer progress)`
+//! onwards (inline mode also keeps one chunk before the inspected edge and everything not
+//! yet acknowledged, for overlap checks). Data past `reassembly.depth` (default 1 MiB per
+//! direction, 0 = unlimited) is never stored. Segments entirely before the kept window are
+//! old retransmissions and are ignored. Out-of-order data is kept in separate blocks until
+//! the hole fills; holes cost no memory. Everything stored, plus a fixed charge per
+//! segment, counts against the worker's memcap; a segment that does not fit is not stored
+//! (`tcp.segment_memcap_drop`) and later shows up as a gap.
+//!
+//! `lookback` (default 0, as Suricata) lets detection re-see already inspected bytes before
+//! the new ones, so a pattern crossing an inspection boundary can still match: each
+//! [`StreamChunk`] says where its new bytes start. Suricata itself re-inspects nothing in IDS
+//! mode, so a non-zero lookback finds matches Suricata would miss.
+//!
+//! # Overlaps
+//!
+//! Segment boundaries are kept while their bytes are. A segment overlapping held bytes is
+//! counted (`tcp.overlap`); where the bytes differ (`tcp.overlap_diff_data`, event
+//! `stream.reassembly_overlap_different_data`) the receiving host's [`OverlapPolicy`]
+//! decides, per overlapped segment, which copy the stream keeps.
+//!
+//! Deliberate differences: after inspecting past a hole at flow end Suricata leaves its
+//! progress at the start of the last run (re-inspecting it on a later call); here progress
+//! always ends after the inspected bytes. Suricata's "slide raw progress by the TCP window
+//! when detection did not look" is not modelled: detection calls [`TcpReassembly::inspect_raw`]
+//! on every packet.
+//!
+//! # Session tracking
+//!
+//! Only what reassembly needs: ISNs from SYN and SYN/ACK (or the first segment seen when
+//! `midstream` pickup is on), the acknowledged edge of each direction, FIN/RST to find the
+//! closing states. With `async_oneside`, a direction whose peer is never seen counts its
+//! contiguous data as acknowledged. Sequence numbers are unwrapped into 64-bit stream
+//! offsets, so wrap-around at 2^32 and streams above 4 GiB need no special cases.
+
+mod half;
+mod memory;
+mod policy;
+#[cfg(test)]
+mod tests;
+
+pub use half::InsertResult;
+pub use memory::{ReassemblyCounters, ReassemblyMemory};
+pub use policy::OverlapPolicy;
+
+use half::StreamHalf;
+
+/// Settings from suricata.yaml's `stream:` section.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamConfig {
+    /// `stream.reassembly.depth`; 0 means unlimited.
+    pub depth: u64,
+    /// Policy for hosts without a `host-os-policy` entry.
+    pub policy: OverlapPolicy,
+    /// `stream.inline`.
+    pub inline: bool,
+    /// `stream.midstream`: pick up sessions without seeing the handshake.
+    pub midstream: bool,
+    /// `stream.async-oneside`: accept sessions where only one direction is seen.
+    pub async_oneside: bool,
+    /// `stream.reassembly.toserver-chunk-size`. Suricata randomises both chunk sizes by
+    /// ±10 % unless `randomize-chunk-size: no`; picking the value is the config loader's
+    /// job, this module uses it as given (fixed values keep alert attribution reproducible).
+    pub toserver_chunk_size: u32,
+    /// `stream.reassembly.toclient-chunk-size`.
+    pub toclient_chunk_size: u32,
+    /// Already inspected bytes repeated in front of new ones (see module doc).
+    pub lookback: u32,
+    /// Whether an app-layer parser consumes [`TcpReassembly::app_data`]; if not, its
+    /// progress does not hold memory.
+    pub app_layer: bool,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            depth: 1024 * 1024,
+            policy: OverlapPolicy::Bsd,
+            inline: false,
+            midstream: false,
+            async_oneside: false,
+            toserver_chunk_size: 2560,
+            toclient_chunk_size: 2560,
+            lookback: 0,
+            app_layer: false,
+        }
+    }
+}
+
+impl StreamConfig {
+    fn chunk_size(&self, dir: Direction) -> u64 {
+        match dir {
+            Direction::ToServer => self.toserver_chunk_size as u64,
+            Direction::ToClient => self.toclient_chunk_size as u64,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Client to server: the side that sent the first SYN (or the first packet seen).
+    ToServer,
+    ToClient,
+}
+
+impl Direction {
+    pub fn index(self) -> usize {
+        match self {
+            Direction::ToServer => 0,
+            Direction::ToClient => 1,
+        }
+    }
+    pub fn opposite(self) -> Direction {
+        match self {
+            Direction::ToServer => Direction::ToClient,
+            Direction::ToClient => Direction::ToServer,
+        }
+    }
+}
+
+/// TCP header flag bits as on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// The parts of a TCP segment reassembly looks at.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment<'a> {
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: TcpFlags,
+    pub window: u16,
+    pub payload: &'a [u8],
+}
+
+/// Session states in Suricata's order; the ordering matters (states after `TimeWait`
+/// flush raw inspection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TcpState {
+    None,
+    SynSent,
+    SynRecv,
+    Established,
+    FinWait1,
+    FinWait2,
+    TimeWait,
+    LastAck,
+    CloseWait,
+    Closing,
+    Closed,
+}
+
+/// What [`TcpReassembly::on_segment`] did with a segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentOutcome {
+    /// False when the session is not tracked (no handshake seen and midstream pickup off).
+    pub tracked: bool,
+    /// What happened to the payload, if there was one and the direction is tracked.
+    pub data: Option<InsertResult>,
+    pub overlap: bool,
+    pub overlap_different_data: bool,
+    /// Inline mode: the packet's bytes differ from the bytes the stream already accepted.
+    pub payload_differs_from_stream: bool,
+    /// A hole was acknowledged past on this packet (`stream.reassembly_seq_gap`).
+    pub gap: bool,
+}
+
+/// Contiguous stream bytes handed to detection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamChunk<'a> {
+    /// Stream offset of `data[0]` (offset 0 is the first byte after the ISN).
+    pub offset: u64,
+    pub data: &'a [u8],
+    /// `[new_start, new_end)`: the bytes not inspected before (in inline mode, the current
+    /// packet's bytes). Everything else in `data` is context.
+    pub new_start: u64,
+    pub new_end: u64,
+    /// Bytes missing between the previous inspection and this chunk (acknowledged hole).
+    pub gap_before: u64,
+}
+
+impl<'a> StreamChunk<'a> {
+    /// The not-yet-inspected part of `data`.
+    pub fn new_data(&self) -> &'a [u8] {
+        let a = (self.new_start - self.offset) as usize;
+        let b = (self.new_end - self.offset) as usize;
+        &self.data[a..b]
+    }
+}
+
+/// Data for an app-layer parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppData<'a> {
+    Data {
+        offset: u64,
+        data: &'a [u8],
+    },
+    /// Acknowledged bytes that were never seen; consume them to move past the hole.
+    Gap {
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// Reassembly state for both directions of one TCP session.
+#[derive(Debug)]
+pub struct TcpReassembly {
+    cfg: StreamConfig,
+    halves: [StreamHalf; 2],
+    state: TcpState,
+    /// Flow ended: everything buffered is inspectable.
+    eof: bool,
+}
+
+impl TcpReassembly {
+    pub fn new(cfg: StreamConfig) -> Self {
+        TcpReassembly {
+            cfg,
+            halves: [StreamHalf::new(cfg.policy), StreamHalf::new(cfg.policy)],
+            state: TcpState::None,
+            eof: false,
+        }
+    }
+
+    /// Sets the overlap policy of the host *receiving* `dir` (from `host-os-policy`).
+    pub fn set_policy(&mut self, dir: Direction, policy: OverlapPolicy) {
+        self.halves[dir.index()].policy = policy;
+    }
+
+    pub fn state(&self) -> TcpState {
+        self.state
+    }
+
+    /// Processes one segment travelling in `dir`.
+    pub fn on_segment(
+        &mut self,
+        dir: Direction,
+        seg: &Segment<'_>,
+        mem: &mut ReassemblyMemory,
+    ) -> SegmentOutcome {
+        let mut out = SegmentOutcome::default();
+        let flags = seg.flags;
+        let (d, o) = (dir.index(), dir.opposite().index());
+        self.halves[d].last_packet = None;
+
+        if !self.track_handshake(dir, seg, mem) {
+            return out;
+        }
+        out.tracked = true;
+        self.halves[d].packets += 1;
+
+        if flags.has(TcpFlags::ACK) {
+            self.halves[o].on_ack(seg.ack);
+        }
+
+        let half = &mut self.halves[d];
+        if !half.initialized {
+            // Direction first seen after the handshake state was set up (e.g. midstream
+            // pickup from a packet without ACK): its first segment defines offset 0. Without
+            // pickup there is no trustworthy ISN for it, so its data is not reassembled.
+            if !(self.cfg.midstream || self.cfg.async_oneside) || flags.has(TcpFlags::RST) {
+                self.track_close(dir, flags);
+                return out;
+            }
+            half.init(seg.seq);
+        }
+        // SYN occupies one sequence number before the first data byte (TCP Fast Open data).
+        let data_seq = if flags.has(TcpFlags::SYN) {
+            seg.seq.wrapping_add(1)
+        } else {
+            seg.seq
+        };
+        let off = half.offset_of(data_seq);
+        if !seg.payload.is_empty() && !self.eof {
+            let (result, detail) =
+                half.insert(off, seg.payload, self.cfg.depth, self.cfg.inline, mem);
+            out.data = Some(result);
+            out.overlap = detail.overlap;
+            out.overlap_different_data = detail.different_data;
+            out.payload_differs_from_stream = detail.payload_differs_from_stream;
+            let stored = matches!(result, InsertResult::Inserted | InsertResult::NothingNew);
+            if off >= 0 {
+                half.last_packet = Some((off as u64, seg.payload.len() as u32, stored));
+            }
+        }
+        if flags.has(TcpFlags::FIN) && off >= 0 {
+            half.fin_off = Some(off as u64 + seg.payload.len() as u64);
+        }
+        // One-sided capture: nobody will acknowledge this direction, so treat what
+        // arrived contiguously as acknowledged.
+        if self.cfg.async_oneside && self.halves[o].packets == 0 {
+            let half = &mut self.halves[d];
+            let edge = half.contiguous_end(half.last_ack_off.max(half.left));
+            if !half.ack_seen || edge > half.last_ack_off {
+                half.last_ack_off = edge;
+                half.ack_seen = true;
+            }
+        }
+
+        self.track_close(dir, flags);
+
+        for i in [d, o] {
+            let h = &mut self.halves[i];
+            if h.ack_seen && h.check_gaps(mem, h.last_ack_off) {
+                out.gap = true;
+            }
+        }
+        out
+    }
+
+    /// Handshake and pickup; returns false if the session is not tracked.
+    fn track_handshake(
+        &mut self,
+        dir: Direction,
+        seg: &Segment<'_>,
+        mem: &mut ReassemblyMemory,
+    ) -> bool {
+        let flags = seg.flags;
+        let (d, o) = (dir.index(), dir.opposite().index());
+        let syn = flags.has(TcpFlags::SYN);
+        let ack = flags.has(TcpFlags::ACK);
+        match self.state {
+            TcpState::None => {
+                if syn && !ack {
+                    self.halves[d].init(seg.seq.wrapping_add(1));
+                    self.state = TcpState::SynSent;
+                } else if syn && ack {
+                    if !self.cfg.midstream {
+                        return false;
+                    }
+                    self.halves[d].init(seg.seq.wrapping_add(1));
+                    self.halves[o].init(seg.ack);
+                    mem.counters.midstream_pickups += 1;
+                    self.state = TcpState::SynRecv;
+                } else {
+                    if !self.cfg.midstream || flags.has(TcpFlags::RST) {
+                        return false;
+                    }
+                    self.halves[d].init(seg.seq);
+                    if ack {
+                        self.halves[o].init(seg.ack);
+                    }
+                    mem.counters.midstream_pickups += 1;
+                    self.state = TcpState::Established;
+                }
+            }
+            TcpState::SynSent => {
+                if syn && ack && dir == Direction::ToClient {
+                    self.halves[d].init(seg.seq.wrapping_add(1));
+                    self.state = TcpState::SynRecv;
+                } else if !syn && ack && dir == Direction::ToServer && self.cfg.async_oneside {
+                    // The SYN/ACK was not captured: the client's ACK tells the server's ISN.
+                    self.halves[o].init(seg.ack);
+                    self.state = TcpState::Established;
+                }
+            }
+            TcpState::SynRecv if !syn && ack && dir == Direction::ToServer => {
+                self.state = TcpState::Established;
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// FIN/RST state changes, in Suricata's state names.
+    fn track_close(&mut self, dir: Direction, flags: TcpFlags) {
+        if flags.has(TcpFlags::RST) {
+            if self.state >= TcpState::SynSent {
+                self.state = TcpState::Closed;
+            }
+            return;
+        }
+        let fin = flags.has(TcpFlags::FIN);
+        let from_client = dir == Direction::ToServer;
+        let fin_acked =
+            |h: &StreamHalf| h.fin_off.is_some_and(|f| h.ack_seen && h.last_ack_off > f);
+        let client_fin_acked = fin_acked(&self.halves[Direction::ToServer.index()]);
+        let server_fin_acked = fin_acked(&self.halves[Direction::ToClient.index()]);
+        self.state = match self.state {
+            TcpState::SynRecv | TcpState::Established if fin => {
+                if from_client {
+                    TcpState::FinWait1
+                } else {
+                    TcpState::CloseWait
+                }
+            }
+            TcpState::FinWait1 if !from_client && fin => {
+                if client_fin_acked {
+                    TcpState::TimeWait
+                } else {
+                    TcpState::Closing
+                }
+            }
+            TcpState::FinWait1 if !from_client && client_fin_acked => TcpState::FinWait2,
+            TcpState::FinWait2 if !from_client && fin => TcpState::TimeWait,
+            TcpState::CloseWait if from_client && fin => TcpState::LastAck,
+            TcpState::LastAck if !from_client && client_fin_acked => TcpState::Closed,
+            TcpState::TimeWait if from_client && server_fin_acked => TcpState::Closed,
+            TcpState::Closing if client_fin_acked && server_fin_acked => TcpState::Closed,
+            s => s,
+        };
+    }
+
+    /// App-layer request for immediate inspection of `dir` (Suricata's
+    /// `AppLayerParserTriggerRawStreamReassembly`).
+    pub fn trigger_raw(&mut self, dir: Direction) {
+        self.halves[dir.index()].trigger_raw = true;
+    }
+
+    /// Flow end: everything buffered in both directions becomes inspectable and no more
+    /// data is accepted.
+    pub fn close(&mut self) {
+        self.eof = true;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.eof
+    }
+
+    /// Runs detection's stream inspection for a packet travelling in `dir` (or, after
+    /// [`close`](Self::close), for the flow-end pseudo packet of `dir`). Calls `f` for each
+    /// chunk that Suricata would inspect at this point, then marks it inspected and frees
+    /// what is no longer needed. Returns whether any chunk was produced.
+    pub fn inspect_raw(
+        &mut self,
+        dir: Direction,
+        mem: &mut ReassemblyMemory,
+        mut f: impl FnMut(StreamChunk<'_>),
+    ) -> bool {
+        let cfg = self.cfg;
+        let eof = self.eof;
+        let closing = self.state > TcpState::TimeWait;
+        let chunk_size = cfg.chunk_size(dir);
+        let h = &mut self.halves[dir.index()];
+        if !h.initialized {
+            return false;
+        }
+        let produced = if cfg.inline && !eof {
+            Self::inspect_inline(h, chunk_size, &mut f)
+        } else {
+            let acked = if h.ack_seen { h.last_ack_off } else { 0 };
+            let due = eof
+                || h.depth_reached
+                || h.trigger_raw
+                || closing
+                || acked.saturating_sub(h.raw_progress) >= chunk_size;
+            if due {
+                let right_edge = if eof { u64::MAX } else { acked };
+                let progress = Self::walk_raw(h, right_edge, cfg.lookback as u64, &mut f);
+                let produced = progress > h.raw_progress;
+                h.raw_progress = progress;
+                h.trigger_raw = false;
+                produced
+            } else {
+                false
+            }
+        };
+        Self::prune(h, &cfg, chunk_size, mem);
+        produced
+    }
+
+    /// IDS walk: each contiguous run between the inspected edge and `right_edge`.
+    fn walk_raw(
+        h: &StreamHalf,
+        right_edge: u64,
+        lookback: u64,
+        f: &mut impl FnMut(StreamChunk<'_>),
+    ) -> u64 {
+        let mut progress = h.raw_progress;
+        let first = h.blocks().partition_point(|b| b.end() <= progress);
+        for b in &h.blocks()[first..] {
+            let new_start = b.offset.max(progress);
+            let new_end = b.end().min(right_edge);
+            if new_start >= new_end {
+                break;
+            }
+            let start = b.offset.max(new_start.saturating_sub(lookback)).max(h.left);
+            let bytes = b.bytes();
+            f(StreamChunk {
+                offset: start,
+                data: &bytes[(start - b.offset) as usize..(new_end - b.offset) as usize],
+                new_start,
+                new_end,
+                gap_before: new_start - progress,
+            });
+            progress = new_end;
+        }
+        progress
+    }
+
+    /// Inline: a window of about one chunk around the current packet's bytes.
+    fn inspect_inline(
+        h: &mut StreamHalf,
+        chunk_size: u64,
+        f: &mut impl FnMut(StreamChunk<'_>),
+    ) -> bool {
+        let Some((pkt_start, pkt_len, true)) = h.last_packet else {
+            return false;
+        };
+        let pkt_len = pkt_len as u64;
+        // Large packets get a larger window so some context always surrounds them.
+        let chunk = if chunk_size <= pkt_len || chunk_size / 3 * 2 < pkt_len {
+            pkt_len + chunk_size / 3
+        } else {
+            chunk_size
+        };
+        let blocks = h.blocks();
+        let i = blocks.partition_point(|b| b.end() <= pkt_start.max(h.left));
+        let Some(b) = blocks.get(i) else { return false };
+        let pkt_start = pkt_start.max(b.offset);
+        let pkt_end = (pkt_start + pkt_len).min(b.end());
+        if pkt_start >= pkt_end {
+            return false;
+        }
+        let (mut start, mut end) = (b.offset, b.end());
+        let pkt_len = pkt_end - pkt_start;
+        if end - start > chunk {
+            if end == pkt_end {
+                start = end - chunk;
+            } else if start == pkt_start {
+                end = start + chunk;
+            } else {
+                let spare = chunk.saturating_sub(pkt_len);
+                let mut before = pkt_start - start;
+                let mut after = end - pkt_end;
+                if after >= spare / 2 {
+                    if before >= spare / 2 {
+                        before = spare / 2;
+                        after = spare / 2;
+                    } else {
+                        after = spare - before;
+                    }
+                } else if before >= spare / 2 {
+                    before = spare - after;
+                }
+                start = pkt_start - before;
+                end = pkt_end + after;
+            }
+        }
+        let bytes = b.bytes();
+        f(StreamChunk {
+            offset: start,
+            data: &bytes[(start - b.offset) as usize..(end - b.offset) as usize],
+            new_start: pkt_start,
+            new_end: pkt_end,
+            gap_before: 0,
+        });
+        let single_run = blocks.len() == 1;
+        let acked = if h.ack_seen { h.last_ack_off } else { 0 };
+        let progress = if single_run {
+            end
+        } else if h.raw_progress < acked {
+            if start > acked {
+                acked
+            } else {
+                end
+            }
+        } else {
+            h.raw_progress
+        };
+        h.raw_progress = h.raw_progress.max(progress);
+        h.last_packet = None;
+        true
+    }
+
+    fn prune(h: &mut StreamHalf, cfg: &StreamConfig, chunk_size: u64, mem: &mut ReassemblyMemory) {
+        let keep_before = if cfg.inline {
+            chunk_size
+        } else {
+            cfg.lookback as u64
+        };
+        let mut target = h.raw_progress.saturating_sub(keep_before);
+        if cfg.app_layer {
+            target = target.min(h.app_progress);
+        }
+        if cfg.inline {
+            target = target.min(if h.ack_seen { h.last_ack_off } else { 0 });
+        }
+        h.free_before(target, mem);
+    }
+
+    /// Data the app-layer parser may read next in `dir`: acknowledged bytes in IDS mode,
+    /// all contiguous bytes in inline mode or after [`close`](Self::close). Requires
+    /// `StreamConfig::app_layer`, otherwise the bytes may already be freed.
+    pub fn app_data(&self, dir: Direction) -> Option<AppData<'_>> {
+        let h = &self.halves[dir.index()];
+        if !h.initialized {
+            return None;
+        }
+        let limit = if self.eof || self.cfg.inline {
+            u64::MAX
+        } else if h.ack_seen {
+            h.last_ack_off
+        } else {
+            return None;
+        };
+        let at = h.app_progress.max(h.left);
+        if at > h.app_progress {
+            return Some(AppData::Gap {
+                offset: h.app_progress,
+                len: at - h.app_progress,
+            });
+        }
+        let blocks = h.blocks();
+        let i = blocks.partition_point(|b| b.end() <= at);
+        match blocks.get(i) {
+            Some(b) if b.offset <= at => {
+                let end = b.end().min(limit);
+                if end <= at {
+                    return None;
+                }
+                let bytes = b.bytes();
+                Some(AppData::Data {
+                    offset: at,
+                    data: &bytes[(at - b.offset) as usize..(end - b.offset) as usize],
+                })
+            }
+            Some(b) if b.offset <= limit => Some(AppData::Gap {
+                offset: at,
+                len: b.offset - at,
+            }),
+            Some(_) => None,
+            // Nothing buffered past `at`, but bytes up to `next_off` were seen and lost
+            // (memcap) and acknowledged: report them as a gap.
+            None if limit != u64::MAX && h.next_off > at && limit > at => Some(AppData::Gap {
+                offset: at,
+                len: h.next_off.min(limit) - at,
+            }),
+            None => None,
+        }
+    }
+
+    /// Marks app-layer data before stream offset `upto` as consumed.
+    pub fn app_consume(&mut self, dir: Direction, upto: u64, mem: &mut ReassemblyMemory) {
+        let cfg = self.cfg;
+        let chunk_size = cfg.chunk_size(dir);
+        let h = &mut self.halves[dir.index()];
+        if upto > h.app_progress {
+            h.app_progress = upto;
+        }
+        Self::prune(h, &cfg, chunk_size, mem);
+    }
+
+    /// The retained bytes of `dir` as (stream offset, bytes) runs in order; holes lie
+    /// between runs. Used to log the stream payload of an alert.
+    pub fn retained(&self, dir: Direction) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        self.halves[dir.index()]
+            .blocks()
+            .iter()
+            .map(|b| (b.offset, b.bytes()))
+    }
+
+    /// Stream offset before which `dir`'s data has been freed.
+    pub fn retained_from(&self, dir: Direction) -> u64 {
+        self.halves[dir.index()].left
+    }
+
+    /// Offset acknowledged by the receiver of `dir`, if any acknowledgement was seen.
+    pub fn acked(&self, dir: Direction) -> Option<u64> {
+        let h = &self.halves[dir.index()];
+        h.ack_seen.then_some(h.last_ack_off)
+    }
+
+    /// Detection progress in `dir`: bytes before this offset were inspected.
+    pub fn inspected(&self, dir: Direction) -> u64 {
+        self.halves[dir.index()].raw_progress
+    }
+
+    /// Returns all memory to the worker's budget. Call before dropping the flow.
+    pub fn release(&mut self, mem: &mut ReassemblyMemory) {
+        for h in &mut self.halves {
+            h.release(mem);
+        }
+    }
+}

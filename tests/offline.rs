@@ -1,0 +1,210 @@
+//! End-to-end runs of the `picket` binary over captures: outputs, determinism, flow
+//! affinity, error handling, and survival on every conformance capture.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn picket() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_picket"))
+}
+
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.pcap")
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = picket().args(args).output().expect("spawn picket");
+    assert!(
+        out.status.success(),
+        "picket {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
+fn read_eve(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("eve.json"))
+        .expect("eve.json written")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad eve line {l}: {e}")))
+        .collect()
+}
+
+/// Runs picket on the sample with extra args and returns the eve events.
+fn eve_for(extra: &[&str]) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample();
+    let mut args = vec!["-r", sample.to_str().unwrap(), "-l", dir.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run_ok(&args);
+    read_eve(dir.path())
+}
+
+fn non_stats(events: &[Value]) -> Vec<String> {
+    events.iter().filter(|e| e["event_type"] != "stats").map(|e| e.to_string()).collect()
+}
+
+#[test]
+fn sample_run_writes_flows_stats_and_stats_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample();
+    let out = run_ok(&["-r", sample.to_str().unwrap(), "-l", dir.path().to_str().unwrap(), "--workers", "2"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("W#01") && stdout.contains("W#02"), "load table printed: {stdout}");
+
+    let events = read_eve(dir.path());
+    let flows: Vec<_> = events.iter().filter(|e| e["event_type"] == "flow").collect();
+    assert!(flows.len() >= 5, "sample has several flows, got {}", flows.len());
+    for f in &flows {
+        for key in ["timestamp", "flow_id", "src_ip", "dest_ip", "proto"] {
+            assert!(!f[key].is_null(), "flow event lacks {key}: {f}");
+        }
+        assert!(f["flow"]["pkts_toserver"].as_u64().unwrap() + f["flow"]["pkts_toclient"].as_u64().unwrap() > 0);
+        let ts = f["timestamp"].as_str().unwrap();
+        assert_eq!(ts.len(), "2009-11-24T21:27:09.534255+0000".len(), "Suricata timestamp format: {ts}");
+    }
+    let stats = events.last().expect("events");
+    assert_eq!(stats["event_type"], "stats", "stats event comes last");
+    let pkts = stats["stats"]["decoder"]["pkts"].as_u64().unwrap();
+    let flow_pkts: u64 = flows
+        .iter()
+        .map(|f| f["flow"]["pkts_toserver"].as_u64().unwrap() + f["flow"]["pkts_toclient"].as_u64().unwrap())
+        .sum();
+    assert!(flow_pkts <= pkts && flow_pkts > pkts / 2, "flows account for most packets: {flow_pkts} of {pkts}");
+    assert!(stats["stats"]["threads"]["W#02"].is_object());
+
+    let log = std::fs::read_to_string(dir.path().join("stats.log")).unwrap();
+    assert!(log.contains("decoder.pkts") && log.contains("Total") && log.contains("W#02"));
+}
+
+#[test]
+fn output_is_deterministic_for_a_worker_count() {
+    for policy in ["flow", "roundrobin", "random"] {
+        let a = eve_for(&["--workers", "2", "--dispatch", policy]);
+        let b = eve_for(&["--workers", "2", "--dispatch", policy]);
+        assert_eq!(non_stats(&a), non_stats(&b), "policy {policy}");
+    }
+}
+
+/// The same flows, with the same packet counts, whether one thread or two workers did the work.
+#[test]
+fn flow_records_do_not_depend_on_run_mode_under_flow_dispatch() {
+    let summary = |events: Vec<Value>| -> BTreeSet<String> {
+        events
+            .iter()
+            .filter(|e| e["event_type"] == "flow")
+            .map(|e| format!("{} {} {} {}", e["flow_id"], e["flow"]["pkts_toserver"], e["flow"]["pkts_toclient"], e["flow"]["bytes_toserver"]))
+            .collect()
+    };
+    let single = summary(eve_for(&["--runmode", "single"]));
+    let two = summary(eve_for(&["--workers", "2", "--dispatch", "flow"]));
+    assert!(!single.is_empty());
+    assert_eq!(single, two);
+}
+
+/// Under flow dispatch each flow is created on exactly one worker, so the per-worker
+/// flow totals add up to the single-thread total; round robin splits flows across workers.
+#[test]
+fn flow_dispatch_keeps_each_flow_on_one_worker() {
+    let flows_created = |events: &[Value]| -> (u64, BTreeMap<String, u64>) {
+        let stats = &events.last().unwrap()["stats"];
+        let per: BTreeMap<String, u64> = stats["threads"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v["flow"]["total"].as_u64().unwrap_or(0)))
+            .collect();
+        (stats["flow"]["total"].as_u64().unwrap(), per)
+    };
+    let (single_total, _) = flows_created(&eve_for(&["--runmode", "single"]));
+    let (flow_total, per) = flows_created(&eve_for(&["--workers", "2", "--dispatch", "flow"]));
+    assert_eq!(flow_total, single_total);
+    assert!(per.values().all(|&n| n > 0), "both workers got flows: {per:?}");
+    let (rr_total, _) = flows_created(&eve_for(&["--workers", "2", "--dispatch", "roundrobin"]));
+    assert!(rr_total > single_total, "round robin splits flows: {rr_total} vs {single_total}");
+}
+
+fn run_err(args: &[&str]) -> String {
+    let out = picket().args(args).output().unwrap();
+    assert!(!out.status.success(), "picket {args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn clear_errors_for_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let sample = sample();
+    let s = sample.to_str().unwrap();
+    let err = run_err(&["-r", "/nonexistent/x.pcap", "-l", d]);
+    assert!(err.contains("/nonexistent/x.pcap"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    run_err(&["-r", s, "-l", d, "--bogus-option"]);
+    let err = run_err(&["-r", s, "-l", d, "-k", "sometimes"]);
+    assert!(err.contains("sometimes"), "{err}");
+    let err = run_err(&["-r", s, "-l", d, "--set", "flow.memcap=lots"]);
+    assert!(err.contains("flow.memcap"), "{err}");
+    let err = run_err(&["-r", s, "-l", d, "--dispatch", "sideways"]);
+    assert!(err.contains("sideways"), "{err}");
+    let err = run_err(&["-r", s, "-l", d, "-c", "/nonexistent.yaml"]);
+    assert!(err.contains("/nonexistent.yaml"), "{err}");
+    let not_pcap = dir.path().join("notes.txt");
+    std::fs::write(&not_pcap, "hello, not a capture").unwrap();
+    run_err(&["-r", not_pcap.to_str().unwrap(), "-l", d]);
+}
+
+#[test]
+fn unknown_set_key_warns_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample();
+    let out = run_ok(&["-r", sample.to_str().unwrap(), "-l", dir.path().to_str().unwrap(), "--set", "no.such.key=1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no.such.key"));
+}
+
+#[test]
+fn truncated_capture_is_processed_up_to_the_break() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(sample()).unwrap();
+    let cut = dir.path().join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let out = run_ok(&["-r", cut.to_str().unwrap(), "-l", dir.path().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("truncated") || err.contains("Truncated"), "reports the break: {err}");
+    let events = read_eve(dir.path());
+    let pkts = events.last().unwrap()["stats"]["decoder"]["pkts"].as_u64().unwrap();
+    assert!(pkts > 0, "packets before the break were processed");
+}
+
+/// Every capture of the conformance suite: picket exits 0 and never panics.
+#[test]
+fn survives_every_conformance_capture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/pcaps");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("skipped: {} not found", dir.display());
+        return;
+    };
+    let mut pcaps: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    pcaps.sort();
+    let out = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (i, pcap) in pcaps.iter().enumerate() {
+        // Alternate run modes so both paths meet every kind of capture.
+        let mode: &[&str] = if i % 2 == 0 { &["--workers", "2"] } else { &["--runmode", "single"] };
+        let o = picket()
+            .args(["-r", pcap.to_str().unwrap(), "-l", out.path().to_str().unwrap(), "-k", "none"])
+            .args(mode)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if !o.status.success() || stderr.contains("panicked") {
+            failures.push(format!("{}: {:?} {}", pcap.display(), o.status, stderr.lines().last().unwrap_or("")));
+        }
+    }
+    eprintln!("ran picket over {} conformance captures", pcaps.len());
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
