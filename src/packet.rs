@@ -70,6 +70,14 @@ pub struct PacketMeta {
     len: u32,
 }
 
+impl PacketMeta {
+    /// Metadata for a packet that is not stored in a batch (the single-thread run mode
+    /// inspects the source's buffer in place).
+    pub fn standalone(pcap_cnt: u64, ts: Timestamp, link: LinkType, wire_len: u32, captured_len: usize) -> Self {
+        PacketMeta { pcap_cnt, ts, link, wire_len, start: 0, len: captured_len as u32 }
+    }
+}
+
 /// A borrowed packet: metadata plus captured bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct PacketRef<'a> {

@@ -1,7 +1,7 @@
 //! A tiny JSON object writer that keeps fields in the order Suricata writes them (serde_json's
 //! maps would sort them) and writes straight into the worker's output buffer.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 pub struct JsonObject<'a> {
     out: &'a mut Vec<u8>,
@@ -33,9 +33,7 @@ impl<'a> JsonObject<'a> {
 
     pub fn u64(&mut self, key: &str, value: u64) -> &mut Self {
         self.key(key);
-        let mut s = String::new();
-        let _ = write!(s, "{value}");
-        self.out.extend_from_slice(s.as_bytes());
+        let _ = write!(self.out, "{value}");
         self
     }
 
@@ -90,20 +88,31 @@ impl<'a> JsonObject<'a> {
     }
 }
 
-/// Writes a JSON string literal with the escapes JSON requires.
+/// Writes a JSON string literal with the escapes JSON requires. Runs of plain bytes are
+/// copied whole; only quote, backslash and control characters are escaped.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
-    for (i, c) in s.char_indices() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            c if (c as u32) < 0x20 => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
-            _ => out.extend_from_slice(&s.as_bytes()[i..i + c.len_utf8()]),
+    let bytes = s.as_bytes();
+    let mut plain_from = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[plain_from..i]);
+        if escape.is_empty() {
+            out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+        } else {
+            out.extend_from_slice(escape);
         }
+        plain_from = i + 1;
     }
+    out.extend_from_slice(&bytes[plain_from..]);
     out.push(b'"');
 }
 

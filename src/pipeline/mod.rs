@@ -13,7 +13,7 @@ use crate::dispatch::DispatchPolicy;
 use crate::inspect::{InspectSettings, Inspector};
 use crate::output::merge::{merge_ordered, EventBuf, OutputChunk};
 use crate::output::stats::{worker_name, WorkerReport};
-use crate::packet::{ClockTick, PacketBatch, Timestamp};
+use crate::packet::{ClockTick, PacketBatch, PacketMeta, PacketRef, Timestamp};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -81,27 +81,32 @@ fn read_all(
 fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, eve: &mut (dyn Write + Send)) -> std::io::Result<RunSummary> {
     let start = Instant::now();
     let mut inspector = Inspector::new(&opts.inspect);
-    let mut batch = PacketBatch::with_capacity(1, 65_536);
     let mut events = EventBuf::default();
     let mut busy = Duration::ZERO;
     let mut bytes = 0u64;
     let mut written = 0u64;
     let mut io_error = None;
     let (mut first_ts, mut last_ts) = (None, None);
+    // Busy time is sampled per group of packets: a clock read per packet would cost more
+    // than some packets take to inspect.
+    let mut group_started = Instant::now();
     let (packets, capture_error) = read_all(source, |pcap_cnt, raw| {
         first_ts.get_or_insert(raw.ts);
         last_ts = Some(raw.ts);
         bytes += raw.wire_len as u64;
-        batch.clear();
-        batch.push(pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data);
-        let t = Instant::now();
-        inspector.packet(batch.get(0), &mut events);
-        busy += t.elapsed();
-        if events.len() >= 256 && io_error.is_none() {
-            written += events.len() as u64;
-            io_error = write_events(&mut events, eve).err();
+        let meta = PacketMeta::standalone(pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
+        inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut events);
+        if pcap_cnt % BATCH_PACKETS as u64 == 0 {
+            let now = Instant::now();
+            busy += now - group_started;
+            if events.len() >= 256 && io_error.is_none() {
+                written += events.len() as u64;
+                io_error = write_events(&mut events, eve).err();
+            }
+            group_started = Instant::now();
         }
     });
+    busy += group_started.elapsed();
     inspector.finish(&mut events);
     written += events.len() as u64;
     if let Some(e) = io_error {
