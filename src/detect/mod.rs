@@ -1,3 +1,5 @@
-//! Detection: rule language and (later) the engine that compiles and runs rules.
+//! Detection: the rule language (`rule`), the multi-pattern prefilter (`mpm`) and the
+//! engine that compiles rules and runs them against packets and streams (`engine`).
 
+pub mod mpm;
 pub mod rule;

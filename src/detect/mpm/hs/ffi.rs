@@ -1,0 +1,264 @@
+//! Safe wrapper over the few libhs calls the matcher needs. The only `unsafe` of the MPM lives
+//! here; every block states why it is sound.
+//!
+//! Ownership: [`Database`] and [`HsScratch`] own their C allocations and free them on drop.
+//! Hyperscan documents a compiled database as read-only and safe to share between threads, and
+//! a scratch as usable by one thread at a time: hence `Database: Send + Sync`, `HsScratch: Send`
+//! (and scans take `&mut HsScratch`, so two scans can never use one scratch at once).
+
+#![allow(unsafe_code)]
+
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+
+use hyperscan_sys as sys;
+
+/// One literal for [`Database::compile_literals`].
+pub(super) struct Literal<'a> {
+    pub bytes: &'a [u8],
+    pub caseless: bool,
+    pub id: u32,
+}
+
+/// A compiled block-mode database.
+pub(super) struct Database(NonNull<sys::hs_database_t>);
+
+// SAFETY: libhs never mutates a database after compilation; concurrent scans of one database
+// with distinct scratches are the documented way to use it from several threads.
+unsafe impl Send for Database {}
+// SAFETY: as above, all access through `&Database` is read-only in libhs.
+unsafe impl Sync for Database {}
+
+/// Scratch space, sized for every database passed to [`HsScratch::grow_for`].
+pub(in crate::detect::mpm) struct HsScratch(NonNull<sys::hs_scratch_t>);
+
+// SAFETY: a scratch is not tied to the thread that allocated it; libhs only forbids concurrent
+// use, which `&mut HsScratch` in `Database::scan` rules out.
+unsafe impl Send for HsScratch {}
+
+/// Whether this CPU can run Hyperscan (SSSE3 at least).
+pub(super) fn platform_supported() -> bool {
+    // SAFETY: takes no arguments and only inspects CPU features.
+    unsafe { sys::hs_valid_platform() == sys::HS_SUCCESS as c_int }
+}
+
+fn error_name(code: c_int) -> &'static str {
+    match code {
+        sys::HS_INVALID => "invalid parameter",
+        sys::HS_NOMEM => "out of memory",
+        sys::HS_SCAN_TERMINATED => "scan terminated",
+        sys::HS_COMPILER_ERROR => "compiler error",
+        sys::HS_DB_VERSION_ERROR => "database built for another Hyperscan version",
+        sys::HS_DB_PLATFORM_ERROR => "database built for another platform",
+        sys::HS_DB_MODE_ERROR => "database built for another mode",
+        sys::HS_BAD_ALIGN => "misaligned parameter",
+        sys::HS_BAD_ALLOC => "allocator returned misaligned memory",
+        sys::HS_SCRATCH_IN_USE => "scratch already in use",
+        sys::HS_ARCH_ERROR => "unsupported CPU",
+        sys::HS_INSUFFICIENT_SPACE => "buffer too small",
+        _ => "unknown error",
+    }
+}
+
+impl Database {
+    /// Compiles `literals` with `hs_compile_lit_multi`, each reporting its `id` at most once per
+    /// scan (`HS_FLAG_SINGLEMATCH`). Literal mode takes raw bytes (NUL included) and compiles
+    /// short literals far faster than equivalent regexes.
+    pub(super) fn compile_literals(literals: &[Literal<'_>]) -> Result<Database, String> {
+        let count =
+            c_uint::try_from(literals.len()).map_err(|_| "too many patterns".to_string())?;
+        if literals.iter().any(|literal| literal.bytes.is_empty()) {
+            return Err("empty literal".into());
+        }
+        let pointers: Vec<*const c_char> =
+            literals.iter().map(|l| l.bytes.as_ptr().cast()).collect();
+        let lengths: Vec<usize> = literals.iter().map(|l| l.bytes.len()).collect();
+        let ids: Vec<c_uint> = literals.iter().map(|l| l.id).collect();
+        let flags: Vec<c_uint> = literals
+            .iter()
+            .map(|l| sys::HS_FLAG_SINGLEMATCH | if l.caseless { sys::HS_FLAG_CASELESS } else { 0 })
+            .collect();
+        let mut database: *mut sys::hs_database_t = ptr::null_mut();
+        let mut compile_error: *mut sys::hs_compile_error_t = ptr::null_mut();
+        // SAFETY: the four arrays each hold `count` elements and outlive the call; every
+        // pointer/length pair describes a live byte slice (literal mode reads exactly `len`
+        // bytes, no NUL terminator). A null platform means "this host". The out-pointers are
+        // valid locals.
+        let code = unsafe {
+            sys::hs_compile_lit_multi(
+                pointers.as_ptr(),
+                flags.as_ptr(),
+                ids.as_ptr(),
+                lengths.as_ptr(),
+                count,
+                sys::HS_MODE_BLOCK,
+                ptr::null(),
+                &mut database,
+                &mut compile_error,
+            )
+        };
+        if code == sys::HS_SUCCESS as c_int {
+            return NonNull::new(database)
+                .map(Database)
+                .ok_or_else(|| "hs_compile_lit_multi returned no database".to_string());
+        }
+        Err(take_compile_error(code, compile_error))
+    }
+
+    /// Bytes of the compiled database.
+    pub(super) fn size(&self) -> usize {
+        let mut size = 0usize;
+        // SAFETY: `self.0` is a live database; `size` is a valid out-pointer.
+        let code = unsafe { sys::hs_database_size(self.0.as_ptr(), &mut size) };
+        if code == sys::HS_SUCCESS as c_int {
+            size
+        } else {
+            0
+        }
+    }
+
+    /// Scans `data` (at most `u32::MAX` bytes), calling `on_match(id)` for each report.
+    /// A panic in `on_match` stops the scan and is resumed here, never unwinding through C.
+    pub(super) fn scan<F: FnMut(u32)>(
+        &self,
+        data: &[u8],
+        scratch: &mut HsScratch,
+        on_match: F,
+    ) -> Result<(), &'static str> {
+        let length = c_uint::try_from(data.len()).map_err(|_| "haystack longer than 4 GiB")?;
+        let mut context = ScanContext {
+            on_match,
+            panic: None,
+        };
+        // SAFETY: database and scratch are live, and the caller has sized the scratch for this
+        // database with `grow_for` (libhs may not detect an undersized scratch). `data` is valid
+        // for `length` bytes. `context` outlives the call and is only touched by
+        // `on_event::<F>`, which is instantiated with the same `F`.
+        let code = unsafe {
+            sys::hs_scan(
+                self.0.as_ptr(),
+                data.as_ptr().cast(),
+                length,
+                0,
+                scratch.0.as_ptr(),
+                Some(on_event::<F>),
+                (&mut context as *mut ScanContext<F>).cast(),
+            )
+        };
+        if let Some(payload) = context.panic {
+            resume_unwind(payload);
+        }
+        if code == sys::HS_SUCCESS as c_int {
+            Ok(())
+        } else {
+            Err(error_name(code))
+        }
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        // SAFETY: we own the database and nothing can use it after drop.
+        unsafe {
+            sys::hs_free_database(self.0.as_ptr());
+        }
+    }
+}
+
+struct ScanContext<F> {
+    on_match: F,
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+/// libhs match callback: forwards the id; returning non-zero stops the scan.
+unsafe extern "C" fn on_event<F: FnMut(u32)>(
+    id: c_uint,
+    _from: c_ulonglong,
+    _to: c_ulonglong,
+    _flags: c_uint,
+    context: *mut c_void,
+) -> c_int {
+    // SAFETY: `context` is the `&mut ScanContext<F>` passed to `hs_scan` in `Database::scan`,
+    // which is alive and not otherwise borrowed while libhs runs.
+    let context = unsafe { &mut *context.cast::<ScanContext<F>>() };
+    match catch_unwind(AssertUnwindSafe(|| (context.on_match)(id))) {
+        Ok(()) => 0,
+        Err(payload) => {
+            context.panic = Some(payload);
+            1
+        }
+    }
+}
+
+/// Turns a failed compile into a message and frees libhs's error record.
+fn take_compile_error(code: c_int, compile_error: *mut sys::hs_compile_error_t) -> String {
+    if compile_error.is_null() {
+        return error_name(code).to_string();
+    }
+    // SAFETY: on failure libhs hands us a valid error record whose `message` is a
+    // NUL-terminated string (or null); we copy it before freeing the record exactly once.
+    unsafe {
+        let record = &*compile_error;
+        let message = if record.message.is_null() {
+            error_name(code).to_string()
+        } else {
+            CStr::from_ptr(record.message)
+                .to_string_lossy()
+                .into_owned()
+        };
+        let expression = record.expression;
+        sys::hs_free_compile_error(compile_error);
+        if expression >= 0 {
+            format!("{message} (pattern #{expression})")
+        } else {
+            message
+        }
+    }
+}
+
+impl HsScratch {
+    /// Makes `slot` hold a scratch that fits `database` as well as every database it fitted
+    /// before, allocating or growing as needed.
+    pub(super) fn fit(
+        slot: &mut Option<HsScratch>,
+        database: &Database,
+    ) -> Result<(), &'static str> {
+        // Hand ownership to libhs for the call: on a failed resize it frees the old scratch and
+        // returns null, so `slot` must be refilled from whatever comes back.
+        let mut raw = match slot.take() {
+            Some(owned) => std::mem::ManuallyDrop::new(owned).0.as_ptr(),
+            None => ptr::null_mut(),
+        };
+        // SAFETY: live database; `raw` is null (fresh allocation) or our scratch, which nobody
+        // else can be using since we own it. Afterwards `raw` is null or a live scratch we own.
+        let code = unsafe { sys::hs_alloc_scratch(database.0.as_ptr(), &mut raw) };
+        *slot = NonNull::new(raw).map(HsScratch);
+        match (code == sys::HS_SUCCESS as c_int, slot.is_some()) {
+            (true, true) => Ok(()),
+            (true, false) => Err("hs_alloc_scratch returned no scratch"),
+            (false, _) => Err(error_name(code)),
+        }
+    }
+
+    /// Bytes of the scratch.
+    pub(in crate::detect::mpm) fn size(&self) -> usize {
+        let mut size = 0usize;
+        // SAFETY: live scratch; valid out-pointer.
+        let code = unsafe { sys::hs_scratch_size(self.0.as_ptr(), &mut size) };
+        if code == sys::HS_SUCCESS as c_int {
+            size
+        } else {
+            0
+        }
+    }
+}
+
+impl Drop for HsScratch {
+    fn drop(&mut self) {
+        // SAFETY: we own the scratch; it cannot be in use during drop.
+        unsafe {
+            sys::hs_free_scratch(self.0.as_ptr());
+        }
+    }
+}
