@@ -44,6 +44,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         no_pin: false,
         simulate_ips: false,
         verbose: 0,
+        test_config: false,
         bpf: vec![],
     };
     let base = resolve(&run_args)?;
@@ -64,8 +65,9 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {
             source.reset();
-            let mut sink = std::io::sink();
-            let s = pipeline::run(&mut source, make_policy(base.policy), &opts, &mut sink)?;
+            let (mut eve, mut fast) = (std::io::sink(), std::io::sink());
+            let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
+            let s = pipeline::run(&mut source, make_policy(base.policy), &opts, logs)?;
             if best.as_ref().is_none_or(|b| s.wall < b.wall) {
                 best = Some(s);
             }

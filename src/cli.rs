@@ -5,7 +5,9 @@
 use crate::capture::{self, PacketSource};
 use crate::config::{Config, EngineSettings};
 use crate::dispatch::{make_policy, PolicyKind};
-use crate::inspect::InspectSettings;
+use crate::detect::{self, load::{LoadedRules, RuleSources}};
+use crate::inspect::{AlertLogOptions, InspectSettings};
+use std::sync::Arc;
 use crate::output::stats::{stats_event, write_load_table, write_stats_log};
 use crate::pipeline::{self, RunOptions, RunSummary};
 use clap::{Args, Parser, Subcommand};
@@ -26,6 +28,28 @@ pub struct Cli {
 pub enum Command {
     /// Measure packets/s and Gbit/s on a capture preloaded into memory.
     Bench(crate::bench::BenchArgs),
+    /// Rule set tools.
+    #[command(subcommand)]
+    Rules(RulesCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RulesCommand {
+    /// Load rules as a run would and report loaded / skipped / failed, with the
+    /// skipped-by-keyword table. Exits 1 when a rule failed to parse.
+    Check {
+        /// Rule files (as `-S`); without them, the configured rule-files.
+        #[arg(short = 'S', value_name = "FILE")]
+        rules: Vec<PathBuf>,
+        /// Suricata-format YAML (vars, rule-files, classification-file, threshold-file).
+        #[arg(short = 'c', value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// More rule files.
+        #[arg(value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -66,6 +90,9 @@ pub struct RunArgs {
     /// Act on drop/reject rules as an inline IPS would, while reading a capture.
     #[arg(long)]
     pub simulate_ips: bool,
+    /// Test the configuration and rules, then exit (Suricata's -T).
+    #[arg(short = 'T')]
+    pub test_config: bool,
     /// More log output.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -99,6 +126,15 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Some(Command::Bench(args)) => crate::bench::run(&args),
+        Some(Command::Rules(RulesCommand::Check { mut rules, config, set, files })) => {
+            rules.extend(files);
+            let sources = RuleSources { exclusive: rules, extra: vec![] };
+            check_rules(config.as_deref(), &set, &sources)
+        }
+        None if cli.run.test_config => {
+            let sources = RuleSources { exclusive: cli.run.rules_exclusive.clone(), extra: cli.run.rules_extra.clone() };
+            check_rules(cli.run.config.as_deref(), &cli.run.set, &sources)
+        }
         None => run_offline(&cli.run),
     };
     match result {
@@ -114,6 +150,8 @@ pub fn main() -> i32 {
 pub struct Resolved {
     pub options: RunOptions,
     pub policy: PolicyKind,
+    pub config: Config,
+    pub engine: EngineSettings,
 }
 
 pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
@@ -140,21 +178,19 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     };
     let policy = args.dispatch.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?;
-    let inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers });
-    Ok(Resolved { options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect }, policy })
+    let mut inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers }, args.simulate_ips);
+    inspect.alert_log = alert_log_options(&config);
+    Ok(Resolved { options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect }, policy, config, engine })
 }
 
 fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let Some(input) = &args.read else {
         return Err(CliError("nothing to do: give a capture with -r FILE|DIR (see --help)".into()));
     };
-    let resolved = resolve(args)?;
-    for rules in args.rules_exclusive.iter().chain(&args.rules_extra) {
-        File::open(rules).map_err(|e| CliError(format!("cannot read rule file {}: {e}", rules.display())))?;
-    }
-    if !args.rules_exclusive.is_empty() || !args.rules_extra.is_empty() {
-        warn("rule files accepted but detection is not built yet: no rules are loaded");
-    }
+    let mut resolved = resolve(args)?;
+    let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
+    let rules = load_rules(&resolved.config, &resolved.engine, &sources, args.verbose > 0)?;
+    resolved.options.inspect.detect = rules.engine.map(Arc::new);
     if !args.bpf.is_empty() {
         warn(format!("BPF filter '{}' is not supported yet and is ignored", args.bpf.join(" ")));
     }
@@ -164,13 +200,107 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let eve_path = log_dir.join("eve.json");
     let eve_file = File::create(&eve_path).map_err(|e| CliError(format!("cannot write {}: {e}", eve_path.display())))?;
     let mut eve = BufWriter::with_capacity(1 << 20, eve_file);
-    let summary = pipeline::run(source.as_mut(), make_policy(resolved.policy), &resolved.options, &mut eve)?;
+    let fast_path = log_dir.join("fast.log");
+    let mut fast = BufWriter::new(File::create(&fast_path).map_err(|e| CliError(format!("cannot write {}: {e}", fast_path.display())))?);
+    let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
+    let summary = pipeline::run(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs)?;
+    fast.flush()?;
     if let Some(e) = &summary.capture_error {
         warn(format!("{e}; processed the {} packets before it", summary.packets_read));
     }
     write_final_outputs(&log_dir, &mut eve, &summary)?;
     report_to_terminal(source.as_ref(), &resolved, &summary);
     Ok(())
+}
+
+/// Loads rules for a run: prints the summary, every failed rule with file and line, and
+/// (verbose) the skipped-by-keyword table. Bad rules never stop the rest from loading.
+fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, verbose: bool) -> Result<LoadedRules, CliError> {
+    let loaded = detect::load::load(config, engine, sources).map_err(CliError)?;
+    for w in &loaded.warnings {
+        warn(w);
+    }
+    for e in &loaded.load.errors {
+        eprintln!("picket: rule error: {e}");
+    }
+    for d in &loaded.load.duplicates {
+        warn(format!(
+            "duplicate signature {}:{} at {}:{} and {}:{}",
+            d.gid, d.sid, d.first_file, d.first_line, d.second_file, d.second_line
+        ));
+    }
+    if !loaded.files.is_empty() {
+        eprintln!("picket: {}", loaded.summary());
+        if verbose {
+            for (keyword, n) in loaded.skipped_table() {
+                eprintln!("picket:   skipped {n:>6}  {keyword}");
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+/// `picket rules check` and `-T`.
+fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) -> Result<(), CliError> {
+    let (config, warnings) = Config::load(config, sets)?;
+    for w in warnings {
+        warn(w);
+    }
+    let (engine, warnings) = EngineSettings::from_config(&config)?;
+    for w in warnings {
+        warn(w);
+    }
+    let loaded = load_rules(&config, &engine, sources, false)?;
+    println!("{}", loaded.summary());
+    println!("loaded  {}", loaded.build.rules_loaded);
+    println!("skipped {}", loaded.load.unsupported_count() + loaded.build.rules_rejected.len());
+    println!("failed  {}", loaded.load.errors.len());
+    let table = loaded.skipped_table();
+    if !table.is_empty() {
+        println!("\nskipped by keyword:");
+        for (keyword, n) in table {
+            println!("  {n:>6}  {keyword}");
+        }
+    }
+    if loaded.build.prefilter_patterns > 0 {
+        println!(
+            "\nprefilter: {} patterns ({}), engine memory {:.1} MB",
+            loaded.build.prefilter_patterns,
+            loaded.build.mpm_algo,
+            loaded.build.memory_bytes as f64 / 1e6
+        );
+    }
+    if loaded.load.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError(format!("{} rule(s) failed to load", loaded.load.errors.len())))
+    }
+}
+
+/// The `alert:` options of the first `eve-log` output in the YAML (payload, packet, ...).
+fn alert_log_options(config: &Config) -> AlertLogOptions {
+    let mut opts = AlertLogOptions::default();
+    let yes = |v: Option<&serde_yaml::Value>| match v {
+        Some(serde_yaml::Value::Bool(b)) => *b,
+        Some(serde_yaml::Value::String(s)) => crate::config::parse_bool(s).unwrap_or(false),
+        _ => false,
+    };
+    let Some(serde_yaml::Value::Sequence(outputs)) = config.node("outputs") else { return opts };
+    for output in outputs {
+        let Some(eve) = output.get("eve-log") else { continue };
+        opts.ethernet = yes(eve.get("ethernet"));
+        if let Some(serde_yaml::Value::Sequence(types)) = eve.get("types") {
+            for t in types {
+                if let Some(alert) = t.get("alert") {
+                    opts.payload = yes(alert.get("payload"));
+                    opts.payload_printable = yes(alert.get("payload-printable"));
+                    opts.packet = yes(alert.get("packet"));
+                }
+            }
+        }
+        break;
+    }
+    opts
 }
 
 fn write_final_outputs(log_dir: &Path, eve: &mut dyn Write, summary: &RunSummary) -> Result<(), CliError> {

@@ -2,5 +2,6 @@
 //! engine that compiles rules and runs them against packets and streams (`engine`).
 
 pub mod engine;
+pub mod load;
 pub mod mpm;
 pub mod rule;

@@ -24,19 +24,33 @@ pub fn clock_key(pcap_cnt: u64) -> u64 {
 /// Key for events written at shutdown (flows still open, final records).
 pub const SHUTDOWN_KEY: u64 = u64::MAX;
 
-/// Serialized eve lines with their sort keys, written by one worker.
+/// Which log file a line goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    Eve = 0,
+    FastLog = 1,
+}
+
+/// Number of [`Sink`]s: the merger takes one writer per sink.
+pub const SINKS: usize = 2;
+
+/// Serialized log lines with their sort keys, written by one worker.
 #[derive(Default)]
 pub struct EventBuf {
     bytes: Vec<u8>,
-    /// (key, end offset in `bytes`) per line, in the order written.
-    lines: Vec<(u64, usize)>,
+    /// (key, end offset in `bytes`, sink) per line, in the order written.
+    lines: Vec<(u64, usize, Sink)>,
 }
 
 impl EventBuf {
-    /// Appends one line; `write` must produce a complete line ending in '\n'.
+    /// Appends one eve line; `write` must produce a complete line ending in '\n'.
     pub fn push(&mut self, key: u64, write: impl FnOnce(&mut Vec<u8>)) {
+        self.push_to(Sink::Eve, key, write)
+    }
+
+    pub fn push_to(&mut self, sink: Sink, key: u64, write: impl FnOnce(&mut Vec<u8>)) {
         write(&mut self.bytes);
-        self.lines.push((key, self.bytes.len()));
+        self.lines.push((key, self.bytes.len(), sink));
     }
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
@@ -44,12 +58,12 @@ impl EventBuf {
     pub fn len(&self) -> usize {
         self.lines.len()
     }
-    pub fn lines(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+    pub fn lines(&self) -> impl Iterator<Item = (u64, Sink, &[u8])> + '_ {
         let mut start = 0;
-        self.lines.iter().map(move |&(key, end)| {
+        self.lines.iter().map(move |&(key, end, sink)| {
             let line = &self.bytes[start..end];
             start = end;
-            (key, line)
+            (key, sink, line)
         })
     }
 }
@@ -75,7 +89,7 @@ impl Stream {
 }
 
 /// Runs until every sender has hung up; returns the number of lines written.
-pub fn merge_ordered(inputs: Vec<Receiver<OutputChunk>>, out: &mut dyn Write) -> io::Result<u64> {
+pub fn merge_ordered(inputs: Vec<Receiver<OutputChunk>>, out: &mut [&mut dyn Write; SINKS]) -> io::Result<u64> {
     let mut streams: Vec<Stream> =
         inputs.iter().map(|_| Stream { chunks: VecDeque::new(), watermark: 0, open: true }).collect();
     let mut written = 0u64;
@@ -112,7 +126,7 @@ pub fn merge_ordered(inputs: Vec<Receiver<OutputChunk>>, out: &mut dyn Write) ->
 }
 
 /// Writes, smallest key first (ties by worker index), every buffered line with key < limit.
-fn drain_below(streams: &mut [Stream], limit: u64, out: &mut dyn Write) -> io::Result<u64> {
+fn drain_below(streams: &mut [Stream], limit: u64, out: &mut [&mut dyn Write; SINKS]) -> io::Result<u64> {
     let mut n = 0;
     loop {
         let best = streams
@@ -127,7 +141,7 @@ fn drain_below(streams: &mut [Stream], limit: u64, out: &mut dyn Write) -> io::R
     }
 }
 
-fn drain_all(streams: &mut [Stream], out: &mut dyn Write) -> io::Result<u64> {
+fn drain_all(streams: &mut [Stream], out: &mut [&mut dyn Write; SINKS]) -> io::Result<u64> {
     let mut n = 0;
     while let Some((_, i)) = streams.iter().enumerate().filter_map(|(i, s)| s.head_key().map(|k| (k, i))).min() {
         pop_line(&mut streams[i], out)?;
@@ -136,11 +150,11 @@ fn drain_all(streams: &mut [Stream], out: &mut dyn Write) -> io::Result<u64> {
     Ok(n)
 }
 
-fn pop_line(stream: &mut Stream, out: &mut dyn Write) -> io::Result<()> {
+fn pop_line(stream: &mut Stream, out: &mut [&mut dyn Write; SINKS]) -> io::Result<()> {
     let (buf, next) = stream.chunks.front_mut().expect("head exists");
     let start = if *next == 0 { 0 } else { buf.lines[*next - 1].1 };
-    let end = buf.lines[*next].1;
-    out.write_all(&buf.bytes[start..end])?;
+    let (_, end, sink) = buf.lines[*next];
+    out[sink as usize].write_all(&buf.bytes[start..end])?;
     *next += 1;
     if *next == buf.lines.len() {
         stream.chunks.pop_front();
@@ -169,9 +183,10 @@ mod tests {
         let (t0, r0) = bounded(8);
         let (t1, r1) = bounded(8);
         let h = std::thread::spawn(move || {
-            let mut out = Vec::new();
-            merge_ordered(vec![r0, r1], &mut out).unwrap();
-            String::from_utf8(out).unwrap()
+            let (mut eve, mut fast) = (Vec::new(), Vec::new());
+            merge_ordered(vec![r0, r1], &mut [&mut eve, &mut fast]).unwrap();
+            assert!(fast.is_empty());
+            String::from_utf8(eve).unwrap()
         });
         // Worker 1 runs ahead; its events must still wait for worker 0's.
         t1.send(chunk(&[(packet_key(2), "b2"), (packet_key(5), "b5")], clock_key(6))).unwrap();
@@ -185,7 +200,7 @@ mod tests {
     #[test]
     fn buf_lines_round_trip() {
         let c = chunk(&[(1, "x"), (2, "yy")], 0);
-        let got: Vec<_> = c.events.lines().map(|(k, l)| (k, l.to_vec())).collect();
+        let got: Vec<_> = c.events.lines().map(|(k, _, l)| (k, l.to_vec())).collect();
         assert_eq!(got, vec![(1, b"x\n".to_vec()), (2, b"yy\n".to_vec())]);
     }
 }

@@ -11,7 +11,7 @@ mod worker;
 use crate::capture::{CaptureError, PacketSource};
 use crate::dispatch::DispatchPolicy;
 use crate::inspect::{InspectSettings, Inspector};
-use crate::output::merge::{merge_ordered, EventBuf, OutputChunk};
+use crate::output::merge::{merge_ordered, EventBuf, OutputChunk, SINKS};
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::{ClockTick, PacketBatch, PacketMeta, PacketRef, Timestamp};
 use std::io::Write;
@@ -46,16 +46,22 @@ pub struct RunSummary {
     pub capture_error: Option<CaptureError>,
 }
 
+/// The log files workers' events are merged into.
+pub struct LogWriters<'a> {
+    pub eve: &'a mut (dyn Write + Send),
+    pub fast: &'a mut (dyn Write + Send),
+}
+
 pub fn run(
     source: &mut dyn PacketSource,
     policy: Box<dyn DispatchPolicy>,
     opts: &RunOptions,
-    eve: &mut (dyn Write + Send),
+    logs: LogWriters<'_>,
 ) -> std::io::Result<RunSummary> {
     if opts.single {
-        run_single(source, opts, eve)
+        run_single(source, opts, logs)
     } else {
-        run_workers(source, policy, opts, eve)
+        run_workers(source, policy, opts, logs)
     }
 }
 
@@ -78,7 +84,8 @@ fn read_all(
     }
 }
 
-fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, eve: &mut (dyn Write + Send)) -> std::io::Result<RunSummary> {
+fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters<'_>) -> std::io::Result<RunSummary> {
+    let mut sinks: [&mut dyn Write; SINKS] = [logs.eve, logs.fast];
     let start = Instant::now();
     let mut inspector = Inspector::new(&opts.inspect);
     let mut events = EventBuf::default();
@@ -101,7 +108,7 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, eve: &mut (dyn W
             busy += now - group_started;
             if events.len() >= 256 && io_error.is_none() {
                 written += events.len() as u64;
-                io_error = write_events(&mut events, eve).err();
+                io_error = write_events(&mut events, &mut sinks).err();
             }
             group_started = Instant::now();
         }
@@ -112,7 +119,7 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, eve: &mut (dyn W
     if let Some(e) = io_error {
         return Err(e);
     }
-    write_events(&mut events, eve)?;
+    write_events(&mut events, &mut sinks)?;
     let report = WorkerReport { name: worker_name(0), packets, bytes, busy, counters: inspector.counters() };
     Ok(RunSummary {
         workers: vec![report],
@@ -126,9 +133,9 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, eve: &mut (dyn W
     })
 }
 
-fn write_events(events: &mut EventBuf, out: &mut dyn Write) -> std::io::Result<()> {
-    for (_, line) in events.lines() {
-        out.write_all(line)?;
+fn write_events(events: &mut EventBuf, out: &mut [&mut dyn Write; SINKS]) -> std::io::Result<()> {
+    for (_, sink, line) in events.lines() {
+        out[sink as usize].write_all(line)?;
     }
     *events = EventBuf::default();
     Ok(())
@@ -138,7 +145,7 @@ fn run_workers(
     source: &mut dyn PacketSource,
     mut policy: Box<dyn DispatchPolicy>,
     opts: &RunOptions,
-    eve: &mut (dyn Write + Send),
+    logs: LogWriters<'_>,
 ) -> std::io::Result<RunSummary> {
     let start = Instant::now();
     let n = opts.workers.max(1);
@@ -163,9 +170,11 @@ fn run_workers(
             lanes.push(Lane { ring: to_worker, pool: from_worker, pending: PacketBatch::with_capacity(BATCH_PACKETS, BATCH_PACKETS * 1600) });
         }
         let merger = scope.spawn(move || {
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, eve);
-            let n = merge_ordered(outputs, &mut out)?;
-            out.flush()?;
+            let mut eve = std::io::BufWriter::with_capacity(1 << 20, logs.eve);
+            let mut fast = std::io::BufWriter::with_capacity(1 << 16, logs.fast);
+            let n = merge_ordered(outputs, &mut [&mut eve, &mut fast])?;
+            eve.flush()?;
+            fast.flush()?;
             Ok::<u64, std::io::Error>(n)
         });
 

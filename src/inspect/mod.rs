@@ -9,22 +9,38 @@ use crate::config::EngineSettings;
 use crate::flow::{FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::output::eve::{format_timestamp, tcp_flags_hex, EventHeader};
 use crate::output::merge::{clock_key, packet_key, EventBuf, SHUTDOWN_KEY};
+use crate::config::StreamInline;
+use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
+use crate::stream::{Direction, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
+use std::sync::Arc;
+
+mod alert;
+pub use alert::AlertLogOptions;
+use alert::{write_drop_event, WirePacket};
 
 pub use crate::config::ChecksumMode;
 
 const AUTO_CHECKSUM_SAMPLE: u64 = 1000;
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct InspectSettings {
     pub checksum: ChecksumMode,
     pub flow: FlowConfig,
+    pub stream: StreamConfig,
+    /// This worker's share of `stream.reassembly.memcap`.
+    pub stream_memcap: u64,
+    /// The compiled rules, shared by all workers; `None` runs without detection.
+    pub detect: Option<Arc<DetectEngine>>,
+    /// `--simulate-ips`: drop and reject rules block the packet and the rest of its flow.
+    pub simulate_ips: bool,
+    pub alert_log: AlertLogOptions,
 }
 
 impl InspectSettings {
     /// Per-worker settings from the resolved configuration. Memory caps are global in the
     /// configuration and split evenly between workers, each of which owns its share.
-    pub fn from_engine(engine: &EngineSettings, workers: usize) -> Self {
+    pub fn from_engine(engine: &EngineSettings, workers: usize, simulate_ips: bool) -> Self {
         let workers = workers.max(1) as u64;
         let per_proto = |t: &crate::config::ProtoTimeouts, emergency: bool| StateTimeouts {
             new: if emergency { t.emergency_new } else { t.new },
@@ -46,7 +62,27 @@ impl InspectSettings {
             async_oneside: engine.async_oneside,
             ..FlowConfig::default()
         };
-        InspectSettings { checksum: engine.checksum_mode, flow }
+        let stream = StreamConfig {
+            depth: engine.stream_reassembly_depth,
+            inline: match engine.stream_inline {
+                StreamInline::Yes => true,
+                StreamInline::No => false,
+                // Suricata's `auto`: inline when acting as an IPS.
+                StreamInline::Auto => simulate_ips,
+            },
+            midstream: engine.midstream,
+            async_oneside: engine.async_oneside,
+            ..StreamConfig::default()
+        };
+        InspectSettings {
+            checksum: engine.checksum_mode,
+            flow,
+            stream,
+            stream_memcap: engine.stream_reassembly_memcap / workers,
+            detect: None,
+            simulate_ips,
+            alert_log: AlertLogOptions::default(),
+        }
     }
 }
 
@@ -100,10 +136,15 @@ impl Default for DecoderCounters {
     }
 }
 
-/// Per-flow state the inspection stages keep; grows with detection and app-layer work.
-#[derive(Default, Debug, Clone)]
+/// Per-flow state the inspection stages keep beside the flow table's own.
+#[derive(Default)]
 pub struct FlowExt {
     pub alerted: bool,
+    /// `--simulate-ips`: a drop rule matched; every later packet of the flow is dropped.
+    pub dropped: bool,
+    /// TCP reassembly, created with the flow's first TCP packet.
+    pub stream: Option<Box<TcpReassembly>>,
+    pub detect: DetectFlow,
 }
 
 pub struct Inspector {
@@ -113,13 +154,38 @@ pub struct Inspector {
     checksum_sampled: u64,
     checksum_bad_in_sample: u64,
     decoder: DecoderCounters,
+    stream_cfg: StreamConfig,
+    stream_mem: ReassemblyMemory,
+    detection: Detection,
+    /// Flows that ended while a packet was processed (evicted, port reused).
+    ended: Vec<FlowRecord<FlowExt>>,
     /// Latest capture time seen; flows expire against it.
     now: Timestamp,
     last_expiry_sec: u64,
 }
 
+/// What one detection run needs besides the flow: kept apart from the flow table so both
+/// can be borrowed at once.
+struct Detection {
+    engine: Option<Arc<DetectEngine>>,
+    ctx: DetectCtx,
+    alerts: Vec<Alert>,
+    simulate_ips: bool,
+    log: AlertLogOptions,
+    counters: AlertCounters,
+}
+
+#[derive(Default)]
+struct AlertCounters {
+    alerts: u64,
+    blocked_packets: u64,
+    stream_pseudo_packets: u64,
+}
+
 impl Inspector {
     pub fn new(settings: &InspectSettings) -> Self {
+        let engine = settings.detect.clone();
+        let ctx = engine.as_ref().map(|e| e.new_ctx()).unwrap_or_default();
         Inspector {
             flows: FlowTable::new(settings.flow.clone()),
             decode_opts: DecodeOptions { validate_checksums: settings.checksum != ChecksumMode::Never },
@@ -127,6 +193,17 @@ impl Inspector {
             checksum_sampled: 0,
             checksum_bad_in_sample: 0,
             decoder: DecoderCounters::default(),
+            stream_cfg: settings.stream,
+            stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
+            detection: Detection {
+                engine,
+                ctx,
+                alerts: Vec::new(),
+                simulate_ips: settings.simulate_ips,
+                log: settings.alert_log.clone(),
+                counters: AlertCounters::default(),
+            },
+            ended: Vec::new(),
             now: Timestamp(0),
             last_expiry_sec: 0,
         }
@@ -149,9 +226,11 @@ impl Inspector {
             return;
         }
         let Some(tuple) = d.tuple() else { return };
+        let key = packet_key(meta.pcap_cnt);
+        let wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple };
         if d.fragment {
-            // Fragments are counted, not reassembled yet: flow tracking starts with
-            // unfragmented packets only.
+            // Fragments are not reassembled yet: they are inspected on their own, without a flow.
+            self.detection.run(&wire, None, None, None, key, out);
             return;
         }
         let tcp = match &d.l4 {
@@ -172,8 +251,52 @@ impl Inspector {
             payload_len: d.payload.len() as u32,
             tcp,
         };
-        let key = packet_key(meta.pcap_cnt);
-        self.flows.process(&fp, &mut |rec| write_flow_event(&rec, key, out));
+        let ended = &mut self.ended;
+        let verdict = self.flows.process(&fp, &mut |rec| ended.push(rec));
+        for rec in self.ended.drain(..) {
+            self.detection.end_flow(rec, &mut self.stream_mem, key, out);
+        }
+        let Some(verdict) = verdict else {
+            self.detection.run(&wire, None, None, None, key, out);
+            return;
+        };
+        let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return };
+        if ext.dropped {
+            self.detection.counters.blocked_packets += 1;
+            write_drop_event(&wire, flow.flow_id, "flow drop", key, out);
+            return;
+        }
+        let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
+        let mut info = FlowInfo {
+            flow_id: flow.flow_id,
+            to_server: verdict.to_server,
+            established: verdict.established,
+            pkts_toserver: flow.pkts_toserver,
+            pkts_toclient: flow.pkts_toclient,
+            bytes_toserver: flow.bytes_toserver,
+            bytes_toclient: flow.bytes_toclient,
+            stream_bytes: [0, 0],
+        };
+        let FlowExt { stream, detect, alerted, dropped } = ext;
+        let mut inspected = false;
+        if let (L4::Tcp(t), true) = (&d.l4, self.detection.engine.is_some()) {
+            let reassembly = stream.get_or_insert_with(|| Box::new(TcpReassembly::new(self.stream_cfg)));
+            let seg = Segment { seq: t.seq(), ack: t.ack(), flags: TcpFlags(t.flags()), window: t.window(), payload: d.payload };
+            reassembly.on_segment(dir, &seg, &mut self.stream_mem);
+            info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
+            let det = &mut self.detection;
+            reassembly.inspect_raw(dir, &mut self.stream_mem, |chunk| {
+                inspected = true;
+                let verdict = det.run(&wire, Some((info, flow)), Some(chunk), Some(detect), key, out);
+                *alerted |= verdict.alerted;
+                *dropped |= verdict.drop_flow;
+            });
+        }
+        if !inspected {
+            let verdict = self.detection.run(&wire, Some((info, flow)), None, Some(detect), key, out);
+            *alerted |= verdict.alerted;
+            *dropped |= verdict.drop_flow;
+        }
     }
 
     /// The dispatcher's clock: expire flows even when this worker gets no packets.
@@ -183,7 +306,8 @@ impl Inspector {
 
     /// End of input: every flow still open is logged with reason "shutdown".
     pub fn finish(&mut self, out: &mut EventBuf) {
-        self.flows.flush_all(&mut |rec| write_flow_event(&rec, SHUTDOWN_KEY, out));
+        let (det, mem) = (&mut self.detection, &mut self.stream_mem);
+        self.flows.flush_all(&mut |rec| det.end_flow(rec, mem, SHUTDOWN_KEY, out));
     }
 
     fn advance_clock(&mut self, ts: Timestamp, key: u64, out: &mut EventBuf) {
@@ -194,7 +318,8 @@ impl Inspector {
         // Expiry scans are amortised to once per second of capture time.
         if ts.secs() > self.last_expiry_sec {
             self.last_expiry_sec = ts.secs();
-            self.flows.expire(ts, &mut |rec| write_flow_event(&rec, key, out));
+            let (det, mem) = (&mut self.detection, &mut self.stream_mem);
+            self.flows.expire(ts, &mut |rec| det.end_flow(rec, mem, key, out));
         }
     }
 
@@ -286,6 +411,18 @@ impl Inspector {
         }
         for (name, v) in self.flows.counters().iter() {
             s.add(name, v);
+        }
+        for (name, v) in self.stream_mem.counters() {
+            s.add(name, v);
+        }
+        let det = &self.detection;
+        s.add("detect.alert", det.counters.alerts);
+        s.add("detect.stream_pseudo_packets", det.counters.stream_pseudo_packets);
+        s.add("ips.blocked", det.counters.blocked_packets);
+        if let Some(engine) = &det.engine {
+            for (name, v) in engine.counters(&det.ctx) {
+                s.add(name, v);
+            }
         }
         s
     }

@@ -1,0 +1,408 @@
+//! Running the detection engine on a packet (or a flow-end pseudo packet) and writing what
+//! it found: eve `alert` and `drop` events and fast.log lines, as Suricata writes them.
+
+use super::{write_flow_event, Detection, FlowExt};
+use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
+use crate::detect::engine::{Alert, DetectFlow, DetectPacket, FlowInfo};
+use crate::detect::rule::Action;
+use crate::flow::FlowRecord;
+use crate::output::eve::{format_timestamp, proto_name, EventHeader};
+use crate::output::merge::{EventBuf, Sink};
+use crate::packet::{LinkType, PacketMeta, Timestamp};
+use crate::stream::{Direction, ReassemblyMemory, StreamChunk};
+
+/// Which optional parts eve alerts carry (the `alert:` options of Suricata's eve-log).
+#[derive(Clone, Debug)]
+pub struct AlertLogOptions {
+    /// Base64 of the matched payload (or stream data), plus `stream` and `payload_length`.
+    pub payload: bool,
+    pub payload_printable: bool,
+    /// Base64 of the whole captured frame, with `packet_info`.
+    pub packet: bool,
+    /// `ether` object with MAC addresses.
+    pub ethernet: bool,
+    pub fast_log: bool,
+}
+
+impl Default for AlertLogOptions {
+    fn default() -> Self {
+        AlertLogOptions { payload: false, payload_printable: false, packet: false, ethernet: false, fast_log: true }
+    }
+}
+
+/// A packet as captured and decoded, for detection and logging.
+pub(crate) struct WirePacket<'a> {
+    pub meta: &'a PacketMeta,
+    pub frame: &'a [u8],
+    pub decoded: &'a Decoded<'a>,
+    pub tuple: FiveTuple,
+}
+
+/// What the flow's side of an alert needs: the facts and the orientation.
+#[derive(Clone, Copy)]
+struct FlowFacts {
+    info: FlowInfo,
+    client: ([u8; 16], u16),
+    server: ([u8; 16], u16),
+    start: Timestamp,
+}
+
+/// Where the inspected bytes came from.
+enum Origin<'a> {
+    Wire(&'a WirePacket<'a>),
+    /// Stream data released at flow end, in the direction of `tuple`.
+    FlowEnd { ts: Timestamp, tuple: FiveTuple, vlan: [u16; 2] },
+}
+
+/// The outcome of one detection run for the caller's flow state.
+#[derive(Default)]
+pub(super) struct RunVerdict {
+    pub alerted: bool,
+    pub drop_flow: bool,
+}
+
+impl Detection {
+    /// Runs the rules on a packet, logs alerts, and (in IPS mode) blocks.
+    pub(super) fn run(
+        &mut self,
+        wire: &WirePacket<'_>,
+        flow: Option<(FlowInfo, &crate::flow::Flow)>,
+        stream: Option<StreamChunk<'_>>,
+        detect: Option<&mut DetectFlow>,
+        key: u64,
+        out: &mut EventBuf,
+    ) -> RunVerdict {
+        let facts = flow.map(|(info, f)| FlowFacts { info, client: f.client(), server: f.server(), start: f.first_ts });
+        let verdict = self.detect(Origin::Wire(wire), facts, stream, detect, key, out);
+        if verdict.drop_flow || verdict_blocks_packet(&self.alerts, self.simulate_ips) {
+            self.counters.blocked_packets += 1;
+            write_drop_event(wire, facts.map(|f| f.info.flow_id).unwrap_or(0), "rules", key, out);
+        }
+        verdict
+    }
+
+    fn detect(
+        &mut self,
+        origin: Origin<'_>,
+        facts: Option<FlowFacts>,
+        stream: Option<StreamChunk<'_>>,
+        detect: Option<&mut DetectFlow>,
+        key: u64,
+        out: &mut EventBuf,
+    ) -> RunVerdict {
+        let Some(engine) = self.engine.clone() else { return RunVerdict::default() };
+        let (ts, pcap_cnt, decoded, tuple, vlan, payload) = match &origin {
+            Origin::Wire(w) => (w.meta.ts, w.meta.pcap_cnt, Some(w.decoded), w.tuple, w.decoded.vlan, w.decoded.payload),
+            Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..]),
+        };
+        let pkt = DetectPacket {
+            ts,
+            pcap_cnt,
+            decoded,
+            tuple,
+            vlan,
+            payload,
+            flow: facts.map(|f| f.info),
+            stream,
+            app_proto: None,
+        };
+        self.alerts.clear();
+        engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);
+        let mut verdict = RunVerdict::default();
+        for alert in &self.alerts {
+            let blocks = self.simulate_ips && blocks(alert.action);
+            verdict.drop_flow |= blocks;
+            if alert.silent || alert.action == Action::Pass {
+                continue;
+            }
+            verdict.alerted = true;
+            self.counters.alerts += 1;
+            let payload_logged: &[u8] = match (&stream, alert.in_stream) {
+                (Some(chunk), true) => chunk.data,
+                _ => payload,
+            };
+            out.push(key, |buf| write_alert(buf, &origin, &pkt, facts, alert, blocks, payload_logged, &self.log));
+            if self.log.fast_log {
+                out.push_to(Sink::FastLog, key, |buf| write_fast_line(buf, ts, &tuple, alert, blocks));
+            }
+        }
+        verdict
+    }
+
+    /// A flow has ended: inspect what its streams still hold, then log the flow.
+    pub(super) fn end_flow(&mut self, mut rec: FlowRecord<FlowExt>, mem: &mut ReassemblyMemory, key: u64, out: &mut EventBuf) {
+        if let Some(mut stream) = rec.ext.stream.take() {
+            if self.engine.is_some() && !rec.ext.dropped {
+                stream.close();
+                let client = (rec.src_ip, rec.src_port);
+                let server = (rec.dst_ip, rec.dst_port);
+                let info = FlowInfo {
+                    flow_id: rec.flow_id,
+                    to_server: true,
+                    established: true,
+                    pkts_toserver: rec.pkts_toserver,
+                    pkts_toclient: rec.pkts_toclient,
+                    bytes_toserver: rec.bytes_toserver,
+                    bytes_toclient: rec.bytes_toclient,
+                    stream_bytes: [stream.inspected(Direction::ToServer), stream.inspected(Direction::ToClient)],
+                };
+                for dir in [Direction::ToServer, Direction::ToClient] {
+                    let to_server = dir == Direction::ToServer;
+                    let ((src, sp), (dst, dp)) = if to_server { (client, server) } else { (server, client) };
+                    let tuple =
+                        FiveTuple { src, dst, src_port: sp, dst_port: dp, proto: rec.proto, is_v4: rec.is_v4 };
+                    let facts = FlowFacts { info: FlowInfo { to_server, ..info }, client, server, start: rec.start };
+                    let origin_ts = rec.end;
+                    let vlan = rec.vlan;
+                    let detect = &mut rec.ext.detect;
+                    let mut alerted = false;
+                    stream.inspect_raw(dir, mem, |chunk| {
+                        self.counters.stream_pseudo_packets += 1;
+                        let origin = Origin::FlowEnd { ts: origin_ts, tuple, vlan };
+                        alerted |= self.detect(origin, Some(facts), Some(chunk), Some(detect), key, out).alerted;
+                    });
+                    rec.ext.alerted |= alerted;
+                }
+            }
+            stream.release(mem);
+        }
+        write_flow_event(&rec, key, out);
+    }
+}
+
+fn blocks(action: Action) -> bool {
+    matches!(action, Action::Drop | Action::Reject | Action::RejectSrc | Action::RejectDst | Action::RejectBoth)
+}
+
+fn verdict_blocks_packet(alerts: &[Alert], simulate_ips: bool) -> bool {
+    simulate_ips && alerts.iter().any(|a| blocks(a.action))
+}
+
+fn ip_version(tuple: &FiveTuple) -> u64 {
+    if tuple.is_v4 {
+        4
+    } else {
+        6
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_alert(
+    buf: &mut Vec<u8>,
+    origin: &Origin<'_>,
+    pkt: &DetectPacket<'_>,
+    facts: Option<FlowFacts>,
+    alert: &Alert,
+    blocked: bool,
+    payload: &[u8],
+    opts: &AlertLogOptions,
+) {
+    let tuple = &pkt.tuple;
+    let is_icmp = matches!(tuple.proto, 1 | 58);
+    let header = EventHeader {
+        ts: pkt.ts,
+        flow_id: facts.map(|f| f.info.flow_id),
+        pcap_cnt: (pkt.pcap_cnt > 0).then_some(pkt.pcap_cnt),
+        event_type: "alert",
+        src_ip: tuple.src_ip(),
+        src_port: tuple.src_port,
+        dest_ip: tuple.dst_ip(),
+        dest_port: tuple.dst_port,
+        proto: tuple.proto,
+        icmp: is_icmp.then_some((tuple.src_port as u8, tuple.dst_port as u8)),
+    };
+    let mut o = header.write(buf);
+    o.u64("ip_v", ip_version(tuple));
+    let pkt_src = match origin {
+        Origin::Wire(_) => "wire/pcap",
+        Origin::FlowEnd { .. } => "stream (flow timeout)",
+    };
+    o.str("pkt_src", pkt_src);
+    let vlans: Vec<String> = pkt.vlan.iter().filter(|&&v| v != 0).map(|v| v.to_string()).collect();
+    if !vlans.is_empty() {
+        o.raw("vlan", &format!("[{}]", vlans.join(",")));
+    }
+    if let (true, Origin::Wire(w)) = (opts.ethernet, origin) {
+        if w.meta.link == LinkType::Ethernet && w.frame.len() >= 14 {
+            o.open("ether").str("src_mac", &mac(&w.frame[6..12])).str("dest_mac", &mac(&w.frame[0..6])).close();
+        }
+    }
+    o.open("alert")
+        .str("action", if blocked { "blocked" } else { "allowed" })
+        .u64("gid", alert.gid.into())
+        .u64("signature_id", alert.sid.into())
+        .u64("rev", alert.rev.into())
+        .str("signature", &alert.msg)
+        .str("category", &alert.category)
+        .u64("severity", alert.severity.into())
+        .close();
+    if let Some(f) = facts {
+        o.str("direction", if f.info.to_server { "to_server" } else { "to_client" });
+        let (v4, ip) = (tuple.is_v4, crate::inspect::ip_addr);
+        o.open("flow")
+            .u64("pkts_toserver", f.info.pkts_toserver)
+            .u64("pkts_toclient", f.info.pkts_toclient)
+            .u64("bytes_toserver", f.info.bytes_toserver)
+            .u64("bytes_toclient", f.info.bytes_toclient)
+            .str("start", &format_timestamp(f.start))
+            .str("src_ip", &ip(&f.client.0, v4).to_string())
+            .str("dest_ip", &ip(&f.server.0, v4).to_string());
+        if !is_icmp {
+            o.u64("src_port", f.client.1.into()).u64("dest_port", f.server.1.into());
+        }
+        o.close();
+    }
+    if opts.payload {
+        o.str("payload", &base64(payload));
+    }
+    if opts.payload_printable {
+        o.str("payload_printable", &printable(payload));
+    }
+    if opts.payload || opts.payload_printable {
+        o.u64("payload_length", payload.len() as u64);
+        o.u64("stream", alert.in_stream as u64);
+    }
+    if let (true, Origin::Wire(w)) = (opts.packet, origin) {
+        o.str("packet", &base64(w.frame));
+        o.open("packet_info").u64("linktype", linktype_number(w.meta.link).into()).str("linktype_name", linktype_name(w.meta.link)).close();
+    }
+    o.finish();
+}
+
+/// Suricata's eve `drop` event for a packet blocked in IPS mode.
+pub(crate) fn write_drop_event(wire: &WirePacket<'_>, flow_id: u64, reason: &str, key: u64, out: &mut EventBuf) {
+    out.push(key, |buf| {
+        let t = &wire.tuple;
+        let header = EventHeader {
+            ts: wire.meta.ts,
+            flow_id: (flow_id != 0).then_some(flow_id),
+            pcap_cnt: Some(wire.meta.pcap_cnt),
+            event_type: "drop",
+            src_ip: t.src_ip(),
+            src_port: t.src_port,
+            dest_ip: t.dst_ip(),
+            dest_port: t.dst_port,
+            proto: t.proto,
+            icmp: matches!(t.proto, 1 | 58).then_some((t.src_port as u8, t.dst_port as u8)),
+        };
+        let mut o = header.write(buf);
+        o.open("drop").u64("len", wire.meta.wire_len.into());
+        match &wire.decoded.ip {
+            Some(IpLayer::V4(ip)) => {
+                o.u64("tos", ip.tos().into()).u64("ttl", ip.ttl().into()).u64("ipid", ip.id().into());
+            }
+            Some(IpLayer::V6(v6)) => {
+                o.u64("tc", v6.header.traffic_class().into()).u64("hoplimit", v6.header.hop_limit().into()).u64("flowlbl", v6.header.flow_label().into());
+            }
+            None => {}
+        }
+        if let L4::Tcp(tcp) = &wire.decoded.l4 {
+            let f = tcp.flags();
+            o.u64("tcpseq", tcp.seq().into()).u64("tcpack", tcp.ack().into()).u64("tcpwin", tcp.window().into());
+            for (bit, name) in [(0x02, "syn"), (0x10, "ack"), (0x08, "psh"), (0x04, "rst"), (0x20, "urg"), (0x01, "fin")] {
+                o.bool(name, f & bit != 0);
+            }
+            o.u64("tcpres", 0).u64("tcpurgp", tcp.urgent_ptr().into());
+        }
+        o.str("reason", reason).close();
+        o.finish();
+    });
+}
+
+/// `11/24/2009-21:27:09.534255  [**] [1:2100498:7] msg [**] [Classification: ...] [Priority: 2] {TCP} a:1 -> b:2`
+fn write_fast_line(buf: &mut Vec<u8>, ts: Timestamp, tuple: &FiveTuple, alert: &Alert, blocked: bool) {
+    use std::io::Write as _;
+    let iso = format_timestamp(ts);
+    let when = format!("{}/{}/{}-{}", &iso[5..7], &iso[8..10], &iso[0..4], &iso[11..26]);
+    let class = if alert.category.is_empty() { String::new() } else { format!("[Classification: {}] ", alert.category) };
+    let endpoint = |ip: std::net::IpAddr, port: u16| {
+        if matches!(tuple.proto, 6 | 17 | 132) {
+            format!("{ip}:{port}")
+        } else {
+            ip.to_string()
+        }
+    };
+    let _ = writeln!(
+        buf,
+        "{when}  {}[**] [{}:{}:{}] {} [**] {class}[Priority: {}] {{{}}} {} -> {}",
+        if blocked { "[Drop] " } else { "" },
+        alert.gid,
+        alert.sid,
+        alert.rev,
+        alert.msg,
+        alert.severity,
+        proto_name(tuple.proto),
+        endpoint(tuple.src_ip(), tuple.src_port),
+        endpoint(tuple.dst_ip(), tuple.dst_port),
+    );
+}
+
+fn mac(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// Suricata's lossy printable form: printable ASCII kept, everything else as '.'.
+fn printable(data: &[u8]) -> String {
+    data.iter().map(|&b| if (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\r' || b == b'\t' { b as char } else { '.' }).collect()
+}
+
+pub(crate) fn base64(data: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                s.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+fn linktype_number(link: LinkType) -> u32 {
+    match link {
+        LinkType::Ethernet => 1,
+        LinkType::RawIp => 101,
+        LinkType::RawIpv4 => 228,
+        LinkType::RawIpv6 => 229,
+        LinkType::LinuxSll => 113,
+        LinkType::LinuxSll2 => 276,
+        LinkType::Null => 0,
+        LinkType::Loop => 108,
+        LinkType::Unsupported(n) => n,
+    }
+}
+
+fn linktype_name(link: LinkType) -> &'static str {
+    match link {
+        LinkType::Ethernet => "EN10MB",
+        LinkType::RawIp => "RAW",
+        LinkType::RawIpv4 => "IPv4",
+        LinkType::RawIpv6 => "IPv6",
+        LinkType::LinuxSll => "LINUX_SLL",
+        LinkType::LinuxSll2 => "LINUX_SLL2",
+        LinkType::Null => "NULL",
+        LinkType::Loop => "LOOP",
+        LinkType::Unsupported(_) => "UNKNOWN",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (input, want) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("GOOD", "R09PRA==")] {
+            assert_eq!(base64(input.as_bytes()), want);
+        }
+    }
+
+    #[test]
+    fn printable_masks_binary() {
+        assert_eq!(printable(b"GET /\x00\xff"), "GET /..");
+    }
+}
