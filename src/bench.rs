@@ -61,7 +61,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             "single" => (true, 1),
             n => (false, n.parse::<usize>().map_err(|_| CliError(format!("--workers: '{n}' is not a number or 'single'")))?),
         };
-        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone() };
+        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), defrag: base.options.defrag.clone() };
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {
             source.reset();

@@ -180,7 +180,8 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     let policy = args.dispatch.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?;
     let mut inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers }, args.simulate_ips);
     inspect.alert_log = alert_log_options(&config);
-    Ok(Resolved { options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect }, policy, config, engine })
+    let defrag = defrag_config(&config)?;
+    Ok(Resolved { options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, defrag }, policy, config, engine })
 }
 
 fn run_offline(args: &RunArgs) -> Result<(), CliError> {
@@ -277,6 +278,25 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     }
 }
 
+/// Suricata's `defrag:` section: on unless `defrag.enabled: no`; memcap, timeout, policy.
+fn defrag_config(config: &Config) -> Result<Option<crate::defrag::DefragConfig>, CliError> {
+    if config.get_bool("defrag.enabled")? == Some(false) {
+        return Ok(None);
+    }
+    let mut cfg = crate::defrag::DefragConfig::default();
+    if let Some(memcap) = config.get_size("defrag.memcap")? {
+        cfg.memcap = memcap;
+    }
+    if let Some(timeout) = config.get_u64("defrag.timeout")? {
+        cfg.timeout_secs = timeout.min(u32::MAX as u64) as u32;
+    }
+    if let Some(policy) = config.get_str("defrag.default-policy") {
+        cfg.policy = crate::defrag::DefragPolicy::from_name(&policy)
+            .ok_or_else(|| CliError(format!("defrag.default-policy: unknown policy '{policy}'")))?;
+    }
+    Ok(Some(cfg))
+}
+
 /// The `alert:` options of the first `eve-log` output in the YAML (payload, packet, ...).
 fn alert_log_options(config: &Config) -> AlertLogOptions {
     let mut opts = AlertLogOptions::default();
@@ -306,7 +326,8 @@ fn alert_log_options(config: &Config) -> AlertLogOptions {
 fn write_final_outputs(log_dir: &Path, eve: &mut dyn Write, summary: &RunSummary) -> Result<(), CliError> {
     let ts = summary.last_ts.unwrap_or_default();
     let uptime = summary.wall.as_secs();
-    eve.write_all(&stats_event(ts, uptime, &summary.workers))?;
+    let threads: Vec<_> = summary.workers.iter().chain(std::iter::once(&summary.reader)).cloned().collect();
+    eve.write_all(&stats_event(ts, uptime, &threads))?;
     eve.flush()?;
     let stats_path = log_dir.join("stats.log");
     let mut stats = OpenOptions::new()
@@ -314,7 +335,7 @@ fn write_final_outputs(log_dir: &Path, eve: &mut dyn Write, summary: &RunSummary
         .append(true)
         .open(&stats_path)
         .map_err(|e| CliError(format!("cannot write {}: {e}", stats_path.display())))?;
-    write_stats_log(&mut stats, summary.wall, &wall_clock_date(), &summary.workers)?;
+    write_stats_log(&mut stats, summary.wall, &wall_clock_date(), &threads)?;
     Ok(())
 }
 

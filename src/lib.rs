@@ -15,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod counters;
 pub mod decode;
+pub mod defrag;
 pub mod detect;
 pub mod dispatch;
 pub mod flow;

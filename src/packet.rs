@@ -34,6 +34,11 @@ pub enum LinkType {
     Null,
     /// OpenBSD loopback, address family in network byte order (DLT_LOOP).
     Loop,
+    /// PPP (LINKTYPE_PPP 9): an optional 0xff 0x03 HDLC address/control pair, then the
+    /// PPP protocol field (one byte when compressed).
+    Ppp,
+    /// Cisco HDLC (LINKTYPE_C_HDLC 104): address, control, then an EtherType.
+    CiscoHdlc,
     /// Anything else: reported and counted, never decoded.
     Unsupported(u32),
 }
@@ -51,7 +56,52 @@ impl LinkType {
             276 => LinkType::LinuxSll2,
             0 => LinkType::Null,
             108 => LinkType::Loop,
+            9 => LinkType::Ppp,
+            104 => LinkType::CiscoHdlc,
             other => LinkType::Unsupported(other),
+        }
+    }
+
+    /// The LINKTYPE_* number to write in a pcap file header for this framing.
+    pub fn pcap_number(self) -> u32 {
+        match self {
+            LinkType::Ethernet => 1,
+            LinkType::RawIp => 101,
+            LinkType::RawIpv4 => 228,
+            LinkType::RawIpv6 => 229,
+            LinkType::LinuxSll => 113,
+            LinkType::LinuxSll2 => 276,
+            LinkType::Null => 0,
+            LinkType::Loop => 108,
+            LinkType::Ppp => 9,
+            LinkType::CiscoHdlc => 104,
+            LinkType::Unsupported(n) => n,
+        }
+    }
+
+    /// The number Suricata logs as eve `packet_info.linktype`: libpcap's DLT value on
+    /// Linux, which differs from the file's LINKTYPE only for raw IP (101 in the file,
+    /// DLT_RAW 12 in memory). Tunnel packets are logged as raw IP too.
+    pub fn suricata_number(self) -> u32 {
+        match self {
+            LinkType::RawIp => 12,
+            other => other.pcap_number(),
+        }
+    }
+
+    /// Suricata's eve `packet_info.linktype_name`; "n/a" where Suricata has no name.
+    pub fn suricata_name(self) -> &'static str {
+        match self {
+            LinkType::Ethernet => "EN10MB",
+            LinkType::RawIp => "RAW",
+            LinkType::RawIpv4 => "IPv4",
+            LinkType::RawIpv6 => "IPv6",
+            LinkType::LinuxSll => "LINUX_SLL",
+            LinkType::LinuxSll2 => "LINUX_SLL2",
+            LinkType::Null => "NULL",
+            LinkType::Ppp => "PPP",
+            LinkType::CiscoHdlc => "C_HDLC",
+            LinkType::Loop | LinkType::Unsupported(_) => "n/a",
         }
     }
 }
@@ -150,6 +200,21 @@ mod tests {
         assert_eq!(got, vec![(1, vec![1, 2, 3], 3), (2, vec![4, 5], 9)]);
         b.clear();
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn link_type_numbers_and_names() {
+        for n in [0, 1, 9, 101, 104, 108, 113, 228, 229, 276, 147] {
+            assert_eq!(LinkType::from_pcap(n).pcap_number(), n);
+        }
+        assert_eq!(LinkType::from_pcap(12).pcap_number(), 101);
+        assert_eq!(LinkType::from_pcap(104).suricata_name(), "C_HDLC");
+        assert_eq!(LinkType::from_pcap(276).suricata_name(), "LINUX_SLL2");
+        assert_eq!(LinkType::from_pcap(9).suricata_name(), "PPP");
+        assert_eq!(LinkType::from_pcap(1).suricata_name(), "EN10MB");
+        assert_eq!((LinkType::RawIp.suricata_number(), LinkType::RawIp.suricata_name()), (12, "RAW"));
+        assert_eq!((LinkType::RawIpv4.suricata_number(), LinkType::RawIpv4.suricata_name()), (228, "IPv4"));
+        assert_eq!(LinkType::Unsupported(147).suricata_name(), "n/a");
     }
 
     #[test]

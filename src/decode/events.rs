@@ -125,6 +125,81 @@ decode_events! {
     UdpHlenTooSmall => "udp.hlen_too_small",
     /// UDP length field larger than the IP payload.
     UdpHlenInvalid => "udp.hlen_invalid",
+
+    /// More encapsulation layers than `DecodeOptions::max_layers`; decoding stops.
+    TooManyLayers => "too_many_layers",
+
+    PppPktTooSmall => "ppp.pkt_too_small",
+    /// Van Jacobson uncompressed TCP/IP shorter than an IPv4 header.
+    PppVjuPktTooSmall => "ppp.vju_pkt_too_small",
+    PppIp4PktTooSmall => "ppp.ip4_pkt_too_small",
+    PppIp6PktTooSmall => "ppp.ip6_pkt_too_small",
+    /// PPP protocol number that is not assigned.
+    PppWrongType => "ppp.wrong_type",
+    /// A valid PPP protocol that carries no IP (LCP, IPCP, IPX, ...).
+    PppUnsupProto => "ppp.unsup_proto",
+
+    PppoePktTooSmall => "pppoe.pkt_too_small",
+    /// PPPoE session frame with a non-zero code, or a PPP protocol not decoded.
+    PppoeWrongCode => "pppoe.wrong_code",
+    PppoeMalformedTags => "pppoe.malformed_tags",
+
+    GrePktTooSmall => "gre.pkt_too_small",
+    GreWrongVersion => "gre.wrong_version",
+    GreVersion0Recur => "gre.version0_recur",
+    GreVersion0Flags => "gre.version0_flags",
+    GreVersion0HdrTooBig => "gre.version0_hdr_too_big",
+    GreVersion0MalformedSreHdr => "gre.version0_malformed_sre_hdr",
+    GreVersion1Chksum => "gre.version1_chksum",
+    GreVersion1Route => "gre.version1_route",
+    GreVersion1Ssr => "gre.version1_ssr",
+    GreVersion1Recur => "gre.version1_recur",
+    GreVersion1Flags => "gre.version1_flags",
+    GreVersion1NoKey => "gre.version1_no_key",
+    GreVersion1WrongProtocol => "gre.version1_wrong_protocol",
+    GreVersion1MalformedSreHdr => "gre.version1_malformed_sre_hdr",
+    GreVersion1HdrTooBig => "gre.version1_hdr_too_big",
+
+    MplsHeaderTooSmall => "mpls.header_too_small",
+    MplsPktTooSmall => "mpls.pkt_too_small",
+    MplsBadLabelRouterAlert => "mpls.bad_label_router_alert",
+    MplsBadLabelImplicitNull => "mpls.bad_label_implicit_null",
+    MplsBadLabelReserved => "mpls.bad_label_reserved",
+    MplsUnknownPayloadType => "mpls.unknown_payload_type",
+
+    /// VXLAN inner Ethernet frame that is neither IP, VLAN nor ARP.
+    VxlanUnknownPayloadType => "vxlan.unknown_payload_type",
+    GeneveUnknownPayloadType => "geneve.unknown_payload_type",
+
+    ErspanHeaderTooSmall => "erspan.header_too_small",
+    ErspanUnsupportedVersion => "erspan.unsupported_version",
+    ErspanTooManyVlanLayers => "erspan.too_many_vlan_layers",
+
+    ChdlcPktTooSmall => "chdlc.pkt_too_small",
+
+    NshHeaderTooSmall => "nsh.header_too_small",
+    NshUnsupportedVersion => "nsh.unsupported_version",
+    NshBadHeaderLength => "nsh.bad_header_length",
+    NshReservedType => "nsh.reserved_type",
+    NshUnsupportedType => "nsh.unsupported_type",
+    NshUnknownPayload => "nsh.unknown_payload",
+
+    Ipv4InIpv6TooSmall => "ipv6.ipv4_in_ipv6_too_small",
+    Ipv4InIpv6WrongVersion => "ipv6.ipv4_in_ipv6_wrong_version",
+    Ipv6InIpv6TooSmall => "ipv6.ipv6_in_ipv6_too_small",
+    Ipv6InIpv6WrongVersion => "ipv6.ipv6_in_ipv6_wrong_version",
+
+    /// Raised by the defragmenter: the reassembled datagram would exceed 65535 bytes.
+    Ipv4FragPktTooLarge => "ipv4.frag_pkt_too_large",
+    Ipv6FragPktTooLarge => "ipv6.frag_pkt_too_large",
+    /// Fragments of one datagram overlap (the policy decides whose bytes win).
+    Ipv4FragOverlap => "ipv4.frag_overlap",
+    Ipv6FragOverlap => "ipv6.frag_overlap",
+    /// IPv6 fragment with M set whose length is not a multiple of 8.
+    Ipv6FragInvalidLength => "ipv6.frag_invalid_length",
+    /// Fragment not reassembled (no tracker available: memcap or tracker limit).
+    Ipv4FragIgnored => "ipv4.frag_ignored",
+    Ipv6FragIgnored => "ipv6.frag_ignored",
 }
 
 impl DecodeEvent {
@@ -142,10 +217,10 @@ impl DecodeEvent {
     }
 }
 
-const EVENT_WORDS: usize = 2;
+const EVENT_WORDS: usize = 3;
 const _: () = assert!(DecodeEvent::COUNT <= EVENT_WORDS * 64, "EventSet too small for DecodeEvent");
 
-/// A fixed-size set of [`DecodeEvent`]s: 16 bytes, no allocation.
+/// A fixed-size set of [`DecodeEvent`]s: 24 bytes, no allocation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct EventSet {
     bits: [u64; EVENT_WORDS],
@@ -203,7 +278,8 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), DecodeEvent::COUNT);
-        assert!(names.iter().all(|n| n.contains('.') && !n.starts_with("decoder.")));
+        // Suricata's one event without a protocol prefix is `decoder.too_many_layers`.
+        assert!(names.iter().all(|n| (n.contains('.') || *n == "too_many_layers") && !n.starts_with("decoder.")));
     }
 
     #[test]

@@ -8,15 +8,27 @@
 //! - **Link types**: Ethernet II (802.3 length-field frames are counted as
 //!   `ethernet.ieee8023_frame` and not decoded), raw IP (version from the first nibble),
 //!   raw IPv4/IPv6, Linux SLL (protocol at offset 14 of 16) and SLL2 (protocol at offset 0
-//!   of 20), BSD Null (address family in either byte order: 2 = IPv4, 24/28/30 = IPv6) and
-//!   Loop (network order). Other link types raise `link.unsupported_type`.
+//!   of 20), BSD Null (address family in either byte order: 2 = IPv4, 24/28/30 = IPv6),
+//!   Loop (network order), PPP (optional 0xff03, compressed or full protocol field) and
+//!   Cisco HDLC. Other link types raise `link.unsupported_type`.
+//! - **Encapsulations in the same packet** (as Suricata: no tunnel): PPPoE sessions, MPLS
+//!   label stacks (explicit-null labels, else a guess from the first nibble, or an Ethernet
+//!   pseudowire after a zero control word), NSH (MD types 1 and 2).
+//! - **Tunnels** (see [`tunnel`]): GRE v0 (IP, PPP, VLAN, bridged Ethernet, ERSPAN I/II/III)
+//!   and v1 (PPTP/PPP), IPv4/IPv6 in IPv4/IPv6, and in UDP: Teredo, Geneve, VXLAN on the
+//!   ports of [`DecodeOptions`] (Suricata's defaults: all enabled, 3544/6081/4789).
+//!   [`decode`] returns the innermost packet that has an IP layer, with `tunnel` saying
+//!   how it got there; when a tunnel's payload has no IP (VXLAN carrying ARP, a broken
+//!   inner header), the outer packet is returned with the inner events. Nesting is limited
+//!   by `DecodeOptions::max_layers` (`too_many_layers`). The outer packets are not
+//!   returned separately: rules on the outer headers of a tunnel do not see them.
 //! - **VLAN**: 0x8100, 0x88a8 and 0x9100 tags; the first two ids are kept, outermost
 //!   first. A third tag raises `vlan.too_many_layers` and decoding stops.
 //! - **Lengths**: the transport layer is bounded by the IP total/payload length, so
 //!   Ethernet padding never reaches `payload`. A packet captured shorter than its IP
 //!   length (snaplen) raises `ipv4.trunc_pkt` / `ipv6.trunc_pkt` and is still decoded
 //!   as far as the captured bytes go; its transport checksum is not verified.
-//! - **Fragments are not reassembled** (yet). An IPv4 fragment (MF set or offset != 0) or an
+//! - **Fragments are not reassembled here** (see `crate::defrag`, which runs before). An IPv4 fragment (MF set or offset != 0) or an
 //!   IPv6 packet with a Fragment header that really fragments sets `fragment`, leaves
 //!   `l4 = L4::Other(proto)` and `payload` empty, and its tuple has ports 0. For IPv6 the
 //!   extension-header walk stops at the Fragment header, so every fragment of a datagram
@@ -26,7 +38,9 @@
 //!   `bad_checksum`; it is not a decoder event (Suricata has none either).
 //! - **FiveTuple**: addresses as 16 bytes, IPv4 v4-mapped (`::ffff:a.b.c.d`). For ICMP the
 //!   ports carry the type (`src_port`) and code (`dst_port`), as Suricata's eve.json does.
-//! - [`flow_hash`] parses just enough to find addresses and ports, for the dispatcher.
+//! - [`flow_hash`] parses just enough to find addresses and ports, for the dispatcher;
+//!   possible encapsulations go through [`decode`] so that inner flows hash on their own
+//!   tuple.
 
 pub mod checksum;
 pub mod events;
@@ -34,10 +48,13 @@ pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
 pub mod tcp;
+pub mod tunnel;
 pub mod udp;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod tunnel_tests;
 
 use crate::packet::LinkType;
 
@@ -46,6 +63,7 @@ pub use icmp::IcmpView;
 pub use ipv4::{Ipv4Option, Ipv4Options, Ipv4View};
 pub use ipv6::{Ipv6Fragment, Ipv6Info, Ipv6View};
 pub use tcp::{TcpOption, TcpOptions, TcpView};
+pub use tunnel::{PortList, TunnelInfo, TunnelKind};
 pub use udp::UdpView;
 
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -66,15 +84,46 @@ const NULL_HEADER_LEN: usize = 4;
 const VLAN_TAG_LEN: usize = 4;
 const MAX_VLAN_LAYERS: u8 = 2;
 
-#[derive(Clone, Copy, Debug)]
+/// Suricata's `decoder.vxlan.ports` default.
+pub const VXLAN_DEFAULT_PORT: u16 = 4789;
+/// Suricata's `decoder.geneve.ports` default.
+pub const GENEVE_DEFAULT_PORT: u16 = 6081;
+/// Suricata's `decoder.teredo.ports` default.
+pub const TEREDO_DEFAULT_PORT: u16 = 3544;
+/// Suricata's `decoder.max-layers` default.
+pub const DEFAULT_MAX_LAYERS: u8 = 16;
+
+/// Decoder settings. Build with `DecodeOptions { validate_checksums: x, ..DecodeOptions::default() }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeOptions {
     /// Verify IPv4 header and transport checksums (sets `Decoded::bad_checksum`).
     pub validate_checksums: bool,
+    /// UDP destination ports decoded as VXLAN (`decoder.vxlan`: enabled, 4789 by
+    /// default in Suricata); empty disables VXLAN.
+    pub vxlan_ports: PortList,
+    /// UDP destination ports decoded as Geneve (`decoder.geneve`: enabled, 6081).
+    pub geneve_ports: PortList,
+    /// UDP ports (source or destination) tried as Teredo (`decoder.teredo`: enabled, 3544).
+    pub teredo_ports: PortList,
+    /// Most encapsulation layers (IP headers, GRE, PPP, MPLS stacks, ...) decoded in one
+    /// packet before `too_many_layers` stops the walk (Suricata's `decoder.max-layers`).
+    pub max_layers: u8,
+}
+
+impl DecodeOptions {
+    /// The defaults as a constant, for callers that cannot allocate or hold options.
+    pub const DEFAULT: DecodeOptions = DecodeOptions {
+        validate_checksums: true,
+        vxlan_ports: PortList::one(VXLAN_DEFAULT_PORT),
+        geneve_ports: PortList::one(GENEVE_DEFAULT_PORT),
+        teredo_ports: PortList::one(TEREDO_DEFAULT_PORT),
+        max_layers: DEFAULT_MAX_LAYERS,
+    };
 }
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        DecodeOptions { validate_checksums: true }
+        DecodeOptions::DEFAULT
     }
 }
 
@@ -98,10 +147,13 @@ pub enum L4<'a> {
     Other(u8),
 }
 
-/// Everything [`decode`] learned about one packet.
+/// Everything [`decode`] learned about one packet. For a tunnelled packet, `ip`, `l4`,
+/// `payload`, `fragment`, `bad_checksum` and `tuple()` describe the innermost packet
+/// that could be decoded, and `tunnel` the way there.
 #[derive(Clone, Copy, Debug)]
 pub struct Decoded<'a> {
-    /// VLAN ids, outermost first; only the first `min(vlan_depth, 2)` are set.
+    /// VLAN ids, outermost first; only the first `min(vlan_depth, 2)` are set. Tags of
+    /// every layer count: outer Ethernet, ERSPAN headers, tunnelled Ethernet frames.
     pub vlan: [u16; 2],
     /// Number of VLAN tags seen (3 means "too many", decoding stopped).
     pub vlan_depth: u8,
@@ -109,9 +161,13 @@ pub struct Decoded<'a> {
     pub l4: L4<'a>,
     /// Transport payload (TCP/UDP/ICMP data); empty if none.
     pub payload: &'a [u8],
+    /// Anomalies of every layer, outer and inner.
     pub events: EventSet,
+    /// A checksum of the innermost packet is wrong.
     pub bad_checksum: bool,
     pub fragment: bool,
+    /// Set when the packet above was found inside a tunnel.
+    pub tunnel: Option<TunnelInfo>,
 }
 
 /// A flow key. Addresses are 16 bytes, IPv4 as v4-mapped IPv6. For ICMP, `src_port` is
@@ -168,6 +224,7 @@ impl<'a> Decoded<'a> {
             events: EventSet::new(),
             bad_checksum: false,
             fragment: false,
+            tunnel: None,
         }
     }
 
@@ -198,26 +255,49 @@ impl<'a> Decoded<'a> {
     pub fn outer_vlan(&self) -> Option<u16> {
         (self.vlan_depth > 0).then_some(self.vlan[0])
     }
+
+    /// Tunnel depth of the packet (Suricata's recursion level): 0 when not tunnelled.
+    pub fn tunnel_depth(&self) -> u8 {
+        self.tunnel.map_or(0, |t| t.depth)
+    }
+}
+
+/// State of one walk through a packet's layers.
+struct Walk<'a, 'o> {
+    /// The captured bytes, to express where inner packets start.
+    root: &'a [u8],
+    opts: &'o DecodeOptions,
+    layers: u8,
+}
+
+impl<'a> Walk<'a, '_> {
+    /// Counts one more layer; false (with `too_many_layers`) when over the limit.
+    fn enter_layer(&mut self, d: &mut Decoded<'a>) -> bool {
+        if self.layers >= self.opts.max_layers {
+            d.events.insert(DecodeEvent::TooManyLayers);
+            return false;
+        }
+        self.layers += 1;
+        true
+    }
+
+    fn offset_of(&self, inner: &[u8]) -> u32 {
+        (inner.as_ptr() as usize).saturating_sub(self.root.as_ptr() as usize) as u32
+    }
 }
 
 /// Decodes one captured packet. Never panics; anomalies land in `events`.
 pub fn decode<'a>(link: LinkType, data: &'a [u8], opts: &DecodeOptions) -> Decoded<'a> {
     let mut d = Decoded::empty();
+    let w = &mut Walk { root: data, opts, layers: 0 };
     match link {
-        LinkType::Ethernet => {
-            if data.len() < ETHERNET_HEADER_LEN {
-                d.events.insert(DecodeEvent::EthernetPktTooSmall);
-            } else {
-                let ethertype = u16::from_be_bytes([data[12], data[13]]);
-                decode_ethertype(&mut d, ethertype, &data[ETHERNET_HEADER_LEN..], opts);
-            }
-        }
+        LinkType::Ethernet => decode_ethernet(w, &mut d, data),
         LinkType::LinuxSll => {
             if data.len() < SLL_HEADER_LEN {
                 d.events.insert(DecodeEvent::SllPktTooSmall);
             } else {
                 let protocol = u16::from_be_bytes([data[14], data[15]]);
-                decode_ethertype(&mut d, protocol, &data[SLL_HEADER_LEN..], opts);
+                decode_ethertype(w, &mut d, protocol, &data[SLL_HEADER_LEN..]);
             }
         }
         LinkType::LinuxSll2 => {
@@ -225,28 +305,33 @@ pub fn decode<'a>(link: LinkType, data: &'a [u8], opts: &DecodeOptions) -> Decod
                 d.events.insert(DecodeEvent::SllPktTooSmall);
             } else {
                 let protocol = u16::from_be_bytes([data[0], data[1]]);
-                decode_ethertype(&mut d, protocol, &data[SLL2_HEADER_LEN..], opts);
+                decode_ethertype(w, &mut d, protocol, &data[SLL2_HEADER_LEN..]);
             }
         }
         LinkType::RawIp => match data.first().map(|b| b >> 4) {
-            Some(4) => decode_ipv4(&mut d, data, opts),
-            Some(6) => decode_ipv6(&mut d, data, opts),
+            Some(4) => decode_ipv4(w, &mut d, data),
+            Some(6) => decode_ipv6(w, &mut d, data),
             _ => d.events.insert(DecodeEvent::IprawInvalidIpVersion),
         },
-        LinkType::RawIpv4 => decode_ipv4(&mut d, data, opts),
-        LinkType::RawIpv6 => decode_ipv6(&mut d, data, opts),
+        LinkType::RawIpv4 => decode_ipv4(w, &mut d, data),
+        LinkType::RawIpv6 => decode_ipv6(w, &mut d, data),
         LinkType::Null | LinkType::Loop => {
             if data.len() < NULL_HEADER_LEN {
                 d.events.insert(DecodeEvent::LtnullPktTooSmall);
             } else {
                 let rest = &data[NULL_HEADER_LEN..];
                 match null_family(link, [data[0], data[1], data[2], data[3]]) {
-                    Some(IpVersion::V4) => decode_ipv4(&mut d, rest, opts),
-                    Some(IpVersion::V6) => decode_ipv6(&mut d, rest, opts),
+                    Some(IpVersion::V4) => decode_ipv4(w, &mut d, rest),
+                    Some(IpVersion::V6) => decode_ipv6(w, &mut d, rest),
                     None => d.events.insert(DecodeEvent::LtnullUnsupportedType),
                 }
             }
         }
+        LinkType::Ppp => decode_ppp(w, &mut d, data),
+        LinkType::CiscoHdlc => match tunnel::parse_chdlc(data) {
+            Ok((ethertype, rest)) => decode_ethertype(w, &mut d, ethertype, rest),
+            Err(event) => d.events.insert(event),
+        },
         LinkType::Unsupported(_) => d.events.insert(DecodeEvent::LinkUnsupportedType),
     }
     d
@@ -285,20 +370,28 @@ fn is_known_non_ip_ethertype(ethertype: u16) -> bool {
         ethertype,
         0x0806 // ARP
             | 0x8809 // slow protocols (LACP)
-            | 0x8847 | 0x8848 // MPLS
-            | 0x8863 | 0x8864 // PPPoE
+            | 0x8863 // PPPoE discovery
             | 0x888e // 802.1X
             | 0x88cc // LLDP
             | 0x88e5 // MACsec
             | 0x88e7 // 802.1ah
             | 0x88f7 // PTP
             | 0x8902 // CFM
-            | 0x894f // NSH
             | 0x9000 // loopback test
     )
 }
 
-fn decode_ethertype<'a>(d: &mut Decoded<'a>, ethertype: u16, payload: &'a [u8], opts: &DecodeOptions) {
+fn decode_ethernet<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, frame: &'a [u8]) {
+    if frame.len() < ETHERNET_HEADER_LEN {
+        d.events.insert(DecodeEvent::EthernetPktTooSmall);
+        return;
+    }
+    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    decode_ethertype(w, d, ethertype, &frame[ETHERNET_HEADER_LEN..]);
+}
+
+/// VLAN tags, then the network layer an EtherType names (Suricata's DecodeNetworkLayer).
+fn decode_ethertype<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, ethertype: u16, payload: &'a [u8]) {
     let mut ethertype = ethertype;
     let mut rest = payload;
     while is_vlan_tag(ethertype) {
@@ -317,8 +410,11 @@ fn decode_ethertype<'a>(d: &mut Decoded<'a>, ethertype: u16, payload: &'a [u8], 
         rest = &rest[VLAN_TAG_LEN..];
     }
     match ethertype {
-        ETHERTYPE_IPV4 => decode_ipv4(d, rest, opts),
-        ETHERTYPE_IPV6 => decode_ipv6(d, rest, opts),
+        ETHERTYPE_IPV4 => decode_ipv4(w, d, rest),
+        ETHERTYPE_IPV6 => decode_ipv6(w, d, rest),
+        tunnel::ETHERTYPE_MPLS_UNICAST | tunnel::ETHERTYPE_MPLS_MULTICAST => decode_mpls(w, d, rest),
+        tunnel::ETHERTYPE_PPPOE_SESSION => decode_pppoe_session(w, d, rest),
+        tunnel::ETHERTYPE_NSH => decode_nsh(w, d, rest),
         // 802.3: the field is a length; what follows is LLC, not a protocol we decode.
         0..=1500 => d.events.insert(DecodeEvent::EthernetIeee8023Frame),
         other if is_known_non_ip_ethertype(other) => {}
@@ -331,6 +427,267 @@ fn decode_ethertype<'a>(d: &mut Decoded<'a>, ethertype: u16, payload: &'a [u8], 
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Encapsulations decoded within the same packet (no tunnel): PPP, PPPoE, MPLS, NSH.
+
+fn decode_ppp<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    match tunnel::parse_ppp_header(data) {
+        Some((protocol, header_len)) => decode_ppp_payload(w, d, protocol, &data[header_len..]),
+        None => d.events.insert(DecodeEvent::PppPktTooSmall),
+    }
+}
+
+fn decode_ppp_payload<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, protocol: u16, payload: &'a [u8]) {
+    match protocol {
+        tunnel::PPP_IPV4 if payload.len() < ipv4::IPV4_MIN_HEADER_LEN => {
+            d.events.insert(DecodeEvent::PppIp4PktTooSmall)
+        }
+        tunnel::PPP_IPV4 => decode_ipv4(w, d, payload),
+        tunnel::PPP_IPV6 if payload.len() < ipv6::IPV6_HEADER_LEN => d.events.insert(DecodeEvent::PppIp6PktTooSmall),
+        tunnel::PPP_IPV6 => decode_ipv6(w, d, payload),
+        tunnel::PPP_VJ_UNCOMPRESSED if payload.len() < ipv4::IPV4_MIN_HEADER_LEN => {
+            d.events.insert(DecodeEvent::PppVjuPktTooSmall)
+        }
+        tunnel::PPP_VJ_UNCOMPRESSED => {
+            if payload[0] >> 4 == 4 {
+                decode_ipv4(w, d, payload);
+            }
+        }
+        p if tunnel::is_known_non_ip_ppp_protocol(p) => d.events.insert(DecodeEvent::PppUnsupProto),
+        _ => d.events.insert(DecodeEvent::PppWrongType),
+    }
+}
+
+fn decode_pppoe_session<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    match tunnel::parse_pppoe_session(data) {
+        Ok((protocol, payload)) => decode_ppp_payload(w, d, protocol, payload),
+        Err(event) => d.events.insert(event),
+    }
+}
+
+fn decode_mpls<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    match tunnel::parse_mpls(data) {
+        Ok(tunnel::MplsPayload::Ipv4(ip)) => decode_ipv4(w, d, ip),
+        Ok(tunnel::MplsPayload::Ipv6(ip)) => decode_ipv6(w, d, ip),
+        Ok(tunnel::MplsPayload::Ethernet(frame)) => decode_ethernet(w, d, frame),
+        Err(event) => d.events.insert(event),
+    }
+}
+
+fn decode_nsh<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    match tunnel::parse_nsh(data) {
+        Ok((tunnel::NshNext::Ipv4, rest)) => decode_ipv4(w, d, rest),
+        Ok((tunnel::NshNext::Ipv6, rest)) => decode_ipv6(w, d, rest),
+        Ok((tunnel::NshNext::Ethernet, rest)) => decode_ethernet(w, d, rest),
+        Ok((tunnel::NshNext::Mpls, rest)) => decode_mpls(w, d, rest),
+        Err(event) => d.events.insert(event),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tunnels: the payload is a packet of its own.
+
+/// Decodes a tunnel's payload as a packet of its own and, when it has an IP layer,
+/// makes it the packet `d` describes (events of both kept, VLANs inherited as Suricata
+/// does for tunnel packets). Otherwise `d` stays the outer packet and only gains the
+/// inner events. `start` is where the tunnel packet begins (for `inner_offset`).
+fn enter_tunnel<'a, 'o, F>(
+    w: &mut Walk<'a, 'o>,
+    d: &mut Decoded<'a>,
+    kind: TunnelKind,
+    start: &'a [u8],
+    decode_inner: F,
+) -> bool
+where
+    F: FnOnce(&mut Walk<'a, 'o>, &mut Decoded<'a>),
+{
+    let Some(outer) = d.tuple() else {
+        return false;
+    };
+    let mut inner = Decoded::empty();
+    inner.vlan = d.vlan;
+    inner.vlan_depth = d.vlan_depth;
+    decode_inner(w, &mut inner);
+    if inner.ip.is_none() {
+        d.events.union(inner.events);
+        return false;
+    }
+    let (depth, inner_offset, innermost_kind) = match inner.tunnel {
+        Some(t) => (t.depth.saturating_add(1), t.inner_offset, t.innermost_kind),
+        None => (1, w.offset_of(start), kind),
+    };
+    inner.events.union(d.events);
+    inner.tunnel = Some(TunnelInfo { kind, innermost_kind, outer, depth, inner_offset });
+    *d = inner;
+    true
+}
+
+fn decode_gre<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    let gre = match tunnel::parse_gre(data) {
+        Ok(gre) => gre,
+        Err(event) => return d.events.insert(event),
+    };
+    let payload = &data[gre.header_len..];
+    let kind = if gre.version == 1 { TunnelKind::Pptp } else { TunnelKind::Gre };
+    match gre.protocol {
+        ETHERTYPE_IPV4 => enter_tunnel(w, d, kind, payload, |w, inner| decode_ipv4(w, inner, payload)),
+        ETHERTYPE_IPV6 => enter_tunnel(w, d, kind, payload, |w, inner| decode_ipv6(w, inner, payload)),
+        tunnel::GRE_PROTO_PPP => enter_tunnel(w, d, kind, payload, |w, inner| decode_ppp(w, inner, payload)),
+        ETHERTYPE_VLAN | ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD => {
+            let tag = gre.protocol;
+            enter_tunnel(w, d, kind, payload, |w, inner| decode_ethertype(w, inner, tag, payload))
+        }
+        tunnel::ETHERTYPE_TEB => enter_tunnel(w, d, kind, payload, |w, inner| decode_ethernet(w, inner, payload)),
+        // Type I has no header and no GRE sequence number; type II has both.
+        tunnel::ETHERTYPE_ERSPAN_I_II if !gre.has_sequence => {
+            enter_tunnel(w, d, TunnelKind::ErspanI, payload, |w, inner| decode_ethernet(w, inner, payload))
+        }
+        tunnel::ETHERTYPE_ERSPAN_I_II => {
+            enter_tunnel(w, d, TunnelKind::ErspanII, payload, |w, inner| decode_erspan_ii(w, inner, payload))
+        }
+        tunnel::ETHERTYPE_ERSPAN_III => {
+            enter_tunnel(w, d, TunnelKind::ErspanIII, payload, |w, inner| decode_erspan_iii(w, inner, payload))
+        }
+        _ => false,
+    };
+}
+
+/// The ERSPAN session's VLAN counts as a tag of the mirrored frame (as in Suricata).
+fn push_erspan_vlan(d: &mut Decoded<'_>, vlan: u16) -> bool {
+    if vlan == 0 {
+        return true;
+    }
+    if d.vlan_depth >= MAX_VLAN_LAYERS {
+        d.events.insert(DecodeEvent::ErspanTooManyVlanLayers);
+        return false;
+    }
+    d.vlan[d.vlan_depth as usize] = vlan;
+    d.vlan_depth += 1;
+    true
+}
+
+fn decode_erspan_ii<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    match tunnel::parse_erspan_ii(data) {
+        Ok((vlan, frame)) => {
+            if push_erspan_vlan(d, vlan) {
+                decode_ethernet(w, d, frame);
+            }
+        }
+        Err(event) => d.events.insert(event),
+    }
+}
+
+fn decode_erspan_iii<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    match tunnel::parse_erspan_iii(data) {
+        Ok((vlan, kind, frame)) => {
+            if !push_erspan_vlan(d, vlan) {
+                return;
+            }
+            match (kind, frame.first().map(|b| b >> 4)) {
+                (tunnel::ErspanFrame::Ethernet, _) => decode_ethernet(w, d, frame),
+                (tunnel::ErspanFrame::Ip, Some(6)) => decode_ipv6(w, d, frame),
+                (tunnel::ErspanFrame::Ip, _) => decode_ipv4(w, d, frame),
+            }
+        }
+        Err(event) => d.events.insert(event),
+    }
+}
+
+/// Protocols 4 and 41 in IPv4 or IPv6. Suricata checks the inner header's size and
+/// version before making a tunnel packet only when the outer packet is IPv6.
+fn decode_ip_in_ip<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, proto: u8, outer_is_v6: bool, payload: &'a [u8]) {
+    let inner_v6 = proto == tunnel::PROTO_IPV6_IN_IP;
+    if outer_is_v6 {
+        let (min_len, version) = if inner_v6 { (ipv6::IPV6_HEADER_LEN, 6) } else { (ipv4::IPV4_MIN_HEADER_LEN, 4) };
+        if payload.len() < min_len {
+            let event = if inner_v6 { DecodeEvent::Ipv6InIpv6TooSmall } else { DecodeEvent::Ipv4InIpv6TooSmall };
+            return d.events.insert(event);
+        }
+        if payload[0] >> 4 != version {
+            let event =
+                if inner_v6 { DecodeEvent::Ipv6InIpv6WrongVersion } else { DecodeEvent::Ipv4InIpv6WrongVersion };
+            return d.events.insert(event);
+        }
+    }
+    if inner_v6 {
+        enter_tunnel(w, d, TunnelKind::IpInIp, payload, |w, inner| decode_ipv6(w, inner, payload));
+    } else {
+        enter_tunnel(w, d, TunnelKind::IpInIp, payload, |w, inner| decode_ipv4(w, inner, payload));
+    }
+}
+
+/// Teredo (either port), Geneve and VXLAN (destination port), in Suricata's order.
+fn decode_udp_tunnels<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, src_port: u16, dst_port: u16, payload: &'a [u8]) {
+    let opts = *w.opts;
+    if opts.teredo_ports.contains(src_port) || opts.teredo_ports.contains(dst_port) {
+        if let Some(ip6) = tunnel::parse_teredo(payload) {
+            if enter_tunnel(w, d, TunnelKind::Teredo, ip6, |w, inner| decode_ipv6(w, inner, ip6)) {
+                return;
+            }
+        }
+    }
+    if opts.geneve_ports.contains(dst_port) {
+        if let Some((protocol, inner_bytes)) = tunnel::parse_geneve(payload) {
+            match protocol {
+                tunnel::ETHERTYPE_TEB => {
+                    enter_tunnel(w, d, TunnelKind::Geneve, inner_bytes, |w, inner| {
+                        decode_ethernet(w, inner, inner_bytes)
+                    });
+                }
+                ETHERTYPE_IPV4 => {
+                    enter_tunnel(w, d, TunnelKind::Geneve, inner_bytes, |w, inner| decode_ipv4(w, inner, inner_bytes));
+                }
+                ETHERTYPE_IPV6 => {
+                    enter_tunnel(w, d, TunnelKind::Geneve, inner_bytes, |w, inner| decode_ipv6(w, inner, inner_bytes));
+                }
+                tunnel::ETHERTYPE_ARP => {}
+                _ => d.events.insert(DecodeEvent::GeneveUnknownPayloadType),
+            }
+            return;
+        }
+    }
+    if opts.vxlan_ports.contains(dst_port) {
+        if let Some(frame) = tunnel::parse_vxlan(payload) {
+            // The tunnel packet starts after the inner Ethernet header, as in Suricata.
+            let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+            let after_ethernet = &frame[ETHERNET_HEADER_LEN..];
+            match ethertype {
+                ETHERTYPE_IPV4 | ETHERTYPE_IPV6 | ETHERTYPE_VLAN | ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD => {
+                    enter_tunnel(w, d, TunnelKind::Vxlan, after_ethernet, |w, inner| {
+                        decode_ethertype(w, inner, ethertype, after_ethernet)
+                    });
+                }
+                tunnel::ETHERTYPE_ARP => {}
+                _ => d.events.insert(DecodeEvent::VxlanUnknownPayloadType),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// IP and transport.
+
 /// What the transport decoder needs from the IP layer.
 struct IpContext {
     is_v6: bool,
@@ -342,7 +699,11 @@ struct IpContext {
     hop_limit: u8,
 }
 
-fn decode_ipv4<'a>(d: &mut Decoded<'a>, data: &'a [u8], opts: &DecodeOptions) {
+fn decode_ipv4<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    let opts = *w.opts;
     let ip = match Ipv4View::new(data) {
         Ok(ip) => ip,
         Err(event) => {
@@ -373,17 +734,33 @@ fn decode_ipv4<'a>(d: &mut Decoded<'a>, data: &'a [u8], opts: &DecodeOptions) {
         d.l4 = L4::Other(proto);
         return;
     }
-    let ctx = IpContext {
-        is_v6: false,
-        declared_len: total_len - header_len,
-        checksum_addresses: (opts.validate_checksums && !truncated)
-            .then(|| checksum::address_sum(&ip.src(), &ip.dst())),
-        hop_limit: ip.ttl(),
-    };
-    decode_transport(d, proto, ip.payload(), &ctx);
+    match proto {
+        tunnel::PROTO_GRE => {
+            d.l4 = L4::Other(proto);
+            decode_gre(w, d, ip.payload());
+        }
+        tunnel::PROTO_IPIP | tunnel::PROTO_IPV6_IN_IP => {
+            d.l4 = L4::Other(proto);
+            decode_ip_in_ip(w, d, proto, false, ip.payload());
+        }
+        _ => {
+            let ctx = IpContext {
+                is_v6: false,
+                declared_len: total_len - header_len,
+                checksum_addresses: (opts.validate_checksums && !truncated)
+                    .then(|| checksum::address_sum(&ip.src(), &ip.dst())),
+                hop_limit: ip.ttl(),
+            };
+            decode_transport(w, d, proto, ip.payload(), &ctx);
+        }
+    }
 }
 
-fn decode_ipv6<'a>(d: &mut Decoded<'a>, data: &'a [u8], opts: &DecodeOptions) {
+fn decode_ipv6<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, data: &'a [u8]) {
+    if !w.enter_layer(d) {
+        return;
+    }
+    let opts = *w.opts;
     let view = match Ipv6View::new(data) {
         Ok(view) => view,
         Err(event) => {
@@ -405,17 +782,29 @@ fn decode_ipv6<'a>(d: &mut Decoded<'a>, data: &'a [u8], opts: &DecodeOptions) {
     if info.incomplete {
         return;
     }
-    let verify = opts.validate_checksums && !truncated && !info.routing_pending;
-    let ctx = IpContext {
-        is_v6: true,
-        declared_len: (ipv6::IPV6_HEADER_LEN + view.payload_len() as usize).saturating_sub(info.upper_offset),
-        checksum_addresses: verify.then(|| checksum::address_sum(view.src_bytes(), view.dst_bytes())),
-        hop_limit: view.hop_limit(),
-    };
-    decode_transport(d, info.upper_proto, info.upper_payload(), &ctx);
+    match info.upper_proto {
+        tunnel::PROTO_GRE => {
+            d.l4 = L4::Other(info.upper_proto);
+            decode_gre(w, d, info.upper_payload());
+        }
+        proto @ (tunnel::PROTO_IPIP | tunnel::PROTO_IPV6_IN_IP) => {
+            d.l4 = L4::Other(proto);
+            decode_ip_in_ip(w, d, proto, true, info.upper_payload());
+        }
+        proto => {
+            let verify = opts.validate_checksums && !truncated && !info.routing_pending;
+            let ctx = IpContext {
+                is_v6: true,
+                declared_len: (ipv6::IPV6_HEADER_LEN + view.payload_len() as usize).saturating_sub(info.upper_offset),
+                checksum_addresses: verify.then(|| checksum::address_sum(view.src_bytes(), view.dst_bytes())),
+                hop_limit: view.hop_limit(),
+            };
+            decode_transport(w, d, proto, info.upper_payload(), &ctx);
+        }
+    }
 }
 
-fn decode_transport<'a>(d: &mut Decoded<'a>, proto: u8, segment: &'a [u8], ctx: &IpContext) {
+fn decode_transport<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, proto: u8, segment: &'a [u8], ctx: &IpContext) {
     match proto {
         PROTO_TCP => {
             let tcp = match TcpView::new(segment) {
@@ -457,6 +846,9 @@ fn decode_transport<'a>(d: &mut Decoded<'a>, proto: u8, segment: &'a [u8], ctx: 
             }
             d.payload = udp.payload();
             d.l4 = L4::Udp(udp);
+            if length_ok {
+                decode_udp_tunnels(w, d, udp.src_port(), udp.dst_port(), udp.payload());
+            }
         }
         PROTO_ICMP if ctx.is_v6 => {
             d.events.insert(DecodeEvent::Ipv6Icmpv4);
@@ -502,18 +894,34 @@ fn decode_transport<'a>(d: &mut Decoded<'a>, proto: u8, segment: &'a [u8], ctx: 
 /// A symmetric, deterministic hash of the flow a packet belongs to, computed with only
 /// enough parsing to find VLAN ids, addresses, protocol and TCP/UDP ports (no checksum
 /// or option validation). Both directions of a flow get the same value, and so does
-/// every packet [`decode`] would give an equal or reversed [`FiveTuple`] — except that
-/// ICMP is hashed without type/code (so echo request and reply meet on one worker) and
-/// fragments without ports (so all fragments of a datagram meet). Packets without an IP
-/// layer hash to 0.
+/// every packet [`decode`] would give an equal or reversed [`FiveTuple`] and VLANs —
+/// except that ICMP is hashed without type/code (so echo request and reply meet on one
+/// worker) and fragments without ports (so all fragments of a datagram meet). Tunnelled
+/// packets hash on their innermost tuple: the plain parse hands anything that may be an
+/// encapsulation (GRE, IP-in-IP, tunnel UDP ports, MPLS, PPP, PPPoE, NSH) to [`decode`],
+/// so the two never disagree. Packets without an IP layer hash to 0. Uses the default
+/// tunnel ports; see [`flow_hash_with`].
 pub fn flow_hash(link: LinkType, data: &[u8]) -> u32 {
-    let Some((network, vlan)) = locate_network_layer(link, data) else {
-        return 0;
-    };
-    let vlan_word = ((vlan[0] as u64) << 16) | vlan[1] as u64;
-    match network {
-        NetworkLayer::V4(ip) => hash_ipv4(ip, vlan_word),
-        NetworkLayer::V6(ip) => hash_ipv6(ip, vlan_word),
+    flow_hash_with(link, data, &DecodeOptions::DEFAULT)
+}
+
+/// [`flow_hash`] with the tunnel ports and layer limit of `opts` (which must be the
+/// options the workers decode with).
+pub fn flow_hash_with(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 {
+    match locate_network_layer(link, data) {
+        Located::Ip(network, vlan) => {
+            let vlan_word = vlan_word(vlan);
+            let hashed = match network {
+                NetworkLayer::V4(ip) => hash_ipv4(ip, vlan_word, opts),
+                NetworkLayer::V6(ip) => hash_ipv6(ip, vlan_word, opts),
+            };
+            match hashed {
+                Some(h) => h,
+                None => hash_by_decoding(link, data, opts),
+            }
+        }
+        Located::NeedsDecode => hash_by_decoding(link, data, opts),
+        Located::NoIp => 0,
     }
 }
 
@@ -522,46 +930,71 @@ enum NetworkLayer<'a> {
     V6(&'a [u8]),
 }
 
-fn locate_network_layer(link: LinkType, data: &[u8]) -> Option<(NetworkLayer<'_>, [u16; 2])> {
-    let (ethertype, mut rest) = match link {
-        LinkType::Ethernet => (read_u16(data, 12)?, data.get(ETHERNET_HEADER_LEN..)?),
-        LinkType::LinuxSll => (read_u16(data, 14)?, data.get(SLL_HEADER_LEN..)?),
-        LinkType::LinuxSll2 => (read_u16(data, 0)?, data.get(SLL2_HEADER_LEN..)?),
+enum Located<'a> {
+    Ip(NetworkLayer<'a>, [u16; 2]),
+    /// An encapsulation the plain parse leaves to `decode`.
+    NeedsDecode,
+    NoIp,
+}
+
+#[inline]
+fn vlan_word(vlan: [u16; 2]) -> u64 {
+    ((vlan[0] as u64) << 16) | vlan[1] as u64
+}
+
+fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
+    let header = match link {
+        LinkType::Ethernet => read_u16(data, 12).zip(data.get(ETHERNET_HEADER_LEN..)),
+        LinkType::LinuxSll => read_u16(data, 14).zip(data.get(SLL_HEADER_LEN..)),
+        LinkType::LinuxSll2 => read_u16(data, 0).zip(data.get(SLL2_HEADER_LEN..)),
         LinkType::RawIp => {
-            return match data.first()? >> 4 {
-                4 => Some((NetworkLayer::V4(data), [0; 2])),
-                6 => Some((NetworkLayer::V6(data), [0; 2])),
-                _ => None,
+            return match data.first().map(|b| b >> 4) {
+                Some(4) => Located::Ip(NetworkLayer::V4(data), [0; 2]),
+                Some(6) => Located::Ip(NetworkLayer::V6(data), [0; 2]),
+                _ => Located::NoIp,
             }
         }
-        LinkType::RawIpv4 => return Some((NetworkLayer::V4(data), [0; 2])),
-        LinkType::RawIpv6 => return Some((NetworkLayer::V6(data), [0; 2])),
+        LinkType::RawIpv4 => return Located::Ip(NetworkLayer::V4(data), [0; 2]),
+        LinkType::RawIpv6 => return Located::Ip(NetworkLayer::V6(data), [0; 2]),
         LinkType::Null | LinkType::Loop => {
-            let header = data.get(..NULL_HEADER_LEN)?;
+            let Some(header) = data.get(..NULL_HEADER_LEN) else {
+                return Located::NoIp;
+            };
             let rest = &data[NULL_HEADER_LEN..];
-            return match null_family(link, [header[0], header[1], header[2], header[3]])? {
-                IpVersion::V4 => Some((NetworkLayer::V4(rest), [0; 2])),
-                IpVersion::V6 => Some((NetworkLayer::V6(rest), [0; 2])),
+            return match null_family(link, [header[0], header[1], header[2], header[3]]) {
+                Some(IpVersion::V4) => Located::Ip(NetworkLayer::V4(rest), [0; 2]),
+                Some(IpVersion::V6) => Located::Ip(NetworkLayer::V6(rest), [0; 2]),
+                None => Located::NoIp,
             };
         }
-        LinkType::Unsupported(_) => return None,
+        LinkType::Ppp | LinkType::CiscoHdlc => return Located::NeedsDecode,
+        LinkType::Unsupported(_) => return Located::NoIp,
     };
-    let mut ethertype = ethertype;
+    let Some((mut ethertype, mut rest)) = header else {
+        return Located::NoIp;
+    };
     let mut vlan = [0u16; 2];
     let mut depth = 0usize;
     while is_vlan_tag(ethertype) {
         if depth == vlan.len() {
-            return None; // decode stops here too
+            return Located::NoIp; // decode stops here too
         }
-        vlan[depth] = read_u16(rest, 0)? & 0x0fff;
-        ethertype = read_u16(rest, 2)?;
+        let (Some(tag), Some(next)) = (read_u16(rest, 0), read_u16(rest, 2)) else {
+            return Located::NoIp;
+        };
+        vlan[depth] = tag & 0x0fff;
+        ethertype = next;
         rest = &rest[VLAN_TAG_LEN..];
         depth += 1;
     }
     match ethertype {
-        ETHERTYPE_IPV4 => Some((NetworkLayer::V4(rest), vlan)),
-        ETHERTYPE_IPV6 => Some((NetworkLayer::V6(rest), vlan)),
-        _ => None,
+        ETHERTYPE_IPV4 => Located::Ip(NetworkLayer::V4(rest), vlan),
+        ETHERTYPE_IPV6 => Located::Ip(NetworkLayer::V6(rest), vlan),
+        tunnel::ETHERTYPE_MPLS_UNICAST
+        | tunnel::ETHERTYPE_MPLS_MULTICAST
+        | tunnel::ETHERTYPE_PPPOE_SESSION
+        | tunnel::ETHERTYPE_NSH => Located::NeedsDecode,
+        _ => Located::NoIp,
     }
 }
 
@@ -580,9 +1013,25 @@ fn ports(proto: u8, l4: &[u8]) -> (u16, u16) {
     }
 }
 
-fn hash_ipv4(ip: &[u8], vlan_word: u64) -> u32 {
+/// True when `decode` may find a tunnel behind this protocol and these ports.
+#[inline]
+fn may_be_tunnel(proto: u8, src_port: u16, dst_port: u16, opts: &DecodeOptions) -> bool {
+    match proto {
+        tunnel::PROTO_GRE | tunnel::PROTO_IPIP | tunnel::PROTO_IPV6_IN_IP => true,
+        PROTO_UDP => {
+            opts.vxlan_ports.contains(dst_port)
+                || opts.geneve_ports.contains(dst_port)
+                || opts.teredo_ports.contains(src_port)
+                || opts.teredo_ports.contains(dst_port)
+        }
+        _ => false,
+    }
+}
+
+/// `None` when the packet may be a tunnel and must be decoded.
+fn hash_ipv4(ip: &[u8], vlan_word: u64, opts: &DecodeOptions) -> Option<u32> {
     if ip.len() < ipv4::IPV4_MIN_HEADER_LEN {
-        return 0;
+        return Some(0);
     }
     let header_len = ((ip[0] & 0x0f) as usize) * 4;
     let proto = ip[9];
@@ -591,8 +1040,17 @@ fn hash_ipv4(ip: &[u8], vlan_word: u64) -> u32 {
         Some(l4) if !is_fragment && header_len >= ipv4::IPV4_MIN_HEADER_LEN => ports(proto, l4),
         _ => (0, 0),
     };
-    let src = ((u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]) as u64) << 16) | src_port as u64;
-    let dst = ((u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]) as u64) << 16) | dst_port as u64;
+    if !is_fragment && may_be_tunnel(proto, src_port, dst_port, opts) {
+        return None;
+    }
+    let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+    let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
+    Some(hash_v4_key(src, dst, src_port, dst_port, proto, vlan_word))
+}
+
+fn hash_v4_key(src: u32, dst: u32, src_port: u16, dst_port: u16, proto: u8, vlan_word: u64) -> u32 {
+    let src = ((src as u64) << 16) | src_port as u64;
+    let dst = ((dst as u64) << 16) | dst_port as u64;
     let (low, high) = if src <= dst { (src, dst) } else { (dst, src) };
     let mut h = mix(HASH_SEED, low);
     h = mix(h, high);
@@ -600,17 +1058,25 @@ fn hash_ipv4(ip: &[u8], vlan_word: u64) -> u32 {
     finish(h)
 }
 
-fn hash_ipv6(ip: &[u8], vlan_word: u64) -> u32 {
+/// `None` when the packet may be a tunnel and must be decoded.
+fn hash_ipv6(ip: &[u8], vlan_word: u64, opts: &DecodeOptions) -> Option<u32> {
     if ip.len() < ipv6::IPV6_HEADER_LEN {
-        return 0;
+        return Some(0);
     }
-    let (proto, src_port, dst_port) = ipv6_upper_ports(ip);
+    let (proto, src_port, dst_port, is_fragment) = ipv6_upper_ports(ip);
+    if !is_fragment && may_be_tunnel(proto, src_port, dst_port, opts) {
+        return None;
+    }
     let mut src = [0u8; 16];
     src.copy_from_slice(&ip[8..24]);
     let mut dst = [0u8; 16];
     dst.copy_from_slice(&ip[24..40]);
-    let a = (u128::from_be_bytes(src), src_port);
-    let b = (u128::from_be_bytes(dst), dst_port);
+    Some(hash_v6_key(u128::from_be_bytes(src), u128::from_be_bytes(dst), src_port, dst_port, proto, vlan_word))
+}
+
+fn hash_v6_key(src: u128, dst: u128, src_port: u16, dst_port: u16, proto: u8, vlan_word: u64) -> u32 {
+    let a = (src, src_port);
+    let b = (dst, dst_port);
     let (low, high) = if a <= b { (a, b) } else { (b, a) };
     let mut h = HASH_SEED;
     for (addr, port) in [low, high] {
@@ -622,37 +1088,66 @@ fn hash_ipv6(ip: &[u8], vlan_word: u64) -> u32 {
     finish(h)
 }
 
-/// Upper protocol and ports after the usual extension headers, with the same rule as
-/// `walk_extension_headers` for fragments (stop, no ports).
-fn ipv6_upper_ports(ip: &[u8]) -> (u8, u16, u16) {
+/// The slow path for encapsulations: hash exactly what `decode` reports, with the same
+/// key layout as the plain path so that a flow whose directions take different paths
+/// (a UDP port that is a tunnel port one way only) still meets itself.
+fn hash_by_decoding(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 {
+    let d = decode(link, data, &DecodeOptions { validate_checksums: false, ..*opts });
+    let Some(t) = d.tuple() else {
+        return 0;
+    };
+    let vlan = if d.vlan_depth > MAX_VLAN_LAYERS { [0; 2] } else { d.vlan };
+    let (src_port, dst_port) = match t.proto {
+        PROTO_TCP | PROTO_UDP if !d.fragment => (t.src_port, t.dst_port),
+        _ => (0, 0),
+    };
+    if t.is_v4 {
+        let src = u32::from_be_bytes([t.src[12], t.src[13], t.src[14], t.src[15]]);
+        let dst = u32::from_be_bytes([t.dst[12], t.dst[13], t.dst[14], t.dst[15]]);
+        hash_v4_key(src, dst, src_port, dst_port, t.proto, vlan_word(vlan))
+    } else {
+        hash_v6_key(
+            u128::from_be_bytes(t.src),
+            u128::from_be_bytes(t.dst),
+            src_port,
+            dst_port,
+            t.proto,
+            vlan_word(vlan),
+        )
+    }
+}
+
+/// Upper protocol, ports and "is a fragment" after the usual extension headers, with
+/// the same rule as `walk_extension_headers` for fragments (stop, no ports).
+fn ipv6_upper_ports(ip: &[u8]) -> (u8, u16, u16, bool) {
     let end = (ipv6::IPV6_HEADER_LEN + u16::from_be_bytes([ip[4], ip[5]]) as usize).min(ip.len());
     let body = &ip[ipv6::IPV6_HEADER_LEN..end];
     let mut next = ip[6];
     let mut pos = 0usize;
     loop {
         let Some(hdr) = body.get(pos..pos + 2) else {
-            return (next, 0, 0);
+            return (next, 0, 0, false);
         };
         let len = match next {
             ipv6::NH_HOP_BY_HOP | ipv6::NH_ROUTING | ipv6::NH_DEST_OPTS => (hdr[1] as usize + 1) * 8,
             ipv6::NH_AUTH => (hdr[1] as usize + 2) * 4,
             ipv6::NH_FRAGMENT => {
                 let Some(frag) = body.get(pos..pos + 8) else {
-                    return (next, 0, 0);
+                    return (next, 0, 0, false);
                 };
                 let offset_and_more = u16::from_be_bytes([frag[2], frag[3]]) & 0xfff9;
                 if offset_and_more != 0 {
-                    return (frag[0], 0, 0);
+                    return (frag[0], 0, 0, true);
                 }
                 8
             }
             proto => {
                 let (src_port, dst_port) = ports(proto, &body[pos..]);
-                return (proto, src_port, dst_port);
+                return (proto, src_port, dst_port, false);
             }
         };
         if pos + len > body.len() {
-            return (next, 0, 0);
+            return (next, 0, 0, false);
         }
         next = hdr[0];
         pos += len;

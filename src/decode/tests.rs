@@ -117,7 +117,7 @@ fn checksum_errors_are_detected_and_optional() {
     let mut bad_tcp = good.clone();
     *bad_tcp.last_mut().unwrap() ^= 0x55;
     assert!(decode(LinkType::Ethernet, &bad_tcp, &opts()).bad_checksum);
-    let no_check = DecodeOptions { validate_checksums: false };
+    let no_check = DecodeOptions { validate_checksums: false, ..DecodeOptions::default() };
     assert!(!decode(LinkType::Ethernet, &bad_tcp, &no_check).bad_checksum);
 
     let mut bad_ip = good.clone();
@@ -374,7 +374,8 @@ fn ipv4_length_anomalies() {
     let pkt = eth_v4_udp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, b"abcd");
     let mut small = pkt.clone();
     small[14 + 2..14 + 4].copy_from_slice(&16u16.to_be_bytes());
-    let d = decode(LinkType::Ethernet, &small, &DecodeOptions { validate_checksums: false });
+    let d =
+        decode(LinkType::Ethernet, &small, &DecodeOptions { validate_checksums: false, ..DecodeOptions::default() });
     assert_eq!(events(&d), vec![DecodeEvent::Ipv4IplenSmallerThanHlen]);
     assert!(matches!(d.l4, L4::None));
     let mut ihl = pkt.clone();
@@ -385,7 +386,7 @@ fn ipv4_length_anomalies() {
 #[test]
 fn udp_length_anomalies() {
     let pkt = eth_v4_udp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, b"abcd");
-    let no_csum = DecodeOptions { validate_checksums: false };
+    let no_csum = DecodeOptions { validate_checksums: false, ..DecodeOptions::default() };
     let mut long = pkt.clone();
     long[14 + 20 + 5] = 50;
     let d = decode(LinkType::Ethernet, &long, &no_csum);

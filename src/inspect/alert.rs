@@ -222,6 +222,19 @@ fn write_alert(
     if !vlans.is_empty() {
         o.raw("vlan", &format!("[{}]", vlans.join(",")));
     }
+    if let Origin::Wire(WirePacket { decoded: Decoded { tunnel: Some(t), .. }, meta, .. }) = origin {
+        let outer = &t.outer;
+        o.open("tunnel")
+            .str("src_ip", &outer.src_ip().to_string())
+            .u64("src_port", outer.src_port.into())
+            .str("dest_ip", &outer.dst_ip().to_string())
+            .u64("dest_port", outer.dst_port.into())
+            .str("proto", &proto_name(outer.proto))
+            .u64("depth", t.depth.into())
+            .u64("pcap_cnt", meta.pcap_cnt)
+            .str("pkt_src", "wire/pcap")
+            .close();
+    }
     if let (true, Origin::Wire(w)) = (opts.ethernet, origin) {
         if w.meta.link == LinkType::Ethernet && w.frame.len() >= 14 {
             o.open("ether").str("src_mac", &mac(&w.frame[6..12])).str("dest_mac", &mac(&w.frame[0..6])).close();
@@ -263,8 +276,13 @@ fn write_alert(
         o.u64("stream", alert.in_stream as u64);
     }
     if let (true, Origin::Wire(w)) = (opts.packet, origin) {
-        o.str("packet", &base64(w.frame));
-        o.open("packet_info").u64("linktype", linktype_number(w.meta.link).into()).str("linktype_name", linktype_name(w.meta.link)).close();
+        // A tunnelled packet is logged from its inner IP header on, as raw IP.
+        let (frame, link) = match &w.decoded.tunnel {
+            Some(t) => (w.frame.get(t.inner_offset as usize..).unwrap_or(&[]), LinkType::RawIp),
+            None => (w.frame, w.meta.link),
+        };
+        o.str("packet", &base64(frame));
+        o.open("packet_info").u64("linktype", link.suricata_number().into()).str("linktype_name", link.suricata_name()).close();
     }
     o.finish();
 }
@@ -360,34 +378,6 @@ pub(crate) fn base64(data: &[u8]) -> String {
         }
     }
     s
-}
-
-fn linktype_number(link: LinkType) -> u32 {
-    match link {
-        LinkType::Ethernet => 1,
-        LinkType::RawIp => 101,
-        LinkType::RawIpv4 => 228,
-        LinkType::RawIpv6 => 229,
-        LinkType::LinuxSll => 113,
-        LinkType::LinuxSll2 => 276,
-        LinkType::Null => 0,
-        LinkType::Loop => 108,
-        LinkType::Unsupported(n) => n,
-    }
-}
-
-fn linktype_name(link: LinkType) -> &'static str {
-    match link {
-        LinkType::Ethernet => "EN10MB",
-        LinkType::RawIp => "RAW",
-        LinkType::RawIpv4 => "IPv4",
-        LinkType::RawIpv6 => "IPv6",
-        LinkType::LinuxSll => "LINUX_SLL",
-        LinkType::LinuxSll2 => "LINUX_SLL2",
-        LinkType::Null => "NULL",
-        LinkType::Loop => "LOOP",
-        LinkType::Unsupported(_) => "UNKNOWN",
-    }
 }
 
 #[cfg(test)]

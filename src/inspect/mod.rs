@@ -188,7 +188,7 @@ impl Inspector {
         let ctx = engine.as_ref().map(|e| e.new_ctx()).unwrap_or_default();
         Inspector {
             flows: FlowTable::new(settings.flow.clone()),
-            decode_opts: DecodeOptions { validate_checksums: settings.checksum != ChecksumMode::Never },
+            decode_opts: DecodeOptions { validate_checksums: settings.checksum != ChecksumMode::Never, ..DecodeOptions::default() },
             checksum: settings.checksum,
             checksum_sampled: 0,
             checksum_bad_in_sample: 0,

@@ -8,7 +8,9 @@
 
 mod worker;
 
-use crate::capture::{CaptureError, PacketSource};
+use crate::capture::{CaptureError, PacketSource, RawPacket};
+use crate::counters::CounterSet;
+use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
 use crate::dispatch::DispatchPolicy;
 use crate::inspect::{InspectSettings, Inspector};
 use crate::output::merge::{merge_ordered, EventBuf, OutputChunk, SINKS};
@@ -30,6 +32,9 @@ pub struct RunOptions {
     pub single: bool,
     pub pin_cores: bool,
     pub inspect: InspectSettings,
+    /// IP defragmentation in the reading thread, before dispatch, so that a reassembled
+    /// datagram goes to the worker of its flow. `None` turns it off.
+    pub defrag: Option<DefragConfig>,
 }
 
 /// What a run did, for the stats outputs and the exit table.
@@ -44,6 +49,8 @@ pub struct RunSummary {
     pub ring_full_waits: u64,
     /// Set when the input ended in a truncated or corrupt capture.
     pub capture_error: Option<CaptureError>,
+    /// Counters of the reading thread (defragmentation), Suricata's "RX" thread.
+    pub reader: WorkerReport,
 }
 
 /// The log files workers' events are merged into.
@@ -65,22 +72,58 @@ pub fn run(
     }
 }
 
-/// Reads with `on_packet(pcap_cnt, raw)` until the source ends; a capture error after
-/// some packets is returned, not raised, so that what was read still counts.
-fn read_all(
-    source: &mut dyn PacketSource,
-    mut on_packet: impl FnMut(u64, &crate::capture::RawPacket<'_>),
-) -> (u64, Option<CaptureError>) {
-    let mut pcap_cnt = 0u64;
-    loop {
-        match source.next_packet() {
-            Ok(Some(raw)) => {
-                pcap_cnt += 1;
-                on_packet(pcap_cnt, &raw);
+/// The reading thread's own stage: pulls packets from the source and reassembles IP
+/// fragments. `on_packet(pcap_cnt, raw)` sees every captured packet, then, after the
+/// fragment that completed it, each reassembled datagram (with that fragment's `pcap_cnt`).
+/// A capture error after some packets is returned, not raised, so what was read counts.
+struct Reader {
+    defrag: Option<Defragmenter>,
+    rebuilt: Vec<u8>,
+    last_expiry_sec: u64,
+}
+
+impl Reader {
+    fn new(opts: &RunOptions) -> Self {
+        Reader { defrag: opts.defrag.clone().map(Defragmenter::new), rebuilt: Vec::new(), last_expiry_sec: 0 }
+    }
+
+    fn read_all(
+        &mut self,
+        source: &mut dyn PacketSource,
+        mut on_packet: impl FnMut(u64, &RawPacket<'_>),
+    ) -> (u64, Option<CaptureError>) {
+        let mut pcap_cnt = 0u64;
+        loop {
+            match source.next_packet() {
+                Ok(Some(raw)) => {
+                    pcap_cnt += 1;
+                    on_packet(pcap_cnt, &raw);
+                    let Some(defrag) = &mut self.defrag else { continue };
+                    if raw.ts.secs() > self.last_expiry_sec {
+                        self.last_expiry_sec = raw.ts.secs();
+                        defrag.expire(raw.ts);
+                    }
+                    if is_fragment(raw.link, raw.data)
+                        && defrag.offer(raw.link, raw.data, raw.ts, &mut self.rebuilt) == DefragOutcome::Reassembled
+                    {
+                        let whole = RawPacket { ts: raw.ts, link: raw.link, wire_len: self.rebuilt.len() as u32, data: &self.rebuilt };
+                        on_packet(pcap_cnt, &whole);
+                    }
+                }
+                Ok(None) => return (pcap_cnt, None),
+                Err(e) => return (pcap_cnt, Some(e)),
             }
-            Ok(None) => return (pcap_cnt, None),
-            Err(e) => return (pcap_cnt, Some(e)),
         }
+    }
+
+    fn report(&self) -> WorkerReport {
+        let mut counters = CounterSet::new();
+        if let Some(d) = &self.defrag {
+            for (name, v) in d.counters() {
+                counters.add(name, v);
+            }
+        }
+        WorkerReport { name: "RX#01".into(), counters, ..Default::default() }
     }
 }
 
@@ -97,7 +140,8 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
     // Busy time is sampled per group of packets: a clock read per packet would cost more
     // than some packets take to inspect.
     let mut group_started = Instant::now();
-    let (packets, capture_error) = read_all(source, |pcap_cnt, raw| {
+    let mut reader = Reader::new(opts);
+    let (packets, capture_error) = reader.read_all(source, |pcap_cnt, raw| {
         first_ts.get_or_insert(raw.ts);
         last_ts = Some(raw.ts);
         bytes += raw.wire_len as u64;
@@ -130,6 +174,7 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
         wall: start.elapsed(),
         ring_full_waits: 0,
         capture_error,
+        reader: reader.report(),
     })
 }
 
@@ -182,7 +227,8 @@ fn run_workers(
         let (mut first_ts, mut last_ts) = (None, None);
         let mut last_tick_sec = 0u64;
         let mut since_tick = 0u64;
-        let (packets, capture_error) = read_all(source, |pcap_cnt, raw| {
+        let mut reader = Reader::new(opts);
+        let (packets, capture_error) = reader.read_all(source, |pcap_cnt, raw| {
             first_ts.get_or_insert(raw.ts);
             last_ts = Some(raw.ts);
             let w = policy.pick(raw.link, raw.data, n);
@@ -219,6 +265,7 @@ fn run_workers(
             wall: start.elapsed(),
             ring_full_waits,
             capture_error,
+            reader: reader.report(),
         })
     })
 }
