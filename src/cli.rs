@@ -190,7 +190,7 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     };
     let mut resolved = resolve(args)?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
-    let rules = load_rules(&resolved.config, &resolved.engine, &sources, args.verbose > 0)?;
+    let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     resolved.options.inspect.detect = rules.engine.map(Arc::new);
     if !args.bpf.is_empty() {
         warn(format!("BPF filter '{}' is not supported yet and is ignored", args.bpf.join(" ")));
@@ -216,7 +216,7 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
 
 /// Loads rules for a run: prints the summary, every failed rule with file and line, and
 /// (verbose) the skipped-by-keyword table. Bad rules never stop the rest from loading.
-fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, verbose: bool) -> Result<LoadedRules, CliError> {
+fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, announce: bool, verbose: bool) -> Result<LoadedRules, CliError> {
     let loaded = detect::load::load(config, engine, sources).map_err(CliError)?;
     for w in &loaded.warnings {
         warn(w);
@@ -230,7 +230,7 @@ fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, v
             d.gid, d.sid, d.first_file, d.first_line, d.second_file, d.second_line
         ));
     }
-    if !loaded.files.is_empty() {
+    if announce && !loaded.files.is_empty() {
         eprintln!("picket: {}", loaded.summary());
         if verbose {
             for (keyword, n) in loaded.skipped_table() {
@@ -251,7 +251,7 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     for w in warnings {
         warn(w);
     }
-    let loaded = load_rules(&config, &engine, sources, false)?;
+    let loaded = load_rules(&config, &engine, sources, false, false)?;
     println!("{}", loaded.summary());
     println!("loaded  {}", loaded.build.rules_loaded);
     println!("skipped {}", loaded.load.unsupported_count() + loaded.build.rules_rejected.len());
