@@ -36,6 +36,9 @@ pub(crate) struct WirePacket<'a> {
     pub frame: &'a [u8],
     pub decoded: &'a Decoded<'a>,
     pub tuple: FiveTuple,
+    /// The payload was added to the TCP stream (Suricata's PKT_STREAM_ADD): stream rules
+    /// then wait for the reassembled data instead of matching the packet alone.
+    pub payload_in_stream: bool,
 }
 
 /// What the flow's side of an alert needs: the facts and the orientation.
@@ -91,9 +94,11 @@ impl Detection {
         out: &mut EventBuf,
     ) -> RunVerdict {
         let Some(engine) = self.engine.clone() else { return RunVerdict::default() };
-        let (ts, pcap_cnt, decoded, tuple, vlan, payload) = match &origin {
-            Origin::Wire(w) => (w.meta.ts, w.meta.pcap_cnt, Some(w.decoded), w.tuple, w.decoded.vlan, w.decoded.payload),
-            Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..]),
+        let (ts, pcap_cnt, decoded, tuple, vlan, payload, payload_in_stream) = match &origin {
+            Origin::Wire(w) => {
+                (w.meta.ts, w.meta.pcap_cnt, Some(w.decoded), w.tuple, w.decoded.vlan, w.decoded.payload, w.payload_in_stream)
+            }
+            Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
         };
         let pkt = DetectPacket {
             ts,
@@ -105,6 +110,8 @@ impl Detection {
             flow: facts.map(|f| f.info),
             stream,
             app_proto: None,
+            payload_in_stream,
+            buffers: None,
         };
         self.alerts.clear();
         engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);

@@ -12,7 +12,7 @@ use crate::output::merge::{clock_key, packet_key, EventBuf, SHUTDOWN_KEY};
 use crate::config::StreamInline;
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
-use crate::stream::{Direction, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
+use crate::stream::{Direction, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
 use std::sync::Arc;
 
 mod alert;
@@ -227,7 +227,7 @@ impl Inspector {
         }
         let Some(tuple) = d.tuple() else { return };
         let key = packet_key(meta.pcap_cnt);
-        let wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple };
+        let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
         if d.fragment {
             // Fragments are not reassembled yet: they are inspected on their own, without a flow.
             self.detection.run(&wire, None, None, None, key, out);
@@ -282,7 +282,8 @@ impl Inspector {
         if let (L4::Tcp(t), true) = (&d.l4, self.detection.engine.is_some()) {
             let reassembly = stream.get_or_insert_with(|| Box::new(TcpReassembly::new(self.stream_cfg)));
             let seg = Segment { seq: t.seq(), ack: t.ack(), flags: TcpFlags(t.flags()), window: t.window(), payload: d.payload };
-            reassembly.on_segment(dir, &seg, &mut self.stream_mem);
+            let outcome = reassembly.on_segment(dir, &seg, &mut self.stream_mem);
+            wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
             info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
             let det = &mut self.detection;
             reassembly.inspect_raw(dir, &mut self.stream_mem, |chunk| {

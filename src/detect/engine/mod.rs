@@ -12,10 +12,24 @@
 //! - alerts come back in the order they are to be logged; the caller writes eve/fast.log
 //!   and applies drop/reject (the engine only reports the action).
 
-use crate::decode::{Decoded, FiveTuple};
-use crate::detect::rule::{Action, ClassificationTable, Rule, ThresholdConfig};
+mod compile;
+mod payload;
+mod state;
+#[cfg(test)]
+mod bench;
+#[cfg(test)]
+mod tests;
+
+use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
+use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};
+use crate::detect::rule::options::{FlagsMode, IpOption, StreamSide, Track};
+use crate::detect::rule::{Action, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry};
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
+use compile::{AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
+use payload::Inspection;
+use state::{FlowVars, Hosts, ThresholdTable, XbitTable};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Build-time settings.
@@ -38,6 +52,14 @@ pub struct BuildReport {
     pub prefilter_patterns: usize,
     pub mpm_algo: String,
     pub memory_bytes: usize,
+    /// Rules that load but cannot match yet, by reason (app-layer buffer, transform, ...).
+    pub rules_inactive: BTreeMap<String, usize>,
+    /// Rules without a usable fast pattern (checked on every packet of their group).
+    pub rules_always_checked: usize,
+    pub rules_ip_only: usize,
+    /// threshold.config entries the engine does not apply (rate_filter), as text.
+    pub config_unsupported: Vec<String>,
+    pub build_micros: u64,
 }
 
 /// Flow facts the engine needs for `flow:`, `flow.pkts`, `stream_size` and friends.
@@ -73,6 +95,36 @@ pub struct DetectPacket<'a> {
     pub stream: Option<StreamChunk<'a>>,
     /// Detected application protocol of the flow ("http", "tls", "dns", ...), if known.
     pub app_proto: Option<&'a str>,
+    /// This packet's payload was added to the TCP stream (Suricata's PKT_STREAM_ADD): stream
+    /// rules then wait for the reassembled data instead of inspecting the packet.
+    pub payload_in_stream: bool,
+    /// Application-layer buffers (http.uri, dns.query, ...) of this packet's transaction, once
+    /// app-layer parsers exist. `None`: rules on such buffers do not match.
+    pub buffers: Option<&'a dyn BufferSource>,
+}
+
+impl Default for DetectPacket<'_> {
+    fn default() -> Self {
+        DetectPacket {
+            ts: Timestamp(0),
+            pcap_cnt: 0,
+            decoded: None,
+            tuple: FiveTuple { src: [0; 16], dst: [0; 16], src_port: 0, dst_port: 0, proto: 0, is_v4: true },
+            vlan: [0; 2],
+            payload: &[],
+            flow: None,
+            stream: None,
+            app_proto: None,
+            payload_in_stream: false,
+            buffers: None,
+        }
+    }
+}
+
+/// Supplies application-layer inspection buffers (the hook for app-layer parsers).
+pub trait BufferSource {
+    /// The buffer's bytes for the current transaction and direction, if present.
+    fn get(&self, buffer: Buffer) -> Option<&[u8]>;
 }
 
 /// Per-flow detection state, kept by the caller inside its flow state.
@@ -80,11 +132,44 @@ pub struct DetectPacket<'a> {
 pub struct DetectFlow {
     /// Set by a matching `pass` rule with flow scope: no more inspection of this flow.
     pub passed: bool,
+    /// flowbits and flowints.
+    pub vars: FlowVars,
+    /// IP-only rules were evaluated for this direction [to_server, to_client] (Suricata runs
+    /// them on the first packet of each direction only).
+    pub ip_only_done: [bool; 2],
+}
+
+/// Per-worker counters of the detection engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DetectCounters {
+    pub packets: u64,
+    pub prefilter_scans: u64,
+    pub prefilter_errors: u64,
+    pub candidates: u64,
+    pub rules_matched: u64,
+    pub alerts: u64,
+    pub alerts_suppressed: u64,
+    /// Alerts beyond `packet-alert-max`.
+    pub alerts_discarded: u64,
+    /// Inspections stopped by the backtracking step limit.
+    pub recursion_limit: u64,
+    pub flows_passed: u64,
 }
 
 /// Per-worker mutable state.
 #[derive(Default)]
-pub struct DetectCtx {}
+pub struct DetectCtx {
+    scratch: Scratch,
+    candidates: Vec<u32>,
+    /// Rule index -> scan stamp, to add a rule once per packet.
+    seen: Vec<u32>,
+    stamp: u32,
+    matches: Vec<(u32, bool)>,
+    /// Host-tracked xbits of this worker's flows (see `state` for the per-worker caveat).
+    xbits: XbitTable,
+    thresholds: ThresholdTable,
+    counters: DetectCounters,
+}
 
 /// One alert to log.
 #[derive(Clone, Debug)]
@@ -104,29 +189,735 @@ pub struct Alert {
     pub silent: bool,
 }
 
+const TRANSPORTS: usize = 5;
+const T_TCP: usize = 0;
+const T_UDP: usize = 1;
+const T_ICMP4: usize = 2;
+const T_ICMP6: usize = 3;
+const T_OTHER: usize = 4;
+
+/// Rules of one (transport, flow direction): a prefilter over their fast patterns plus the
+/// rules that must always be checked.
+struct Group {
+    mpm: Box<dyn MultiPatternMatcher>,
+    always: Vec<u32>,
+    /// Rules with app-layer buffers, checked only when a `BufferSource` is given.
+    app: Vec<u32>,
+}
+
+/// Index of IP-only rules by the IPv4 addresses of their most selective side.
+#[derive(Default)]
+struct V4Index {
+    /// Sorted segment starts; segment i covers [starts[i], starts[i+1]).
+    starts: Vec<u32>,
+    spans: Vec<(u32, u32)>,
+    rules: Vec<u32>,
+}
+
+impl V4Index {
+    fn build(entries: &[(u32, Vec<(u32, u32)>)]) -> V4Index {
+        let mut points = vec![0u32];
+        for (_, ranges) in entries {
+            for &(lo, hi) in ranges {
+                points.push(lo);
+                if let Some(after) = hi.checked_add(1) {
+                    points.push(after);
+                }
+            }
+        }
+        points.sort_unstable();
+        points.dedup();
+        let mut per_segment: Vec<Vec<u32>> = vec![Vec::new(); points.len()];
+        for (rule, ranges) in entries {
+            for &(lo, hi) in ranges {
+                let first = points.partition_point(|&p| p < lo);
+                let last = points.partition_point(|&p| p <= hi);
+                for seg in per_segment.iter_mut().take(last).skip(first) {
+                    if seg.last() != Some(rule) {
+                        seg.push(*rule);
+                    }
+                }
+            }
+        }
+        let mut idx = V4Index { starts: points, ..Default::default() };
+        for seg in per_segment {
+            idx.spans.push((idx.rules.len() as u32, seg.len() as u32));
+            idx.rules.extend(seg);
+        }
+        idx
+    }
+
+    fn lookup(&self, addr: u32) -> &[u32] {
+        let i = self.starts.partition_point(|&p| p <= addr);
+        let Some(&(start, len)) = i.checked_sub(1).and_then(|i| self.spans.get(i)) else { return &[] };
+        self.rules.get(start as usize..(start + len) as usize).unwrap_or(&[])
+    }
+}
+
+/// Sides whose address sets cover more than this many IPv4 addresses are not indexed.
+const IP_INDEX_MAX_ADDRESSES: u64 = 1 << 24;
+
+struct IpOnly {
+    by_src: V4Index,
+    by_dst: V4Index,
+    /// Rules checked on every IPv4 packet (broad on both sides).
+    v4_linear: Vec<u32>,
+    /// All IP-only rules that can match IPv6.
+    v6_linear: Vec<u32>,
+}
+
 pub struct DetectEngine {
-    rules: usize,
+    /// In Suricata's internal order (action, flowbits use, priority, load order).
+    rules: Vec<CompiledRule>,
+    /// [transport][direction: to_server, to_client]
+    groups: Vec<[Group; 2]>,
+    ip_only: IpOnly,
+    packet_alert_max: usize,
+    report_memory: usize,
+}
+
+fn action_rank(a: Action) -> u8 {
+    // Suricata's default action-order: pass, drop, reject, alert.
+    match a {
+        Action::Pass => 0,
+        Action::Drop => 1,
+        Action::Reject | Action::RejectSrc | Action::RejectDst | Action::RejectBoth => 2,
+        Action::Alert => 3,
+    }
+}
+
+fn transports_of(p: ProtoMatch) -> &'static [usize] {
+    match p {
+        ProtoMatch::Any | ProtoMatch::Ipv4 | ProtoMatch::Ipv6 => &[T_TCP, T_UDP, T_ICMP4, T_ICMP6, T_OTHER],
+        ProtoMatch::Tcp => &[T_TCP],
+        ProtoMatch::Udp => &[T_UDP],
+        ProtoMatch::Icmp => &[T_ICMP4, T_ICMP6],
+        ProtoMatch::Icmpv4 => &[T_ICMP4],
+        ProtoMatch::Icmpv6 => &[T_ICMP6],
+        ProtoMatch::Sctp => &[T_OTHER],
+        ProtoMatch::TcpOrUdp => &[T_TCP, T_UDP],
+    }
+}
+
+fn v4_count(ranges: &[(u32, u32)]) -> u64 {
+    ranges.iter().map(|&(lo, hi)| (hi - lo) as u64 + 1).sum()
+}
+
+fn entry_applies(gen_id: u32, sig_id: u32, rule: &CompiledRule) -> bool {
+    (gen_id == 0 || gen_id == rule.gid) && (sig_id == 0 || sig_id == rule.sid)
+}
+
+/// Packet facts computed once per inspection.
+struct PacketFacts {
+    transport: usize,
+    dir: usize,
+    proto: u8,
+    is_v4: bool,
+    src4: u32,
+    dst4: u32,
+    src6: u128,
+    dst6: u128,
+    has_ports: bool,
+    sp: u16,
+    dp: u16,
 }
 
 impl DetectEngine {
-    pub fn build(rules: Vec<Rule>, _cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
-        let report = BuildReport { rules_loaded: rules.len(), ..Default::default() };
-        Ok((DetectEngine { rules: rules.len() }, report))
+    pub fn build(rules: Vec<Rule>, cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
+        let started = std::time::Instant::now();
+        let algo: MpmAlgo = match cfg.mpm_algo.as_deref() {
+            Some(a) => a.parse().map_err(|e: mpm::UnknownMpmAlgo| e.to_string())?,
+            None => MpmAlgo::Auto,
+        };
+        let mut report = BuildReport::default();
+        let mut names = compile::Names::default();
+        let mut compiled: Vec<(usize, CompiledRule)> = Vec::with_capacity(rules.len());
+        for (load_order, rule) in rules.iter().enumerate() {
+            match compile::compile_rule(rule, &cfg.classification, &mut names) {
+                Ok(c) => compiled.push((load_order, c)),
+                Err(reason) => report.rules_rejected.push((rule.sid, reason)),
+            }
+        }
+        drop(rules);
+        // threshold.config: suppress adds to the rule; threshold/event_filter for a sid
+        // replaces the rule's own threshold/detection_filter; sid 0 applies to rules without one.
+        for entry in &cfg.thresholds.entries {
+            if let ThresholdEntry::RateFilter { gen_id, sig_id, .. } = entry {
+                report.config_unsupported.push(format!("rate_filter gen_id {gen_id} sig_id {sig_id}"));
+            }
+        }
+        for (_, rule) in compiled.iter_mut() {
+            let mut specific = None;
+            let mut global = None;
+            for entry in &cfg.thresholds.entries {
+                match entry {
+                    ThresholdEntry::Suppress { gen_id, sig_id, track, ip } if entry_applies(*gen_id, *sig_id, rule) => {
+                        rule.suppressions.push(Suppression { track: *track, ip: ip.clone() });
+                    }
+                    ThresholdEntry::Threshold { gen_id, sig_id, threshold } if entry_applies(*gen_id, *sig_id, rule) => {
+                        if *sig_id == 0 {
+                            global = Some(*threshold);
+                        } else {
+                            specific = Some(*threshold);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(t) = specific {
+                rule.limit = Some(AlertLimit::Threshold(t));
+            } else if let (Some(t), None) = (global, rule.limit) {
+                rule.limit = Some(AlertLimit::Threshold(t));
+            }
+        }
+        compiled.sort_by_key(|(load, r)| (action_rank(r.action), r.bits_use, r.priority, *load));
+        let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
+        report.rules_loaded = rules.len();
+
+        let mut patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
+        let mut always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
+        let mut app: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
+        let mut ip_entries_src = Vec::new();
+        let mut ip_entries_dst = Vec::new();
+        let mut v4_linear = Vec::new();
+        let mut v6_linear = Vec::new();
+        for (idx, rule) in rules.iter().enumerate() {
+            let idx = idx as u32;
+            if let Some(reason) = rule.never_matches {
+                *report.rules_inactive.entry(reason.to_string()).or_default() += 1;
+                continue;
+            }
+            if rule.ip_only {
+                report.rules_ip_only += 1;
+                if !rule.src.v6.is_empty() && !rule.dst.v6.is_empty() {
+                    v6_linear.push(idx);
+                }
+                let (src, dst) = (rule.src.v4.as_slice(), rule.dst.v4.as_slice());
+                if src.is_empty() || dst.is_empty() {
+                    continue;
+                }
+                let (ns, nd) = (v4_count(src), v4_count(dst));
+                let (side_is_src, ranges, n) = if ns <= nd { (true, src, ns) } else { (false, dst, nd) };
+                if n > IP_INDEX_MAX_ADDRESSES {
+                    v4_linear.push(idx);
+                } else if rule.bidirectional {
+                    ip_entries_src.push((idx, ranges.to_vec()));
+                    ip_entries_dst.push((idx, ranges.to_vec()));
+                } else if side_is_src {
+                    ip_entries_src.push((idx, ranges.to_vec()));
+                } else {
+                    ip_entries_dst.push((idx, ranges.to_vec()));
+                }
+                continue;
+            }
+            if let Some((buf, _)) = rule.app_buffers.first() {
+                *report.rules_inactive.entry(format!("app-layer buffer {}", buf.name)).or_default() += 1;
+            }
+            let dirs: &[usize] = match rule.flow {
+                Some(f) if f.to_server && !f.to_client => &[0],
+                Some(f) if f.to_client && !f.to_server => &[1],
+                _ => &[0, 1],
+            };
+            if rule.fast_pattern.is_none() && rule.app_buffers.is_empty() {
+                report.rules_always_checked += 1;
+            }
+            for &t in transports_of(rule.proto) {
+                for &d in dirs {
+                    if !rule.app_buffers.is_empty() {
+                        app[t][d].push(idx);
+                    } else if let Some((bytes, nocase)) = &rule.fast_pattern {
+                        patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
+                    } else {
+                        always[t][d].push(idx);
+                    }
+                }
+            }
+        }
+        report.prefilter_patterns = rules.iter().filter(|r| r.fast_pattern.is_some() && r.never_matches.is_none() && !r.ip_only).count();
+        let mut groups = Vec::with_capacity(TRANSPORTS);
+        let mut memory = 0usize;
+        let mut algo_used = algo.resolve();
+        for t in 0..TRANSPORTS {
+            let mut make = |d: usize| -> Result<Group, String> {
+                let mpm = mpm::build(algo, &patterns[t][d]).map_err(|e| e.to_string())?;
+                memory += mpm.memory_bytes();
+                algo_used = mpm.algo();
+                Ok(Group { mpm, always: std::mem::take(&mut always[t][d]), app: std::mem::take(&mut app[t][d]) })
+            };
+            groups.push([make(0)?, make(1)?]);
+        }
+        let ip_only = IpOnly {
+            by_src: V4Index::build(&ip_entries_src),
+            by_dst: V4Index::build(&ip_entries_dst),
+            v4_linear,
+            v6_linear,
+        };
+        memory += rules.len() * std::mem::size_of::<CompiledRule>();
+        memory += rules
+            .iter()
+            .map(|r| (r.src.v4.as_slice().len() + r.dst.v4.as_slice().len()) * 8 + (r.src.v6.as_slice().len() + r.dst.v6.as_slice().len()) * 32)
+            .sum::<usize>();
+        memory += (ip_only.by_src.rules.len() + ip_only.by_dst.rules.len()) * 4 + (ip_only.by_src.starts.len() + ip_only.by_dst.starts.len()) * 12;
+        report.mpm_algo = algo_used.to_string();
+        report.memory_bytes = memory;
+        report.build_micros = started.elapsed().as_micros() as u64;
+        let packet_alert_max = if cfg.packet_alert_max == 0 { 15 } else { cfg.packet_alert_max as usize };
+        Ok((DetectEngine { rules, groups, ip_only, packet_alert_max, report_memory: memory }, report))
     }
 
     pub fn rule_count(&self) -> usize {
-        self.rules
+        self.rules.len()
+    }
+
+    /// Heap bytes of the compiled engine (approximate).
+    pub fn memory_bytes(&self) -> usize {
+        self.report_memory
     }
 
     pub fn new_ctx(&self) -> DetectCtx {
-        DetectCtx::default()
+        let mut ctx = DetectCtx { seen: vec![0; self.rules.len()], ..Default::default() };
+        for pair in &self.groups {
+            for g in pair {
+                // Sizing errors surface again (and are counted) on the first scan.
+                let _ = g.mpm.prepare_scratch(&mut ctx.scratch);
+            }
+        }
+        ctx.candidates.reserve(1024);
+        ctx.matches.reserve(64);
+        ctx
     }
 
     /// Runs every applicable rule on `pkt`; alerts are appended to `alerts`.
-    pub fn inspect(&self, _ctx: &mut DetectCtx, _pkt: &DetectPacket<'_>, _flow: Option<&mut DetectFlow>, _alerts: &mut Vec<Alert>) {}
+    pub fn inspect(&self, ctx: &mut DetectCtx, pkt: &DetectPacket<'_>, mut flow: Option<&mut DetectFlow>, alerts: &mut Vec<Alert>) {
+        ctx.counters.packets += 1;
+        if flow.as_ref().is_some_and(|f| f.passed) {
+            return;
+        }
+        if let Some(d) = pkt.decoded {
+            if d.ip.is_none() {
+                return;
+            }
+        }
+        let facts = packet_facts(pkt);
+        if ctx.seen.len() != self.rules.len() {
+            ctx.seen = vec![0; self.rules.len()];
+        }
+        ctx.stamp = ctx.stamp.wrapping_add(1);
+        if ctx.stamp == 0 {
+            ctx.seen.iter_mut().for_each(|s| *s = 0);
+            ctx.stamp = 1;
+        }
+        let stamp = ctx.stamp;
+        ctx.candidates.clear();
+        ctx.matches.clear();
+
+        // IP-only rules: once per flow direction.
+        let ip_only_due = match flow.as_deref() {
+            Some(f) => pkt.decoded.is_some() && !f.ip_only_done[facts.dir],
+            None => pkt.decoded.is_some(),
+        };
+        if ip_only_due {
+            if let Some(f) = flow.as_deref_mut() {
+                f.ip_only_done[facts.dir] = true;
+            }
+            let DetectCtx { candidates, seen, .. } = &mut *ctx;
+            let mut add = |ids: &[u32]| {
+                for &id in ids {
+                    if let Some(s) = seen.get_mut(id as usize) {
+                        if *s != stamp {
+                            *s = stamp;
+                            candidates.push(id);
+                        }
+                    }
+                }
+            };
+            if facts.is_v4 {
+                add(self.ip_only.by_src.lookup(facts.src4));
+                add(self.ip_only.by_dst.lookup(facts.dst4));
+                add(&self.ip_only.v4_linear);
+            } else {
+                add(&self.ip_only.v6_linear);
+            }
+        }
+
+        let group = &self.groups[facts.transport][facts.dir];
+        {
+            let DetectCtx { candidates, seen, scratch, counters, .. } = &mut *ctx;
+            let mut on_match = |id: u32| {
+                if let Some(s) = seen.get_mut(id as usize) {
+                    if *s != stamp {
+                        *s = stamp;
+                        candidates.push(id);
+                    }
+                }
+            };
+            if group.mpm.pattern_count() > 0 {
+                if let Some(chunk) = pkt.stream.as_ref().filter(|c| !c.data.is_empty()) {
+                    counters.prefilter_scans += 1;
+                    if group.mpm.scan(chunk.data, scratch, &mut on_match).is_err() {
+                        counters.prefilter_errors += 1;
+                    }
+                }
+                if !pkt.payload.is_empty() {
+                    counters.prefilter_scans += 1;
+                    if group.mpm.scan(pkt.payload, scratch, &mut on_match).is_err() {
+                        counters.prefilter_errors += 1;
+                    }
+                }
+            }
+            for &id in &group.always {
+                on_match(id);
+            }
+            if pkt.buffers.is_some() {
+                for &id in &group.app {
+                    on_match(id);
+                }
+            }
+        }
+        ctx.candidates.sort_unstable();
+        ctx.counters.candidates += ctx.candidates.len() as u64;
+
+        let hosts = Hosts { src: pkt.tuple.src, dst: pkt.tuple.dst, flow_id: pkt.flow.map(|f| f.flow_id).unwrap_or(0) };
+        let now = pkt.ts.0;
+        for i in 0..ctx.candidates.len() {
+            let idx = ctx.candidates[i];
+            let Some(rule) = self.rules.get(idx as usize) else { continue };
+            let Some(in_stream) = self.evaluate(ctx, rule, pkt, &facts, flow.as_deref_mut(), &hosts, now) else { continue };
+            ctx.counters.rules_matched += 1;
+            for action in &rule.state_actions {
+                state::apply(action, flow.as_deref_mut().map(|f| &mut f.vars), &mut ctx.xbits, &hosts, now);
+            }
+            ctx.matches.push((idx, in_stream));
+        }
+        self.finalize(ctx, &hosts, now, flow, alerts);
+    }
+
+    /// Suricata's PacketAlertFinalize: thresholds and suppressions, noalert, `pass` stops the
+    /// packet's alerts, `packet-alert-max`.
+    fn finalize(&self, ctx: &mut DetectCtx, hosts: &Hosts, now: u64, mut flow: Option<&mut DetectFlow>, alerts: &mut Vec<Alert>) {
+        let mut emitted = 0usize;
+        for i in 0..ctx.matches.len() {
+            let (idx, in_stream) = ctx.matches[i];
+            let Some(rule) = self.rules.get(idx as usize) else { continue };
+            if rule.suppressions.iter().any(|s| suppressed(s, hosts, rule)) {
+                ctx.counters.alerts_suppressed += 1;
+                continue;
+            }
+            if let Some(limit) = &rule.limit {
+                if !ctx.thresholds.allow(idx, limit, hosts, now) {
+                    ctx.counters.alerts_suppressed += 1;
+                    continue;
+                }
+            }
+            let silent = rule.noalert;
+            if silent && rule.action == Action::Alert {
+                continue;
+            }
+            if emitted >= self.packet_alert_max {
+                ctx.counters.alerts_discarded += 1;
+                continue;
+            }
+            emitted += 1;
+            ctx.counters.alerts += 1;
+            alerts.push(Alert {
+                gid: rule.gid,
+                sid: rule.sid,
+                rev: rule.rev,
+                msg: rule.msg.clone(),
+                category: rule.category.clone(),
+                severity: rule.severity,
+                action: rule.action,
+                in_stream,
+                silent,
+            });
+            if rule.action == Action::Pass {
+                // Suricata 7+: a pass match ends the packet's alerts and passes the flow.
+                if let Some(f) = flow.as_deref_mut() {
+                    f.passed = true;
+                    ctx.counters.flows_passed += 1;
+                }
+                break;
+            }
+        }
+    }
+
+    /// Full check of one candidate; `Some(in_stream)` on a match.
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate(
+        &self,
+        ctx: &mut DetectCtx,
+        rule: &CompiledRule,
+        pkt: &DetectPacket<'_>,
+        facts: &PacketFacts,
+        flow: Option<&mut DetectFlow>,
+        hosts: &Hosts,
+        now: u64,
+    ) -> Option<bool> {
+        if rule.never_matches.is_some() || !proto_matches(rule.proto, facts) || !header_matches(rule, facts) {
+            return None;
+        }
+        if let Some(f) = &rule.flow {
+            if !flow_matches(f, pkt.flow.as_ref()) {
+                return None;
+            }
+        }
+        if !rule.packet_checks.iter().all(|c| packet_check(c, pkt)) {
+            return None;
+        }
+        let mut in_stream = false;
+        if let Some(program) = &rule.payload {
+            let stream = pkt.stream.as_ref().filter(|c| !c.data.is_empty());
+            let mut matched = false;
+            if !rule.require_packet {
+                if let Some(chunk) = stream {
+                    matched = self.run_program(ctx, program, chunk.data, chunk.offset);
+                    in_stream = matched;
+                }
+                if !matched && (pkt.payload_in_stream || rule.stream_only) {
+                    return None;
+                }
+            }
+            if !matched {
+                if pkt.payload.is_empty() || !self.run_program(ctx, program, pkt.payload, 0) {
+                    return None;
+                }
+            }
+        }
+        if !rule.app_buffers.is_empty() {
+            let source = pkt.buffers?;
+            for (buf, program) in &rule.app_buffers {
+                let data = source.get(buf)?;
+                if !self.run_program(ctx, program, data, 0) {
+                    return None;
+                }
+            }
+        }
+        // State keywords last, in rule order (Suricata's match list runs after the payload).
+        let mut vars = flow.map(|f| &mut f.vars);
+        for c in &rule.state_checks {
+            if !state::check(c, vars.as_deref_mut(), &ctx.xbits, hosts, now) {
+                return None;
+            }
+        }
+        Some(in_stream)
+    }
+
+    fn run_program(&self, ctx: &mut DetectCtx, program: &compile::Program, data: &[u8], stream_start: u64) -> bool {
+        let mut insp = Inspection::new(data, stream_start);
+        let ok = insp.run(program);
+        if insp.limit_hit {
+            ctx.counters.recursion_limit += 1;
+        }
+        ok
+    }
 
     /// Counters of this worker's detection (prefilter scans, candidates, matches, ...).
-    pub fn counters(&self, _ctx: &DetectCtx) -> Vec<(&'static str, u64)> {
-        Vec::new()
+    pub fn counters(&self, ctx: &DetectCtx) -> Vec<(&'static str, u64)> {
+        let c = &ctx.counters;
+        vec![
+            ("detect.packets", c.packets),
+            ("detect.prefilter_scans", c.prefilter_scans),
+            ("detect.prefilter_errors", c.prefilter_errors),
+            ("detect.candidates", c.candidates),
+            ("detect.rules_matched", c.rules_matched),
+            ("detect.alerts", c.alerts),
+            ("detect.alerts_suppressed", c.alerts_suppressed),
+            ("detect.alert_queue_overflow", c.alerts_discarded),
+            ("detect.recursion_limit", c.recursion_limit),
+            ("detect.flows_passed", c.flows_passed),
+            ("detect.xbits_dropped", ctx.xbits.dropped),
+            ("detect.thresholds_dropped", ctx.thresholds.dropped),
+        ]
     }
 }
+
+fn suppressed(s: &Suppression, hosts: &Hosts, _rule: &CompiledRule) -> bool {
+    let Some(ip) = &s.ip else { return true };
+    let contains = |a: &[u8; 16]| addr_in(ip, a);
+    match s.track {
+        Some(Track::BySrc) => contains(&hosts.src),
+        Some(Track::ByDst) => contains(&hosts.dst),
+        Some(Track::ByEither) => contains(&hosts.src) || contains(&hosts.dst),
+        _ => true,
+    }
+}
+
+/// Membership of a FiveTuple address (IPv4 as v4-mapped IPv6).
+fn addr_in(set: &crate::detect::rule::AddressSet, a: &[u8; 16]) -> bool {
+    if a[..10].iter().all(|&b| b == 0) && a[10] == 0xff && a[11] == 0xff {
+        set.contains_v4(u32::from_be_bytes([a[12], a[13], a[14], a[15]]))
+    } else {
+        set.contains_v6(u128::from_be_bytes(*a))
+    }
+}
+
+fn packet_facts(pkt: &DetectPacket<'_>) -> PacketFacts {
+    let t = &pkt.tuple;
+    let transport = match t.proto {
+        6 => T_TCP,
+        17 => T_UDP,
+        1 => T_ICMP4,
+        58 => T_ICMP6,
+        _ => T_OTHER,
+    };
+    let has_ports = match pkt.decoded {
+        Some(d) => matches!(d.l4, L4::Tcp(_) | L4::Udp(_)),
+        None => matches!(t.proto, 6 | 17),
+    };
+    let v4 = |a: &[u8; 16]| u32::from_be_bytes([a[12], a[13], a[14], a[15]]);
+    PacketFacts {
+        transport,
+        dir: match pkt.flow {
+            Some(f) if !f.to_server => 1,
+            _ => 0,
+        },
+        proto: t.proto,
+        is_v4: t.is_v4,
+        src4: v4(&t.src),
+        dst4: v4(&t.dst),
+        src6: u128::from_be_bytes(t.src),
+        dst6: u128::from_be_bytes(t.dst),
+        has_ports,
+        sp: t.src_port,
+        dp: t.dst_port,
+    }
+}
+
+fn proto_matches(p: ProtoMatch, f: &PacketFacts) -> bool {
+    match p {
+        ProtoMatch::Any => true,
+        ProtoMatch::Ipv4 => f.is_v4,
+        ProtoMatch::Ipv6 => !f.is_v4,
+        ProtoMatch::Tcp => f.proto == 6,
+        ProtoMatch::Udp => f.proto == 17,
+        ProtoMatch::Icmp => f.proto == 1 || f.proto == 58,
+        ProtoMatch::Icmpv4 => f.proto == 1,
+        ProtoMatch::Icmpv6 => f.proto == 58,
+        ProtoMatch::Sctp => f.proto == 132,
+        ProtoMatch::TcpOrUdp => f.proto == 6 || f.proto == 17,
+    }
+}
+
+fn header_matches(r: &CompiledRule, f: &PacketFacts) -> bool {
+    let one_way = |src_is_pkt_src: bool| -> bool {
+        let (s4, d4, s6, d6, sp, dp) = if src_is_pkt_src {
+            (f.src4, f.dst4, f.src6, f.dst6, f.sp, f.dp)
+        } else {
+            (f.dst4, f.src4, f.dst6, f.src6, f.dp, f.sp)
+        };
+        let addrs = if f.is_v4 {
+            (r.src_any || r.src.contains_v4(s4)) && (r.dst_any || r.dst.contains_v4(d4))
+        } else {
+            (r.src_any || r.src.contains_v6(s6)) && (r.dst_any || r.dst.contains_v6(d6))
+        };
+        addrs && (r.ports_any || (f.has_ports && r.src_ports.contains(sp) && r.dst_ports.contains(dp)))
+    };
+    one_way(true) || (r.bidirectional && one_way(false))
+}
+
+fn flow_matches(f: &crate::detect::rule::options::Flow, info: Option<&FlowInfo>) -> bool {
+    let Some(info) = info else {
+        // Without a flow only `stateless` (and stream/frag modifiers) can hold.
+        return !(f.established || f.not_established || f.to_server || f.to_client);
+    };
+    (!f.established || info.established)
+        && (!f.not_established || !info.established)
+        && (!f.to_server || info.to_server)
+        && (!f.to_client || !info.to_server)
+}
+
+fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
+    match c {
+        PacketCheck::StreamSize { side, cmp } => {
+            let Some(info) = pkt.flow else { return false };
+            let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+            let client = clamp(info.stream_bytes[0]);
+            let server = clamp(info.stream_bytes[1]);
+            return match side {
+                StreamSide::Client => cmp.matches(client),
+                StreamSide::Server => cmp.matches(server),
+                StreamSide::Both => cmp.matches(client) && cmp.matches(server),
+                StreamSide::Either => cmp.matches(client) || cmp.matches(server),
+            };
+        }
+        PacketCheck::AppProto { negated, name } => return (pkt.app_proto == Some(*name)) != *negated,
+        _ => {}
+    }
+    let Some(d) = pkt.decoded else { return false };
+    let v4 = match d.ip {
+        Some(IpLayer::V4(v)) => Some(v),
+        _ => None,
+    };
+    let tcp = match d.l4 {
+        L4::Tcp(t) => Some(t),
+        _ => None,
+    };
+    let icmp = match d.l4 {
+        L4::Icmpv4(i) | L4::Icmpv6(i) => Some(i),
+        _ => None,
+    };
+    match c {
+        PacketCheck::Flags(f) => tcp.is_some_and(|t| f.matches(t.flags())),
+        PacketCheck::Window { negated, size } => tcp.is_some_and(|t| (t.window() == *size) != *negated),
+        PacketCheck::Seq(v) => tcp.is_some_and(|t| t.seq() == *v),
+        PacketCheck::Ack(v) => tcp.is_some_and(|t| t.ack() == *v),
+        PacketCheck::Ttl(cmp) => match d.ip {
+            Some(IpLayer::V4(v)) => cmp.matches(v.ttl()),
+            Some(IpLayer::V6(i)) => cmp.matches(i.header.hop_limit()),
+            None => false,
+        },
+        PacketCheck::Tos { negated, tos } => v4.is_some_and(|v| (v.tos() == *tos) != *negated),
+        PacketCheck::Ipopts(o) => v4.is_some_and(|v| {
+            v.options().filter_map(Result::ok).any(|opt| match o {
+                IpOption::Any => true,
+                other => ipopt_kind(*other) == Some(opt.kind),
+            })
+        }),
+        PacketCheck::Fragbits(fb) => v4.is_some_and(|v| {
+            let bits = v.flags();
+            match fb.mode {
+                FlagsMode::Exact => bits == fb.bits,
+                FlagsMode::All => bits & fb.bits == fb.bits,
+                FlagsMode::Any => bits & fb.bits != 0,
+                FlagsMode::Not => bits & fb.bits == 0,
+            }
+        }),
+        PacketCheck::Fragoffset(cmp) => v4.is_some_and(|v| cmp.matches(v.frag_offset().wrapping_mul(8))),
+        PacketCheck::IpId(id) => v4.is_some_and(|v| v.id() == *id),
+        PacketCheck::IpProto(cmp) => d.ip_proto().is_some_and(|p| cmp.matches(p)),
+        PacketCheck::Itype(cmp) => icmp.is_some_and(|i| cmp.matches(i.icmp_type())),
+        PacketCheck::Icode(cmp) => icmp.is_some_and(|i| cmp.matches(i.code())),
+        PacketCheck::IcmpId(id) => icmp.is_some_and(|i| is_echo_like(&d.l4, i.icmp_type()) && i.echo_id() == *id),
+        PacketCheck::IcmpSeq(seq) => icmp.is_some_and(|i| is_echo_like(&d.l4, i.icmp_type()) && i.echo_seq() == *seq),
+        PacketCheck::Dsize(cmp) => {
+            let len = d.payload.len().min(u16::MAX as usize) as u16;
+            cmp.matches(len)
+        }
+        PacketCheck::StreamSize { .. } | PacketCheck::AppProto { .. } => true,
+    }
+}
+
+/// ICMP messages that carry an identifier and sequence number.
+fn is_echo_like(l4: &L4<'_>, icmp_type: u8) -> bool {
+    match l4 {
+        L4::Icmpv4(_) => matches!(icmp_type, 0 | 8 | 13 | 14 | 15 | 16 | 17 | 18),
+        L4::Icmpv6(_) => matches!(icmp_type, 128 | 129),
+        _ => false,
+    }
+}
+
+fn ipopt_kind(o: IpOption) -> Option<u8> {
+    Some(match o {
+        IpOption::RecordRoute => 7,
+        IpOption::EndOfList => 0,
+        IpOption::Nop => 1,
+        IpOption::Timestamp => 68,
+        IpOption::Security => 130,
+        IpOption::ExtendedSecurity => 133,
+        IpOption::LooseSourceRoute => 131,
+        IpOption::StrictSourceRoute => 137,
+        IpOption::StreamId => 136,
+        IpOption::Any => return None,
+    })
+}
+

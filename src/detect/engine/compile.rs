@@ -1,0 +1,767 @@
+//! Rule -> [`CompiledRule`]: resolves variables, splits keywords into header, packet,
+//! payload-program and state parts, and picks the fast pattern.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use memchr::memmem;
+
+use crate::detect::rule::options::{
+    ByteMathOp, ByteTestOp, DetectionFilter, Endian, FastPattern, Flow, FlowbitsCmd, FlowintOp,
+    NumBase, Threshold, Track, XbitsTrack,
+};
+use crate::detect::rule::{
+    Action, Buffer, ClassificationTable, Direction, NumOrVar, Protocol, Rule, RuleOption,
+};
+use crate::detect::rule::{AddressSet, PortSet};
+
+/// Most byte_extract/byte_math variables one rule may define (Suricata allows a handful too).
+pub(crate) const MAX_VARS: usize = 16;
+
+/// A number from the rule or a variable slot filled by byte_extract/byte_math.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Val {
+    Num(i64),
+    Var(u8),
+}
+
+impl Val {
+    #[inline]
+    pub(crate) fn get(self, vars: &[u64; MAX_VARS]) -> i64 {
+        match self {
+            Val::Num(n) => n,
+            Val::Var(i) => vars[i as usize] as i64,
+        }
+    }
+}
+
+/// A literal with its precomputed searcher.
+pub(crate) struct Needle {
+    pub bytes: Vec<u8>,
+    pub nocase: bool,
+    finder: memmem::Finder<'static>,
+}
+
+impl Needle {
+    pub(crate) fn new(bytes: &[u8], nocase: bool) -> Needle {
+        let stored: Vec<u8> = if nocase { bytes.to_ascii_lowercase() } else { bytes.to_vec() };
+        Needle { finder: memmem::Finder::new(&stored).into_owned(), bytes: stored, nocase }
+    }
+
+    /// First occurrence in `hay`, as a start index.
+    #[inline]
+    pub(crate) fn find(&self, hay: &[u8]) -> Option<usize> {
+        if !self.nocase {
+            return self.finder.find(hay);
+        }
+        let n = self.bytes.len();
+        if n == 0 {
+            return Some(0);
+        }
+        if hay.len() < n {
+            return None;
+        }
+        let first = self.bytes[0];
+        let upper = first.to_ascii_uppercase();
+        let last_start = hay.len() - n;
+        let mut from = 0;
+        while from <= last_start {
+            let pos = memchr::memchr2(first, upper, &hay[from..=last_start])? + from;
+            if hay[pos..pos + n].eq_ignore_ascii_case(&self.bytes) {
+                return Some(pos);
+            }
+            from = pos + 1;
+        }
+        None
+    }
+}
+
+pub(crate) struct ContentOp {
+    pub needle: Needle,
+    pub negated: bool,
+    pub depth: Option<Val>,
+    pub offset: Option<Val>,
+    pub distance: Option<Val>,
+    pub within: Option<Val>,
+    pub endswith: bool,
+}
+
+impl ContentOp {
+    pub(crate) fn is_relative(&self) -> bool {
+        self.distance.is_some() || self.within.is_some()
+    }
+}
+
+pub(crate) struct PcreOp {
+    pub regex: pcre2::bytes::Regex,
+    pub negated: bool,
+    pub relative: bool,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct ByteRead {
+    pub bytes: Val,
+    pub offset: Val,
+    pub relative: bool,
+    pub little_endian: bool,
+    pub string: Option<NumBase>,
+    pub bitmask: Option<u32>,
+}
+
+pub(crate) enum PayloadOp {
+    Content(ContentOp),
+    Pcre(PcreOp),
+    Isdataat { negated: bool, offset: Val, relative: bool },
+    ByteTest { read: ByteRead, op: ByteTestOp, value: Val, negated: bool },
+    ByteJump {
+        read: ByteRead,
+        multiplier: u32,
+        align: bool,
+        from_beginning: bool,
+        from_end: bool,
+        post_offset: i64,
+    },
+    ByteExtract { read: ByteRead, multiplier: u32, align: u8, var: u8 },
+    ByteMath { read: ByteRead, op: ByteMathOp, rvalue: Val, var: u8 },
+}
+
+impl PayloadOp {
+    /// Whether this keyword positions itself after the previous one's match.
+    pub(crate) fn is_relative(&self) -> bool {
+        match self {
+            PayloadOp::Content(c) => c.is_relative(),
+            PayloadOp::Pcre(p) => p.relative,
+            PayloadOp::Isdataat { relative, .. } => *relative,
+            PayloadOp::ByteTest { read, .. }
+            | PayloadOp::ByteJump { read, .. }
+            | PayloadOp::ByteExtract { read, .. }
+            | PayloadOp::ByteMath { read, .. } => read.relative,
+        }
+    }
+
+    /// A content that is relative through `distance` only (no `within`).
+    fn is_distance_only_content(&self) -> bool {
+        matches!(self, PayloadOp::Content(c) if c.within.is_none())
+    }
+}
+
+/// One payload keyword plus whether the next keyword depends on where this one matched
+/// (Suricata's "relative next": only then is another occurrence worth trying).
+pub(crate) struct Step {
+    pub op: PayloadOp,
+    pub retry_on_next_failure: bool,
+}
+
+/// The keywords of one inspection buffer, in rule order.
+#[derive(Default)]
+pub(crate) struct Program {
+    pub steps: Vec<Step>,
+}
+
+/// Keywords evaluated on the packet headers and flow, before any payload.
+pub(crate) enum PacketCheck {
+    Flags(crate::detect::rule::options::TcpFlags),
+    Window { negated: bool, size: u16 },
+    Seq(u32),
+    Ack(u32),
+    Ttl(crate::detect::rule::UintCmp<u8>),
+    Tos { negated: bool, tos: u8 },
+    Ipopts(crate::detect::rule::options::IpOption),
+    Fragbits(crate::detect::rule::options::Fragbits),
+    Fragoffset(crate::detect::rule::UintCmp<u16>),
+    IpId(u16),
+    IpProto(crate::detect::rule::UintCmp<u8>),
+    Itype(crate::detect::rule::UintCmp<u8>),
+    Icode(crate::detect::rule::UintCmp<u8>),
+    IcmpId(u16),
+    IcmpSeq(u16),
+    Dsize(crate::detect::rule::UintCmp<u16>),
+    StreamSize { side: crate::detect::rule::options::StreamSide, cmp: crate::detect::rule::UintCmp<u32> },
+    AppProto { negated: bool, name: &'static str },
+}
+
+/// Conditions on per-flow / per-host state.
+pub(crate) enum StateCheck {
+    FlowbitsAny { ids: Vec<u32>, want_set: bool },
+    FlowbitsAll { ids: Vec<u32>, want_set: bool },
+    Flowint { id: u32, op: FlowintOp, value: Option<FlowintValue> },
+    /// `flowint:name,+,1` and friends: modify in rule order, like Suricata's match list.
+    FlowintModify { id: u32, op: FlowintOp, value: Option<FlowintValue> },
+    Xbit { id: u32, track: XbitsTrack, want_set: bool },
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum FlowintValue {
+    Num(u32),
+    /// Another flowint's value.
+    Flowint(u32),
+}
+
+/// State changes applied when the rule matches.
+pub(crate) enum StateAction {
+    Flowbit { id: u32, cmd: FlowbitsCmd },
+    Xbit { id: u32, cmd: FlowbitsCmd, track: XbitsTrack, expire_secs: u32 },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ProtoMatch {
+    Any,
+    Ipv4,
+    Ipv6,
+    Tcp,
+    Udp,
+    Icmp,
+    Icmpv4,
+    Icmpv6,
+    Sctp,
+    /// TCP or UDP (app-layer protocols that run on both, e.g. dns).
+    TcpOrUdp,
+}
+
+/// Threshold-like limits on alerting.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum AlertLimit {
+    Threshold(Threshold),
+    DetectionFilter(DetectionFilter),
+}
+
+pub(crate) struct Suppression {
+    pub track: Option<Track>,
+    pub ip: Option<AddressSet>,
+}
+
+/// Signature class used for Suricata's internal ordering of flowbits users.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum BitsUse {
+    Set = 0,
+    SetRead = 1,
+    Read = 2,
+    None = 3,
+}
+
+pub(crate) struct CompiledRule {
+    pub gid: u32,
+    pub sid: u32,
+    pub rev: u32,
+    pub msg: Arc<str>,
+    pub category: Arc<str>,
+    pub severity: u8,
+    pub action: Action,
+    pub noalert: bool,
+    pub proto: ProtoMatch,
+    pub src: AddressSet,
+    pub dst: AddressSet,
+    pub src_ports: PortSet,
+    pub dst_ports: PortSet,
+    pub src_any: bool,
+    pub dst_any: bool,
+    pub ports_any: bool,
+    pub bidirectional: bool,
+    pub flow: Option<Flow>,
+    pub packet_checks: Vec<PacketCheck>,
+    /// `pkt_data` keywords (packet payload or stream).
+    pub payload: Option<Program>,
+    /// Keywords on application-layer buffers; inspected only through a [`super::BufferSource`].
+    pub app_buffers: Vec<(Buffer, Program)>,
+    /// Set when the rule uses something the engine cannot evaluate yet; it then never matches.
+    pub never_matches: Option<&'static str>,
+    pub require_packet: bool,
+    pub stream_only: bool,
+    pub state_checks: Vec<StateCheck>,
+    pub state_actions: Vec<StateAction>,
+    pub limit: Option<AlertLimit>,
+    pub suppressions: Vec<Suppression>,
+    pub ip_only: bool,
+    pub bits_use: BitsUse,
+    pub priority: u8,
+    /// Fast pattern for the prefilter: (bytes, nocase).
+    pub fast_pattern: Option<(Vec<u8>, bool)>,
+}
+
+/// Interned names of flowbits, flowints and xbits.
+#[derive(Default)]
+pub(crate) struct Names {
+    pub flowbits: HashMap<String, u32>,
+    pub flowints: HashMap<String, u32>,
+    pub xbits: HashMap<String, u32>,
+}
+
+fn intern(map: &mut HashMap<String, u32>, name: &str) -> u32 {
+    let next = map.len() as u32;
+    *map.entry(name.to_string()).or_insert(next)
+}
+
+/// Suricata's pattern "strength": distinct letters score low, distinct other printable
+/// bytes higher, distinct binary bytes highest, repeats one point each.
+pub(crate) fn pattern_strength(pattern: &[u8]) -> u32 {
+    let mut seen = [false; 256];
+    let mut score = 0;
+    for &b in pattern {
+        if seen[b as usize] {
+            score += 1;
+            continue;
+        }
+        seen[b as usize] = true;
+        score += if b.is_ascii_alphabetic() {
+            3
+        } else if (0x20..0x7f).contains(&b) || b == 0x00 || b == 0x01 || b == 0xff {
+            4
+        } else {
+            6
+        };
+    }
+    score
+}
+
+struct VarTable {
+    names: Vec<String>,
+}
+
+impl VarTable {
+    fn define(&mut self, name: &str) -> Result<u8, String> {
+        if let Some(i) = self.names.iter().position(|n| n == name) {
+            return Ok(i as u8);
+        }
+        if self.names.len() >= MAX_VARS {
+            return Err(format!("more than {MAX_VARS} byte_extract/byte_math variables"));
+        }
+        self.names.push(name.to_string());
+        Ok((self.names.len() - 1) as u8)
+    }
+
+    fn val(&self, v: &NumOrVar) -> Result<Val, String> {
+        match v {
+            NumOrVar::Num(n) => Ok(Val::Num(*n)),
+            NumOrVar::Var(name) => self
+                .names
+                .iter()
+                .position(|n| n == name)
+                .map(|i| Val::Var(i as u8))
+                .ok_or_else(|| format!("unknown variable '{name}'")),
+        }
+    }
+}
+
+fn proto_match(p: Protocol) -> Result<ProtoMatch, String> {
+    Ok(match p {
+        Protocol::Ip | Protocol::PktHdr => ProtoMatch::Any,
+        Protocol::Ipv4 => ProtoMatch::Ipv4,
+        Protocol::Ipv6 => ProtoMatch::Ipv6,
+        Protocol::Tcp | Protocol::TcpPkt | Protocol::TcpStream => ProtoMatch::Tcp,
+        Protocol::Udp => ProtoMatch::Udp,
+        Protocol::Icmp => ProtoMatch::Icmp,
+        Protocol::Icmpv4 => ProtoMatch::Icmpv4,
+        Protocol::Icmpv6 => ProtoMatch::Icmpv6,
+        Protocol::Sctp => ProtoMatch::Sctp,
+        // Application protocols map to their transport until app-layer detection exists.
+        Protocol::App(name) => match name {
+            "dns" => ProtoMatch::TcpOrUdp,
+            "ntp" | "tftp" | "ikev2" | "ike" | "dhcp" | "snmp" | "sip" | "quic" | "bittorrent-dht" => {
+                ProtoMatch::Udp
+            }
+            "krb5" => ProtoMatch::TcpOrUdp,
+            _ => ProtoMatch::Tcp,
+        },
+    })
+}
+
+fn byte_read(
+    vars: &VarTable,
+    bytes: Val,
+    offset: Val,
+    relative: bool,
+    endian: Endian,
+    string: Option<NumBase>,
+    bitmask: Option<u32>,
+) -> ByteRead {
+    let _ = vars;
+    ByteRead {
+        bytes,
+        offset,
+        relative,
+        // No DCE/RPC parser: `dce` falls back to little endian, DCE's usual byte order.
+        little_endian: matches!(endian, Endian::Little | Endian::Dce),
+        string,
+        bitmask,
+    }
+}
+
+fn build_regex(p: &crate::detect::rule::options::Pcre) -> Result<pcre2::bytes::Regex, String> {
+    let f = &p.flags;
+    let mut pattern = String::new();
+    if f.ungreedy {
+        pattern.push_str("(?U)");
+    }
+    if f.anchored {
+        // Anchored at the start position of the search (buffer start, or the previous match
+        // for relative pcre), which is what PCRE2_ANCHORED does there.
+        pattern.push_str("\\G(?:");
+        pattern.push_str(&p.pattern);
+        if f.extended {
+            pattern.push('\n');
+        }
+        pattern.push(')');
+    } else {
+        pattern.push_str(&p.pattern);
+    }
+    let mut builder = pcre2::bytes::RegexBuilder::new();
+    builder
+        .caseless(f.caseless)
+        .dotall(f.dotall)
+        .multi_line(f.multiline)
+        .extended(f.extended)
+        .jit_if_available(true);
+    builder.build(&pattern).map_err(|e| format!("pcre: {e}"))
+}
+
+/// Compiles one rule. `Err` rejects the rule (reported, not loaded).
+pub(crate) fn compile_rule(
+    rule: &Rule,
+    classes: &ClassificationTable,
+    names: &mut Names,
+) -> Result<CompiledRule, String> {
+    let header = &rule.header;
+    if header.direction == Direction::Transactional {
+        return Err("transactional rules ('=>') are not supported".into());
+    }
+    let proto = proto_match(header.protocol)?;
+    let mut vars = VarTable { names: Vec::new() };
+    let mut packet_checks = Vec::new();
+    let mut state_checks = Vec::new();
+    let mut state_actions = Vec::new();
+    let mut flow: Option<Flow> = None;
+    let mut limit = None;
+    let mut never_matches: Option<&'static str> = None;
+    let mut require_packet = matches!(header.protocol, Protocol::TcpPkt);
+    let mut stream_only = matches!(header.protocol, Protocol::TcpStream);
+    let mut bits_set = false;
+    let mut bits_read = false;
+
+    // Payload keywords per buffer (None = pkt_data).
+    let mut lists: Vec<(Option<Buffer>, Vec<PayloadOp>)> = Vec::new();
+    let mut sticky: Option<Buffer> = None;
+    let mut fp_candidates: Vec<(Vec<u8>, bool, bool, bool)> = Vec::new(); // bytes, nocase, explicit, negated
+    let push_op = |lists: &mut Vec<(Option<Buffer>, Vec<PayloadOp>)>, buf: Option<Buffer>, op: PayloadOp| {
+        match lists.iter_mut().find(|(b, _)| same_buffer(*b, buf)) {
+            Some((_, ops)) => ops.push(op),
+            None => lists.push((buf, vec![op])),
+        }
+    };
+
+    for opt in &rule.options {
+        match opt {
+            RuleOption::Content(c) => {
+                let buf = c.legacy_buffer.or(sticky);
+                let resolve = |v: &Option<NumOrVar>| -> Result<Option<Val>, String> {
+                    v.as_ref().map(|v| vars.val(v)).transpose()
+                };
+                let mut depth = resolve(&c.depth)?;
+                let mut offset = resolve(&c.offset)?;
+                if c.startswith {
+                    depth = Some(Val::Num(c.pattern.len() as i64));
+                    offset = Some(Val::Num(0));
+                }
+                let op = ContentOp {
+                    needle: Needle::new(&c.pattern, c.nocase),
+                    negated: c.negated,
+                    depth,
+                    offset,
+                    distance: resolve(&c.distance)?,
+                    within: resolve(&c.within)?,
+                    endswith: c.endswith,
+                };
+                if buf.is_none() && !c.pattern.is_empty() {
+                    let fp_bytes = match c.fast_pattern {
+                        Some(FastPattern::Chop { offset, length }) => {
+                            let start = (offset as usize).min(c.pattern.len());
+                            let end = start.saturating_add(length as usize).min(c.pattern.len());
+                            c.pattern[start..end].to_vec()
+                        }
+                        _ => c.pattern.clone(),
+                    };
+                    if !fp_bytes.is_empty() {
+                        fp_candidates.push((fp_bytes, c.nocase, c.fast_pattern.is_some(), c.negated));
+                    }
+                }
+                push_op(&mut lists, buf, PayloadOp::Content(op));
+            }
+            RuleOption::Pcre(p) => {
+                let buf = p.buffer.or(sticky);
+                let regex = build_regex(p)?;
+                push_op(
+                    &mut lists,
+                    buf,
+                    PayloadOp::Pcre(PcreOp { regex, negated: p.negated, relative: p.flags.relative }),
+                );
+            }
+            RuleOption::Isdataat(i) => {
+                let op = PayloadOp::Isdataat { negated: i.negated, offset: vars.val(&i.offset)?, relative: i.relative };
+                push_op(&mut lists, sticky, op);
+            }
+            RuleOption::ByteTest(b) => {
+                let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
+                let op = PayloadOp::ByteTest { read, op: b.op, value: vars.val(&b.value)?, negated: b.negated };
+                push_op(&mut lists, sticky, op);
+            }
+            RuleOption::ByteJump(b) => {
+                let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
+                let op = PayloadOp::ByteJump {
+                    read,
+                    multiplier: b.multiplier.unwrap_or(1),
+                    align: b.align,
+                    from_beginning: b.from_beginning,
+                    from_end: b.from_end,
+                    post_offset: b.post_offset.unwrap_or(0),
+                };
+                push_op(&mut lists, sticky, op);
+            }
+            RuleOption::ByteExtract(b) => {
+                let var = vars.define(&b.name)?;
+                let read = byte_read(&vars, Val::Num(b.bytes as i64), Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
+                let op = PayloadOp::ByteExtract { read, multiplier: b.multiplier.unwrap_or(1), align: b.align.unwrap_or(0), var };
+                push_op(&mut lists, sticky, op);
+            }
+            RuleOption::ByteMath(b) => {
+                let bytes = vars.val(&b.bytes)?;
+                let rvalue = vars.val(&b.rvalue)?;
+                let var = vars.define(&b.result)?;
+                let read = byte_read(&vars, bytes, Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
+                push_op(&mut lists, sticky, PayloadOp::ByteMath { read, op: b.op, rvalue, var });
+            }
+            RuleOption::Base64Decode(_) => {
+                never_matches.get_or_insert("base64_decode");
+            }
+            RuleOption::Transform(_) => {
+                never_matches.get_or_insert("transform");
+            }
+            RuleOption::StickyBuffer { buffer, .. } => {
+                sticky = Some(*buffer);
+                // Keep list order: a sticky buffer with no keywords still needs its buffer.
+                if !lists.iter().any(|(b, _)| same_buffer(*b, Some(*buffer))) {
+                    lists.push((Some(*buffer), Vec::new()));
+                }
+            }
+            RuleOption::PktData => sticky = None,
+            RuleOption::Flow(f) => {
+                if f.only_frag || f.no_frag {
+                    never_matches.get_or_insert("flow:only_frag/no_frag");
+                }
+                if f.only_stream {
+                    stream_only = true;
+                }
+                if f.no_stream {
+                    require_packet = true;
+                }
+                flow = Some(*f);
+            }
+            RuleOption::Flags(f) => packet_checks.push(PacketCheck::Flags(*f)),
+            RuleOption::Window { negated, size } => packet_checks.push(PacketCheck::Window { negated: *negated, size: *size }),
+            RuleOption::Seq(v) => packet_checks.push(PacketCheck::Seq(*v)),
+            RuleOption::Ack(v) => packet_checks.push(PacketCheck::Ack(*v)),
+            RuleOption::Ttl(c) => packet_checks.push(PacketCheck::Ttl(*c)),
+            RuleOption::Tos { negated, tos } => packet_checks.push(PacketCheck::Tos { negated: *negated, tos: *tos }),
+            RuleOption::Ipopts(o) => packet_checks.push(PacketCheck::Ipopts(*o)),
+            RuleOption::Fragbits(f) => packet_checks.push(PacketCheck::Fragbits(*f)),
+            RuleOption::Fragoffset(c) => packet_checks.push(PacketCheck::Fragoffset(*c)),
+            RuleOption::IpId(v) => packet_checks.push(PacketCheck::IpId(*v)),
+            RuleOption::IpProto(c) => packet_checks.push(PacketCheck::IpProto(*c)),
+            RuleOption::Itype(c) => packet_checks.push(PacketCheck::Itype(*c)),
+            RuleOption::Icode(c) => packet_checks.push(PacketCheck::Icode(*c)),
+            RuleOption::IcmpId(v) => packet_checks.push(PacketCheck::IcmpId(*v)),
+            RuleOption::IcmpSeq(v) => packet_checks.push(PacketCheck::IcmpSeq(*v)),
+            RuleOption::Dsize(c) => {
+                // Suricata: dsize makes a rule inspect packets, never the stream.
+                require_packet = true;
+                packet_checks.push(PacketCheck::Dsize(*c));
+            }
+            RuleOption::StreamSize { side, cmp } => packet_checks.push(PacketCheck::StreamSize { side: *side, cmp: *cmp }),
+            RuleOption::AppLayerProtocol { negated, name } => {
+                packet_checks.push(PacketCheck::AppProto { negated: *negated, name })
+            }
+            RuleOption::Bsize(_) | RuleOption::Urilen { .. } => {
+                // Both apply to app-layer buffers; without them the rule cannot match yet.
+                never_matches.get_or_insert("bsize/urilen");
+            }
+            RuleOption::Flowbits(f) => {
+                let ids: Vec<u32> = f.names.iter().map(|n| intern(&mut names.flowbits, n)).collect();
+                match f.cmd {
+                    FlowbitsCmd::IsSet | FlowbitsCmd::IsNotSet => {
+                        bits_read = true;
+                        let want_set = f.cmd == FlowbitsCmd::IsSet;
+                        state_checks.push(match f.group {
+                            crate::detect::rule::options::BitsGroup::Any => StateCheck::FlowbitsAny { ids, want_set },
+                            _ => StateCheck::FlowbitsAll { ids, want_set },
+                        });
+                    }
+                    FlowbitsCmd::NoAlert => {}
+                    cmd => {
+                        bits_set = true;
+                        for id in ids {
+                            state_actions.push(StateAction::Flowbit { id, cmd });
+                        }
+                    }
+                }
+            }
+            RuleOption::Flowint(f) => {
+                let id = intern(&mut names.flowints, &f.name);
+                let value = match &f.value {
+                    None => None,
+                    Some(NumOrVar::Num(n)) => Some(FlowintValue::Num(u32::try_from(*n).map_err(|_| "flowint: value out of range")?)),
+                    Some(NumOrVar::Var(v)) => Some(FlowintValue::Flowint(intern(&mut names.flowints, v))),
+                };
+                match f.op {
+                    FlowintOp::Set | FlowintOp::Add | FlowintOp::Sub => {
+                        state_checks.push(StateCheck::FlowintModify { id, op: f.op, value })
+                    }
+                    _ => state_checks.push(StateCheck::Flowint { id, op: f.op, value }),
+                }
+            }
+            RuleOption::Xbits(x) => {
+                if x.cmd == FlowbitsCmd::NoAlert {
+                    continue;
+                }
+                let track = x.track.ok_or("xbits: missing track")?;
+                if track == XbitsTrack::Tx {
+                    never_matches.get_or_insert("xbits track tx");
+                    continue;
+                }
+                let id = intern(&mut names.xbits, &x.name);
+                match x.cmd {
+                    FlowbitsCmd::IsSet | FlowbitsCmd::IsNotSet => {
+                        state_checks.push(StateCheck::Xbit { id, track, want_set: x.cmd == FlowbitsCmd::IsSet })
+                    }
+                    cmd => state_actions.push(StateAction::Xbit { id, cmd, track, expire_secs: x.expire.unwrap_or(0) }),
+                }
+            }
+            RuleOption::Threshold(t) => limit = Some(AlertLimit::Threshold(*t)),
+            RuleOption::DetectionFilter(d) => limit = Some(AlertLimit::DetectionFilter(*d)),
+            RuleOption::Msg(_)
+            | RuleOption::Sid(_)
+            | RuleOption::Rev(_)
+            | RuleOption::Gid(_)
+            | RuleOption::Classtype(_)
+            | RuleOption::Priority(_)
+            | RuleOption::Reference { .. }
+            | RuleOption::Metadata(_)
+            | RuleOption::Target(_)
+            | RuleOption::Noalert
+            | RuleOption::Prefilter => {}
+        }
+    }
+
+    let mut payload = None;
+    let mut app_buffers = Vec::new();
+    for (buf, ops) in lists {
+        let program = make_program(ops);
+        match buf {
+            None => payload = Some(program),
+            Some(b) if b.name == "base64_data" => {
+                never_matches.get_or_insert("base64_data");
+            }
+            Some(b) => app_buffers.push((b, program)),
+        }
+    }
+
+    // Fast pattern: explicit first; else Suricata's choice among non-negated contents:
+    // highest strength, then longest.
+    let fast_pattern = if !app_buffers.is_empty() || never_matches.is_some() {
+        None
+    } else if let Some((bytes, nocase, _, negated)) = fp_candidates.iter().find(|c| c.2) {
+        // A negated fast pattern cannot prefilter (the rule matches when it is absent).
+        (!negated).then(|| (bytes.clone(), *nocase))
+    } else {
+        fp_candidates
+            .iter()
+            .filter(|c| !c.3)
+            .max_by_key(|c| (pattern_strength(&c.0), c.0.len()))
+            .map(|c| (c.0.clone(), c.1))
+    };
+
+    let class = rule.classtype.as_deref().and_then(|c| classes.get(c));
+    let ports_any = header.src_ports.is_any() && header.dst_ports.is_any();
+    let ip_only = payload.is_none()
+        && app_buffers.is_empty()
+        && packet_checks.is_empty()
+        && flow.is_none()
+        && state_checks.is_empty()
+        && ports_any
+        && !matches!(header.protocol, Protocol::App(_));
+    let bits_use = match (bits_set, bits_read) {
+        (true, false) => BitsUse::Set,
+        (true, true) => BitsUse::SetRead,
+        (false, true) => BitsUse::Read,
+        (false, false) => BitsUse::None,
+    };
+    Ok(CompiledRule {
+        gid: rule.gid,
+        sid: rule.sid,
+        rev: rule.rev,
+        msg: Arc::from(rule.msg.as_str()),
+        category: Arc::from(class.map(|c| c.description.as_str()).unwrap_or("")),
+        severity: rule.effective_priority(classes),
+        priority: rule.effective_priority(classes),
+        action: header.action,
+        noalert: rule.is_noalert(),
+        proto,
+        src_any: header.src.is_any(),
+        dst_any: header.dst.is_any(),
+        src: header.src.clone(),
+        dst: header.dst.clone(),
+        src_ports: header.src_ports.clone(),
+        dst_ports: header.dst_ports.clone(),
+        ports_any,
+        bidirectional: header.direction == Direction::Both,
+        flow,
+        packet_checks,
+        payload,
+        app_buffers,
+        never_matches,
+        require_packet,
+        stream_only,
+        state_checks,
+        state_actions,
+        limit,
+        suppressions: Vec::new(),
+        ip_only,
+        bits_use,
+        fast_pattern,
+    })
+}
+
+fn same_buffer(a: Option<Buffer>, b: Option<Buffer>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => x.name == y.name,
+        _ => false,
+    }
+}
+
+fn make_program(ops: Vec<PayloadOp>) -> Program {
+    let n = ops.len();
+    let retry: Vec<bool> = (0..n)
+        .map(|i| match ops.get(i + 1) {
+            // A later occurrence only helps when the next keyword is bounded by it: `within`,
+            // or a relative non-content keyword (pcre R, byte_*, isdataat at a fixed distance).
+            Some(next) => next.is_relative() && !next.is_distance_only_content(),
+            None => false,
+        })
+        .collect();
+    Program {
+        steps: ops.into_iter().zip(retry).map(|(op, retry_on_next_failure)| Step { op, retry_on_next_failure }).collect(),
+    }
+}
+
+impl ByteTestOp {
+    #[inline]
+    pub(crate) fn apply(self, val: u64, target: u64) -> bool {
+        match self {
+            ByteTestOp::Lt => val < target,
+            ByteTestOp::Gt => val > target,
+            ByteTestOp::Eq => val == target,
+            ByteTestOp::Le => val <= target,
+            ByteTestOp::Ge => val >= target,
+            ByteTestOp::And => val & target != 0,
+            ByteTestOp::Xor => val ^ target != 0,
+        }
+    }
+}

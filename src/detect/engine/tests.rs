@@ -1,0 +1,464 @@
+use super::*;
+use crate::decode::{decode, DecodeOptions};
+use crate::detect::rule::{load_rules_str, RuleVars};
+use crate::packet::LinkType;
+use etherparse::PacketBuilder;
+
+const CLIENT: [u8; 4] = [192, 168, 1, 10];
+const SERVER: [u8; 4] = [10, 0, 0, 1];
+const OUTSIDE: [u8; 4] = [8, 8, 8, 8];
+
+fn engine_with(rules: &str, thresholds: ThresholdConfig) -> DetectEngine {
+    let load = load_rules_str("test.rules", rules, &RuleVars::default());
+    assert!(load.errors.is_empty(), "parse errors: {:?}", load.errors);
+    assert!(load.unsupported_rules.is_empty(), "unsupported: {:?}", load.unsupported_rules);
+    let cfg = DetectConfig { thresholds, ..Default::default() };
+    let (engine, report) = DetectEngine::build(load.rules, &cfg).expect("build");
+    assert!(report.rules_rejected.is_empty(), "rejected: {:?}", report.rules_rejected);
+    engine
+}
+
+fn engine(rules: &str) -> DetectEngine {
+    engine_with(rules, ThresholdConfig::default())
+}
+
+fn tcp(src: [u8; 4], sp: u16, dst: [u8; 4], dp: u16, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4(src, dst, 64)
+        .tcp(sp, dp, 1000, 64000)
+        .ack(1)
+        .psh()
+        .write(&mut out, payload)
+        .unwrap();
+    out
+}
+
+fn udp(src: [u8; 4], sp: u16, dst: [u8; 4], dp: u16, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4(src, dst, 64).udp(sp, dp).write(&mut out, payload).unwrap();
+    out
+}
+
+fn icmp_echo(src: [u8; 4], dst: [u8; 4], id: u16, seq: u16) -> Vec<u8> {
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4(src, dst, 32)
+        .icmpv4_echo_request(id, seq)
+        .write(&mut out, b"ping")
+        .unwrap();
+    out
+}
+
+/// Everything one inspection call needs besides the frame.
+#[derive(Default)]
+struct Opts<'a> {
+    secs: u64,
+    flow: Option<FlowInfo>,
+    stream: Option<StreamChunk<'a>>,
+    payload_in_stream: bool,
+    buffers: Option<&'a dyn BufferSource>,
+}
+
+fn inspect_with(e: &DetectEngine, ctx: &mut DetectCtx, frame: &[u8], o: Opts<'_>, flow: Option<&mut DetectFlow>) -> Vec<Alert> {
+    let d = decode(LinkType::Ethernet, frame, &DecodeOptions::default());
+    let pkt = DetectPacket {
+        ts: Timestamp::from_parts(o.secs, 0),
+        decoded: Some(&d),
+        tuple: d.tuple().expect("ip packet"),
+        payload: d.payload,
+        flow: o.flow,
+        stream: o.stream,
+        payload_in_stream: o.payload_in_stream,
+        buffers: o.buffers,
+        ..Default::default()
+    };
+    let mut alerts = Vec::new();
+    e.inspect(ctx, &pkt, flow, &mut alerts);
+    alerts
+}
+
+fn sids(e: &DetectEngine, frame: &[u8]) -> Vec<u32> {
+    let mut ctx = e.new_ctx();
+    inspect_with(e, &mut ctx, frame, Opts::default(), None).iter().map(|a| a.sid).collect()
+}
+
+fn to_server() -> Option<FlowInfo> {
+    Some(FlowInfo { flow_id: 7, to_server: true, established: true, ..Default::default() })
+}
+
+#[test]
+fn content_nocase_and_negation() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"a"; content:"EVIL"; nocase; sid:1;)
+alert tcp any any -> any any (msg:"b"; content:"evil"; content:!"good"; sid:2;)
+alert tcp any any -> any any (msg:"c"; content:"EVIL"; sid:3;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1000, SERVER, 80, b"xx evil yy")), vec![1, 2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1000, SERVER, 80, b"xx evil good")), vec![1]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1000, SERVER, 80, b"EVIL")), vec![1, 3]);
+    assert!(sids(&e, &tcp(CLIENT, 1000, SERVER, 80, b"nothing")).is_empty());
+}
+
+#[test]
+fn relative_content_backtracks_to_later_occurrence() {
+    let e = engine(r#"alert tcp any any -> any any (msg:"bt"; content:"a"; content:"b"; distance:0; within:1; sid:1;)"#);
+    // The first "a" is followed by "x"; only the second "a" has "b" right after it.
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"axxab")), vec![1]);
+    assert!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"axxaxb")).is_empty());
+    let e = engine(r#"alert tcp any any -> any any (msg:"bt3"; content:"k"; content:"v"; distance:1; within:1; content:"z"; within:2; sid:2;)"#);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"k1vq kxvz")), vec![2]);
+}
+
+#[test]
+fn depth_offset_startswith_endswith() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"d"; content:"GET"; depth:3; sid:1;)
+alert tcp any any -> any any (msg:"o"; content:"abc"; offset:4; sid:2;)
+alert tcp any any -> any any (msg:"s"; content:"GET"; startswith; sid:3;)
+alert tcp any any -> any any (msg:"e"; content:"end"; endswith; sid:4;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"GET abc end")), vec![1, 2, 3, 4]);
+    assert!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"abc GET endx")).is_empty());
+}
+
+#[test]
+fn isdataat_forms() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"r"; content:"AB"; isdataat:2,relative; sid:1;)
+alert tcp any any -> any any (msg:"n"; content:"AB"; isdataat:!1,relative; sid:2;)
+alert tcp any any -> any any (msg:"abs"; content:"AB"; isdataat:5; sid:3;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"ABcd")), vec![1]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"xxxxAB")), vec![2, 3]);
+}
+
+#[test]
+fn pcre_modifiers() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"i"; content:"user"; pcre:"/USER\s+root/i"; sid:1;)
+alert tcp any any -> any any (msg:"R"; content:"id="; pcre:"/^\d{3}\b/R"; sid:2;)
+alert tcp any any -> any any (msg:"neg"; content:"id="; pcre:!"/admin/"; sid:3;)
+alert tcp any any -> any any (msg:"s"; content:"a"; pcre:"/a.b/s"; sid:4;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"user   ROOT id=123 a\nb")), vec![1, 2, 3, 4]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"user x id=12345 admin")), Vec::<u32>::new());
+}
+
+#[test]
+fn byte_keywords() {
+    let e = engine(
+        r#"alert udp any any -> any any (msg:"bt be"; content:"|AA|"; byte_test:2,>,0x0100,0,relative; sid:1;)
+alert udp any any -> any any (msg:"bt le"; content:"|AA|"; byte_test:2,=,0x0201,0,relative,little; sid:2;)
+alert udp any any -> any any (msg:"bt str"; content:"len="; byte_test:3,=,123,0,relative,string,dec; sid:3;)
+alert udp any any -> any any (msg:"bt mask"; content:"|AA|"; byte_test:1,=,0x0,0,relative,bitmask 0xF0; sid:4;)
+alert udp any any -> any any (msg:"jump"; content:"|AA|"; byte_jump:1,2,relative; content:"Z"; within:1; sid:5;)
+alert udp any any -> any any (msg:"extract"; byte_extract:1,0,n; content:"Q"; offset:1; depth:n; sid:6;)
+alert udp any any -> any any (msg:"math"; byte_math:bytes 1,offset 0,oper +,rvalue 1,result r; byte_test:1,=,r,1; content:"|03|"; sid:7;)"#,
+    );
+    // AA 01 02 -> 0x0102 big endian, 0x0201 little endian; jump 1 byte value 2 from after
+    // offset 2 → position of "Z".
+    let hits = sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\xAA\x01\x02Z len=123"));
+    assert_eq!(hits, vec![1, 2, 3, 4]);
+    // byte_jump: AA, then reads byte at relative offset 2 (value 1) and jumps 1 past the read.
+    assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\xAA\x00\x01\x00Zx")), vec![4, 5]);
+    // byte_extract: first byte 4 -> "Q" must be in [1, 5).
+    assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x04xxQ")), vec![6]);
+    assert!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x02xxQ")).contains(&6) == false);
+    // byte_math: 2 + 1 = 3 equals the second byte.
+    assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x02\x03")), vec![7]);
+}
+
+#[test]
+fn flowbits_across_packets() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"login"; content:"LOGIN"; flowbits:set,logged_in; flowbits:noalert; sid:1;)
+alert tcp any any -> any any (msg:"cmd after login"; content:"CMD"; flowbits:isset,logged_in; sid:2;)
+alert tcp any any -> any any (msg:"cmd w/o login"; content:"CMD"; flowbits:isnotset,logged_in; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let o = || Opts { flow: to_server(), ..Default::default() };
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"CMD"), o(), Some(&mut flow));
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![3]);
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"LOGIN"), o(), Some(&mut flow));
+    assert!(a.is_empty(), "noalert rule must not alert");
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"CMD"), o(), Some(&mut flow));
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![2]);
+    // Same packet sets and reads: setters are ordered first.
+    let mut fresh = DetectFlow::default();
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"LOGIN CMD"), o(), Some(&mut fresh));
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![2]);
+}
+
+#[test]
+fn flowint_counts() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"count"; content:"X"; flowint:hits,+,1; flowint:hits,>,2; sid:1;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let mut n = 0;
+    for _ in 0..5 {
+        n += inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"X"), Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).len();
+    }
+    // Suricata evaluates flowint keywords in order: `+` runs on every packet reaching it.
+    assert_eq!(n, 3);
+    assert_eq!(flow.vars.int(0), Some(5));
+}
+
+#[test]
+fn thresholds_limit_threshold_both_and_suppress() {
+    let rules = r#"alert udp any any -> any any (msg:"limit"; content:"L"; threshold:type limit,track by_src,count 1,seconds 60; sid:1;)
+alert udp any any -> any any (msg:"threshold"; content:"T"; threshold:type threshold,track by_src,count 3,seconds 60; sid:2;)
+alert udp any any -> any any (msg:"both"; content:"B"; threshold:type both,track by_dst,count 2,seconds 60; sid:3;)
+alert udp any any -> any any (msg:"suppressed"; content:"S"; sid:4;)
+alert udp any any -> any any (msg:"df"; content:"D"; detection_filter:track by_src,count 2,seconds 60; sid:5;)"#;
+    let (cfg, errors) = ThresholdConfig::parse("threshold.config", "suppress gen_id 1, sig_id 4, track by_src, ip 192.168.1.10\n", &RuleVars::default());
+    assert!(errors.is_empty());
+    let e = engine_with(rules, cfg);
+    let mut ctx = e.new_ctx();
+    let mut count = |payload: &[u8], src: [u8; 4], secs: u64| -> Vec<usize> {
+        (0..6)
+            .map(|i| inspect_with(&e, &mut ctx, &udp(src, 1, SERVER, 2, payload), Opts { secs: secs + i, ..Default::default() }, None).len())
+            .collect()
+    };
+    assert_eq!(count(b"L", CLIENT, 100), vec![1, 0, 0, 0, 0, 0]);
+    assert_eq!(count(b"L", OUTSIDE, 100), vec![1, 0, 0, 0, 0, 0], "by_src tracks each source");
+    assert_eq!(count(b"L", CLIENT, 200), vec![1, 0, 0, 0, 0, 0], "a new window after 60 s");
+    assert_eq!(count(b"T", CLIENT, 100), vec![0, 0, 1, 0, 0, 1]);
+    assert_eq!(count(b"B", CLIENT, 100), vec![0, 1, 0, 0, 0, 0]);
+    assert_eq!(count(b"S", CLIENT, 100), vec![0; 6]);
+    assert_eq!(count(b"S", OUTSIDE, 100), vec![1; 6]);
+    assert_eq!(count(b"D", CLIENT, 100), vec![0, 0, 1, 1, 1, 1]);
+}
+
+#[test]
+fn threshold_config_overrides_rule_threshold() {
+    let rules = r#"alert udp any any -> any any (msg:"x"; content:"X"; threshold:type limit,track by_src,count 1,seconds 60; sid:9;)"#;
+    let (cfg, _) = ThresholdConfig::parse("t", "threshold gen_id 1, sig_id 9, type limit, track by_src, count 3, seconds 60\n", &RuleVars::default());
+    let e = engine_with(rules, cfg);
+    let mut ctx = e.new_ctx();
+    let n: usize = (0..5).map(|_| inspect_with(&e, &mut ctx, &udp(CLIENT, 1, SERVER, 2, b"X"), Opts::default(), None).len()).sum();
+    assert_eq!(n, 3);
+}
+
+#[test]
+fn bidirectional_and_ports() {
+    let e = engine(
+        r#"alert tcp 10.0.0.1 80 <> any any (msg:"bidir"; content:"hi"; sid:1;)
+alert tcp 10.0.0.1 80 -> any any (msg:"one way"; content:"hi"; sid:2;)
+alert tcp any any -> any [443,8443] (msg:"port"; content:"hi"; sid:3;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(SERVER, 80, CLIENT, 5555, b"hi")), vec![1, 2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 5555, SERVER, 80, b"hi")), vec![1]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 5555, SERVER, 8443, b"hi")), vec![3]);
+}
+
+#[test]
+fn ip_only_rules_once_per_direction() {
+    let e = engine(
+        r#"alert ip [8.8.8.8,1.2.3.0/24] any -> $HOME_NET any (msg:"bad src"; sid:1;)
+alert ip $HOME_NET any -> 1.2.3.4 any (msg:"bad dst"; sid:2;)
+alert ip any any -> any any (msg:"everything"; sid:3;)"#,
+    );
+    assert_eq!(sids(&e, &udp(OUTSIDE, 53, CLIENT, 999, b"x")), vec![1, 3]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 999, [1, 2, 3, 4], 80, b"")), vec![2, 3]);
+    assert_eq!(sids(&e, &icmp_echo([1, 2, 3, 9], CLIENT, 1, 1)), vec![1, 3]);
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let frame = udp(OUTSIDE, 53, CLIENT, 999, b"x");
+    assert_eq!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).len(), 2);
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).is_empty());
+}
+
+#[test]
+fn stream_versus_packet_payload() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"default"; flow:established,to_server; content:"ATTACK"; sid:1;)
+alert tcp any any -> any any (msg:"only_stream"; flow:established,to_server,only_stream; content:"ATTACK"; sid:2;)
+alert tcp any any -> any any (msg:"no_stream"; flow:established,to_server,no_stream; content:"ATTACK"; sid:3;)
+alert tcp any any -> any any (msg:"depth"; flow:to_server; content:"HEAD"; depth:4; sid:4;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = tcp(CLIENT, 1, SERVER, 2, b"ATTACK");
+    // Packet data went into the stream, no chunk released yet: only the packet rule sees it.
+    let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), payload_in_stream: true, ..Default::default() }, None);
+    assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(3, false)]);
+    // The chunk arrives on a later packet: stream rules match in the stream.
+    let data = b"xxATTACKxx";
+    let chunk = StreamChunk { offset: 0, data, new_start: 0, new_end: data.len() as u64, gap_before: 0 };
+    let frame2 = tcp(CLIENT, 1, SERVER, 2, b"");
+    let a = inspect_with(&e, &mut ctx, &frame2, Opts { flow: to_server(), stream: Some(chunk), ..Default::default() }, None);
+    assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(1, true), (2, true)]);
+    // Without stream tracking (payload not added), the default rule falls back to the packet.
+    let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, None);
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![1, 3]);
+    // depth counts from the stream start: "HEAD" at stream offset 1000 is past depth 4.
+    let late = StreamChunk { offset: 1000, data: b"HEAD", new_start: 1000, new_end: 1004, gap_before: 0 };
+    let a = inspect_with(&e, &mut ctx, &frame2, Opts { flow: to_server(), stream: Some(late), ..Default::default() }, None);
+    assert!(a.is_empty());
+    let early = StreamChunk { offset: 0, data: b"HEAD", new_start: 0, new_end: 4, gap_before: 0 };
+    let a = inspect_with(&e, &mut ctx, &frame2, Opts { flow: to_server(), stream: Some(early), ..Default::default() }, None);
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![4]);
+}
+
+#[test]
+fn pass_orders_first_and_passes_flow() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"alert"; content:"X"; sid:1;)
+drop tcp any any -> any any (msg:"drop"; content:"X"; sid:2;)
+alert tcp any any -> any any (msg:"high prio"; content:"X"; priority:1; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"X"), Opts::default(), None);
+    assert_eq!(a.iter().map(|a| (a.sid, a.action)).collect::<Vec<_>>(), vec![(2, Action::Drop), (3, Action::Alert), (1, Action::Alert)]);
+    assert_eq!(a[0].severity, 3);
+    assert_eq!(a[1].severity, 1);
+
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"alert"; content:"X"; sid:1;)
+pass tcp any any -> any any (msg:"pass"; content:"X"; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let frame = tcp(CLIENT, 1, SERVER, 2, b"X");
+    let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow));
+    assert_eq!(a.iter().map(|a| (a.sid, a.action)).collect::<Vec<_>>(), vec![(2, Action::Pass)]);
+    assert!(flow.passed);
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).is_empty());
+}
+
+#[test]
+fn packet_alert_max_and_classification() {
+    let mut text = String::new();
+    for sid in 1..=20 {
+        text.push_str(&format!("alert udp any any -> any any (msg:\"r{sid}\"; content:\"Z\"; classtype:trojan-activity; sid:{sid};)\n"));
+    }
+    let e = engine(&text);
+    let a = {
+        let mut ctx = e.new_ctx();
+        inspect_with(&e, &mut ctx, &udp(CLIENT, 1, SERVER, 2, b"Z"), Opts::default(), None)
+    };
+    assert_eq!(a.len(), 15);
+    assert_eq!(&*a[0].category, "A Network Trojan was detected");
+    assert_eq!(a[0].severity, 1);
+}
+
+#[test]
+fn header_keywords() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"syn"; flags:S; sid:1;)
+alert tcp any any -> any any (msg:"ack+"; flags:A+; sid:2;)
+alert tcp any any -> any any (msg:"dsize"; dsize:>3; sid:3;)
+alert ip any any -> any any (msg:"ttl"; ttl:<40; sid:4;)
+alert icmp any any -> any any (msg:"echo"; itype:8; icode:0; icmp_id:77; icmp_seq:5; sid:5;)
+alert tcp any any -> any any (msg:"window"; window:64000; sid:6;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"abcd")), vec![2, 3, 6]);
+    assert_eq!(sids(&e, &icmp_echo(CLIENT, SERVER, 77, 5)), vec![4, 5]);
+    assert_eq!(sids(&e, &icmp_echo(CLIENT, SERVER, 78, 5)), vec![4]);
+    let mut syn = Vec::new();
+    PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4(CLIENT, SERVER, 64).tcp(1, 2, 0, 1024).syn().write(&mut syn, b"").unwrap();
+    assert_eq!(sids(&e, &syn), vec![1]);
+}
+
+#[test]
+fn flow_keyword_needs_flow_info() {
+    let e = engine(r#"alert tcp any any -> any any (msg:"f"; flow:established,to_client; content:"R"; sid:1;)"#);
+    let mut ctx = e.new_ctx();
+    let frame = tcp(SERVER, 80, CLIENT, 1, b"R");
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts::default(), None).is_empty());
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, None).is_empty());
+    let to_client = Some(FlowInfo { to_server: false, established: true, ..Default::default() });
+    assert_eq!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_client, ..Default::default() }, None).len(), 1);
+}
+
+struct FakeHttp;
+impl BufferSource for FakeHttp {
+    fn get(&self, buffer: Buffer) -> Option<&[u8]> {
+        (buffer.name == "http.uri").then_some(b"/admin.php?x=1".as_slice())
+    }
+}
+
+#[test]
+fn app_layer_buffers_need_a_source() {
+    let e = engine(r#"alert http any any -> any any (msg:"uri"; http.uri; content:"/admin"; startswith; sid:1;)"#);
+    let mut ctx = e.new_ctx();
+    let frame = tcp(CLIENT, 1, SERVER, 80, b"GET /admin.php HTTP/1.1\r\n\r\n");
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts::default(), None).is_empty());
+    let src = FakeHttp;
+    assert_eq!(inspect_with(&e, &mut ctx, &frame, Opts { buffers: Some(&src), ..Default::default() }, None).len(), 1);
+}
+
+#[test]
+fn fast_pattern_choice_follows_strength() {
+    assert!(compile::pattern_strength(b"|00 01 ff|") > compile::pattern_strength(b"aaa"));
+    assert!(compile::pattern_strength(b"ab") < compile::pattern_strength(b"a1"));
+    let load = load_rules_str(
+        "t",
+        r#"alert tcp any any -> any any (msg:"x"; content:"abcdefgh"; content:"|de ad be ef|"; sid:1;)
+alert tcp any any -> any any (msg:"y"; content:"aaaa"; content:"zz"; fast_pattern; sid:2;)
+alert tcp any any -> any any (msg:"z"; content:!"neg"; sid:3;)"#,
+        &RuleVars::default(),
+    );
+    let mut names = compile::Names::default();
+    let classes = ClassificationTable::default();
+    let fp: Vec<_> = load.rules.iter().map(|r| compile::compile_rule(r, &classes, &mut names).unwrap().fast_pattern.map(|f| f.0)).collect();
+    assert_eq!(fp, vec![Some(b"abcdefgh".to_vec()), Some(b"zz".to_vec()), None]);
+}
+
+#[test]
+fn hostile_inputs_do_not_panic() {
+    let e = engine(
+        r#"alert udp any any -> any any (msg:"j"; byte_jump:4,0,from_beginning; isdataat:!1,relative; sid:1;)
+alert udp any any -> any any (msg:"e"; byte_extract:4,0,v; content:"A"; distance:v; within:v; sid:2;)
+alert udp any any -> any any (msg:"p"; pcre:"/(a|aa)+$/"; sid:3;)"#,
+    );
+    for payload in [&b"\xff\xff\xff\xff"[..], b"\x00\x00\x00\x04", b"", b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"] {
+        let _ = sids(&e, &udp(CLIENT, 1, SERVER, 2, payload));
+    }
+    assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x00\x00\x00\x04")), vec![1]);
+}
+
+/// Loads ET Open (if present) and prints what the build did: `--nocapture` to see it.
+#[test]
+fn et_open_builds() {
+    let dir = std::path::Path::new("/work/shared/rules/et-open-2024-04-21");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
+    files.sort();
+    let vars = RuleVars::default();
+    let mut load = crate::detect::rule::RuleSetLoad::new();
+    let t0 = std::time::Instant::now();
+    for f in &files {
+        load.load_file(f, &vars);
+    }
+    let parse = t0.elapsed();
+    let parsed = load.rules.len();
+    let (errors, unsupported) = (load.errors.len(), load.unsupported_count());
+    let (engine, report) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, r) in &report.rules_rejected {
+        let key: String = r.chars().take(50).collect();
+        *reasons.entry(key).or_default() += 1;
+    }
+    println!("ET Open: parsed {parsed} rules in {parse:?} ({errors} parse errors, {unsupported} unsupported)");
+    println!(
+        "build: {} ms, loaded {}, rejected {}, prefilter patterns {}, ip-only {}, always-checked {}, algo {}, memory {} KiB",
+        report.build_micros / 1000,
+        report.rules_loaded,
+        report.rules_rejected.len(),
+        report.prefilter_patterns,
+        report.rules_ip_only,
+        report.rules_always_checked,
+        report.mpm_algo,
+        report.memory_bytes / 1024
+    );
+    println!("rejected by reason: {reasons:#?}");
+    let mut inactive: Vec<_> = report.rules_inactive.iter().collect();
+    inactive.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+    println!("inactive (top): {:?}", &inactive[..inactive.len().min(12)]);
+    assert_eq!(engine.rule_count(), report.rules_loaded);
+    assert!(report.rules_loaded > 20_000);
+}
