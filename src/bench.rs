@@ -26,6 +26,9 @@ pub struct BenchArgs {
     pub set: Vec<String>,
     #[arg(short = 'k', value_name = "none|all|auto")]
     pub checksum: Option<String>,
+    /// Rule files to run (as `-S`); the load and build time is reported, not counted.
+    #[arg(short = 'S', value_name = "FILE", num_args = 1..)]
+    pub rules: Vec<PathBuf>,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
@@ -47,7 +50,13 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         test_config: false,
         bpf: vec![],
     };
-    let base = resolve(&run_args)?;
+    let mut base = resolve(&run_args)?;
+    if !args.rules.is_empty() {
+        let sources = crate::detect::load::RuleSources { exclusive: args.rules.clone(), extra: vec![] };
+        let loaded = crate::cli::load_rules(&base.config, &base.engine, &sources, false, false)?;
+        println!("rules: {}", loaded.summary());
+        base.options.inspect.detect = loaded.engine.map(std::sync::Arc::new);
+    }
     println!(
         "{}: {} packets, {:.1} MB preloaded; best of {} runs each",
         args.file.display(),

@@ -31,6 +31,10 @@ pub enum Command {
     /// Rule set tools.
     #[command(subcommand)]
     Rules(RulesCommand),
+    /// Live per-core load, per-interface rates and per-worker rates (--once: plain tables).
+    Top(crate::tools::TopArgs),
+    /// Show a NIC's queues, IRQs and RPS/RFS/XPS, then spread them over the cores.
+    Tune(crate::tools::TuneArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -131,6 +135,8 @@ pub fn main() -> i32 {
             let sources = RuleSources { exclusive: rules, extra: vec![] };
             check_rules(config.as_deref(), &set, &sources)
         }
+        Some(Command::Top(args)) => crate::tools::run_top(&args).map_err(CliError),
+        Some(Command::Tune(args)) => crate::tools::run_tune(&args).map_err(CliError),
         None if cli.run.test_config => {
             let sources = RuleSources { exclusive: cli.run.rules_exclusive.clone(), extra: cli.run.rules_extra.clone() };
             check_rules(cli.run.config.as_deref(), &cli.run.set, &sources)
@@ -216,7 +222,7 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
 
 /// Loads rules for a run: prints the summary, every failed rule with file and line, and
 /// (verbose) the skipped-by-keyword table. Bad rules never stop the rest from loading.
-fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, announce: bool, verbose: bool) -> Result<LoadedRules, CliError> {
+pub fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, announce: bool, verbose: bool) -> Result<LoadedRules, CliError> {
     let loaded = detect::load::load(config, engine, sources).map_err(CliError)?;
     for w in &loaded.warnings {
         warn(w);

@@ -9,6 +9,7 @@
 //! `decode`, `flow` and `inspect` are sans-IO: they see byte slices and timestamps, never
 //! sockets or files. `capture` and `output` are the only modules that touch the outside world.
 
+pub mod applayer;
 pub mod bench;
 pub mod capture;
 pub mod cli;
@@ -24,3 +25,4 @@ pub mod output;
 pub mod packet;
 pub mod pipeline;
 pub mod stream;
+pub mod tools;

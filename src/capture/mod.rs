@@ -11,6 +11,7 @@
 //! its next file (one damaged file in a rotated capture set should not hide the others).
 //! Everything readable before the damage has already been delivered.
 
+pub mod afpacket;
 mod file;
 mod legacy;
 mod memory;

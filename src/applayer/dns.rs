@@ -1,0 +1,1294 @@
+//! DNS parser, sans-IO: one message per UDP datagram, or a stream of 2-byte-length-prefixed
+//! messages over TCP (RFC 1035 §4.2.2) fed incrementally per direction.
+//!
+//! Transactions follow Suricata 8: every parsed message is its own transaction (a request or
+//! a response), numbered from 0 per flow in arrival order. A response additionally remembers
+//! the transaction id of the request with the same DNS id (`request_tx`), when one is known.
+//!
+//! Sticky buffers exposed for detection (Suricata names):
+//! - `dns.query`: each question name of a *request* ([`DnsTransaction::query_names`]);
+//! - `dns.queries.rrname` / `dns.query.name`: each question name, both directions;
+//! - `dns.answer.name`: each answer record name ([`DnsTransaction::answer_names`]);
+//! - `dns.opcode`, `dns.rcode`, `dns.rrtype`: integers from [`DnsHeader`] and the questions.
+//!
+//! Names are the raw label bytes joined with '.', without a trailing dot (the root is the
+//! empty string), exactly what Suricata puts in its buffers.
+
+use std::collections::VecDeque;
+
+use crate::output::json::write_str;
+use crate::stream::Direction;
+
+pub const HEADER_LEN: usize = 12;
+/// Names longer than this are cut (and flagged), as Suricata does, so a message of 2-byte
+/// pointers cannot expand into megabytes of names.
+pub const MAX_NAME_LEN: usize = 1025;
+/// Labels plus pointers followed while reading one name; more means a compression loop.
+pub const MAX_NAME_STEPS: usize = 255;
+
+pub const RRTYPE_A: u16 = 1;
+pub const RRTYPE_NS: u16 = 2;
+pub const RRTYPE_CNAME: u16 = 5;
+pub const RRTYPE_SOA: u16 = 6;
+pub const RRTYPE_NULL: u16 = 10;
+pub const RRTYPE_PTR: u16 = 12;
+pub const RRTYPE_MX: u16 = 15;
+pub const RRTYPE_TXT: u16 = 16;
+pub const RRTYPE_AAAA: u16 = 28;
+pub const RRTYPE_SRV: u16 = 33;
+
+/// Per-flow limits. Defaults keep one flow's DNS state within a few hundred KiB.
+#[derive(Clone, Debug)]
+pub struct DnsConfig {
+    /// Transactions kept per flow; the oldest is dropped beyond this (`dns.tx_dropped`).
+    pub max_transactions: usize,
+    /// Resource records kept per section; the rest are skipped (`dns.records_skipped`).
+    pub max_records_per_section: usize,
+    /// Requests remembered for pairing responses by DNS id.
+    pub max_pending_requests: usize,
+}
+
+impl Default for DnsConfig {
+    fn default() -> Self {
+        DnsConfig { max_transactions: 256, max_records_per_section: 256, max_pending_requests: 64 }
+    }
+}
+
+/// Worker-wide counters; parse calls add to them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DnsCounters {
+    pub requests: u64,
+    pub responses: u64,
+    /// Message not parseable (truncated header, section past the end, bad label type).
+    pub malformed: u64,
+    /// A name's compression pointers went round in circles (or too many labels).
+    pub name_loops: u64,
+    pub names_truncated: u64,
+    /// A to-server message with QR set: not a request, dropped (Suricata `not_a_request`).
+    pub not_request: u64,
+    /// A to-client message with QR clear: kept, but counted (Suricata `not_a_response`).
+    pub not_response: u64,
+    pub z_flag_set: u64,
+    pub records_skipped: u64,
+    pub tx_dropped: u64,
+    /// TCP bytes skipped after a gap until the stream looked like DNS again.
+    pub gap_bytes_skipped: u64,
+}
+
+impl DnsCounters {
+    pub fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        [
+            ("dns.requests", self.requests),
+            ("dns.responses", self.responses),
+            ("dns.malformed", self.malformed),
+            ("dns.name_loops", self.name_loops),
+            ("dns.names_truncated", self.names_truncated),
+            ("dns.not_request", self.not_request),
+            ("dns.not_response", self.not_response),
+            ("dns.z_flag_set", self.z_flag_set),
+            ("dns.records_skipped", self.records_skipped),
+            ("dns.tx_dropped", self.tx_dropped),
+            ("dns.gap_bytes_skipped", self.gap_bytes_skipped),
+        ]
+        .into_iter()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DnsError {
+    /// Fewer than 12 bytes.
+    ShortHeader,
+    /// A section ran past the end of the message.
+    Truncated,
+    /// Label type 0x40/0x80 or a pointer past the end of the message.
+    BadLabel,
+    /// Too many labels/pointers while reading one name.
+    NameLoop,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DnsHeader {
+    pub id: u16,
+    pub flags: u16,
+    pub qdcount: u16,
+    pub ancount: u16,
+    pub nscount: u16,
+    pub arcount: u16,
+}
+
+impl DnsHeader {
+    pub fn parse(buf: &[u8]) -> Option<DnsHeader> {
+        if buf.len() < HEADER_LEN {
+            return None;
+        }
+        let word = |i: usize| u16::from_be_bytes([buf[i], buf[i + 1]]);
+        Some(DnsHeader {
+            id: word(0),
+            flags: word(2),
+            qdcount: word(4),
+            ancount: word(6),
+            nscount: word(8),
+            arcount: word(10),
+        })
+    }
+    pub fn qr(&self) -> bool {
+        self.flags & 0x8000 != 0
+    }
+    pub fn opcode(&self) -> u8 {
+        ((self.flags >> 11) & 0xf) as u8
+    }
+    pub fn aa(&self) -> bool {
+        self.flags & 0x0400 != 0
+    }
+    pub fn tc(&self) -> bool {
+        self.flags & 0x0200 != 0
+    }
+    pub fn rd(&self) -> bool {
+        self.flags & 0x0100 != 0
+    }
+    pub fn ra(&self) -> bool {
+        self.flags & 0x0080 != 0
+    }
+    pub fn z(&self) -> bool {
+        self.flags & 0x0040 != 0
+    }
+    pub fn rcode(&self) -> u8 {
+        (self.flags & 0xf) as u8
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DnsName {
+    /// Labels joined with '.', no trailing dot; cut at [`MAX_NAME_LEN`].
+    pub bytes: Vec<u8>,
+    pub truncated: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsQuestion {
+    pub name: DnsName,
+    pub rrtype: u16,
+    pub rrclass: u16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Soa {
+    pub mname: DnsName,
+    pub rname: DnsName,
+    pub serial: u32,
+    pub refresh: u32,
+    pub retry: u32,
+    pub expire: u32,
+    pub minimum: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Srv {
+    pub priority: u16,
+    pub weight: u16,
+    pub port: u16,
+    pub target: DnsName,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RData {
+    A([u8; 4]),
+    Aaaa([u8; 16]),
+    /// CNAME, NS, PTR: a single name.
+    Name(DnsName),
+    Mx { preference: u16, exchange: DnsName },
+    /// The character-strings of a TXT record, in order.
+    Txt(Vec<Vec<u8>>),
+    Soa(Soa),
+    Srv(Srv),
+    /// Any other type, or a known type whose data did not parse: the raw rdata.
+    Raw(Vec<u8>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsRecord {
+    pub name: DnsName,
+    pub rrtype: u16,
+    pub rrclass: u16,
+    pub ttl: u32,
+    pub rdata: RData,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DnsMessage {
+    pub header: DnsHeader,
+    pub questions: Vec<DnsQuestion>,
+    pub answers: Vec<DnsRecord>,
+    pub authorities: Vec<DnsRecord>,
+    pub additionals: Vec<DnsRecord>,
+}
+
+/// What a successful parse noticed without failing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParseNotes {
+    pub names_truncated: u32,
+    pub records_skipped: u32,
+}
+
+/// Big-endian reader over one message; `pos` never exceeds `buf.len()`.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn u8(&mut self) -> Result<u8, DnsError> {
+        let b = *self.buf.get(self.pos).ok_or(DnsError::Truncated)?;
+        self.pos += 1;
+        Ok(b)
+    }
+    fn u16(&mut self) -> Result<u16, DnsError> {
+        let s = self.take(2)?;
+        Ok(u16::from_be_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Result<u32, DnsError> {
+        let s = self.take(4)?;
+        Ok(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DnsError> {
+        let end = self.pos.checked_add(n).ok_or(DnsError::Truncated)?;
+        let s = self.buf.get(self.pos..end).ok_or(DnsError::Truncated)?;
+        self.pos = end;
+        Ok(s)
+    }
+}
+
+/// Reads the name starting at `start` in `message`, following compression pointers.
+/// Returns the name and the offset just past it in the original position (after the first
+/// pointer, if any).
+pub fn parse_name(message: &[u8], start: usize) -> Result<(DnsName, usize), DnsError> {
+    let mut name = DnsName::default();
+    let mut pos = start;
+    // Where parsing resumes in the caller's sequence once a pointer has been followed.
+    let mut resume: Option<usize> = None;
+    let mut steps = 0usize;
+    loop {
+        steps += 1;
+        if steps > MAX_NAME_STEPS {
+            return Err(DnsError::NameLoop);
+        }
+        let len = *message.get(pos).ok_or(DnsError::Truncated)?;
+        match len & 0xc0 {
+            0x00 => {
+                if len == 0 {
+                    pos += 1;
+                    break;
+                }
+                let label = message.get(pos + 1..pos + 1 + len as usize).ok_or(DnsError::Truncated)?;
+                if !name.truncated {
+                    let extra = usize::from(!name.bytes.is_empty()) + label.len();
+                    if name.bytes.len() + extra > MAX_NAME_LEN {
+                        name.truncated = true;
+                    } else {
+                        if !name.bytes.is_empty() {
+                            name.bytes.push(b'.');
+                        }
+                        name.bytes.extend_from_slice(label);
+                    }
+                }
+                pos += 1 + len as usize;
+            }
+            0xc0 => {
+                let low = *message.get(pos + 1).ok_or(DnsError::Truncated)?;
+                let target = (usize::from(len & 0x3f) << 8) | usize::from(low);
+                if target >= message.len() {
+                    return Err(DnsError::BadLabel);
+                }
+                if resume.is_none() {
+                    resume = Some(pos + 2);
+                }
+                pos = target;
+            }
+            _ => return Err(DnsError::BadLabel),
+        }
+    }
+    Ok((name, resume.unwrap_or(pos)))
+}
+
+fn read_name(r: &mut Reader<'_>, notes: &mut ParseNotes) -> Result<DnsName, DnsError> {
+    let (name, next) = parse_name(r.buf, r.pos)?;
+    r.pos = next;
+    notes.names_truncated += u32::from(name.truncated);
+    Ok(name)
+}
+
+/// Parses the rdata at `range` in `message`; names inside may point anywhere in the message.
+/// Known types whose data is inconsistent fall back to [`RData::Raw`].
+fn parse_rdata(message: &[u8], start: usize, end: usize, rrtype: u16, notes: &mut ParseNotes) -> RData {
+    let raw = &message[start..end];
+    let parsed: Result<RData, DnsError> = (|| {
+        let mut r = Reader { buf: &message[..end], pos: start };
+        let data = match rrtype {
+            RRTYPE_A if raw.len() == 4 => RData::A([raw[0], raw[1], raw[2], raw[3]]),
+            RRTYPE_AAAA if raw.len() == 16 => {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(raw);
+                RData::Aaaa(a)
+            }
+            RRTYPE_CNAME | RRTYPE_NS | RRTYPE_PTR => RData::Name(read_name_in(message, &mut r, notes)?),
+            RRTYPE_MX => {
+                let preference = r.u16()?;
+                RData::Mx { preference, exchange: read_name_in(message, &mut r, notes)? }
+            }
+            RRTYPE_TXT => {
+                let mut strings = Vec::new();
+                while r.pos < end {
+                    let n = r.u8()? as usize;
+                    strings.push(r.take(n)?.to_vec());
+                }
+                RData::Txt(strings)
+            }
+            RRTYPE_SOA => {
+                let mname = read_name_in(message, &mut r, notes)?;
+                let rname = read_name_in(message, &mut r, notes)?;
+                RData::Soa(Soa {
+                    mname,
+                    rname,
+                    serial: r.u32()?,
+                    refresh: r.u32()?,
+                    retry: r.u32()?,
+                    expire: r.u32()?,
+                    minimum: r.u32()?,
+                })
+            }
+            RRTYPE_SRV => RData::Srv(Srv {
+                priority: r.u16()?,
+                weight: r.u16()?,
+                port: r.u16()?,
+                target: read_name_in(message, &mut r, notes)?,
+            }),
+            _ => RData::Raw(raw.to_vec()),
+        };
+        Ok(data)
+    })();
+    parsed.unwrap_or_else(|_| RData::Raw(raw.to_vec()))
+}
+
+/// A name inside rdata: pointers may reach the whole message, but the name itself must start
+/// inside the rdata (the reader is bounded by the rdata end).
+fn read_name_in(message: &[u8], r: &mut Reader<'_>, notes: &mut ParseNotes) -> Result<DnsName, DnsError> {
+    if r.pos >= r.buf.len() {
+        return Err(DnsError::Truncated);
+    }
+    let (name, next) = parse_name(message, r.pos)?;
+    if next > r.buf.len() {
+        return Err(DnsError::Truncated);
+    }
+    r.pos = next;
+    notes.names_truncated += u32::from(name.truncated);
+    Ok(name)
+}
+
+fn parse_records(
+    r: &mut Reader<'_>,
+    count: u16,
+    keep: usize,
+    notes: &mut ParseNotes,
+) -> Result<Vec<DnsRecord>, DnsError> {
+    let mut records = Vec::with_capacity(usize::from(count).min(keep).min(16));
+    for _ in 0..count {
+        let name = read_name(r, notes)?;
+        let rrtype = r.u16()?;
+        let rrclass = r.u16()?;
+        let ttl = r.u32()?;
+        let rdlen = r.u16()? as usize;
+        let start = r.pos;
+        r.take(rdlen)?;
+        if records.len() >= keep {
+            notes.records_skipped += 1;
+            continue;
+        }
+        let rdata = parse_rdata(r.buf, start, start + rdlen, rrtype, notes);
+        records.push(DnsRecord { name, rrtype, rrclass, ttl, rdata });
+    }
+    Ok(records)
+}
+
+/// Parses one complete DNS message (the UDP payload, or one TCP frame without its length).
+pub fn parse_message(buf: &[u8], max_records_per_section: usize) -> Result<(DnsMessage, ParseNotes), DnsError> {
+    let header = DnsHeader::parse(buf).ok_or(DnsError::ShortHeader)?;
+    let mut notes = ParseNotes::default();
+    let mut r = Reader { buf, pos: HEADER_LEN };
+    // Each question takes at least 5 bytes, so the count is bounded by the message size.
+    let mut questions = Vec::with_capacity(usize::from(header.qdcount).min(buf.len() / 5));
+    for _ in 0..header.qdcount {
+        let name = read_name(&mut r, &mut notes)?;
+        let rrtype = r.u16()?;
+        let rrclass = r.u16()?;
+        questions.push(DnsQuestion { name, rrtype, rrclass });
+    }
+    let keep = max_records_per_section;
+    let answers = parse_records(&mut r, header.ancount, keep, &mut notes)?;
+    let authorities = parse_records(&mut r, header.nscount, keep, &mut notes)?;
+    let additionals = parse_records(&mut r, header.arcount, keep, &mut notes)?;
+    Ok((DnsMessage { header, questions, answers, authorities, additionals }, notes))
+}
+
+/// Cheap check that `buf` (a UDP payload, or a TCP frame body whose declared length is
+/// `declared_len`) could be DNS: a known opcode and section counts that fit the length.
+/// Returns `Some(is_request)` when plausible. Mirrors the sanity checks Suricata's probe makes.
+pub fn probe_message(buf: &[u8], declared_len: usize) -> Option<bool> {
+    let header = DnsHeader::parse(buf)?;
+    if header.opcode() >= 7 {
+        return None;
+    }
+    let min_len = HEADER_LEN
+        + 2 * (usize::from(header.qdcount)
+            + usize::from(header.ancount)
+            + usize::from(header.nscount)
+            + usize::from(header.arcount));
+    if min_len > declared_len {
+        return None;
+    }
+    // With the whole message at hand, the questions must parse too.
+    if buf.len() >= declared_len {
+        let mut notes = ParseNotes::default();
+        let mut r = Reader { buf: &buf[..declared_len], pos: HEADER_LEN };
+        for _ in 0..header.qdcount {
+            read_name(&mut r, &mut notes).ok()?;
+            r.take(4).ok()?;
+        }
+    }
+    Some(!header.qr())
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsTransaction {
+    /// Per-flow transaction number, from 0.
+    pub tx_id: u64,
+    /// `ToServer` for a request, `ToClient` for a response.
+    pub direction: Direction,
+    pub message: DnsMessage,
+    /// For a response: the request transaction with the same DNS id, if it was seen.
+    pub request_tx: Option<u64>,
+}
+
+impl DnsTransaction {
+    pub fn is_request(&self) -> bool {
+        self.direction == Direction::ToServer
+    }
+
+    /// `dns.query`: question names of a request (none for a response).
+    pub fn query_names(&self) -> impl Iterator<Item = &[u8]> {
+        let questions: &[DnsQuestion] = if self.is_request() { &self.message.questions } else { &[] };
+        questions.iter().map(|q| q.name.bytes.as_slice())
+    }
+
+    /// `dns.queries.rrname`: question names in either direction.
+    pub fn question_names(&self) -> impl Iterator<Item = &[u8]> {
+        self.message.questions.iter().map(|q| q.name.bytes.as_slice())
+    }
+
+    /// `dns.answer.name`: names of the answer records.
+    pub fn answer_names(&self) -> impl Iterator<Item = &[u8]> {
+        self.message.answers.iter().map(|a| a.name.bytes.as_slice())
+    }
+
+    /// `dns.rrtype`: the question types.
+    pub fn query_rrtypes(&self) -> impl Iterator<Item = u16> + '_ {
+        self.message.questions.iter().map(|q| q.rrtype)
+    }
+
+    pub fn opcode(&self) -> u8 {
+        self.message.header.opcode()
+    }
+
+    pub fn rcode(&self) -> u8 {
+        self.message.header.rcode()
+    }
+
+    /// Writes the `dns` object of an eve record (Suricata 8 "version 3" layout) as one JSON
+    /// object value, e.g. `{"version":3,"type":"request",...}`.
+    pub fn write_eve(&self, out: &mut Vec<u8>) {
+        let h = &self.message.header;
+        out.extend_from_slice(b"{\"version\":3,\"type\":");
+        write_str(out, if self.is_request() { "request" } else { "response" });
+        push_fmt(out, format_args!(",\"tx_id\":{},\"id\":{},\"flags\":", self.tx_id, h.id));
+        write_str(out, &format!("{:x}", h.flags));
+        for (set, key) in [(h.qr(), "qr"), (h.aa(), "aa"), (h.tc(), "tc"), (h.rd(), "rd"), (h.ra(), "ra"), (h.z(), "z")] {
+            if set {
+                push_fmt(out, format_args!(",\"{key}\":true"));
+            }
+        }
+        push_fmt(out, format_args!(",\"opcode\":{},\"rcode\":", h.opcode()));
+        write_str(out, &rcode_name(h.rcode()));
+        if !self.message.questions.is_empty() {
+            out.extend_from_slice(b",\"queries\":[");
+            for (i, q) in self.message.questions.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"rrname\":");
+                write_bytes_str(out, &q.name.bytes);
+                out.extend_from_slice(b",\"rrtype\":");
+                write_str(out, &rrtype_name(q.rrtype));
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+        for (key, records) in [
+            ("answers", &self.message.answers),
+            ("authorities", &self.message.authorities),
+            ("additionals", &self.message.additionals),
+        ] {
+            if records.is_empty() {
+                continue;
+            }
+            push_fmt(out, format_args!(",\"{key}\":["));
+            let mut first = true;
+            for rec in records.iter() {
+                write_record(out, rec, &mut first);
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+    }
+}
+
+fn push_fmt(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = out.write_fmt(args);
+}
+
+/// One eve answer object per record; a TXT record gives one object per string, as Suricata.
+fn write_record(out: &mut Vec<u8>, rec: &DnsRecord, first: &mut bool) {
+    let mut open = |out: &mut Vec<u8>| {
+        if !*first {
+            out.push(b',');
+        }
+        *first = false;
+        out.extend_from_slice(b"{\"rrname\":");
+        write_bytes_str(out, &rec.name.bytes);
+        out.extend_from_slice(b",\"rrtype\":");
+        write_str(out, &rrtype_name(rec.rrtype));
+        push_fmt(out, format_args!(",\"ttl\":{}", rec.ttl));
+    };
+    match &rec.rdata {
+        RData::Txt(strings) if !strings.is_empty() => {
+            for s in strings {
+                open(out);
+                out.extend_from_slice(b",\"rdata\":");
+                write_bytes_str(out, s);
+                out.push(b'}');
+            }
+            return;
+        }
+        _ => open(out),
+    }
+    match &rec.rdata {
+        RData::A(a) => {
+            out.extend_from_slice(b",\"rdata\":");
+            write_str(out, &format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]));
+        }
+        RData::Aaaa(a) => {
+            out.extend_from_slice(b",\"rdata\":");
+            write_str(out, &format_ipv6_full(a));
+        }
+        RData::Name(n) | RData::Mx { exchange: n, .. } => {
+            out.extend_from_slice(b",\"rdata\":");
+            write_bytes_str(out, &n.bytes);
+        }
+        RData::Soa(soa) => {
+            out.extend_from_slice(b",\"soa\":{\"mname\":");
+            write_bytes_str(out, &soa.mname.bytes);
+            out.extend_from_slice(b",\"rname\":");
+            write_bytes_str(out, &soa.rname.bytes);
+            push_fmt(
+                out,
+                format_args!(
+                    ",\"serial\":{},\"refresh\":{},\"retry\":{},\"expire\":{},\"minimum\":{}}}",
+                    soa.serial, soa.refresh, soa.retry, soa.expire, soa.minimum
+                ),
+            );
+        }
+        RData::Srv(srv) => {
+            push_fmt(
+                out,
+                format_args!(",\"srv\":{{\"priority\":{},\"weight\":{},\"port\":{},\"name\":", srv.priority, srv.weight, srv.port),
+            );
+            write_bytes_str(out, &srv.target.bytes);
+            out.push(b'}');
+        }
+        RData::Raw(raw) if rec.rrtype == RRTYPE_NULL => {
+            out.extend_from_slice(b",\"rdata\":");
+            write_bytes_str(out, raw);
+        }
+        RData::Txt(_) | RData::Raw(_) => {}
+    }
+    out.push(b'}');
+}
+
+/// IPv6 as Suricata's DNS log prints it: eight groups of four hex digits, no compression.
+fn format_ipv6_full(a: &[u8; 16]) -> String {
+    let groups: Vec<String> = a.chunks(2).map(|g| format!("{:02x}{:02x}", g[0], g[1])).collect();
+    groups.join(":")
+}
+
+/// Writes bytes as a JSON string the way Suricata's eve does: valid UTF-8 as is, otherwise
+/// ASCII as is and every byte ≥ 0x80 as the four characters `\xNN`.
+pub fn write_bytes_str(out: &mut Vec<u8>, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => write_str(out, s),
+        Err(_) => {
+            let mut s = String::with_capacity(bytes.len() + 8);
+            for &b in bytes {
+                if b < 0x80 {
+                    s.push(b as char);
+                } else {
+                    s.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            write_str(out, &s);
+        }
+    }
+}
+
+/// Record type mnemonic as Suricata logs it; unknown types as their number.
+pub fn rrtype_name(rrtype: u16) -> std::borrow::Cow<'static, str> {
+    let name = match rrtype {
+        1 => "A",
+        2 => "NS",
+        3 => "MD",
+        4 => "MF",
+        5 => "CNAME",
+        6 => "SOA",
+        7 => "MB",
+        8 => "MG",
+        9 => "MR",
+        10 => "NULL",
+        11 => "WKS",
+        12 => "PTR",
+        13 => "HINFO",
+        14 => "MINFO",
+        15 => "MX",
+        16 => "TXT",
+        17 => "RP",
+        18 => "AFSDB",
+        19 => "X25",
+        20 => "ISDN",
+        21 => "RT",
+        22 => "NSAP",
+        23 => "NSAPPTR",
+        24 => "SIG",
+        25 => "KEY",
+        26 => "PX",
+        27 => "GPOS",
+        28 => "AAAA",
+        29 => "LOC",
+        30 => "NXT",
+        33 => "SRV",
+        34 => "ATMA",
+        35 => "NAPTR",
+        36 => "KX",
+        37 => "CERT",
+        38 => "A6",
+        39 => "DNAME",
+        41 => "OPT",
+        42 => "APL",
+        43 => "DS",
+        44 => "SSHFP",
+        45 => "IPSECKEY",
+        46 => "RRSIG",
+        47 => "NSEC",
+        48 => "DNSKEY",
+        49 => "DHCID",
+        50 => "NSEC3",
+        51 => "NSEC3PARAM",
+        52 => "TLSA",
+        55 => "HIP",
+        59 => "CDS",
+        60 => "CDNSKEY",
+        64 => "SVCB",
+        65 => "HTTPS",
+        99 => "SPF",
+        249 => "TKEY",
+        250 => "TSIG",
+        253 => "MAILA",
+        255 => "ANY",
+        256 => "URI",
+        _ => return rrtype.to_string().into(),
+    };
+    name.into()
+}
+
+/// Response code name as Suricata logs it (the 4-bit header rcode).
+pub fn rcode_name(rcode: u8) -> std::borrow::Cow<'static, str> {
+    let name = match rcode {
+        0 => "NOERROR",
+        1 => "FORMERR",
+        2 => "SERVFAIL",
+        3 => "NXDOMAIN",
+        4 => "NOTIMP",
+        5 => "REFUSED",
+        6 => "YXDOMAIN",
+        7 => "YXRRSET",
+        8 => "NXRRSET",
+        9 => "NOTAUTH",
+        10 => "NOTZONE",
+        _ => return rcode.to_string().into(),
+    };
+    name.into()
+}
+
+/// Reassembles length-prefixed DNS messages from one direction of a TCP stream.
+#[derive(Clone, Debug, Default)]
+struct TcpFramer {
+    /// Bytes of the frame being collected (length prefix included). At most 2 + 65535.
+    partial: Vec<u8>,
+    /// After a gap: skip data until it looks like the start of a DNS frame.
+    resync: bool,
+}
+
+/// Per-flow DNS state: transactions plus the TCP framing of each direction.
+#[derive(Clone, Debug)]
+pub struct DnsState {
+    config: DnsConfig,
+    transactions: VecDeque<DnsTransaction>,
+    next_tx_id: u64,
+    /// (DNS id, request tx id), oldest first, for pairing responses.
+    pending_requests: VecDeque<(u16, u64)>,
+    tcp: [TcpFramer; 2],
+}
+
+impl Default for DnsState {
+    fn default() -> Self {
+        DnsState::new(DnsConfig::default())
+    }
+}
+
+impl DnsState {
+    pub fn new(config: DnsConfig) -> Self {
+        DnsState {
+            config,
+            transactions: VecDeque::new(),
+            next_tx_id: 0,
+            pending_requests: VecDeque::new(),
+            tcp: Default::default(),
+        }
+    }
+
+    /// Parses one UDP datagram. Returns the new transaction's id, or `None` when the
+    /// datagram was not a usable message for that direction.
+    pub fn parse_udp(&mut self, direction: Direction, datagram: &[u8], counters: &mut DnsCounters) -> Option<u64> {
+        self.handle_message(direction, datagram, counters)
+    }
+
+    /// Feeds the next in-order bytes of one TCP direction. Returns how many transactions
+    /// were created. Any split of the stream gives the same transactions.
+    pub fn parse_tcp(&mut self, direction: Direction, mut data: &[u8], counters: &mut DnsCounters) -> usize {
+        let mut created = 0;
+        let d = direction.index();
+        while !data.is_empty() {
+            if self.tcp[d].resync {
+                // Resume only where a plausible frame starts; otherwise drop this chunk.
+                let plausible = data.len() >= 2 && {
+                    let len = usize::from(u16::from_be_bytes([data[0], data[1]]));
+                    len >= HEADER_LEN && probe_message(&data[2..], len).is_some()
+                };
+                if !plausible {
+                    counters.gap_bytes_skipped += data.len() as u64;
+                    return created;
+                }
+                self.tcp[d].resync = false;
+            }
+            let framer = &mut self.tcp[d];
+            // Fast path: whole frames directly from `data` when nothing is pending.
+            if framer.partial.is_empty() && data.len() >= 2 {
+                let len = usize::from(u16::from_be_bytes([data[0], data[1]]));
+                if data.len() >= 2 + len {
+                    let (frame, rest) = data.split_at(2 + len);
+                    data = rest;
+                    if len > 0 && self.handle_message(direction, &frame[2..], counters).is_some() {
+                        created += 1;
+                    }
+                    continue;
+                }
+            }
+            // Slow path: collect the length prefix, then the body.
+            let have = framer.partial.len();
+            let need = if have < 2 {
+                2 - have
+            } else {
+                2 + usize::from(u16::from_be_bytes([framer.partial[0], framer.partial[1]])) - have
+            };
+            let n = need.min(data.len());
+            framer.partial.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if framer.partial.len() >= 2 {
+                let len = usize::from(u16::from_be_bytes([framer.partial[0], framer.partial[1]]));
+                if framer.partial.len() == 2 + len {
+                    let frame = std::mem::take(&mut self.tcp[d].partial);
+                    if len > 0 && self.handle_message(direction, &frame[2..], counters).is_some() {
+                        created += 1;
+                    }
+                    // Keep the allocation for the next frame.
+                    let mut frame = frame;
+                    frame.clear();
+                    self.tcp[d].partial = frame;
+                }
+            }
+        }
+        created
+    }
+
+    /// Bytes were lost in this TCP direction: drop the partial frame and resynchronise.
+    pub fn on_gap(&mut self, direction: Direction) {
+        let framer = &mut self.tcp[direction.index()];
+        framer.partial.clear();
+        framer.resync = true;
+    }
+
+    fn handle_message(&mut self, direction: Direction, buf: &[u8], counters: &mut DnsCounters) -> Option<u64> {
+        let (message, notes) = match parse_message(buf, self.config.max_records_per_section) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                if e == DnsError::NameLoop {
+                    counters.name_loops += 1;
+                }
+                counters.malformed += 1;
+                return None;
+            }
+        };
+        counters.names_truncated += u64::from(notes.names_truncated);
+        counters.records_skipped += u64::from(notes.records_skipped);
+        if message.header.z() {
+            counters.z_flag_set += 1;
+        }
+        let tx_id = self.next_tx_id;
+        let mut request_tx = None;
+        match direction {
+            Direction::ToServer => {
+                if message.header.qr() {
+                    counters.not_request += 1;
+                    return None;
+                }
+                counters.requests += 1;
+                if self.pending_requests.len() >= self.config.max_pending_requests {
+                    self.pending_requests.pop_front();
+                }
+                self.pending_requests.push_back((message.header.id, tx_id));
+            }
+            Direction::ToClient => {
+                if !message.header.qr() {
+                    counters.not_response += 1;
+                }
+                counters.responses += 1;
+                let id = message.header.id;
+                if let Some(i) = self.pending_requests.iter().position(|&(pid, _)| pid == id) {
+                    request_tx = self.pending_requests.remove(i).map(|(_, t)| t);
+                }
+            }
+        }
+        self.next_tx_id += 1;
+        if self.transactions.len() >= self.config.max_transactions {
+            self.transactions.pop_front();
+            counters.tx_dropped += 1;
+        }
+        self.transactions.push_back(DnsTransaction { tx_id, direction, message, request_tx });
+        Some(tx_id)
+    }
+
+    pub fn transactions(&self) -> impl Iterator<Item = &DnsTransaction> {
+        self.transactions.iter()
+    }
+
+    pub fn tx(&self, tx_id: u64) -> Option<&DnsTransaction> {
+        // Ids are increasing, so binary search works even after drops at the front.
+        let i = self.transactions.binary_search_by_key(&tx_id, |t| t.tx_id).ok()?;
+        self.transactions.get(i)
+    }
+
+    /// Forgets transactions with an id below `tx_id` (already inspected and logged).
+    pub fn free_below(&mut self, tx_id: u64) {
+        while self.transactions.front().is_some_and(|t| t.tx_id < tx_id) {
+            self.transactions.pop_front();
+        }
+    }
+
+    /// Id the next transaction will get (= number of transactions created so far).
+    pub fn next_tx_id(&self) -> u64 {
+        self.next_tx_id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Encodes a dotted name as uncompressed labels.
+    fn labels(name: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        for label in name.split('.').filter(|l| !l.is_empty()) {
+            out.push(label.len() as u8);
+            out.extend_from_slice(label.as_bytes());
+        }
+        out.push(0);
+        out
+    }
+
+    fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16, ar: u16) -> Vec<u8> {
+        [id, flags, qd, an, ns, ar].iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    fn query(id: u16, name: &str, rrtype: u16) -> Vec<u8> {
+        let mut m = header(id, 0x0100, 1, 0, 0, 0);
+        m.extend(labels(name));
+        m.extend(rrtype.to_be_bytes());
+        m.extend(1u16.to_be_bytes());
+        m
+    }
+
+    /// A response to `query` with answers: CNAME to a compressed name, then an A record.
+    fn response(id: u16) -> Vec<u8> {
+        let mut m = header(id, 0x8180, 1, 2, 0, 0);
+        m.extend(labels("www.suricata.io")); // offset 12
+        m.extend([0, 1, 0, 1]);
+        // answer 1: name = pointer to offset 12, CNAME -> pointer to offset 16 ("suricata.io")
+        m.extend([0xc0, 12, 0, 5, 0, 1, 0, 0, 0x0e, 0x0d, 0, 2, 0xc0, 16]);
+        // answer 2: name = pointer to 16, A 35.212.0.44
+        m.extend([0xc0, 16, 0, 1, 0, 1, 0, 0, 2, 0x55, 0, 4, 35, 212, 0, 44]);
+        m
+    }
+
+    fn udp(state: &mut DnsState, dir: Direction, msg: &[u8]) -> Option<u64> {
+        state.parse_udp(dir, msg, &mut DnsCounters::default())
+    }
+
+    #[test]
+    fn request_names_dotted_without_trailing_dot() {
+        let mut s = DnsState::default();
+        let id = udp(&mut s, Direction::ToServer, &query(0x1234, "www.google.co.uk", 1)).unwrap();
+        let tx = s.tx(id).unwrap();
+        assert_eq!(tx.query_names().collect::<Vec<_>>(), vec![b"www.google.co.uk".as_slice()]);
+        assert_eq!(tx.query_rrtypes().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(tx.opcode(), 0);
+        assert!(tx.message.header.rd());
+    }
+
+    #[test]
+    fn response_with_compression_and_pairing() {
+        let mut s = DnsState::default();
+        let q = udp(&mut s, Direction::ToServer, &query(7, "www.suricata.io", 1)).unwrap();
+        let r = udp(&mut s, Direction::ToClient, &response(7)).unwrap();
+        assert_eq!((q, r), (0, 1));
+        let tx = s.tx(r).unwrap();
+        assert_eq!(tx.request_tx, Some(0));
+        assert_eq!(tx.query_names().count(), 0, "dns.query only looks at requests");
+        assert_eq!(tx.question_names().collect::<Vec<_>>(), vec![b"www.suricata.io".as_slice()]);
+        assert_eq!(tx.answer_names().collect::<Vec<_>>(), vec![b"www.suricata.io".as_slice(), b"suricata.io"]);
+        assert_eq!(tx.message.answers[0].rdata, RData::Name(DnsName { bytes: b"suricata.io".to_vec(), truncated: false }));
+        assert_eq!(tx.message.answers[1].rdata, RData::A([35, 212, 0, 44]));
+        assert_eq!(tx.message.answers[1].ttl, 597);
+    }
+
+    #[test]
+    fn eve_matches_suricata_v3_layout() {
+        let mut s = DnsState::default();
+        udp(&mut s, Direction::ToServer, &query(0, "www.suricata.io", 1));
+        udp(&mut s, Direction::ToClient, &response(0));
+        let mut out = Vec::new();
+        s.tx(0).unwrap().write_eve(&mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"version":3,"type":"request","tx_id":0,"id":0,"flags":"100","rd":true,
+                "opcode":0,"rcode":"NOERROR","queries":[{"rrname":"www.suricata.io","rrtype":"A"}]})
+        );
+        assert!(out.starts_with(b"{\"version\":3,\"type\":\"request\",\"tx_id\":0"), "field order");
+        out.clear();
+        s.tx(1).unwrap().write_eve(&mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["type"], "response");
+        assert_eq!(v["flags"], "8180");
+        assert_eq!(v["qr"], true);
+        assert_eq!(v["ra"], true);
+        assert_eq!(v["answers"][0], serde_json::json!({"rrname":"www.suricata.io","rrtype":"CNAME","ttl":3597,"rdata":"suricata.io"}));
+        assert_eq!(v["answers"][1]["rdata"], "35.212.0.44");
+    }
+
+    #[test]
+    fn eve_escapes_non_utf8_like_suricata() {
+        let mut out = Vec::new();
+        write_bytes_str(&mut out, b"a\xffb");
+        assert_eq!(out, b"\"a\\\\xffb\"");
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v, "a\\xffb");
+    }
+
+    #[test]
+    fn compression_loop_is_rejected() {
+        // Question name is a pointer to itself.
+        let mut m = header(1, 0x0100, 1, 0, 0, 0);
+        m.extend([0xc0, 12, 0, 1, 0, 1]);
+        assert_eq!(parse_message(&m, 16).unwrap_err(), DnsError::NameLoop);
+        // Two pointers pointing at each other, via a label.
+        let mut m = header(1, 0x0100, 1, 0, 0, 0);
+        m.extend([1, b'a', 0xc0, 12, 0, 1, 0, 1]);
+        assert_eq!(parse_message(&m, 16).unwrap_err(), DnsError::NameLoop);
+        let mut s = DnsState::default();
+        let mut c = DnsCounters::default();
+        assert_eq!(s.parse_udp(Direction::ToServer, &m, &mut c), None);
+        assert_eq!((c.malformed, c.name_loops), (1, 1));
+    }
+
+    #[test]
+    fn bad_pointer_and_label_types_rejected() {
+        let mut m = header(1, 0x0100, 1, 0, 0, 0);
+        m.extend([0xc0, 200, 0, 1, 0, 1]);
+        assert_eq!(parse_message(&m, 16).unwrap_err(), DnsError::BadLabel);
+        let mut m = header(1, 0x0100, 1, 0, 0, 0);
+        m.extend([0x41, b'a', 0, 0, 1, 0, 1]);
+        assert_eq!(parse_message(&m, 16).unwrap_err(), DnsError::BadLabel);
+        assert_eq!(parse_message(&[0; 11], 16).unwrap_err(), DnsError::ShortHeader);
+        let mut m = query(1, "abc.de", 1);
+        m.pop();
+        assert_eq!(parse_message(&m, 16).unwrap_err(), DnsError::Truncated);
+    }
+
+    #[test]
+    fn long_names_are_cut_at_limit() {
+        // 200 questions' worth of pointer chains would explode; here one name made of a
+        // pointer to a 63-byte label chain repeated: build 20 labels of 63 bytes = 1279 bytes.
+        let mut m = header(1, 0x0100, 1, 0, 0, 0);
+        for _ in 0..20 {
+            m.push(63);
+            m.extend([b'x'; 63]);
+        }
+        m.push(0);
+        m.extend([0, 1, 0, 1]);
+        let (msg, notes) = parse_message(&m, 16).unwrap();
+        assert!(msg.questions[0].name.truncated);
+        assert!(msg.questions[0].name.bytes.len() <= MAX_NAME_LEN);
+        assert_eq!(notes.names_truncated, 1);
+    }
+
+    #[test]
+    fn record_limit_skips_and_counts() {
+        let mut m = header(9, 0x8180, 0, 5, 0, 0);
+        for i in 0..5u8 {
+            m.extend([0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 10, 0, 0, i]);
+        }
+        let mut s = DnsState::new(DnsConfig { max_records_per_section: 2, ..Default::default() });
+        let mut c = DnsCounters::default();
+        let id = s.parse_udp(Direction::ToClient, &m, &mut c).unwrap();
+        assert_eq!(s.tx(id).unwrap().message.answers.len(), 2);
+        assert_eq!(c.records_skipped, 3);
+    }
+
+    #[test]
+    fn transaction_limit_drops_oldest() {
+        let mut s = DnsState::new(DnsConfig { max_transactions: 3, ..Default::default() });
+        let mut c = DnsCounters::default();
+        for i in 0..5 {
+            s.parse_udp(Direction::ToServer, &query(i, "a.b", 1), &mut c).unwrap();
+        }
+        assert_eq!(s.transactions().map(|t| t.tx_id).collect::<Vec<_>>(), vec![2, 3, 4]);
+        assert_eq!(c.tx_dropped, 2);
+        assert!(s.tx(0).is_none());
+        assert_eq!(s.tx(3).unwrap().message.header.id, 3);
+        s.free_below(4);
+        assert_eq!(s.transactions().count(), 1);
+    }
+
+    #[test]
+    fn response_flag_in_request_direction_is_refused() {
+        let mut s = DnsState::default();
+        let mut c = DnsCounters::default();
+        assert_eq!(s.parse_udp(Direction::ToServer, &response(3), &mut c), None);
+        assert_eq!(c.not_request, 1);
+        // A query seen in the response direction is kept but counted.
+        assert!(s.parse_udp(Direction::ToClient, &query(3, "x.y", 1), &mut c).is_some());
+        assert_eq!(c.not_response, 1);
+    }
+
+    #[test]
+    fn opcode_notify_with_soa_answer() {
+        // Request from the dns-opcode conformance capture: opcode 4, one SOA in the answers.
+        let mut m = header(0x9668, 0x2400, 1, 1, 0, 0);
+        m.extend(labels("bortzmeyer.42"));
+        m.extend([0, 6, 0, 1]);
+        m.extend(labels("bortzmeyer.42"));
+        m.extend([0, 6, 0, 1, 0, 1, 0x51, 0x80]);
+        let mut rdata = labels("ns3.bortzmeyer.org");
+        rdata.extend(labels("stephane.bortzmeyer.org"));
+        rdata.extend([0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5]);
+        m.extend((rdata.len() as u16).to_be_bytes());
+        m.extend(rdata);
+        let mut s = DnsState::default();
+        let id = udp(&mut s, Direction::ToServer, &m).unwrap();
+        let tx = s.tx(id).unwrap().clone();
+        assert_eq!(tx.opcode(), 4);
+        match &tx.message.answers[0].rdata {
+            RData::Soa(soa) => {
+                assert_eq!(soa.mname.bytes, b"ns3.bortzmeyer.org");
+                assert_eq!((soa.serial, soa.minimum), (1, 5));
+            }
+            other => panic!("expected SOA, got {other:?}"),
+        }
+        let mut out = Vec::new();
+        tx.write_eve(&mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["answers"][0]["soa"]["rname"], "stephane.bortzmeyer.org");
+        assert_eq!(v["answers"][0]["rrtype"], "SOA");
+    }
+
+    #[test]
+    fn root_query_gives_empty_name() {
+        // detect-bytetest-03 capture: a query for the root name.
+        let m = [0x38, 0x35, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1];
+        let mut s = DnsState::default();
+        let id = udp(&mut s, Direction::ToServer, &m).unwrap();
+        let tx = s.tx(id).unwrap();
+        assert_eq!(tx.query_names().collect::<Vec<_>>(), vec![b"".as_slice()]);
+    }
+
+    #[test]
+    fn rdata_types_mx_txt_srv_aaaa_and_unknown() {
+        let mut m = header(5, 0x8180, 0, 5, 0, 0);
+        m.extend([0, 0, 15, 0, 1, 0, 0, 0, 9]); // MX
+        let mut mx = vec![0, 10];
+        mx.extend(labels("mail.example"));
+        m.extend((mx.len() as u16).to_be_bytes());
+        m.extend(mx);
+        m.extend([0, 0, 16, 0, 1, 0, 0, 0, 9, 0, 6, 2, b'h', b'i', 2, b'y', b'o']); // TXT
+        m.extend([0, 0, 33, 0, 1, 0, 0, 0, 9]); // SRV
+        let mut srv = vec![0, 1, 0, 2, 0x01, 0xbb];
+        srv.extend(labels("t.example"));
+        m.extend((srv.len() as u16).to_be_bytes());
+        m.extend(srv);
+        m.extend([0, 0, 28, 0, 1, 0, 0, 0, 9, 0, 16, 0x26, 0x07, 0xf8, 0xb0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x69]);
+        m.extend([0, 0, 99, 0, 1, 0, 0, 0, 9, 0, 3, 1, 2, 3]); // SPF as raw
+        let (msg, _) = parse_message(&m, 16).unwrap();
+        assert_eq!(msg.answers[0].rdata, RData::Mx { preference: 10, exchange: DnsName { bytes: b"mail.example".to_vec(), truncated: false } });
+        assert_eq!(msg.answers[1].rdata, RData::Txt(vec![b"hi".to_vec(), b"yo".to_vec()]));
+        assert!(matches!(&msg.answers[2].rdata, RData::Srv(s) if s.port == 443 && s.target.bytes == b"t.example"));
+        assert!(matches!(msg.answers[3].rdata, RData::Aaaa(_)));
+        assert_eq!(msg.answers[4].rdata, RData::Raw(vec![1, 2, 3]));
+        let tx = DnsTransaction { tx_id: 0, direction: Direction::ToClient, message: msg, request_tx: None };
+        let mut out = Vec::new();
+        tx.write_eve(&mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["answers"][1]["rdata"], "hi");
+        assert_eq!(v["answers"][2]["rdata"], "yo", "one eve answer per TXT string");
+        assert_eq!(v["answers"][3]["srv"]["port"], 443);
+        assert_eq!(v["answers"][4]["rdata"], "2607:f8b0:0000:0000:0000:0000:0000:0069");
+        assert_eq!(v["answers"][5]["rrtype"], "SPF");
+        assert_eq!(v["answers"].as_array().unwrap().len(), 6);
+    }
+
+    fn tcp_stream(msgs: &[Vec<u8>]) -> Vec<u8> {
+        let mut s = Vec::new();
+        for m in msgs {
+            s.extend((m.len() as u16).to_be_bytes());
+            s.extend(m);
+        }
+        s
+    }
+
+    #[test]
+    fn tcp_several_messages_per_segment_and_split() {
+        let stream = tcp_stream(&[query(1, "a.example", 1), query(2, "b.example", 28), query(3, "c.example", 15)]);
+        let mut whole = DnsState::default();
+        let mut c = DnsCounters::default();
+        assert_eq!(whole.parse_tcp(Direction::ToServer, &stream, &mut c), 3);
+        let mut split = DnsState::default();
+        let mut created = 0;
+        for piece in stream.chunks(7) {
+            created += split.parse_tcp(Direction::ToServer, piece, &mut c);
+        }
+        assert_eq!(created, 3);
+        assert_eq!(whole.transactions().collect::<Vec<_>>(), split.transactions().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn tcp_gap_resyncs_on_next_frame() {
+        let mut s = DnsState::default();
+        let mut c = DnsCounters::default();
+        let first = tcp_stream(&[query(1, "a.example", 1)]);
+        s.parse_tcp(Direction::ToServer, &first[..10], &mut c);
+        s.on_gap(Direction::ToServer);
+        s.parse_tcp(Direction::ToServer, b"garbage that is not dns", &mut c);
+        assert_eq!(c.gap_bytes_skipped, 23);
+        assert_eq!(s.parse_tcp(Direction::ToServer, &tcp_stream(&[query(2, "b.example", 1)]), &mut c), 1);
+        assert_eq!(s.transactions().next().unwrap().message.header.id, 2);
+    }
+
+    #[test]
+    fn probe_checks_opcode_and_counts() {
+        let q = query(1, "a.b", 1);
+        assert_eq!(probe_message(&q, q.len()), Some(true));
+        assert_eq!(probe_message(&response(1), response(1).len()), Some(false));
+        let mut bad = q.clone();
+        bad[2] = 0x78; // opcode 15
+        assert_eq!(probe_message(&bad, bad.len()), None);
+        let huge = header(1, 0x0100, 400, 0, 0, 0);
+        assert_eq!(probe_message(&huge, 100), None);
+        // Header only, rest still to come: plausible.
+        assert_eq!(probe_message(&q[..12], q.len()), Some(true));
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let mut s = DnsState::default();
+            let mut c = DnsCounters::default();
+            s.parse_udp(Direction::ToServer, &data, &mut c);
+            s.parse_udp(Direction::ToClient, &data, &mut c);
+            s.parse_tcp(Direction::ToServer, &data, &mut c);
+            let _ = probe_message(&data, data.len());
+            let mut out = Vec::new();
+            for tx in s.transactions() {
+                tx.write_eve(&mut out);
+                prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+                out.clear();
+            }
+        }
+
+        #[test]
+        fn mutated_messages_never_panic(pos in 0usize..80, byte in any::<u8>(), cut in 0usize..80) {
+            let mut m = response(3);
+            if pos < m.len() { m[pos] = byte; }
+            m.truncate(cut.max(1) + 12);
+            let _ = parse_message(&m, 16);
+        }
+
+        #[test]
+        fn tcp_any_split_equals_whole(cuts in proptest::collection::vec(1usize..40, 1..20)) {
+            let stream = tcp_stream(&[query(1, "a.example", 1), response(1), query(2, "bb.example.org", 16)]);
+            let mut whole = DnsState::default();
+            let mut c = DnsCounters::default();
+            whole.parse_tcp(Direction::ToClient, &stream, &mut c);
+            let mut split = DnsState::default();
+            let mut rest = stream.as_slice();
+            let mut i = 0;
+            while !rest.is_empty() {
+                let n = cuts[i % cuts.len()].min(rest.len());
+                split.parse_tcp(Direction::ToClient, &rest[..n], &mut c);
+                rest = &rest[n..];
+                i += 1;
+            }
+            prop_assert_eq!(whole.transactions().collect::<Vec<_>>(), split.transactions().collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn tcp_one_byte_at_a_time_equals_whole(n in 1usize..4) {
+            let msgs: Vec<Vec<u8>> = (0..n).map(|i| query(i as u16, "one.two.three", 1)).collect();
+            let stream = tcp_stream(&msgs);
+            let mut whole = DnsState::default();
+            let mut c = DnsCounters::default();
+            whole.parse_tcp(Direction::ToServer, &stream, &mut c);
+            let mut bytewise = DnsState::default();
+            for b in &stream {
+                bytewise.parse_tcp(Direction::ToServer, std::slice::from_ref(b), &mut c);
+            }
+            prop_assert_eq!(whole.transactions().count(), n);
+            prop_assert_eq!(whole.transactions().collect::<Vec<_>>(), bytewise.transactions().collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Content-Encoding decoding of HTTP bodies: a chain of gzip / deflate / zlib layers.
+//!
+//! Tolerant the way browsers (and libhtp) are, because an IDS that is stricter than the
+//! client can be evaded:
+//! - the gzip header is parsed by hand and its reserved flags, CRC and trailer are ignored;
+//! - a layer that fails before producing any output restarts with the next format
+//!   (gzip → raw deflate → zlib → gzip, at most three restarts), replaying what it saw, so
+//!   "deflate" that is really zlib (or gzip labelled deflate) still decodes;
+//! - a layer whose input never decodes passes it through unchanged (the header lied);
+//! - a layer that fails after producing output stops (the data it produced is kept);
+//! - data after the end of a compressed stream is ignored.
+//!
+//! Bomb protection: once the decoded size exceeds `bomb_limit` *and* `bomb_ratio` times the
+//! encoded size, decoding stops for this body.
+
+use flate2::{Decompress, FlushDecompress, Status};
+
+/// One content coding we can undo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    Gzip,
+    /// Raw RFC 1951 deflate.
+    Deflate,
+    /// RFC 1950 zlib-wrapped deflate.
+    Zlib,
+}
+
+impl Codec {
+    fn next_on_failure(self) -> Codec {
+        match self {
+            Codec::Gzip => Codec::Deflate,
+            Codec::Deflate => Codec::Zlib,
+            Codec::Zlib => Codec::Gzip,
+        }
+    }
+}
+
+/// Bytes of undecodable input kept per layer so a restart can replay them.
+const REPLAY_LIMIT: usize = 4096;
+/// A gzip header longer than this (extra field, file name, comment) is treated as garbage.
+const GZIP_HEADER_LIMIT: usize = 4096;
+const MAX_RESTARTS: u8 = 3;
+const OUT_CHUNK: usize = 8192;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LayerState {
+    Decoding,
+    /// The input was never decodable: forward it unchanged.
+    Passthrough,
+    /// End of the compressed stream, or an error after output: ignore further input.
+    Done,
+}
+
+struct Layer {
+    codec: Codec,
+    inflater: Decompress,
+    state: LayerState,
+    /// Gzip only: header bytes collected until the header is complete.
+    gzip_header: Vec<u8>,
+    gzip_header_done: bool,
+    produced_output: bool,
+    restarts: u8,
+    replay: Vec<u8>,
+}
+
+enum GzipHeader {
+    Complete(usize),
+    Incomplete,
+    Invalid,
+}
+
+/// Lenient gzip member header parse: magic, method 8, then the optional fields the flags
+/// announce. Reserved flag bits, MTIME, XFL, OS and the header CRC value are not checked.
+fn parse_gzip_header(buf: &[u8]) -> GzipHeader {
+    const FHCRC: u8 = 0x02;
+    const FEXTRA: u8 = 0x04;
+    const FNAME: u8 = 0x08;
+    const FCOMMENT: u8 = 0x10;
+    let magic = [0x1f, 0x8b, 0x08];
+    let n = buf.len().min(3);
+    if buf[..n] != magic[..n] {
+        return GzipHeader::Invalid;
+    }
+    if buf.len() < 10 {
+        return GzipHeader::Incomplete;
+    }
+    let flags = buf[3];
+    let mut pos = 10;
+    if flags & FEXTRA != 0 {
+        let Some(len_bytes) = buf.get(pos..pos + 2) else {
+            return GzipHeader::Incomplete;
+        };
+        let xlen = u16::from_le_bytes([len_bytes[0], len_bytes[1]]) as usize;
+        pos += 2 + xlen;
+        if buf.len() < pos {
+            return GzipHeader::Incomplete;
+        }
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            match buf[pos.min(buf.len())..].iter().position(|&b| b == 0) {
+                Some(nul) => pos += nul + 1,
+                None => return GzipHeader::Incomplete,
+            }
+        }
+    }
+    if flags & FHCRC != 0 {
+        pos += 2;
+        if buf.len() < pos {
+            return GzipHeader::Incomplete;
+        }
+    }
+    GzipHeader::Complete(pos)
+}
+
+impl Layer {
+    fn new(codec: Codec) -> Layer {
+        Layer {
+            codec,
+            inflater: Decompress::new(codec == Codec::Zlib),
+            state: LayerState::Decoding,
+            gzip_header: Vec::new(),
+            gzip_header_done: false,
+            produced_output: false,
+            restarts: 0,
+            replay: Vec::new(),
+        }
+    }
+
+    fn reset_to(&mut self, codec: Codec) {
+        self.codec = codec;
+        self.inflater = Decompress::new(codec == Codec::Zlib);
+        self.gzip_header.clear();
+        self.gzip_header_done = false;
+    }
+
+    /// Decodes `input`, handing every produced piece to `sink`.
+    fn write(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8])) {
+        match self.state {
+            LayerState::Passthrough => sink(input),
+            LayerState::Done => {}
+            LayerState::Decoding => {
+                if !self.produced_output && self.replay.len() < REPLAY_LIMIT {
+                    let room = REPLAY_LIMIT - self.replay.len();
+                    self.replay
+                        .extend_from_slice(&input[..input.len().min(room)]);
+                }
+                if self.decode(input, sink).is_err() {
+                    self.on_error(sink);
+                }
+            }
+        }
+    }
+
+    fn on_error(&mut self, sink: &mut dyn FnMut(&[u8])) {
+        if self.produced_output {
+            self.state = LayerState::Done;
+            return;
+        }
+        if self.restarts >= MAX_RESTARTS {
+            self.state = LayerState::Passthrough;
+            let replay = std::mem::take(&mut self.replay);
+            sink(&replay);
+            return;
+        }
+        self.restarts += 1;
+        let next = self.codec.next_on_failure();
+        self.reset_to(next);
+        let replay = std::mem::take(&mut self.replay);
+        let result = self.decode(&replay, sink);
+        if !self.produced_output {
+            self.replay = replay;
+        }
+        if result.is_err() {
+            self.on_error(sink);
+        }
+    }
+
+    fn decode(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8])) -> Result<(), ()> {
+        let mut input = input;
+        // The gzip header is collected separately (it may arrive in pieces).
+        let header_tail: Vec<u8>;
+        if self.codec == Codec::Gzip && !self.gzip_header_done {
+            self.gzip_header.extend_from_slice(input);
+            match parse_gzip_header(&self.gzip_header) {
+                GzipHeader::Invalid => return Err(()),
+                GzipHeader::Incomplete => {
+                    if self.gzip_header.len() > GZIP_HEADER_LIMIT {
+                        return Err(());
+                    }
+                    return Ok(());
+                }
+                GzipHeader::Complete(len) => {
+                    self.gzip_header_done = true;
+                    header_tail = self.gzip_header.split_off(len);
+                    self.gzip_header = Vec::new();
+                    input = &header_tail;
+                }
+            }
+        }
+        let mut out = [0u8; OUT_CHUNK];
+        loop {
+            let in_before = self.inflater.total_in();
+            let out_before = self.inflater.total_out();
+            let status = self
+                .inflater
+                .decompress(input, &mut out, FlushDecompress::None)
+                .map_err(|_| ())?;
+            let consumed = (self.inflater.total_in() - in_before) as usize;
+            let produced = (self.inflater.total_out() - out_before) as usize;
+            input = input.get(consumed..).unwrap_or(&[]);
+            if produced > 0 {
+                self.produced_output = true;
+                self.replay = Vec::new();
+                sink(&out[..produced]);
+            }
+            match status {
+                Status::StreamEnd => {
+                    self.state = LayerState::Done;
+                    return Ok(());
+                }
+                _ if consumed == 0 && produced == 0 => return Ok(()),
+                _ if input.is_empty() && produced < out.len() => return Ok(()),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Limits for [`BodyDecoder`].
+#[derive(Clone, Copy, Debug)]
+pub struct DecompressLimits {
+    /// Decoded bytes allowed before the ratio check applies.
+    pub bomb_limit: u64,
+    /// Maximum decoded/encoded ratio once past `bomb_limit`.
+    pub bomb_ratio: u64,
+}
+
+/// The decoding chain of one body. `layers[0]` undoes the coding applied last (the last
+/// one listed in Content-Encoding), whose output feeds `layers[1]`, and so on.
+pub struct BodyDecoder {
+    layers: Vec<Layer>,
+    limits: DecompressLimits,
+    encoded_len: u64,
+    decoded_len: u64,
+    bomb: bool,
+}
+
+impl BodyDecoder {
+    /// `codecs` in the order they were applied by the sender (header order).
+    pub fn new(codecs_in_header_order: &[Codec], limits: DecompressLimits) -> BodyDecoder {
+        BodyDecoder {
+            layers: codecs_in_header_order
+                .iter()
+                .rev()
+                .map(|&c| Layer::new(c))
+                .collect(),
+            limits,
+            encoded_len: 0,
+            decoded_len: 0,
+            bomb: false,
+        }
+    }
+
+    /// True once the bomb limit stopped decoding.
+    pub fn bomb_detected(&self) -> bool {
+        self.bomb
+    }
+
+    pub fn decoded_len(&self) -> u64 {
+        self.decoded_len
+    }
+
+    /// Decodes one piece of the encoded body.
+    pub fn write(&mut self, data: &[u8], out: &mut dyn FnMut(&[u8])) {
+        if self.bomb {
+            return;
+        }
+        self.encoded_len += data.len() as u64;
+        let limits = self.limits;
+        let encoded_len = self.encoded_len;
+        let decoded_len = &mut self.decoded_len;
+        let bomb = &mut self.bomb;
+        let mut guarded = |piece: &[u8]| {
+            if *bomb {
+                return;
+            }
+            *decoded_len += piece.len() as u64;
+            let ratio_exceeded = *decoded_len > encoded_len.saturating_mul(limits.bomb_ratio);
+            if *decoded_len > limits.bomb_limit && ratio_exceeded {
+                *bomb = true;
+                return;
+            }
+            out(piece);
+        };
+        push(&mut self.layers, data, &mut guarded);
+    }
+}
+
+fn push(layers: &mut [Layer], data: &[u8], out: &mut dyn FnMut(&[u8])) {
+    match layers.split_first_mut() {
+        None => out(data),
+        Some((first, rest)) => first.write(data, &mut |piece: &[u8]| push(rest, piece, out)),
+    }
+}

@@ -1,0 +1,497 @@
+//! Line splitting and header-block parsing, tolerant the way libhtp is.
+//!
+//! Requests end lines at LF (a CR before it is dropped). Responses also accept a lone CR,
+//! `LF CR`, and the deformed endings browsers accept (`CR LF CR` followed by more CR/SP/HT,
+//! `LF CR CR LF` before an empty line), because servers can use them to hide headers from
+//! a stricter parser. Folded lines (starting with SP, HT or NUL) continue the previous
+//! value; in a response a continuation that looks like `token:` starts a new header
+//! instead. A line without a colon becomes a header with an empty name. Names and values
+//! are trimmed of whitespace (SP HT CR LF VT FF); repeated headers are merged with ", "
+//! (Content-Length keeps its first value).
+
+use super::HttpAnomaly;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Request,
+    Response,
+}
+
+/// One header after folding and merging.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub name: Vec<u8>,
+    pub value: Vec<u8>,
+    /// How many times the name occurred (values of repeats are merged into `value`).
+    pub count: u32,
+}
+
+/// libhtp's whitespace set.
+pub(crate) fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+}
+
+pub(crate) fn trim_space(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|&b| !is_space(b)).unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|&b| !is_space(b))
+        .map_or(start, |e| e + 1);
+    &s[start..end.max(start)]
+}
+
+/// Case-insensitive name comparison that ignores NUL bytes in the received name, so
+/// `Transfer\0-Encoding` still counts (browsers skip the NUL).
+pub(crate) fn name_matches(received: &[u8], wanted: &str) -> bool {
+    let mut wanted = wanted.as_bytes().iter();
+    for &b in received.iter().filter(|&&b| b != 0) {
+        match wanted.next() {
+            Some(w) if w.eq_ignore_ascii_case(&b) => {}
+            _ => return false,
+        }
+    }
+    wanted.next().is_none()
+}
+
+fn is_token(b: u8) -> bool {
+    (33..=126).contains(&b) && !b"()<>@,;:\\\"/[]?={}".contains(&b)
+}
+
+/// A complete line: `content` excludes the line ending; `next` is the offset after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Line {
+    pub start: usize,
+    pub end: usize,
+    pub next: usize,
+}
+
+/// Finds the line starting at `from`. `None` means more data is needed to decide.
+pub(crate) fn next_line(buf: &[u8], from: usize, side: Side, eof: bool) -> Option<Line> {
+    let data = buf.get(from..)?;
+    match side {
+        Side::Request => {
+            let lf = data.iter().position(|&b| b == b'\n')?;
+            let mut end = from + lf;
+            if end > from && buf[end - 1] == b'\r' {
+                end -= 1;
+            }
+            Some(Line {
+                start: from,
+                end,
+                next: from + lf + 1,
+            })
+        }
+        Side::Response => {
+            let i = data.iter().position(|&b| b == b'\n' || b == b'\r')?;
+            let eol_len = response_eol_len(&data[i..], i == 0, eof)?;
+            Some(Line {
+                start: from,
+                end: from + i,
+                next: from + i + eol_len,
+            })
+        }
+    }
+}
+
+/// Length of the response line ending at the start of `eol` (which begins with CR or LF).
+fn response_eol_len(eol: &[u8], empty_line: bool, eof: bool) -> Option<usize> {
+    let at = |k: usize| eol.get(k).copied();
+    // An unknown next byte: wait, unless the stream ended.
+    macro_rules! need {
+        ($k:expr) => {
+            if at($k).is_none() && !eof {
+                return None;
+            }
+        };
+    }
+    if empty_line {
+        // End of headers waits for nothing but the LF of a CR LF: a bare LF is a whole
+        // empty line (so an LF-only response without body completes at once).
+        return match (at(0), at(1)) {
+            (Some(b'\r'), Some(b'\n')) => Some(2),
+            (Some(b'\r'), None) if !eof => None,
+            _ => Some(1),
+        };
+    }
+    if at(0) == Some(b'\n') {
+        need!(1);
+        if at(1) != Some(b'\r') {
+            return Some(1);
+        }
+        // LF CR CR LF directly before an empty line is one (deformed) ending.
+        need!(2);
+        if at(2) == Some(b'\r') {
+            need!(3);
+            if at(3) == Some(b'\n') {
+                need!(4);
+                match at(4) {
+                    Some(b'\n') => return Some(4),
+                    Some(b'\r') => {
+                        need!(5);
+                        if at(5) == Some(b'\n') {
+                            return Some(4);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        return Some(2);
+    }
+    // CR
+    need!(1);
+    if at(1) != Some(b'\n') {
+        return Some(1);
+    }
+    // CR LF CR [CR SP HT]+ LF? not followed by an empty line: one deformed ending.
+    need!(2);
+    if at(2) != Some(b'\r') {
+        return Some(2);
+    }
+    let mut k = 3;
+    while matches!(at(k), Some(b'\r' | b' ' | b'\t')) {
+        k += 1;
+    }
+    need!(k);
+    if k == 3 {
+        return Some(2);
+    }
+    let mut end = k;
+    if at(end) == Some(b'\n') {
+        end += 1;
+    }
+    need!(end);
+    let followed_by_empty_line = match at(end) {
+        Some(b'\n') => true,
+        Some(b'\r') => {
+            need!(end + 1);
+            at(end + 1) == Some(b'\n')
+        }
+        _ => false,
+    };
+    Some(if followed_by_empty_line { 2 } else { end })
+}
+
+/// What one line did to the header block.
+pub(crate) enum LineOutcome {
+    Continue,
+    /// The line cannot be judged without the next byte: feed it again later.
+    NeedMore,
+    /// End of the block; the body starts at this offset into the line buffer.
+    End {
+        body_start: usize,
+    },
+}
+
+/// Header lines collected so far for one message (or trailer).
+#[derive(Debug)]
+pub(crate) struct HeaderBlock {
+    side: Side,
+    pending: Option<(Vec<u8>, Vec<u8>)>,
+    /// The pending line had no colon (its text is in the value).
+    pending_missing_colon: bool,
+    pub headers: Vec<Header>,
+    pub max_headers: usize,
+}
+
+impl HeaderBlock {
+    pub fn new(side: Side, max_headers: usize) -> HeaderBlock {
+        HeaderBlock {
+            side,
+            pending: None,
+            pending_missing_colon: false,
+            headers: Vec::new(),
+            max_headers,
+        }
+    }
+
+    /// Feeds one complete line. `eof`: no more data will follow `buf`.
+    pub fn on_line(
+        &mut self,
+        line: Line,
+        buf: &[u8],
+        eof: bool,
+        anomalies: &mut Vec<HttpAnomaly>,
+    ) -> LineOutcome {
+        let content = &buf[line.start..line.end];
+        let eol_len = line.next - line.end;
+        if content.is_empty() {
+            // libhtp only sees an end of headers after a header (or a CRLF at the very
+            // start); a lone CR opening a response header block is swallowed instead.
+            let first_line = self.pending.is_none() && self.headers.is_empty();
+            if first_line && self.side == Side::Response && eol_len == 1 && buf[line.end] == b'\r' {
+                anomalies.push(HttpAnomaly::InvalidFolding);
+                return LineOutcome::Continue;
+            }
+            self.flush(anomalies);
+            return LineOutcome::End {
+                body_start: line.next,
+            };
+        }
+        let first = content[0];
+        if matches!(first, b' ' | b'\t' | 0) {
+            if content.iter().all(|&b| is_space(b) || b == 0) {
+                // A whitespace-only line is an empty fold when it ends with CRLF; after a
+                // one-byte ending libhtp ends the headers there (swallowing one more LF).
+                if eol_len >= 2 {
+                    return LineOutcome::Continue;
+                }
+                let body_start = match buf.get(line.next) {
+                    Some(b'\n') => line.next + 1,
+                    Some(_) => line.next,
+                    None if eof => line.next,
+                    None => return LineOutcome::NeedMore,
+                };
+                self.flush(anomalies);
+                return LineOutcome::End { body_start };
+            }
+            let indent = content
+                .iter()
+                .position(|&b| !matches!(b, b' ' | b'\t' | 0))
+                .unwrap_or(0);
+            let rest = &content[indent..];
+            let looks_like_header = self.side == Side::Response && {
+                let token_len = rest.iter().take_while(|&&b| is_token(b)).count();
+                let after = &rest[token_len..];
+                let after = &after[after
+                    .iter()
+                    .position(|&b| !matches!(b, b' ' | b'\t'))
+                    .unwrap_or(after.len())..];
+                token_len > 0 && after.first() == Some(&b':')
+            };
+            if !looks_like_header {
+                if let Some((name, value)) = &mut self.pending {
+                    // "Name<EOL> : value": libhtp keeps reading the name across a line
+                    // ending followed by whitespace.
+                    if self.pending_missing_colon {
+                        if let Some(colon) = content.iter().position(|&b| b == b':') {
+                            let mut joined = std::mem::take(value);
+                            joined.push(b' ');
+                            joined.extend_from_slice(&content[..colon]);
+                            *name = joined;
+                            *value = content[colon + 1..].to_vec();
+                            self.pending_missing_colon = false;
+                            anomalies.push(HttpAnomaly::InvalidFolding);
+                            return LineOutcome::Continue;
+                        }
+                    }
+                    anomalies.push(HttpAnomaly::FoldedHeader);
+                    if !trim_space(value).is_empty() {
+                        value.push(first);
+                    }
+                    value.extend_from_slice(&content[1..]);
+                    return LineOutcome::Continue;
+                }
+            }
+            anomalies.push(HttpAnomaly::InvalidFolding);
+        }
+        self.flush(anomalies);
+        match content.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                self.pending = Some((content[..colon].to_vec(), content[colon + 1..].to_vec()));
+                self.pending_missing_colon = false;
+            }
+            None => {
+                anomalies.push(HttpAnomaly::HeaderMissingColon);
+                self.pending = Some((Vec::new(), content.to_vec()));
+                self.pending_missing_colon = true;
+            }
+        }
+        LineOutcome::Continue
+    }
+
+    /// Ends the block early (stream closed or size limit).
+    pub fn finish(&mut self, anomalies: &mut Vec<HttpAnomaly>) {
+        self.flush(anomalies);
+    }
+
+    fn flush(&mut self, anomalies: &mut Vec<HttpAnomaly>) {
+        let Some((name, value)) = self.pending.take() else {
+            return;
+        };
+        let name = trim_space(&name);
+        let value = trim_space(&value);
+        if let Some(existing) = self
+            .headers
+            .iter_mut()
+            .find(|h| h.name.len() == name.len() && h.name.eq_ignore_ascii_case(name))
+        {
+            anomalies.push(HttpAnomaly::RepeatedHeader);
+            if existing.count >= 64 {
+                return;
+            }
+            existing.count += 1;
+            if name_matches(name, "content-length") {
+                if existing.value != value {
+                    anomalies.push(HttpAnomaly::AmbiguousContentLength);
+                }
+            } else {
+                existing.value.extend_from_slice(b", ");
+                existing.value.extend_from_slice(value);
+            }
+            return;
+        }
+        if self.headers.len() >= self.max_headers {
+            anomalies.push(HttpAnomaly::TooManyHeaders);
+            return;
+        }
+        self.headers.push(Header {
+            name: name.to_vec(),
+            value: value.to_vec(),
+            count: 1,
+        });
+    }
+}
+
+/// The first header whose name matches (case-insensitive, NULs ignored).
+pub(crate) fn find<'a>(headers: &'a [Header], name: &str) -> Option<&'a Header> {
+    headers.iter().find(|h| name_matches(&h.name, name))
+}
+
+/// Content-Length as libhtp reads it: leading junk and trailing junk around the first run
+/// of digits are tolerated.
+pub(crate) fn parse_content_length(value: &[u8]) -> Option<u64> {
+    let start = value.iter().position(|b| b.is_ascii_digit())?;
+    let digits = value[start..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let mut n: u64 = 0;
+    for &d in &value[start..start + digits] {
+        n = n.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+    }
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(block: &[u8], side: Side) -> (Vec<Header>, Option<usize>) {
+        let mut hb = HeaderBlock::new(side, 100);
+        let mut anomalies = Vec::new();
+        let mut pos = 0;
+        while let Some(line) = next_line(block, pos, side, true) {
+            match hb.on_line(line, block, true, &mut anomalies) {
+                LineOutcome::End { body_start } => return (hb.headers, Some(body_start)),
+                LineOutcome::NeedMore => unreachable!("eof given"),
+                LineOutcome::Continue => {}
+            }
+            pos = line.next;
+        }
+        hb.finish(&mut anomalies);
+        (hb.headers, None)
+    }
+
+    fn pairs(h: &[Header]) -> Vec<(String, String)> {
+        h.iter()
+            .map(|h| {
+                (
+                    String::from_utf8_lossy(&h.name).into(),
+                    String::from_utf8_lossy(&h.value).into(),
+                )
+            })
+            .collect()
+    }
+
+    fn p(a: &str, b: &str) -> (String, String) {
+        (a.into(), b.into())
+    }
+
+    #[test]
+    fn folding_merging_and_missing_colon() {
+        let block = b"A: 1\r\nB: x\r\n  y\r\n\tz\r\na: 2\r\nno colon here\r\nContent-Length: 5\r\ncontent-length: 7\r\n\r\nBODY";
+        let (h, body) = parse(block, Side::Request);
+        assert_eq!(
+            pairs(&h),
+            vec![
+                p("A", "1, 2"),
+                p("B", "x  y\tz"),
+                p("", "no colon here"),
+                p("Content-Length", "5")
+            ]
+        );
+        assert_eq!(&block[body.unwrap()..], b"BODY");
+    }
+
+    #[test]
+    fn response_accepts_cr_and_lfcr_line_endings() {
+        let block = b"A: 1\rB: 2\n\rC: 3\nD: 4\r\n\r\nX";
+        let (h, body) = parse(block, Side::Response);
+        assert_eq!(
+            pairs(&h),
+            vec![p("A", "1"), p("B", "2"), p("C", "3"), p("D", "4")]
+        );
+        assert_eq!(&block[body.unwrap()..], b"X");
+        // The request side only splits at LF.
+        let (h, _) = parse(block, Side::Request);
+        assert_eq!(h[0].value, b"1\rB: 2");
+    }
+
+    #[test]
+    fn response_deformed_crlfcr_hides_no_header() {
+        let block = b"Connection: close\r\n\r\rTransfer-Encoding: chunked\r\n\r\nX";
+        let (h, body) = parse(block, Side::Response);
+        assert_eq!(
+            pairs(&h),
+            vec![p("Connection", "close"), p("Transfer-Encoding", "chunked")]
+        );
+        assert_eq!(&block[body.unwrap()..], b"X");
+    }
+
+    #[test]
+    fn response_indented_header_is_a_header() {
+        let (h, _) = parse(
+            b"A: 1\r\n Transfer-Encoding: chunked\r\n\r\n",
+            Side::Response,
+        );
+        assert_eq!(
+            pairs(&h),
+            vec![p("A", "1"), p("Transfer-Encoding", "chunked")]
+        );
+        let (h, _) = parse(
+            b"A: 1\r\n Transfer-Encoding: chunked\r\n\r\n",
+            Side::Request,
+        );
+        assert_eq!(pairs(&h), vec![p("A", "1 Transfer-Encoding: chunked")]);
+    }
+
+    #[test]
+    fn whitespace_line_ends_headers_unless_crlf() {
+        let (h, body) = parse(b"A: 1\n \nX", Side::Response);
+        assert_eq!(pairs(&h), vec![p("A", "1")]);
+        assert_eq!(body, Some(7));
+        let (_, body) = parse(b"A: 1\n \n\nX", Side::Response);
+        assert_eq!(body, Some(8));
+        let (h, body) = parse(b"A: 1\r\n \r\nB: 2\r\n\r\n", Side::Response);
+        assert_eq!(pairs(&h), vec![p("A", "1"), p("B", "2")]);
+        assert!(body.is_some());
+    }
+
+    #[test]
+    fn incomplete_lines_wait_for_more_data() {
+        assert_eq!(next_line(b"A: 1\r", 0, Side::Response, false), None);
+        assert_eq!(next_line(b"A: 1\n", 0, Side::Response, false), None);
+        assert!(next_line(b"A: 1\n", 0, Side::Response, true).is_some());
+        assert!(next_line(b"A: 1\n", 0, Side::Request, false).is_some());
+        // An empty line only waits to see whether a CR is followed by LF.
+        assert_eq!(next_line(b"\r", 0, Side::Response, false), None);
+        assert_eq!(
+            next_line(b"\rX", 0, Side::Response, false).map(|l| l.next),
+            Some(1)
+        );
+        assert_eq!(
+            next_line(b"\n", 0, Side::Response, false).map(|l| l.next),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn names_ignore_nul_and_case() {
+        assert!(name_matches(b"Transfer\0-ENCODING", "transfer-encoding"));
+        assert!(!name_matches(b"Transfer-Encodingx", "transfer-encoding"));
+        assert_eq!(parse_content_length(b" (68) junk"), Some(68));
+        assert_eq!(parse_content_length(b"x"), None);
+        assert_eq!(parse_content_length(b"99999999999999999999999"), None);
+    }
+}

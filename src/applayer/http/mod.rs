@@ -1,0 +1,1539 @@
+//! HTTP/1.x parser, sans-IO, modelled on the libhtp behaviour Suricata relies on.
+//!
+//! One [`HttpParser`] per TCP flow. Feed it reassembled stream data per direction
+//! ([`HttpParser::on_data`], from `TcpReassembly::app_data`; the parser copies what it needs,
+//! so the caller can consume everything it hands over), holes with [`HttpParser::on_gap`] and
+//! the end of the flow with [`HttpParser::on_close`]. It produces [`HttpTx`] transactions
+//! (request + response, matched in order, so pipelining works) and reports progress as
+//! [`HttpEvent`]s. Chunk boundaries never matter: feeding a stream one byte at a time gives
+//! the same transactions as feeding it whole.
+//!
+//! # What is tolerated (and why)
+//! Evasions work by making the IDS parse differently from the client, so the parser accepts
+//! what browsers accept: bare LF and (in responses) bare CR line endings and the deformed
+//! mixes of both, folded and indented headers, headers without a colon, junk around
+//! Content-Length digits and chunk sizes, `chunked` anywhere in Transfer-Encoding, response
+//! lines that are not HTTP (they become body, as HTTP/0.9), HTTP/0.9 requests, invalid chunk
+//! sizes (the rest of the stream becomes body), wrong or stacked Content-Encodings (see
+//! [`decompress`]). Details in [`headers`] and [`uri`].
+//!
+//! # Bounded memory
+//! A line or header block longer than `field_limit` ends parsing of that direction
+//! (`HttpAnomaly::FieldTooLong`); header count, merged repeats, stored bodies
+//! (`request_body_limit`/`response_body_limit`), decompression output (bomb limit and ratio)
+//! and the number of live transactions (`max_tx`, oldest dropped first) are all capped and
+//! counted in [`HttpCounters`]. Callers prune finished transactions with
+//! [`HttpParser::prune_completed`] once detection is done with them.
+//!
+//! # Not done
+//! Multipart/form-data and file extraction, request body URL-decoding, LZMA and Brotli
+//! content codings, the decompression time limit, libhtp server personalities other than
+//! the default, resynchronising a direction after a gap inside headers.
+
+pub mod decompress;
+pub mod headers;
+#[cfg(test)]
+mod tests;
+pub mod uri;
+
+use std::collections::VecDeque;
+
+use decompress::{BodyDecoder, Codec, DecompressLimits};
+pub use headers::Header;
+use headers::{
+    find, name_matches, next_line, parse_content_length, HeaderBlock, Line, LineOutcome, Side,
+};
+pub use uri::ParsedUri;
+
+pub use crate::stream::Direction;
+
+/// Settings from `app-layer.protocols.http.libhtp.default-config`.
+#[derive(Clone, Copy, Debug)]
+pub struct HttpConfig {
+    /// `request-body-limit` (Suricata default 100 KiB); body bytes stored per request.
+    pub request_body_limit: usize,
+    /// `response-body-limit` (default 100 KiB); decoded body bytes stored per response.
+    pub response_body_limit: usize,
+    /// Undo gzip/deflate Content-Encoding on responses (libhtp always does).
+    pub decompress_response: bool,
+    /// Undo Content-Encoding on request bodies (off in Suricata by default).
+    pub decompress_request: bool,
+    /// `response-body-decompress-layer-limit` (default 2); 0 means unlimited.
+    pub decompress_layer_limit: u32,
+    /// `compression-bomb-limit` (default 1 MiB): decoded bytes before the ratio applies.
+    pub compression_bomb_limit: u64,
+    /// Decoded/encoded ratio that marks a bomb past the limit (libhtp: 2048).
+    pub compression_bomb_ratio: u64,
+    /// Longest line or header block buffered (libhtp `field_limit`, 18000).
+    pub field_limit: usize,
+    /// Distinct headers kept per message.
+    pub max_headers: usize,
+    /// Live transactions per flow before the oldest is dropped.
+    pub max_tx: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            request_body_limit: 100 * 1024,
+            response_body_limit: 100 * 1024,
+            decompress_response: true,
+            decompress_request: false,
+            decompress_layer_limit: 2,
+            compression_bomb_limit: 1024 * 1024,
+            compression_bomb_ratio: 2048,
+            field_limit: 18000,
+            max_headers: 1024,
+            max_tx: 512,
+        }
+    }
+}
+
+/// How far one side of a transaction got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Progress {
+    #[default]
+    NotStarted,
+    Line,
+    Headers,
+    Body,
+    Trailers,
+    Complete,
+}
+
+/// Protocol oddities worth counting or logging (libhtp's warnings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HttpAnomaly {
+    /// A request line without a protocol: HTTP/0.9, no headers.
+    Http09Request,
+    /// A response line that does not start with "HTTP": treated as body.
+    ResponseLineNotHttp,
+    InvalidStatusLine,
+    FoldedHeader,
+    /// A header line starting with whitespace that could not be a continuation.
+    InvalidFolding,
+    HeaderMissingColon,
+    RepeatedHeader,
+    AmbiguousContentLength,
+    TooManyHeaders,
+    /// A line or header block exceeded `field_limit`; the direction is no longer parsed.
+    FieldTooLong,
+    InvalidContentLength,
+    /// Bad chunk size: the rest of the stream is treated as body.
+    InvalidChunkLength,
+    ChunkExtension,
+    /// Both Transfer-Encoding: chunked and Content-Length (request smuggling pattern).
+    ChunkedWithContentLength,
+    /// A response arrived with no request to match it.
+    ResponseWithoutRequest,
+    /// 1xx/204/304 response with a body announced.
+    UnexpectedResponseBody,
+    RepeatedContinue,
+    TooManyEncodingLayers,
+    UnknownContentEncoding,
+    DecompressionBomb,
+    /// Data missing where the parser cannot skip it (line or headers): direction stops.
+    GapInHeaders,
+    /// The flow ended in the middle of a message.
+    Truncated,
+    /// The oldest transaction was dropped to stay under `max_tx`.
+    TransactionDropped,
+}
+
+/// What happened while parsing; `tx` is an [`HttpTx::id`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpEvent {
+    RequestLine {
+        tx: u64,
+    },
+    RequestHeaders {
+        tx: u64,
+    },
+    /// New request body bytes were appended (after dechunking/decoding).
+    RequestBodyData {
+        tx: u64,
+    },
+    RequestComplete {
+        tx: u64,
+    },
+    ResponseLine {
+        tx: u64,
+    },
+    ResponseHeaders {
+        tx: u64,
+    },
+    ResponseBodyData {
+        tx: u64,
+    },
+    ResponseComplete {
+        tx: u64,
+    },
+    Anomaly {
+        tx: Option<u64>,
+        anomaly: HttpAnomaly,
+    },
+}
+
+/// Per-flow counters (the caller sums them into worker counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HttpCounters {
+    pub transactions: u64,
+    pub anomalies: u64,
+    pub request_body_truncated: u64,
+    pub response_body_truncated: u64,
+    pub decompression_bombs: u64,
+    pub transactions_dropped: u64,
+    pub fields_too_long: u64,
+    pub gap_bytes: u64,
+}
+
+/// One request/response exchange. Header lookups are case-insensitive.
+#[derive(Clone, Debug, Default)]
+pub struct HttpTx {
+    pub id: u64,
+    // ---- request
+    /// `http.request_line`: the request line without its line ending.
+    pub request_line: Vec<u8>,
+    pub method: Vec<u8>,
+    /// `http.uri.raw`.
+    pub uri_raw: Vec<u8>,
+    pub uri: ParsedUri,
+    /// `http.uri`.
+    pub uri_normalized: Vec<u8>,
+    /// `http.protocol` of the request (empty for HTTP/0.9).
+    pub request_protocol: Vec<u8>,
+    pub is_http09: bool,
+    /// Request headers after folding and merging, in first-seen order.
+    pub request_headers: Vec<Header>,
+    /// `http.header.raw` (request): header lines as received, up to and including the
+    /// empty line.
+    pub request_headers_raw: Vec<u8>,
+    /// `http.host.raw`: from an absolute URI, else the Host header.
+    pub host_raw: Option<Vec<u8>>,
+    /// `http.host`: lowercase, port removed.
+    pub host: Option<Vec<u8>>,
+    pub request_content_length: Option<u64>,
+    pub request_chunked: bool,
+    /// `http.request_body` (`http.client_body`): dechunked, up to `request_body_limit`.
+    pub request_body: Vec<u8>,
+    /// Body bytes seen in total (also past the limit).
+    pub request_body_len: u64,
+    pub request_body_truncated: bool,
+    pub request_progress: Progress,
+    /// Created for a response whose request was never seen.
+    pub request_missing: bool,
+    // ---- response
+    /// `http.response_line`.
+    pub response_line: Vec<u8>,
+    pub response_protocol: Vec<u8>,
+    /// `http.stat_code` as written.
+    pub status: Vec<u8>,
+    /// Parsed status code when it is 100..=999 without junk.
+    pub status_code: Option<u16>,
+    /// `http.stat_msg`.
+    pub status_msg: Vec<u8>,
+    pub response_headers: Vec<Header>,
+    pub response_headers_raw: Vec<u8>,
+    pub response_content_length: Option<u64>,
+    pub response_chunked: bool,
+    /// Content codings announced, in header order (outermost last).
+    pub response_encodings: Vec<Codec>,
+    /// `http.response_body` / `file_data`: dechunked and decoded, up to the limit.
+    pub response_body: Vec<u8>,
+    pub response_body_len: u64,
+    pub response_body_truncated: bool,
+    pub response_progress: Progress,
+    pub seen_100_continue: bool,
+    /// Part of a body was lost in a gap (decoding stopped there).
+    pub body_gap: bool,
+}
+
+fn header_value<'a>(headers: &'a [Header], name: &str) -> Option<&'a [u8]> {
+    find(headers, name).map(|h| h.value.as_slice())
+}
+
+impl HttpTx {
+    pub fn request_header(&self, name: &str) -> Option<&[u8]> {
+        header_value(&self.request_headers, name)
+    }
+    pub fn response_header(&self, name: &str) -> Option<&[u8]> {
+        header_value(&self.response_headers, name)
+    }
+    /// `http.user_agent`.
+    pub fn user_agent(&self) -> Option<&[u8]> {
+        self.request_header("user-agent")
+    }
+    /// `http.cookie` (request Cookie; Set-Cookie is `response_header("set-cookie")`).
+    pub fn cookie(&self) -> Option<&[u8]> {
+        self.request_header("cookie")
+    }
+    pub fn referer(&self) -> Option<&[u8]> {
+        self.request_header("referer")
+    }
+    pub fn accept(&self) -> Option<&[u8]> {
+        self.request_header("accept")
+    }
+    pub fn accept_encoding(&self) -> Option<&[u8]> {
+        self.request_header("accept-encoding")
+    }
+    pub fn accept_language(&self) -> Option<&[u8]> {
+        self.request_header("accept-language")
+    }
+    /// `http.content_type` / `http.content_len` exist per direction.
+    pub fn content_type(&self, dir: Direction) -> Option<&[u8]> {
+        self.headers(dir)
+            .iter()
+            .find(|h| name_matches(&h.name, "content-type"))
+            .map(|h| h.value.as_slice())
+    }
+    pub fn content_len(&self, dir: Direction) -> Option<&[u8]> {
+        header_value(self.headers(dir), "content-length")
+    }
+    pub fn connection(&self, dir: Direction) -> Option<&[u8]> {
+        header_value(self.headers(dir), "connection")
+    }
+    pub fn location(&self) -> Option<&[u8]> {
+        self.response_header("location")
+    }
+    pub fn server(&self) -> Option<&[u8]> {
+        self.response_header("server")
+    }
+
+    pub fn headers(&self, dir: Direction) -> &[Header] {
+        match dir {
+            Direction::ToServer => &self.request_headers,
+            Direction::ToClient => &self.response_headers,
+        }
+    }
+
+    /// `http.header`: `Name: value\r\n` per header, without Cookie (requests) or
+    /// Set-Cookie (responses), which have their own buffers.
+    pub fn header_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
+        out.clear();
+        let skip = match dir {
+            Direction::ToServer => "cookie",
+            Direction::ToClient => "set-cookie",
+        };
+        for h in self
+            .headers(dir)
+            .iter()
+            .filter(|h| !name_matches(&h.name, skip))
+        {
+            out.extend_from_slice(&h.name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(&h.value);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    /// `http.header_names`: `\r\n` + each name followed by `\r\n`, then a final `\r\n`.
+    pub fn header_names_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(b"\r\n");
+        for h in self.headers(dir) {
+            out.extend_from_slice(&h.name);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// `http.start`: the request/response line, `\r\n`, every header as `Name: value\r\n`,
+    /// and the closing `\r\n`.
+    pub fn start_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(match dir {
+            Direction::ToServer => &self.request_line,
+            Direction::ToClient => &self.response_line,
+        });
+        out.extend_from_slice(b"\r\n");
+        for h in self.headers(dir) {
+            out.extend_from_slice(&h.name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(&h.value);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// `urilen` is the length of the normalised (or raw) URI.
+    pub fn is_complete(&self) -> bool {
+        self.request_progress == Progress::Complete && self.response_progress == Progress::Complete
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BodyState {
+    Length { left: u64 },
+    ChunkLen,
+    ChunkData { left: u64 },
+    ChunkDataEnd,
+    Trailers,
+    UntilClose,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Line,
+    Headers,
+    Body(BodyState),
+    /// Request side after CONNECT, until the response says whether a tunnel follows.
+    ConnectWait,
+    /// Not HTTP any more (CONNECT or Upgrade): ignore.
+    Tunnel,
+    /// Parsing gave up on this direction (gap in headers, field too long).
+    Lost,
+}
+
+/// Parsing state of one direction.
+struct Half {
+    side: Side,
+    buf: Vec<u8>,
+    pos: usize,
+    state: State,
+    block: Option<HeaderBlock>,
+    tx: Option<u64>,
+    closed: bool,
+    decoder: Option<BodyDecoder>,
+    /// Response side: the last completed response; non-HTTP lines that follow it are
+    /// appended to its body (libhtp's finalize step), not made into a new transaction.
+    last_complete: Option<u64>,
+}
+
+impl Half {
+    fn new(side: Side) -> Half {
+        Half {
+            side,
+            buf: Vec::new(),
+            pos: 0,
+            state: State::Line,
+            block: None,
+            tx: None,
+            closed: false,
+            decoder: None,
+            last_complete: None,
+        }
+    }
+
+    fn pending(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    fn compact(&mut self) {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        // Don't keep a large allocation around after a big line.
+        if self.buf.is_empty() && self.buf.capacity() > 64 * 1024 {
+            self.buf = Vec::new();
+        }
+    }
+}
+
+/// HTTP/1.x parser for one flow.
+pub struct HttpParser {
+    cfg: HttpConfig,
+    txs: VecDeque<HttpTx>,
+    next_tx_id: u64,
+    /// Id the next request line will use.
+    next_request_id: u64,
+    /// Id whose response comes next.
+    next_response_id: u64,
+    halves: [Half; 2],
+    events: Vec<HttpEvent>,
+    line_anomalies: Vec<HttpAnomaly>,
+    counters: HttpCounters,
+}
+
+fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
+    let id = id?;
+    let first = txs.front()?.id;
+    txs.get_mut(id.checked_sub(first)? as usize)
+}
+
+/// Appends `data` to a stored body, respecting its limit.
+fn store_body(
+    body: &mut Vec<u8>,
+    total: &mut u64,
+    truncated: &mut bool,
+    limit: usize,
+    data: &[u8],
+) {
+    *total += data.len() as u64;
+    let room = limit.saturating_sub(body.len());
+    if data.len() > room {
+        *truncated = true;
+    }
+    body.extend_from_slice(&data[..data.len().min(room)]);
+}
+
+/// Content codings from a Content-Encoding value, in header order, as libhtp reads them:
+/// exact gzip/x-gzip/deflate/x-deflate (NULs ignored) first, otherwise a list split on
+/// commas and spaces where an entry containing "gzip" or "deflate" counts as that coding.
+fn content_codings(value: &[u8], layer_limit: u32, anomalies: &mut Vec<HttpAnomaly>) -> Vec<Codec> {
+    let compact: Vec<u8> = value.iter().copied().filter(|&b| b != 0).collect();
+    let exact = |name: &str| compact.eq_ignore_ascii_case(name.as_bytes());
+    if exact("gzip") || exact("x-gzip") {
+        return vec![Codec::Gzip];
+    }
+    if exact("deflate") || exact("x-deflate") {
+        return vec![Codec::Deflate];
+    }
+    let mut codecs = Vec::new();
+    let mut layers = 0u32;
+    for entry in value
+        .split(|&b| b == b',' || b == b' ')
+        .filter(|e| !e.is_empty())
+    {
+        layers += 1;
+        if layer_limit != 0 && layers > layer_limit {
+            anomalies.push(HttpAnomaly::TooManyEncodingLayers);
+            break;
+        }
+        let lower = entry.to_ascii_lowercase();
+        let contains = |needle: &[u8]| lower.windows(needle.len()).any(|w| w == needle);
+        if contains(b"gzip") {
+            codecs.push(Codec::Gzip);
+        } else if contains(b"deflate") {
+            codecs.push(Codec::Deflate);
+        } else if !(lower == b"identity" || lower == b"none" || lower == b"inflate") {
+            anomalies.push(HttpAnomaly::UnknownContentEncoding);
+        }
+    }
+    codecs
+}
+
+/// Chunk size line as libhtp reads it. `Ok(None)`: nothing usable, skip the line.
+fn parse_chunk_len(line: &[u8]) -> Result<(Option<u64>, bool), ()> {
+    let is_ctl = |b: u8| matches!(b, b'\r' | b'\n' | b' ' | b'\t' | 0x0b | 0x0c);
+    let start = line.iter().position(|&b| !is_ctl(b)).unwrap_or(line.len());
+    let rest = &line[start..];
+    let digits = rest.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    let trailing = &rest[digits..];
+    if digits == 0 {
+        return if trailing.is_empty() {
+            Ok((None, false))
+        } else {
+            Err(())
+        };
+    }
+    let mut len: u64 = 0;
+    for &d in &rest[..digits] {
+        let v = (d as char).to_digit(16).unwrap_or(0) as u64;
+        len = match len.checked_mul(16).and_then(|l| l.checked_add(v)) {
+            Some(l) => l,
+            None => return Err(()),
+        };
+    }
+    if len > i32::MAX as u64 {
+        return Ok((None, false));
+    }
+    Ok((Some(len), trailing.contains(&b';')))
+}
+
+/// Whether a response line starts like HTTP (browsers: optional whitespace, then "http").
+fn looks_like_http(line: &[u8]) -> bool {
+    let start = line
+        .iter()
+        .position(|&b| !(headers::is_space(b) || b == 0))
+        .unwrap_or(line.len());
+    line[start..].len() >= 4 && line[start..start + 4].eq_ignore_ascii_case(b"http")
+}
+
+impl HttpParser {
+    pub fn new(cfg: HttpConfig) -> Self {
+        HttpParser {
+            cfg,
+            txs: VecDeque::new(),
+            next_tx_id: 0,
+            next_request_id: 0,
+            next_response_id: 0,
+            halves: [Half::new(Side::Request), Half::new(Side::Response)],
+            events: Vec::new(),
+            line_anomalies: Vec::new(),
+            counters: HttpCounters::default(),
+        }
+    }
+
+    pub fn counters(&self) -> &HttpCounters {
+        &self.counters
+    }
+
+    pub fn tx(&self, id: u64) -> Option<&HttpTx> {
+        let first = self.txs.front()?.id;
+        self.txs.get(id.checked_sub(first)? as usize)
+    }
+
+    pub fn txs(&self) -> impl Iterator<Item = &HttpTx> {
+        self.txs.iter()
+    }
+
+    /// Drops finished transactions from the front (the oldest first, stopping at the
+    /// first unfinished one, so ids stay contiguous). Returns how many were dropped.
+    pub fn prune_completed(&mut self) -> usize {
+        let mut n = 0;
+        while self.txs.front().is_some_and(HttpTx::is_complete) {
+            self.txs.pop_front();
+            n += 1;
+        }
+        n
+    }
+
+    /// Feeds stream bytes of `dir` (to-server = requests).
+    pub fn on_data(&mut self, dir: Direction, data: &[u8], out: &mut impl FnMut(HttpEvent)) {
+        if data.is_empty() {
+            return;
+        }
+        let half = &mut self.halves[dir.index()];
+        match half.state {
+            State::Tunnel | State::Lost => {}
+            _ => {
+                half.buf.extend_from_slice(data);
+                self.run(dir);
+            }
+        }
+        self.flush_events(out);
+    }
+
+    /// `len` bytes of `dir` were lost. Skipped inside bodies of known extent or bodies
+    /// running until close; anywhere else the direction stops being parsed.
+    pub fn on_gap(&mut self, dir: Direction, len: u64, out: &mut impl FnMut(HttpEvent)) {
+        self.counters.gap_bytes += len;
+        let idx = dir.index();
+        let state = self.halves[idx].state;
+        let tx_id = self.halves[idx].tx;
+        let mut skip_body = |left: u64| -> u64 {
+            if let Some(tx) = tx_mut(&mut self.txs, tx_id) {
+                tx.body_gap = true;
+            }
+            left.saturating_sub(len)
+        };
+        let half_empty = self.halves[idx].pending().is_empty();
+        let next = match state {
+            State::Body(BodyState::Length { left }) if half_empty => {
+                Some(State::Body(BodyState::Length {
+                    left: skip_body(left),
+                }))
+            }
+            State::Body(BodyState::ChunkData { left }) if half_empty => {
+                Some(State::Body(BodyState::ChunkData {
+                    left: skip_body(left),
+                }))
+            }
+            State::Body(BodyState::UntilClose) => {
+                skip_body(0);
+                Some(state)
+            }
+            State::Tunnel | State::Lost => Some(state),
+            _ => None,
+        };
+        let half = &mut self.halves[idx];
+        match next {
+            Some(next) => {
+                // Decoding cannot continue across missing bytes.
+                half.decoder = None;
+                half.state = next;
+                if half.state != state {
+                    self.run(dir);
+                }
+            }
+            None => {
+                half.state = State::Lost;
+                half.buf = Vec::new();
+                half.pos = 0;
+                self.anomaly(tx_id, HttpAnomaly::GapInHeaders);
+            }
+        }
+        self.flush_events(out);
+    }
+
+    /// The flow ended: finish whatever can be finished (bodies until close, incomplete
+    /// lines and headers), so detection gets a last look.
+    pub fn on_close(&mut self, out: &mut impl FnMut(HttpEvent)) {
+        for dir in [Direction::ToServer, Direction::ToClient] {
+            self.halves[dir.index()].closed = true;
+            if !matches!(self.halves[dir.index()].state, State::Tunnel | State::Lost) {
+                self.run(dir);
+            }
+        }
+        // Whatever is still open ends here.
+        let ids: Vec<u64> = self.txs.iter().map(|t| t.id).collect();
+        for id in ids {
+            let Some(tx) = tx_mut(&mut self.txs, Some(id)) else {
+                continue;
+            };
+            let (req, resp) = (tx.request_progress, tx.response_progress);
+            if req != Progress::NotStarted && req != Progress::Complete {
+                tx.request_progress = Progress::Complete;
+                self.events.push(HttpEvent::RequestComplete { tx: id });
+                self.anomaly(Some(id), HttpAnomaly::Truncated);
+            }
+            let Some(tx) = tx_mut(&mut self.txs, Some(id)) else {
+                continue;
+            };
+            if resp != Progress::NotStarted && resp != Progress::Complete {
+                tx.response_progress = Progress::Complete;
+                self.events.push(HttpEvent::ResponseComplete { tx: id });
+                if resp != Progress::Body
+                    || !matches!(self.halves[1].state, State::Body(BodyState::UntilClose))
+                {
+                    self.anomaly(Some(id), HttpAnomaly::Truncated);
+                }
+            }
+        }
+        self.flush_events(out);
+    }
+
+    fn flush_events(&mut self, out: &mut impl FnMut(HttpEvent)) {
+        for e in self.events.drain(..) {
+            out(e);
+        }
+    }
+
+    fn anomaly(&mut self, tx: Option<u64>, anomaly: HttpAnomaly) {
+        self.counters.anomalies += 1;
+        self.events.push(HttpEvent::Anomaly { tx, anomaly });
+    }
+
+    fn take_line_anomalies(&mut self, tx: Option<u64>) {
+        let list = std::mem::take(&mut self.line_anomalies);
+        for &a in &list {
+            self.anomaly(tx, a);
+        }
+        self.line_anomalies = list;
+        self.line_anomalies.clear();
+    }
+
+    fn new_tx(&mut self) -> u64 {
+        if self.txs.len() >= self.cfg.max_tx.max(1) {
+            self.txs.pop_front();
+            self.counters.transactions_dropped += 1;
+            self.anomaly(None, HttpAnomaly::TransactionDropped);
+        }
+        let id = self.next_tx_id;
+        self.next_tx_id += 1;
+        self.counters.transactions += 1;
+        self.txs.push_back(HttpTx {
+            id,
+            ..HttpTx::default()
+        });
+        id
+    }
+
+    /// Runs the direction's state machine over its buffered bytes.
+    fn run(&mut self, dir: Direction) {
+        let idx = dir.index();
+        loop {
+            let progressed = match self.halves[idx].state {
+                State::Line if idx == 0 => self.request_line(),
+                State::Line => self.response_line(),
+                State::Headers => self.header_lines(dir),
+                State::Body(body) => self.body(dir, body),
+                State::ConnectWait | State::Tunnel | State::Lost => false,
+            };
+            if !progressed {
+                break;
+            }
+        }
+        let half = &mut self.halves[idx];
+        if matches!(half.state, State::Tunnel | State::Lost) {
+            half.buf = Vec::new();
+            half.pos = 0;
+        } else {
+            half.compact();
+        }
+    }
+
+    /// A line or header block outgrew `field_limit`: stop parsing this direction.
+    fn field_too_long(&mut self, dir: Direction) {
+        let half = &mut self.halves[dir.index()];
+        half.state = State::Lost;
+        let tx = half.tx;
+        self.counters.fields_too_long += 1;
+        self.anomaly(tx, HttpAnomaly::FieldTooLong);
+    }
+
+    // ------------------------------------------------------------------ requests
+
+    fn request_line(&mut self) -> bool {
+        let half = &mut self.halves[0];
+        let Some(line) = next_line(&half.buf, half.pos, Side::Request, half.closed).or_else(|| {
+            // At close, an unterminated last line still counts.
+            (half.closed && half.pos < half.buf.len()).then_some(Line {
+                start: half.pos,
+                end: half.buf.len(),
+                next: half.buf.len(),
+            })
+        }) else {
+            if half.pending().len() > self.cfg.field_limit {
+                self.field_too_long(Direction::ToServer);
+            }
+            return false;
+        };
+        half.pos = line.next;
+        let content = half.buf[line.start..line.end].to_vec();
+        if content.iter().all(|&b| headers::is_space(b)) {
+            return true; // empty lines between requests are ignored
+        }
+        if line.end - line.start > self.cfg.field_limit {
+            self.field_too_long(Direction::ToServer);
+            return false;
+        }
+        let id = if self
+            .tx(self.next_request_id)
+            .is_some_and(|t| t.request_progress == Progress::NotStarted)
+        {
+            self.next_request_id
+        } else {
+            let id = self.new_tx();
+            self.next_request_id = id;
+            id
+        };
+        self.halves[0].tx = Some(id);
+        let (method, target, protocol) = {
+            let (m, t, p) = split_request_line(&content);
+            (m.to_vec(), t.to_vec(), p.to_vec())
+        };
+        let is_connect = method.eq_ignore_ascii_case(b"CONNECT");
+        let parsed = uri::parse_request_target(&target, is_connect);
+        let Some(tx) = tx_mut(&mut self.txs, Some(id)) else {
+            return false;
+        };
+        tx.method = method;
+        tx.uri_raw = target;
+        tx.uri_normalized = uri::normalize_uri(&parsed);
+        if let Some(host) = &parsed.host {
+            tx.host_raw = Some(host.clone());
+            tx.host = Some(uri::normalize_host(host));
+        }
+        tx.uri = parsed;
+        let no_protocol = protocol.is_empty();
+        tx.request_protocol = protocol;
+        tx.request_line = content;
+        tx.request_progress = Progress::Line;
+        self.events.push(HttpEvent::RequestLine { tx: id });
+        if no_protocol {
+            // HTTP/0.9: no headers, no body.
+            tx.is_http09 = true;
+            tx.request_progress = Progress::Complete;
+            self.events.push(HttpEvent::RequestHeaders { tx: id });
+            self.events.push(HttpEvent::RequestComplete { tx: id });
+            self.anomaly(Some(id), HttpAnomaly::Http09Request);
+            self.next_request_id = id + 1;
+            return true;
+        }
+        tx.request_progress = Progress::Headers;
+        self.halves[0].state = State::Headers;
+        self.halves[0].block = Some(HeaderBlock::new(Side::Request, self.cfg.max_headers));
+        true
+    }
+
+    fn request_headers_done(&mut self, id: u64) {
+        let cfg = self.cfg;
+        let Some(tx) = tx_mut(&mut self.txs, Some(id)) else {
+            return;
+        };
+        if tx.host_raw.is_none() {
+            if let Some(host) = header_value(&tx.request_headers, "host") {
+                tx.host_raw = Some(host.to_vec());
+                tx.host = Some(uri::normalize_host(host));
+            }
+        }
+        let te = header_value(&tx.request_headers, "transfer-encoding").map(<[u8]>::to_vec);
+        let cl = header_value(&tx.request_headers, "content-length").map(<[u8]>::to_vec);
+        let ce = header_value(&tx.request_headers, "content-encoding").map(<[u8]>::to_vec);
+        let is_connect = tx.method.eq_ignore_ascii_case(b"CONNECT");
+        self.events.push(HttpEvent::RequestHeaders { tx: id });
+        let mut anomalies = Vec::new();
+        let state = if te.as_deref().is_some_and(contains_chunked) {
+            tx.request_chunked = true;
+            if cl.is_some() {
+                anomalies.push(HttpAnomaly::ChunkedWithContentLength);
+            }
+            Some(BodyState::ChunkLen)
+        } else if let Some(cl) = cl {
+            match parse_content_length(&cl) {
+                Some(len) => {
+                    tx.request_content_length = Some(len);
+                    (len > 0).then_some(BodyState::Length { left: len })
+                }
+                None => {
+                    anomalies.push(HttpAnomaly::InvalidContentLength);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let half = &mut self.halves[0];
+        half.decoder = None;
+        if let (Some(_), Some(ce), true) = (state, &ce, cfg.decompress_request) {
+            let codecs = content_codings(ce, cfg.decompress_layer_limit, &mut anomalies);
+            if !codecs.is_empty() {
+                half.decoder = Some(BodyDecoder::new(&codecs, decompress_limits(&cfg)));
+            }
+        }
+        for a in anomalies {
+            self.anomaly(Some(id), a);
+        }
+        match state {
+            Some(body) => {
+                if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
+                    tx.request_progress = Progress::Body;
+                }
+                self.halves[0].state = State::Body(body);
+            }
+            None => self.request_complete(id, is_connect),
+        }
+    }
+
+    fn request_complete(&mut self, id: u64, is_connect: bool) {
+        if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
+            tx.request_progress = Progress::Complete;
+        }
+        self.events.push(HttpEvent::RequestComplete { tx: id });
+        self.next_request_id = id + 1;
+        let half = &mut self.halves[0];
+        half.decoder = None;
+        half.state = if is_connect {
+            State::ConnectWait
+        } else {
+            State::Line
+        };
+    }
+
+    // ------------------------------------------------------------------ responses
+
+    /// The transaction the next response belongs to, created if its request is missing.
+    fn response_tx(&mut self) -> u64 {
+        if let Some(id) = self.halves[1].tx {
+            return id;
+        }
+        let id = match self.tx(self.next_response_id) {
+            Some(tx) if tx.request_progress != Progress::NotStarted => self.next_response_id,
+            _ => {
+                let id = self.new_tx();
+                if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
+                    tx.request_missing = true;
+                    tx.request_progress = Progress::Complete;
+                }
+                self.anomaly(Some(id), HttpAnomaly::ResponseWithoutRequest);
+                self.next_request_id = self.next_request_id.max(id + 1);
+                self.next_response_id = id;
+                id
+            }
+        };
+        self.halves[1].tx = Some(id);
+        id
+    }
+
+    fn response_line(&mut self) -> bool {
+        let half = &self.halves[1];
+        let eof = half.closed;
+        let data = half.pending();
+        // libhtp's take_till_eol: CRLF, CR or LF; a trailing CR waits for the next byte.
+        let line_len = match data.iter().position(|&b| b == b'\n' || b == b'\r') {
+            Some(i) if data[i] == b'\r' => match data.get(i + 1) {
+                Some(b'\n') => Some((i, i + 2)),
+                Some(_) => Some((i, i + 1)),
+                None if eof => Some((i, i + 1)),
+                None => None,
+            },
+            Some(i) => Some((i, i + 1)),
+            None if eof && !data.is_empty() => Some((data.len(), data.len())),
+            None => None,
+        };
+        let Some((content_len, full_len)) = line_len else {
+            if data.len() > self.cfg.field_limit {
+                self.field_too_long(Direction::ToClient);
+            }
+            return false;
+        };
+        let line_with_eol = data[..full_len].to_vec();
+        let after_len = data.len() - full_len;
+        let after_first = data.get(full_len).copied();
+        if content_len == 0 {
+            self.halves[1].pos += full_len;
+            return true; // ignorable empty line
+        }
+        let junk_after_previous =
+            self.halves[1].tx.is_none() && !looks_like_http(&line_with_eol[..content_len]);
+        let previous = self.halves[1].last_complete.filter(|_| junk_after_previous);
+        // Before the response line: is this the response to an HTTP/0.9 request?
+        let id = match previous {
+            Some(id) => id,
+            None => self.response_tx(),
+        };
+        let tx09 = previous.is_none()
+            && self
+                .tx(id)
+                .is_some_and(|t| t.is_http09 && t.response_progress == Progress::NotStarted);
+        if tx09 {
+            self.start_response_body(id, BodyState::UntilClose, Vec::new());
+            return true;
+        }
+        let content = &line_with_eol[..content_len];
+        if !looks_like_http(content) {
+            // libhtp skips such a line when the next one starts with 'H' (likely the real
+            // status line) or when it is at most two bytes; it needs two bytes of look-ahead.
+            if after_len < 2 && !eof {
+                return false;
+            }
+            self.halves[1].pos += full_len;
+            if after_len > 1 && (after_first == Some(b'H') || trim_eol(&line_with_eol).len() <= 2) {
+                return true;
+            }
+            self.anomaly(Some(id), HttpAnomaly::ResponseLineNotHttp);
+            let cfg = self.cfg;
+            if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
+                if tx.response_progress == Progress::NotStarted {
+                    self.events.push(HttpEvent::ResponseLine { tx: id });
+                }
+                if tx.response_progress != Progress::Complete {
+                    tx.response_progress = Progress::Body;
+                }
+                store_body(
+                    &mut tx.response_body,
+                    &mut tx.response_body_len,
+                    &mut tx.response_body_truncated,
+                    cfg.response_body_limit,
+                    &line_with_eol,
+                );
+                self.events.push(HttpEvent::ResponseBodyData { tx: id });
+            }
+            return true;
+        }
+        let line = content.to_vec();
+        self.halves[1].pos += full_len;
+        self.halves[1].last_complete = None;
+        if line.len() > self.cfg.field_limit {
+            self.field_too_long(Direction::ToClient);
+            return false;
+        }
+        let Some(tx) = tx_mut(&mut self.txs, Some(id)) else {
+            return false;
+        };
+        parse_status_line(tx, &line);
+        let valid = tx.status_code.is_some();
+        tx.response_progress = Progress::Headers;
+        self.events.push(HttpEvent::ResponseLine { tx: id });
+        if !valid {
+            self.anomaly(Some(id), HttpAnomaly::InvalidStatusLine);
+        }
+        let half = &mut self.halves[1];
+        half.state = State::Headers;
+        half.block = Some(HeaderBlock::new(Side::Response, self.cfg.max_headers));
+        true
+    }
+
+    fn response_headers_done(&mut self, id: u64) {
+        let request_state = self.halves[0].state;
+        let Some(tx) = tx_mut(&mut self.txs, Some(id)) else {
+            return;
+        };
+        let te = header_value(&tx.response_headers, "transfer-encoding").map(<[u8]>::to_vec);
+        let cl = header_value(&tx.response_headers, "content-length").map(<[u8]>::to_vec);
+        let status = tx.status_code.unwrap_or(0);
+        let is_connect = tx.method.eq_ignore_ascii_case(b"CONNECT");
+        self.events.push(HttpEvent::ResponseHeaders { tx: id });
+
+        if is_connect && request_state == State::ConnectWait && (200..300).contains(&status) {
+            // Tunnel established: neither side is HTTP any more.
+            self.halves[0].state = State::Tunnel;
+            self.response_complete(id);
+            self.halves[1].state = State::Tunnel;
+            return;
+        }
+        if status == 101 && te.is_none() && cl.is_none() {
+            if request_state != State::Lost {
+                self.halves[0].state = State::Tunnel;
+            }
+            self.response_complete(id);
+            self.halves[1].state = State::Tunnel;
+            return;
+        }
+        let Some(tx) = tx_mut(&mut self.txs, Some(id)) else {
+            return;
+        };
+        let mut anomalies = Vec::new();
+        if status == 100
+            && te.is_none()
+            && cl.as_deref().and_then(parse_content_length).unwrap_or(0) == 0
+        {
+            // Interim response: the real one follows, for the same transaction.
+            if tx.seen_100_continue {
+                anomalies.push(HttpAnomaly::RepeatedContinue);
+            }
+            tx.seen_100_continue = true;
+            tx.response_headers.clear();
+            tx.response_headers_raw.clear();
+            tx.response_progress = Progress::Line;
+            self.halves[1].state = State::Line;
+            for a in anomalies {
+                self.anomaly(Some(id), a);
+            }
+            return;
+        }
+        let no_body_status = (100..200).contains(&status) || status == 204 || status == 304;
+        let head = tx.method.eq_ignore_ascii_case(b"HEAD");
+        let body = if head || (no_body_status && te.is_none() && cl.is_none()) {
+            None
+        } else {
+            if no_body_status {
+                anomalies.push(HttpAnomaly::UnexpectedResponseBody);
+            }
+            if te.as_deref().is_some_and(contains_chunked) {
+                tx.response_chunked = true;
+                if cl.is_some() {
+                    anomalies.push(HttpAnomaly::ChunkedWithContentLength);
+                }
+                Some(BodyState::ChunkLen)
+            } else if let Some(cl) = &cl {
+                match parse_content_length(cl) {
+                    Some(0) => {
+                        tx.response_content_length = Some(0);
+                        None
+                    }
+                    Some(len) => {
+                        tx.response_content_length = Some(len);
+                        Some(BodyState::Length { left: len })
+                    }
+                    None => {
+                        // libhtp gives up on the stream here; reading until close keeps
+                        // the body inspectable.
+                        anomalies.push(HttpAnomaly::InvalidContentLength);
+                        Some(BodyState::UntilClose)
+                    }
+                }
+            } else {
+                Some(BodyState::UntilClose)
+            }
+        };
+        let codecs = match (
+            &body,
+            header_value(&tx.response_headers, "content-encoding"),
+        ) {
+            (Some(_), Some(ce)) if self.cfg.decompress_response => {
+                content_codings(ce, self.cfg.decompress_layer_limit, &mut anomalies)
+            }
+            _ => Vec::new(),
+        };
+        for a in anomalies {
+            self.anomaly(Some(id), a);
+        }
+        match body {
+            Some(body) => self.start_response_body(id, body, codecs),
+            None => self.response_complete(id),
+        }
+    }
+
+    fn start_response_body(&mut self, id: u64, body: BodyState, codecs: Vec<Codec>) {
+        let limits = decompress_limits(&self.cfg);
+        let half = &mut self.halves[1];
+        half.decoder = (!codecs.is_empty()).then(|| BodyDecoder::new(&codecs, limits));
+        half.state = State::Body(body);
+        if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
+            if tx.response_progress == Progress::NotStarted {
+                self.events.push(HttpEvent::ResponseLine { tx: id });
+            }
+            tx.response_progress = Progress::Body;
+            tx.response_encodings = codecs;
+        }
+    }
+
+    fn response_complete(&mut self, id: u64) {
+        if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
+            tx.response_progress = Progress::Complete;
+        }
+        self.events.push(HttpEvent::ResponseComplete { tx: id });
+        self.next_response_id = id + 1;
+        let half = &mut self.halves[1];
+        half.tx = None;
+        half.decoder = None;
+        half.state = State::Line;
+        half.last_complete = Some(id);
+        // A request waiting on a CONNECT answer can go on if no tunnel was set up.
+        if self.halves[0].state == State::ConnectWait && self.halves[0].tx.is_some_and(|t| t <= id)
+        {
+            self.halves[0].state = State::Line;
+            self.run(Direction::ToServer);
+        }
+    }
+
+    // ------------------------------------------------------------------ shared
+
+    /// Header or trailer lines; `Headers` state and the `Trailers` body state.
+    fn header_lines(&mut self, dir: Direction) -> bool {
+        let idx = dir.index();
+        let trailers = self.halves[idx].state == State::Body(BodyState::Trailers);
+        let field_limit = self.cfg.field_limit;
+        loop {
+            let half = &mut self.halves[idx];
+            let Some(line) = next_line(&half.buf, half.pos, half.side, half.closed) else {
+                let over = half.pending().len() > field_limit;
+                let closed = half.closed;
+                if over {
+                    self.field_too_long(dir);
+                    return false;
+                }
+                if closed {
+                    // Stream ended inside the headers: keep what was parsed.
+                    half.pos = half.buf.len();
+                    return self.headers_end(dir, trailers, true);
+                }
+                return false;
+            };
+            let Some(block) = half.block.as_mut() else {
+                half.block = Some(HeaderBlock::new(half.side, self.cfg.max_headers));
+                continue;
+            };
+            let outcome = block.on_line(line, &half.buf, half.closed, &mut self.line_anomalies);
+            let (raw_end, done) = match outcome {
+                LineOutcome::NeedMore => return false,
+                LineOutcome::Continue => (line.next, false),
+                LineOutcome::End { body_start } => (body_start, true),
+            };
+            let raw = &half.buf[half.pos..raw_end.max(half.pos)];
+            let tx_id = half.tx;
+            if !trailers {
+                if let Some(tx) = tx_mut(&mut self.txs, tx_id) {
+                    let raw_store = if idx == 0 {
+                        &mut tx.request_headers_raw
+                    } else {
+                        &mut tx.response_headers_raw
+                    };
+                    if raw_store.len() + raw.len() > field_limit {
+                        self.take_line_anomalies(tx_id);
+                        self.field_too_long(dir);
+                        return false;
+                    }
+                    raw_store.extend_from_slice(raw);
+                }
+            }
+            let half = &mut self.halves[idx];
+            half.pos = raw_end.max(half.pos);
+            self.take_line_anomalies(tx_id);
+            if done {
+                return self.headers_end(dir, trailers, false);
+            }
+        }
+    }
+
+    fn headers_end(&mut self, dir: Direction, trailers: bool, truncated: bool) -> bool {
+        let idx = dir.index();
+        let half = &mut self.halves[idx];
+        let tx_id = half.tx;
+        let Some(mut block) = half.block.take() else {
+            return false;
+        };
+        block.finish(&mut self.line_anomalies);
+        self.take_line_anomalies(tx_id);
+        let Some(id) = tx_id else { return false };
+        if trailers {
+            // Trailer fields are parsed for their extent only.
+            if idx == 0 {
+                let is_connect = self
+                    .tx(id)
+                    .is_some_and(|t| t.method.eq_ignore_ascii_case(b"CONNECT"));
+                self.request_complete(id, is_connect);
+            } else {
+                self.response_complete(id);
+            }
+            return true;
+        }
+        if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
+            if idx == 0 {
+                tx.request_headers = block.headers;
+            } else {
+                tx.response_headers = block.headers;
+            }
+        }
+        if truncated {
+            self.halves[idx].state = State::Line;
+        }
+        if idx == 0 {
+            self.request_headers_done(id);
+        } else {
+            self.response_headers_done(id);
+        }
+        true
+    }
+
+    fn deliver_body(&mut self, dir: Direction, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        let idx = dir.index();
+        let cfg = self.cfg;
+        let half = &mut self.halves[idx];
+        let id = half.tx;
+        let Some(tx) = tx_mut(&mut self.txs, id) else {
+            return;
+        };
+        let (body, total, truncated, limit, event) = if idx == 0 {
+            let ev = HttpEvent::RequestBodyData { tx: tx.id };
+            (
+                &mut tx.request_body,
+                &mut tx.request_body_len,
+                &mut tx.request_body_truncated,
+                cfg.request_body_limit,
+                ev,
+            )
+        } else {
+            let ev = HttpEvent::ResponseBodyData { tx: tx.id };
+            (
+                &mut tx.response_body,
+                &mut tx.response_body_len,
+                &mut tx.response_body_truncated,
+                cfg.response_body_limit,
+                ev,
+            )
+        };
+        let was_truncated = *truncated;
+        let mut bomb = false;
+        match half.decoder.as_mut() {
+            Some(decoder) => {
+                let was_bomb = decoder.bomb_detected();
+                decoder.write(data, &mut |piece| {
+                    store_body(body, total, truncated, limit, piece)
+                });
+                bomb = !was_bomb && decoder.bomb_detected();
+            }
+            None => store_body(body, total, truncated, limit, data),
+        }
+        if *truncated && !was_truncated {
+            if idx == 0 {
+                self.counters.request_body_truncated += 1;
+            } else {
+                self.counters.response_body_truncated += 1;
+            }
+        }
+        self.events.push(event);
+        if bomb {
+            self.counters.decompression_bombs += 1;
+            self.anomaly(id, HttpAnomaly::DecompressionBomb);
+        }
+    }
+
+    fn body_done(&mut self, dir: Direction) {
+        let idx = dir.index();
+        let Some(id) = self.halves[idx].tx else {
+            return;
+        };
+        if idx == 0 {
+            let is_connect = self
+                .tx(id)
+                .is_some_and(|t| t.method.eq_ignore_ascii_case(b"CONNECT"));
+            self.request_complete(id, is_connect);
+        } else {
+            self.response_complete(id);
+        }
+    }
+
+    fn set_body_state(&mut self, dir: Direction, body: BodyState) {
+        self.halves[dir.index()].state = State::Body(body);
+    }
+
+    fn body(&mut self, dir: Direction, body: BodyState) -> bool {
+        let idx = dir.index();
+        match body {
+            BodyState::Length { left } | BodyState::ChunkData { left } => {
+                if left == 0 {
+                    if matches!(body, BodyState::Length { .. }) {
+                        self.body_done(dir);
+                    } else {
+                        self.set_body_state(dir, BodyState::ChunkDataEnd);
+                    }
+                    return true;
+                }
+                let half = &mut self.halves[idx];
+                let n = (half.pending().len() as u64).min(left) as usize;
+                if n == 0 {
+                    return false;
+                }
+                let start = half.pos;
+                half.pos += n;
+                // The buffer is lent out (deliver_body never touches it), avoiding a copy.
+                let buf = std::mem::take(&mut half.buf);
+                self.deliver_body(dir, &buf[start..start + n]);
+                self.halves[idx].buf = buf;
+                let left = left - n as u64;
+                let next = match body {
+                    BodyState::Length { .. } => BodyState::Length { left },
+                    _ => BodyState::ChunkData { left },
+                };
+                self.set_body_state(dir, next);
+                true
+            }
+            BodyState::UntilClose => {
+                let half = &mut self.halves[idx];
+                if half.pos < half.buf.len() {
+                    let start = half.pos;
+                    half.pos = half.buf.len();
+                    let buf = std::mem::take(&mut half.buf);
+                    self.deliver_body(dir, &buf[start..]);
+                    self.halves[idx].buf = buf;
+                }
+                if self.halves[idx].closed {
+                    self.body_done(dir);
+                    return false;
+                }
+                false
+            }
+            BodyState::ChunkDataEnd => {
+                // Anything up to the next LF is ignored (libhtp does not check for CRLF).
+                let half = &mut self.halves[idx];
+                match half.pending().iter().position(|&b| b == b'\n') {
+                    Some(lf) => {
+                        half.pos += lf + 1;
+                        self.set_body_state(dir, BodyState::ChunkLen);
+                        true
+                    }
+                    None => {
+                        half.pos = half.buf.len();
+                        if half.closed {
+                            self.body_done(dir);
+                        }
+                        false
+                    }
+                }
+            }
+            BodyState::ChunkLen => self.chunk_len(dir),
+            BodyState::Trailers => self.header_lines(dir),
+        }
+    }
+
+    fn chunk_len(&mut self, dir: Direction) -> bool {
+        let idx = dir.index();
+        let is_ctl = |b: u8| matches!(b, b'\r' | b'\n' | b' ' | b'\t' | 0x0b | 0x0c);
+        let half = &mut self.halves[idx];
+        let tx = half.tx;
+        let pending = half.pending();
+        let Some(lf) = pending.iter().position(|&b| b == b'\n') else {
+            // Without a full line yet, leading junk already decides: not chunked after all.
+            let first_non_ctl = pending.iter().find(|&&b| !is_ctl(b));
+            if first_non_ctl.is_some_and(|b| !b.is_ascii_hexdigit())
+                || pending.len() > self.cfg.field_limit
+            {
+                self.chunked_fallback(dir);
+                return true;
+            }
+            if half.closed {
+                half.pos = half.buf.len();
+                self.body_done(dir);
+            }
+            return false;
+        };
+        let line = &pending[..=lf];
+        match parse_chunk_len(line) {
+            Ok((len, ext)) => {
+                half.pos += lf + 1;
+                let side = half.side;
+                if ext {
+                    self.anomaly(tx, HttpAnomaly::ChunkExtension);
+                }
+                match len {
+                    Some(0) => {
+                        let half = &mut self.halves[idx];
+                        half.block = Some(HeaderBlock::new(side, self.cfg.max_headers));
+                        if let Some(t) = tx_mut(&mut self.txs, tx) {
+                            if idx == 0 {
+                                t.request_progress = Progress::Trailers;
+                            } else {
+                                t.response_progress = Progress::Trailers;
+                            }
+                        }
+                        self.set_body_state(dir, BodyState::Trailers);
+                    }
+                    Some(len) => self.set_body_state(dir, BodyState::ChunkData { left: len }),
+                    None => {} // blank or unusable line: try the next one
+                }
+                true
+            }
+            Err(()) => {
+                self.chunked_fallback(dir);
+                true
+            }
+        }
+    }
+
+    /// Invalid chunk size: like libhtp, the rest of the stream (from this line) is body.
+    fn chunked_fallback(&mut self, dir: Direction) {
+        let tx = self.halves[dir.index()].tx;
+        self.anomaly(tx, HttpAnomaly::InvalidChunkLength);
+        self.set_body_state(dir, BodyState::UntilClose);
+    }
+}
+
+fn decompress_limits(cfg: &HttpConfig) -> DecompressLimits {
+    DecompressLimits {
+        bomb_limit: cfg.compression_bomb_limit,
+        bomb_ratio: cfg.compression_bomb_ratio,
+    }
+}
+
+fn contains_chunked(value: &[u8]) -> bool {
+    let compact: Vec<u8> = value
+        .iter()
+        .filter(|&&b| b != 0)
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    compact.windows(7).any(|w| w == b"chunked")
+}
+
+fn trim_eol(line: &[u8]) -> &[u8] {
+    let mut end = line.len();
+    while end > 0 && matches!(line[end - 1], b'\r' | b'\n') {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+/// Splits a request line into method, target and protocol. Leading whitespace is skipped;
+/// the target may contain spaces when the line ends in something that starts with "HTTP"
+/// (Suricata's `http.uri` keeps them); without a protocol the request is HTTP/0.9.
+fn split_request_line(line: &[u8]) -> (&[u8], &[u8], &[u8]) {
+    let is_ws = |b: &u8| headers::is_space(*b);
+    let line = headers::trim_space(line);
+    let method_end = line.iter().position(is_ws).unwrap_or(line.len());
+    let method = &line[..method_end];
+    let rest = &line[method_end..];
+    let rest = &rest[rest.iter().position(|b| !is_ws(b)).unwrap_or(rest.len())..];
+    if rest.is_empty() {
+        return (method, rest, &[]);
+    }
+    // The protocol is the last word if it looks like one; otherwise the second word.
+    if let Some(last_ws) = rest.iter().rposition(is_ws) {
+        let last = &rest[last_ws + 1..];
+        if last.len() >= 4 && last[..4].eq_ignore_ascii_case(b"HTTP") {
+            let target = headers::trim_space(&rest[..last_ws]);
+            return (method, target, last);
+        }
+        let first_ws = rest.iter().position(is_ws).unwrap_or(rest.len());
+        let protocol = headers::trim_space(&rest[first_ws..]);
+        return (method, &rest[..first_ws], protocol);
+    }
+    (method, rest, &[])
+}
+
+/// Status line as libhtp splits it: protocol, status, message (leading whitespace and NULs
+/// skipped).
+fn parse_status_line(tx: &mut HttpTx, line: &[u8]) {
+    tx.response_line = line.to_vec();
+    let skip = |s: &[u8], f: &dyn Fn(u8) -> bool| s.iter().position(|&b| !f(b)).unwrap_or(s.len());
+    let mut rest = &line[skip(line, &|b| headers::is_space(b) || b == 0)..];
+    let proto_len = skip(rest, &|b| !headers::is_space(b));
+    tx.response_protocol = rest[..proto_len].to_vec();
+    rest = &rest[proto_len..];
+    let ws = skip(rest, &headers::is_space);
+    rest = &rest[ws..];
+    let code_len = skip(rest, &|b| !headers::is_space(b));
+    tx.status = rest[..code_len].to_vec();
+    tx.status_code = (code_len > 0 && tx.status.iter().all(u8::is_ascii_digit))
+        .then(|| std::str::from_utf8(&tx.status).ok()?.parse::<u16>().ok())
+        .flatten()
+        .filter(|c| (100..=999).contains(c));
+    rest = &rest[code_len..];
+    let ws = skip(rest, &|b| b.is_ascii_whitespace());
+    tx.status_msg = trim_eol(&rest[ws..]).to_vec();
+}

@@ -1,0 +1,580 @@
+use super::*;
+
+/// Runs a request and response stream through a parser, `step` bytes at a time.
+fn run(req: &[u8], resp: &[u8], step: usize, cfg: HttpConfig) -> (HttpParser, Vec<HttpEvent>) {
+    let mut p = HttpParser::new(cfg);
+    let mut events = Vec::new();
+    let mut push = |e| events.push(e);
+    for c in req.chunks(step.max(1)) {
+        p.on_data(Direction::ToServer, c, &mut push);
+    }
+    for c in resp.chunks(step.max(1)) {
+        p.on_data(Direction::ToClient, c, &mut push);
+    }
+    p.on_close(&mut push);
+    (p, events)
+}
+
+/// Corpus check against the http-evader captures: set PICKET_HTTP_EVADER to a folder of
+/// NNN.req / NNN.resp stream dumps.
+#[test]
+#[ignore]
+fn evader_corpus() {
+    let Ok(dir) = std::env::var("PICKET_HTTP_EVADER") else {
+        return;
+    };
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "resp"))
+        .collect();
+    names.sort();
+    let mut fails = 0;
+    for resp_path in &names {
+        let resp = std::fs::read(resp_path).unwrap();
+        let req = std::fs::read(resp_path.with_extension("req")).unwrap_or_default();
+        for step in [usize::MAX, 1] {
+            let (p, _) = run(
+                &req,
+                &resp,
+                step,
+                HttpConfig {
+                    decompress_layer_limit: 3,
+                    ..HttpConfig::default()
+                },
+            );
+            let found = p.txs().any(|t| {
+                let b = &t.response_body;
+                b.windows(11).any(|w| w == b"X5O!P%@AP[4")
+                    && b.windows(34)
+                        .any(|w| w == b"EICAR-STANDARD-ANTIVIRUS-TEST-FILE")
+            });
+            if !found {
+                fails += 1;
+                let t: Vec<_> = p
+                    .txs()
+                    .map(|t| {
+                        (
+                            String::from_utf8_lossy(&t.uri_raw).into_owned(),
+                            t.status_code,
+                            String::from_utf8_lossy(
+                                &t.response_body[..t.response_body.len().min(120)],
+                            )
+                            .into_owned(),
+                        )
+                    })
+                    .collect();
+                println!("FAIL {} step {step}: {:?}", resp_path.display(), t);
+                break;
+            }
+        }
+    }
+    println!("{} of {} failed", fails, names.len());
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn deflate_raw(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn zlib(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn whole(req: &[u8], resp: &[u8]) -> HttpParser {
+    run(req, resp, usize::MAX, HttpConfig::default()).0
+}
+
+fn response_with_body(headers: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = format!("HTTP/1.1 200 OK\r\n{headers}\r\n").into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+const GET: &[u8] = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+
+#[test]
+fn request_fields_and_buffers() {
+    let req = b"GET /p/../q%41//r?x=%41%26 HTTP/1.1\r\nHost: WWW.Example.COM:8080\r\nUser-Agent: ua\r\nCookie: c=1\r\nAccept: */*\r\nX-A: 1\r\nx-a: 2\r\n\r\n";
+    let p = whole(req, b"");
+    let tx = p.tx(0).unwrap();
+    assert_eq!(tx.method, b"GET");
+    assert_eq!(tx.uri_raw, b"/p/../q%41//r?x=%41%26");
+    assert_eq!(tx.uri_normalized, b"/qA/r?x=A%26");
+    assert_eq!(tx.request_protocol, b"HTTP/1.1");
+    assert_eq!(tx.request_line, b"GET /p/../q%41//r?x=%41%26 HTTP/1.1");
+    assert_eq!(tx.host.as_deref(), Some(&b"www.example.com"[..]));
+    assert_eq!(tx.host_raw.as_deref(), Some(&b"WWW.Example.COM:8080"[..]));
+    assert_eq!(tx.user_agent(), Some(&b"ua"[..]));
+    assert_eq!(tx.cookie(), Some(&b"c=1"[..]));
+    assert_eq!(tx.request_header("X-A"), Some(&b"1, 2"[..]));
+    assert_eq!(tx.request_progress, Progress::Complete);
+    let mut buf = Vec::new();
+    tx.header_buffer(Direction::ToServer, &mut buf);
+    assert_eq!(
+        buf,
+        b"Host: WWW.Example.COM:8080\r\nUser-Agent: ua\r\nAccept: */*\r\nX-A: 1, 2\r\n"
+    );
+    tx.header_names_buffer(Direction::ToServer, &mut buf);
+    assert_eq!(
+        buf,
+        b"\r\nHost\r\nUser-Agent\r\nCookie\r\nAccept\r\nX-A\r\n\r\n"
+    );
+    tx.start_buffer(Direction::ToServer, &mut buf);
+    assert!(
+        buf.starts_with(b"GET /p/../q%41//r?x=%41%26 HTTP/1.1\r\nHost: WWW.Example.COM:8080\r\n")
+    );
+    assert!(buf.ends_with(b"X-A: 1, 2\r\n\r\n"));
+    assert_eq!(&tx.request_headers_raw[..6], b"Host: ");
+    assert!(tx.request_headers_raw.ends_with(b"x-a: 2\r\n\r\n"));
+}
+
+#[test]
+fn odd_request_lines() {
+    let p = whole(b"\r\n\r\n  GET   /a b/c   HTTP/1.0\nHost: h\n\n", b"");
+    let tx = p.tx(0).unwrap();
+    assert_eq!(tx.method, b"GET");
+    assert_eq!(tx.uri_raw, b"/a b/c");
+    assert_eq!(tx.request_protocol, b"HTTP/1.0");
+    // HTTP/0.9: no protocol, no headers; the response is all body.
+    let p = whole(b"GET /old\r\n", b"just the body");
+    let tx = p.tx(0).unwrap();
+    assert!(tx.is_http09);
+    assert_eq!(tx.uri_raw, b"/old");
+    assert_eq!(tx.response_body, b"just the body");
+    assert_eq!(tx.response_progress, Progress::Complete);
+}
+
+#[test]
+fn request_body_by_length_and_chunked_and_pipelining() {
+    let req = b"POST /1 HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloPOST /2 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\nGET /3 HTTP/1.1\r\n\r\n";
+    let resp = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Type: x\r\n\r\n";
+    let p = whole(req, resp);
+    let txs: Vec<_> = p.txs().collect();
+    assert_eq!(txs.len(), 3);
+    assert_eq!(txs[0].request_body, b"hello");
+    assert_eq!(txs[1].request_body, b"abc");
+    assert!(txs[1].request_chunked);
+    assert_eq!(txs[2].uri_raw, b"/3");
+    assert_eq!(txs[0].response_body, b"a");
+    assert_eq!(txs[1].status_code, Some(204));
+    assert_eq!(txs[2].status_code, Some(304));
+    assert!(txs.iter().all(|t| t.is_complete()));
+}
+
+#[test]
+fn response_status_line_and_headers() {
+    let resp = b"HTTP/1.1 404 Not  Found \r\nServer: s\r\nLocation: /x\r\nSet-Cookie: a\r\nContent-Length: 0\r\n\r\n";
+    let p = whole(GET, resp);
+    let tx = p.tx(0).unwrap();
+    assert_eq!(tx.response_line, b"HTTP/1.1 404 Not  Found ");
+    assert_eq!(tx.response_protocol, b"HTTP/1.1");
+    assert_eq!(tx.status, b"404");
+    assert_eq!(tx.status_code, Some(404));
+    assert_eq!(tx.status_msg, b"Not  Found ");
+    assert_eq!(tx.server(), Some(&b"s"[..]));
+    assert_eq!(tx.location(), Some(&b"/x"[..]));
+    let mut buf = Vec::new();
+    tx.header_buffer(Direction::ToClient, &mut buf);
+    assert_eq!(buf, b"Server: s\r\nLocation: /x\r\nContent-Length: 0\r\n");
+}
+
+#[test]
+fn chunked_response_with_odd_sizes_and_trailers() {
+    let resp = response_with_body(
+        "Transfer-Encoding: x-chunked\r\n",
+        b"\r\n  05 ;ext\r\nhello\r\n00a\r\n0123456789junk\r\n0\r\nX-Trailer: 1\r\n\r\n",
+    );
+    let p = whole(GET, &resp);
+    let tx = p.tx(0).unwrap();
+    assert_eq!(tx.response_body, b"hello0123456789");
+    assert_eq!(tx.response_progress, Progress::Complete);
+}
+
+#[test]
+fn invalid_chunk_size_makes_rest_of_stream_body() {
+    let resp = response_with_body(
+        "Transfer-Encoding: chunked\r\n",
+        b"5\r\nhello\r\nzz\r\nrest",
+    );
+    let p = whole(GET, &resp);
+    assert_eq!(p.tx(0).unwrap().response_body, b"hellozz\r\nrest");
+}
+
+#[test]
+fn head_and_100_continue() {
+    let req = b"HEAD / HTTP/1.1\r\n\r\nPOST /u HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi";
+    let resp = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+    let p = whole(req, resp);
+    let txs: Vec<_> = p.txs().collect();
+    assert_eq!(txs.len(), 2);
+    assert!(txs[0].response_body.is_empty());
+    assert!(txs[1].seen_100_continue);
+    assert_eq!(txs[1].status_code, Some(201));
+    assert_eq!(txs[1].response_body, b"ok");
+}
+
+#[test]
+fn response_without_request_and_non_http_response_line() {
+    let p = whole(
+        b"",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokgarbage line\r\nmore",
+    );
+    let tx = p.tx(0).unwrap();
+    assert!(tx.request_missing);
+    // Non-HTTP lines after a response are appended to it (libhtp's finalize step).
+    assert_eq!(tx.response_body, b"okgarbage line\r\nmore");
+    assert_eq!(p.txs().count(), 1);
+}
+
+#[test]
+fn gzip_deflate_zlib_and_mislabelled_bodies() {
+    let text = b"the quick brown fox jumps over the lazy dog";
+    for (ce, body) in [
+        ("gzip", gzip(text)),
+        ("x-gzip", gzip(text)),
+        ("deflate", deflate_raw(text)),
+        ("deflate", zlib(text)),
+        ("deflate", gzip(text)),
+        ("gzip", deflate_raw(text)),
+        ("gzip", text.to_vec()), // header lies: passed through
+        ("identity", text.to_vec()),
+    ] {
+        let resp = response_with_body(
+            &format!(
+                "Content-Encoding: {ce}\r\nContent-Length: {}\r\n",
+                body.len()
+            ),
+            &body,
+        );
+        let p = whole(GET, &resp);
+        assert_eq!(p.tx(0).unwrap().response_body, text, "{ce}");
+    }
+}
+
+#[test]
+fn decompression_layer_limit() {
+    let text = b"layered content that is compressed twice";
+    let twice = gzip(&deflate_raw(text));
+    let resp = response_with_body(
+        &format!(
+            "Content-Encoding: deflate, gzip\r\nContent-Length: {}\r\n",
+            twice.len()
+        ),
+        &twice,
+    );
+    assert_eq!(whole(GET, &resp).tx(0).unwrap().response_body, text);
+    let thrice = gzip(&gzip(&gzip(text)));
+    let resp = response_with_body(
+        &format!(
+            "Content-Encoding: gzip,gzip,gzip\r\nContent-Length: {}\r\n",
+            thrice.len()
+        ),
+        &thrice,
+    );
+    // Default limit 2: one gzip layer is left.
+    let p = whole(GET, &resp);
+    assert_eq!(p.tx(0).unwrap().response_body, gzip(text));
+    let cfg = HttpConfig {
+        decompress_layer_limit: 3,
+        ..HttpConfig::default()
+    };
+    let (p, _) = run(GET, &resp, usize::MAX, cfg);
+    assert_eq!(p.tx(0).unwrap().response_body, text);
+}
+
+#[test]
+fn decompression_bomb_is_limited() {
+    let bomb = gzip(&vec![0u8; 4 * 1024 * 1024]); // about 1000:1
+    let resp = response_with_body(
+        &format!(
+            "Content-Encoding: gzip\r\nContent-Length: {}\r\n",
+            bomb.len()
+        ),
+        &bomb,
+    );
+    let cfg = HttpConfig {
+        response_body_limit: usize::MAX,
+        compression_bomb_limit: 64 * 1024,
+        compression_bomb_ratio: 100,
+        ..HttpConfig::default()
+    };
+    let (p, events) = run(GET, &resp, 1000, cfg);
+    let tx = p.tx(0).unwrap();
+    // Stops once past both the limit and 100x the ~1000 encoded bytes seen so far.
+    assert!(
+        tx.response_body_len >= 64 * 1024 && tx.response_body_len < 200 * 1024,
+        "{}",
+        tx.response_body_len
+    );
+    assert_eq!(p.counters().decompression_bombs, 1);
+    assert!(events.contains(&HttpEvent::Anomaly {
+        tx: Some(0),
+        anomaly: HttpAnomaly::DecompressionBomb
+    }));
+    // Within the ratio, the same body decodes completely.
+    let cfg = HttpConfig {
+        response_body_limit: usize::MAX,
+        compression_bomb_limit: 64 * 1024,
+        ..HttpConfig::default()
+    };
+    let (p, _) = run(GET, &resp, usize::MAX, cfg);
+    assert_eq!(p.tx(0).unwrap().response_body_len, 4 * 1024 * 1024);
+}
+
+#[test]
+fn body_limits_and_truncation() {
+    let cfg = HttpConfig {
+        request_body_limit: 4,
+        response_body_limit: 3,
+        ..HttpConfig::default()
+    };
+    let (p, _) = run(
+        b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789",
+        b"HTTP/1.1 200 OK\r\n\r\nabcdef",
+        usize::MAX,
+        cfg,
+    );
+    let tx = p.tx(0).unwrap();
+    assert_eq!(tx.request_body, b"0123");
+    assert_eq!(tx.request_body_len, 10);
+    assert!(tx.request_body_truncated);
+    assert_eq!(tx.response_body, b"abc");
+    assert_eq!(p.counters().response_body_truncated, 1);
+}
+
+#[test]
+fn field_limit_stops_direction() {
+    let cfg = HttpConfig {
+        field_limit: 100,
+        ..HttpConfig::default()
+    };
+    let mut req = b"GET /".to_vec();
+    req.extend(std::iter::repeat_n(b'a', 500));
+    let (p, events) = run(&req, b"", 7, cfg);
+    assert_eq!(p.txs().count(), 0);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        HttpEvent::Anomaly {
+            anomaly: HttpAnomaly::FieldTooLong,
+            ..
+        }
+    )));
+}
+
+#[test]
+fn tx_count_is_bounded_and_pruning_works() {
+    let cfg = HttpConfig {
+        max_tx: 4,
+        ..HttpConfig::default()
+    };
+    let req: Vec<u8> = (0..10)
+        .flat_map(|i| format!("GET /{i} HTTP/1.1\r\n\r\n").into_bytes())
+        .collect();
+    let (mut p, _) = run(&req, b"", usize::MAX, cfg);
+    assert_eq!(p.txs().count(), 4);
+    assert_eq!(p.counters().transactions_dropped, 6);
+    assert_eq!(p.txs().next().unwrap().uri_raw, b"/6");
+    let resp: Vec<u8> = (0..10)
+        .flat_map(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec())
+        .collect();
+    let (mut q, _) = run(GET, &resp, usize::MAX, HttpConfig::default());
+    assert!(q.prune_completed() > 0);
+    assert_eq!(q.txs().count(), 0);
+    assert_eq!(
+        p.prune_completed(),
+        0,
+        "requests without responses are not complete"
+    );
+}
+
+#[test]
+fn gaps_skip_body_bytes_but_stop_header_parsing() {
+    let mut p = HttpParser::new(HttpConfig::default());
+    let mut ev = Vec::new();
+    let mut push = |e| ev.push(e);
+    p.on_data(Direction::ToServer, GET, &mut push);
+    p.on_data(
+        Direction::ToClient,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab",
+        &mut push,
+    );
+    p.on_gap(Direction::ToClient, 5, &mut push);
+    p.on_data(Direction::ToClient, b"cdeHTTP/1.1 200 OK\r\n", &mut push);
+    let tx = p.tx(0).unwrap();
+    assert_eq!(
+        tx.response_body,
+        b"abcde"
+            .iter()
+            .take(2)
+            .chain(b"cde")
+            .copied()
+            .collect::<Vec<_>>()
+    );
+    assert!(tx.body_gap);
+    assert_eq!(tx.response_progress, Progress::Complete);
+    p.on_gap(Direction::ToClient, 3, &mut push);
+    p.on_data(Direction::ToClient, b"Content-Length: 0\r\n\r\n", &mut push);
+    assert!(ev.contains(&HttpEvent::Anomaly {
+        tx: Some(1),
+        anomaly: HttpAnomaly::GapInHeaders
+    }));
+}
+
+#[test]
+fn connect_tunnel_stops_parsing() {
+    let req =
+        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n\x16\x03\x01binary";
+    let resp = b"HTTP/1.1 200 Connection established\r\n\r\n\x16\x03\x03more binary";
+    let p = whole(req, resp);
+    assert_eq!(p.txs().count(), 1);
+    let tx = p.tx(0).unwrap();
+    assert_eq!(tx.host.as_deref(), Some(&b"example.com"[..]));
+    assert!(tx.response_body.is_empty());
+}
+
+#[test]
+fn events_follow_progress() {
+    let (_, events) = run(
+        b"POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\ny",
+        usize::MAX,
+        HttpConfig::default(),
+    );
+    let kinds: Vec<_> = events
+        .into_iter()
+        .filter(|e| !matches!(e, HttpEvent::Anomaly { .. }))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            HttpEvent::RequestLine { tx: 0 },
+            HttpEvent::RequestHeaders { tx: 0 },
+            HttpEvent::RequestBodyData { tx: 0 },
+            HttpEvent::RequestComplete { tx: 0 },
+            HttpEvent::ResponseLine { tx: 0 },
+            HttpEvent::ResponseHeaders { tx: 0 },
+            HttpEvent::ResponseBodyData { tx: 0 },
+            HttpEvent::ResponseComplete { tx: 0 },
+        ]
+    );
+}
+
+fn snapshot(p: &HttpParser) -> String {
+    p.txs().map(|t| format!("{t:?}\n")).collect()
+}
+
+/// Inputs with every tolerated oddity, for the chunking-invariance checks.
+fn odd_inputs() -> Vec<(Vec<u8>, Vec<u8>)> {
+    let gz = gzip(b"X5O!P%@AP[4 compressed payload");
+    vec![
+        (GET.to_vec(), response_with_body("Transfer-Encoding: chunked\r\n", b"\r\n5\r\nhello\r\n0\r\n\r\n")),
+        (GET.to_vec(), b"HTTP/1.1 200 ok\rContent-length: 3\rX: y\r\n\nabcHTTP/1.1 200 OK\n\rA: b\n\r\n\r".to_vec()),
+        (GET.to_vec(), b"HTTP/1.1 200 ok\r\nConnection: close\r\n\r\rTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n".to_vec()),
+        (GET.to_vec(), b"HTTP/1.1 200 ok\r\nContent-length: 4\n \n\nabcdjunk\r\n".to_vec()),
+        (GET.to_vec(), b"\r\nnot http\r\nHTTP/1.1 200 ok\r\nTransfer-Encoding\r\n :chunked\r\n\r\n1\r\nZ\r\n0\r\n\r\n".to_vec()),
+        (GET.to_vec(), response_with_body(&format!("Content-Encoding: gzip\r\nContent-Length: {}\r\n", gz.len()), &gz)),
+        (b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nH: a\r\n  folded\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /0.9\r\nGET /y HTTP/1.0\n\n".to_vec(), b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.0 200 OK\r\n\r\nuntil close".to_vec()),
+    ]
+}
+
+#[test]
+fn byte_at_a_time_gives_the_same_transactions() {
+    for (req, resp) in odd_inputs() {
+        let (whole, _) = run(&req, &resp, usize::MAX, HttpConfig::default());
+        for step in [1, 2, 3, 7] {
+            let (split, _) = run(&req, &resp, step, HttpConfig::default());
+            assert_eq!(
+                snapshot(&whole),
+                snapshot(&split),
+                "step {step} on {:?}",
+                String::from_utf8_lossy(&resp)
+            );
+        }
+    }
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn http_ish() -> impl Strategy<Value = Vec<u8>> {
+        let pieces = prop::sample::select(vec![
+            &b"GET / HTTP/1.1"[..],
+            b"HTTP/1.1 200 OK",
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b" ",
+            b"\t",
+            b":",
+            b"Content-Length: 3",
+            b"Transfer-Encoding: chunked",
+            b"Content-Encoding: gzip, deflate",
+            b"5",
+            b"0",
+            b"ffffffffffff",
+            b";x",
+            b"abc",
+            b"\x1f\x8b\x08\x00",
+            b"\0",
+            b"HEAD",
+            b"CONNECT a:1 HTTP/1.1",
+            b"HTTP/1.1 100 Continue",
+            b"HTTP/1.1 101 Switching",
+            b"Host: a",
+            b"%2e%2e/",
+            b"?q=%41",
+        ]);
+        prop::collection::vec(
+            prop_oneof![
+                pieces.prop_map(<[u8]>::to_vec),
+                prop::collection::vec(any::<u8>(), 0..8)
+            ],
+            0..40,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn chunking_does_not_matter(req in http_ish(), resp in http_ish(), step in 1usize..9) {
+            let (whole, _) = run(&req, &resp, usize::MAX, HttpConfig::default());
+            let (split, _) = run(&req, &resp, step, HttpConfig::default());
+            prop_assert_eq!(snapshot(&whole), snapshot(&split));
+        }
+
+        #[test]
+        fn random_bytes_never_panic(req in prop::collection::vec(any::<u8>(), 0..600), resp in prop::collection::vec(any::<u8>(), 0..600), step in 1usize..50, gap in 0u64..20) {
+            let mut p = HttpParser::new(HttpConfig { field_limit: 200, max_tx: 8, ..HttpConfig::default() });
+            let mut sink = |_e: HttpEvent| {};
+            for (a, b) in req.chunks(step).zip(resp.chunks(step)) {
+                p.on_data(Direction::ToServer, a, &mut sink);
+                p.on_data(Direction::ToClient, b, &mut sink);
+                if a.first() == Some(&0) {
+                    p.on_gap(Direction::ToClient, gap, &mut sink);
+                }
+            }
+            p.on_close(&mut sink);
+            prop_assert!(p.txs().count() <= 8);
+            for tx in p.txs() {
+                prop_assert!(tx.response_body.len() <= 100 * 1024);
+            }
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! Live capture from a Linux interface through AF_PACKET TPACKET_V3 receive rings.
+//!
+//! One [`AfPacketSocket`] per worker. All sockets of a capture join the same
+//! PACKET_FANOUT group, and the kernel spreads packets over them (by default by a flow
+//! hash that is the same in both directions, so each worker sees whole flows).
+//!
+//! The kernel writes packets into a ring shared with this process, grouped in blocks of
+//! `block_size` bytes. A block is handed to user space when it is full or when
+//! `retire_timeout_ms` passed since its first packet; all packets of a ready block are
+//! read without a system call, and `poll` is only called when the ring is empty.
+//!
+//! The kernel takes a VLAN tag out of the frame and reports it beside the packet; it is
+//! put back (in a small per-socket buffer, only for tagged packets) so the decoder sees
+//! the frame as it was on the wire.
+//!
+//! All system calls and `unsafe` code are in `sys.rs`; `block.rs` parses a block with
+//! bounds-checked safe code.
+
+mod block;
+mod sys;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::io;
+use std::os::fd::{OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{CaptureError, PacketSource, RawPacket};
+use crate::packet::{LinkType, Timestamp};
+
+/// How the kernel picks the socket of a fanout group for each packet (PACKET_FANOUT_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FanoutMode {
+    /// Flow hash, symmetric: both directions of a flow go to the same socket.
+    Hash,
+    /// Round robin over the sockets.
+    Lb,
+    /// The socket with the index of the CPU that received the packet.
+    Cpu,
+    /// Random socket.
+    Rnd,
+    /// The socket with the index of the receive queue the packet came in on.
+    Qm,
+    /// An eBPF program (loaded by the caller, kept open until `open` returns) returns
+    /// the socket index.
+    Ebpf(RawFd),
+}
+
+impl FanoutMode {
+    fn kernel_mode(self) -> u32 {
+        match self {
+            FanoutMode::Hash => libc::PACKET_FANOUT_HASH,
+            FanoutMode::Lb => libc::PACKET_FANOUT_LB,
+            FanoutMode::Cpu => libc::PACKET_FANOUT_CPU,
+            FanoutMode::Rnd => libc::PACKET_FANOUT_RND,
+            FanoutMode::Qm => libc::PACKET_FANOUT_QM,
+            FanoutMode::Ebpf(_) => libc::PACKET_FANOUT_EBPF,
+        }
+    }
+
+    /// Suricata's name for the mode (`cluster-type`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FanoutMode::Hash => "cluster_flow",
+            FanoutMode::Lb => "cluster_round_robin",
+            FanoutMode::Cpu => "cluster_cpu",
+            FanoutMode::Rnd => "cluster_random",
+            FanoutMode::Qm => "cluster_qm",
+            FanoutMode::Ebpf(_) => "cluster_ebpf",
+        }
+    }
+}
+
+/// Settings of one capture socket. All sockets of a fanout group must agree on
+/// `fanout_group`, `fanout_mode`, `rollover` and `defrag`, or joining fails.
+#[derive(Clone, Debug)]
+pub struct AfPacketConfig {
+    pub interface: String,
+    /// Fanout group id, shared by the sockets of one capture (Suricata's `cluster-id`).
+    pub fanout_group: u16,
+    pub fanout_mode: FanoutMode,
+    /// When a socket's ring is full, hand its packets to another socket of the group
+    /// instead of dropping them (breaks per-flow affinity under overload).
+    pub rollover: bool,
+    /// Reassemble IP fragments before the fanout decision, so all fragments of a
+    /// datagram reach the same socket as its flow.
+    pub defrag: bool,
+    pub promiscuous: bool,
+    /// Bytes per ring block: a multiple of the page size. Packets larger than a block
+    /// are truncated.
+    pub block_size: u32,
+    /// Nominal frame size (multiple of 16). With TPACKET_V3 packets are packed in
+    /// blocks at their real size; the kernel only checks this against the block size.
+    pub frame_size: u32,
+    /// Blocks per ring; the ring holds `block_size * block_count` bytes per socket.
+    pub block_count: u32,
+    /// A block with at least one packet is handed over at the latest this long after
+    /// it was opened, bounding the delay on a quiet link. 0 lets the kernel choose
+    /// from the link speed.
+    pub retire_timeout_ms: u32,
+    /// Set to make [`PacketSource::next_packet`] return `Ok(None)`; checked before
+    /// every packet and between waits.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Default for AfPacketConfig {
+    fn default() -> Self {
+        AfPacketConfig {
+            interface: String::new(),
+            fanout_group: 99,
+            fanout_mode: FanoutMode::Hash,
+            rollover: false,
+            defrag: true,
+            promiscuous: true,
+            block_size: 1 << 20,
+            frame_size: 2048,
+            block_count: 32,
+            retire_timeout_ms: 10,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Largest ring accepted per socket. Well beyond any sensible setting; catches typos
+/// that would pin gigabytes of kernel memory per worker.
+pub const MAX_RING_BYTES: u64 = 4 << 30;
+/// Largest retire timeout accepted, in milliseconds.
+pub const MAX_RETIRE_TIMEOUT_MS: u32 = 10_000;
+/// Longest interface name Linux accepts (IFNAMSIZ minus the terminating NUL).
+const MAX_INTERFACE_NAME: usize = libc::IFNAMSIZ - 1;
+/// How long [`PacketSource::next_packet`] sleeps in `poll` between checks of the stop flag.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+
+impl AfPacketConfig {
+    /// Default settings for `interface`.
+    pub fn for_interface(interface: &str) -> Self {
+        AfPacketConfig { interface: interface.to_string(), ..Default::default() }
+    }
+
+    /// Bytes of one socket's ring.
+    pub fn ring_bytes(&self) -> u64 {
+        self.block_size as u64 * self.block_count as u64
+    }
+
+    /// Checks the settings without touching the system (the page size aside).
+    pub fn validate(&self) -> Result<(), AfPacketError> {
+        let invalid = |field: &'static str, reason: String| Err(AfPacketError::InvalidConfig { field, reason });
+        let name = &self.interface;
+        if name.is_empty() {
+            return invalid("interface", "no interface given".into());
+        }
+        if name.len() > MAX_INTERFACE_NAME {
+            return invalid(
+                "interface",
+                format!("{name:?} is {} bytes long; Linux names have at most {MAX_INTERFACE_NAME}", name.len()),
+            );
+        }
+        if name == "." || name == ".." || name.chars().any(|c| c == '/' || c == '\0' || c.is_whitespace()) {
+            return invalid("interface", format!("{name:?} is not a valid interface name"));
+        }
+        let page = sys::page_size();
+        if self.block_size == 0 || !(self.block_size as usize).is_multiple_of(page) {
+            return invalid(
+                "block_size",
+                format!("{} is not a multiple of the page size ({page} bytes)", self.block_size),
+            );
+        }
+        let min_frame = libc::TPACKET3_HDRLEN.next_multiple_of(libc::TPACKET_ALIGNMENT) as u32;
+        if self.frame_size < min_frame || !(self.frame_size as usize).is_multiple_of(libc::TPACKET_ALIGNMENT) {
+            return invalid(
+                "frame_size",
+                format!(
+                    "{} must be a multiple of {} and at least {min_frame}",
+                    self.frame_size,
+                    libc::TPACKET_ALIGNMENT
+                ),
+            );
+        }
+        if self.frame_size > self.block_size {
+            return invalid(
+                "frame_size",
+                format!("{} is larger than block_size ({})", self.frame_size, self.block_size),
+            );
+        }
+        if self.block_count < 2 {
+            return invalid(
+                "block_count",
+                format!("{} is too few: the kernel needs a block to fill while one is read", self.block_count),
+            );
+        }
+        if self.ring_bytes() > MAX_RING_BYTES {
+            return invalid(
+                "block_count",
+                format!(
+                    "a ring of {} blocks of {} bytes is {} MiB per socket, more than the limit of {} MiB",
+                    self.block_count,
+                    self.block_size,
+                    self.ring_bytes() >> 20,
+                    MAX_RING_BYTES >> 20
+                ),
+            );
+        }
+        if self.retire_timeout_ms > MAX_RETIRE_TIMEOUT_MS {
+            return invalid(
+                "retire_timeout_ms",
+                format!("{} ms is more than the limit of {MAX_RETIRE_TIMEOUT_MS} ms", self.retire_timeout_ms),
+            );
+        }
+        if let FanoutMode::Ebpf(fd) = self.fanout_mode {
+            if fd < 0 {
+                return invalid("fanout_mode", format!("eBPF program descriptor {fd} is not a valid descriptor"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a capture socket could not be opened. `Display` gives one line naming the
+/// interface and, where there is one, the likely fix.
+#[derive(Debug)]
+pub enum AfPacketError {
+    InvalidConfig {
+        field: &'static str,
+        reason: String,
+    },
+    /// The process lacks CAP_NET_RAW in the network namespace.
+    NeedsPrivilege {
+        interface: String,
+        source: io::Error,
+    },
+    NoSuchInterface {
+        interface: String,
+    },
+    /// The interface exists but is administratively down.
+    InterfaceDown {
+        interface: String,
+    },
+    /// The interface's link layer (ARPHRD_* type) is one picket cannot decode.
+    UnsupportedLinkType {
+        interface: String,
+        hardware_type: u16,
+    },
+    /// A setup step failed; `step` names it.
+    Setup {
+        interface: String,
+        step: SetupStep,
+        source: io::Error,
+    },
+}
+
+/// The step of [`AfPacketSocket::open`] that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupStep {
+    CreateSocket,
+    LookUpInterface,
+    SetVersion,
+    AllocateRing { block_size: u32, block_count: u32 },
+    MapRing,
+    Promiscuous,
+    Bind,
+    JoinFanout { group: u16, mode: &'static str },
+    AttachFanoutProgram,
+}
+
+impl fmt::Display for SetupStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupStep::CreateSocket => write!(f, "cannot create AF_PACKET socket"),
+            SetupStep::LookUpInterface => write!(f, "cannot look up interface"),
+            SetupStep::SetVersion => write!(f, "cannot select TPACKET_V3 (kernel older than 3.2?)"),
+            SetupStep::AllocateRing { block_size, block_count } => write!(
+                f,
+                "cannot allocate a receive ring of {block_count} blocks of {block_size} bytes \
+                 (lower block-count or block-size)"
+            ),
+            SetupStep::MapRing => write!(f, "cannot map the receive ring"),
+            SetupStep::Promiscuous => write!(f, "cannot enable promiscuous mode"),
+            SetupStep::Bind => write!(f, "cannot bind to interface"),
+            SetupStep::JoinFanout { group, mode } => write!(
+                f,
+                "cannot join fanout group {group} ({mode}); another capture may use this group id \
+                 with a different mode or rollover/defrag setting"
+            ),
+            SetupStep::AttachFanoutProgram => write!(f, "cannot attach the eBPF fanout program"),
+        }
+    }
+}
+
+impl fmt::Display for AfPacketError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AfPacketError::InvalidConfig { field, reason } => write!(f, "af-packet {field}: {reason}"),
+            AfPacketError::NeedsPrivilege { interface, source } => {
+                write!(f, "interface {interface}: live capture needs root or CAP_NET_RAW ({source})")
+            }
+            AfPacketError::NoSuchInterface { interface } => write!(f, "no such interface {interface}"),
+            AfPacketError::InterfaceDown { interface } => {
+                write!(f, "interface {interface} is down (bring it up with: ip link set {interface} up)")
+            }
+            AfPacketError::UnsupportedLinkType { interface, hardware_type } => write!(
+                f,
+                "interface {interface}: link type ARPHRD {hardware_type} is not supported \
+                 (Ethernet, loopback and raw-IP interfaces are)"
+            ),
+            AfPacketError::Setup { interface, step, source } => write!(f, "interface {interface}: {step}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for AfPacketError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AfPacketError::NeedsPrivilege { source, .. } | AfPacketError::Setup { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Counters of one socket since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingStats {
+    /// Packets the kernel offered this socket, dropped ones included (tp_packets).
+    pub kernel_packets: u64,
+    /// Packets the kernel dropped because the ring was full (tp_drops).
+    pub kernel_drops: u64,
+    /// Times the ring was found full and frozen until a block was released
+    /// (tp_freeze_q_cnt).
+    pub queue_freezes: u64,
+    /// Packets handed to the caller.
+    pub delivered: u64,
+    /// Tagged frames whose VLAN tag was put back.
+    pub vlan_tags_restored: u64,
+    /// Tagged frames too short to hold MAC addresses: delivered without the tag.
+    pub vlan_tags_not_restored: u64,
+    /// Block or packet headers pointing outside their block; the rest of that block
+    /// was skipped.
+    pub malformed_headers: u64,
+}
+
+/// One capture socket with its receive ring; give each worker its own.
+pub struct AfPacketSocket {
+    // Declared before `fd` so the ring is unmapped before the socket closes.
+    ring: sys::Ring,
+    fd: OwnedFd,
+    interface: String,
+    link: LinkType,
+    fanout: (u16, FanoutMode),
+    stop: Arc<AtomicBool>,
+    /// Packets of the held block not yet read, and where the next one's header is.
+    remaining_in_block: u32,
+    next_offset: usize,
+    /// Blocks `advance` may still take before returning; bounds one `poll_packets`.
+    acquire_budget: usize,
+    /// A tagged frame with its VLAN tag put back; reused between packets.
+    vlan_buffer: Vec<u8>,
+    totals: RingStats,
+}
+
+fn link_type_for(hardware_type: u16) -> Option<LinkType> {
+    /// ARPHRD_RAWIP: raw IP without link header (e.g. cellular modems).
+    const ARPHRD_RAWIP: u16 = 519;
+    match hardware_type {
+        // Loopback carries a (zeroed) Ethernet header.
+        libc::ARPHRD_ETHER | libc::ARPHRD_LOOPBACK => Some(LinkType::Ethernet),
+        // Devices without a link header: SOCK_RAW data starts at the IP header.
+        libc::ARPHRD_NONE
+        | ARPHRD_RAWIP
+        | libc::ARPHRD_PPP
+        | libc::ARPHRD_TUNNEL
+        | libc::ARPHRD_TUNNEL6
+        | libc::ARPHRD_SIT => Some(LinkType::RawIp),
+        _ => None,
+    }
+}
+
+impl AfPacketSocket {
+    /// Creates the socket, its TPACKET_V3 ring, binds it to the interface and joins the
+    /// fanout group. Packets flow into the ring from the moment it is bound.
+    pub fn open(cfg: &AfPacketConfig) -> Result<Self, AfPacketError> {
+        cfg.validate()?;
+        let interface = cfg.interface.clone();
+        let setup = |step: SetupStep| {
+            let interface = interface.clone();
+            move |source: io::Error| AfPacketError::Setup { interface, step, source }
+        };
+
+        let fd = sys::packet_socket().map_err(|source| match source.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EACCES) => {
+                AfPacketError::NeedsPrivilege { interface: interface.clone(), source }
+            }
+            _ => AfPacketError::Setup { interface: interface.clone(), step: SetupStep::CreateSocket, source },
+        })?;
+
+        let ifindex = sys::interface_index(&fd, &interface).map_err(|source| match source.raw_os_error() {
+            Some(libc::ENODEV) => AfPacketError::NoSuchInterface { interface: interface.clone() },
+            _ => setup(SetupStep::LookUpInterface)(source),
+        })?;
+        let flags = sys::interface_flags(&fd, &interface).map_err(setup(SetupStep::LookUpInterface))?;
+        if flags & libc::IFF_UP == 0 {
+            return Err(AfPacketError::InterfaceDown { interface });
+        }
+
+        let version = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
+        sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version).map_err(setup(SetupStep::SetVersion))?;
+
+        let frames_per_block = cfg.block_size / cfg.frame_size;
+        let request = libc::tpacket_req3 {
+            tp_block_size: cfg.block_size,
+            tp_block_nr: cfg.block_count,
+            tp_frame_size: cfg.frame_size,
+            tp_frame_nr: frames_per_block * cfg.block_count,
+            tp_retire_blk_tov: cfg.retire_timeout_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        let ring_step = SetupStep::AllocateRing { block_size: cfg.block_size, block_count: cfg.block_count };
+        sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &request).map_err(setup(ring_step))?;
+        let ring = sys::Ring::map(&fd, cfg.block_size as usize, cfg.block_count as usize)
+            .map_err(setup(SetupStep::MapRing))?;
+
+        if cfg.promiscuous {
+            // Per-socket membership: the kernel counts it and drops it when the socket closes.
+            let membership = libc::packet_mreq {
+                mr_ifindex: ifindex,
+                mr_type: libc::PACKET_MR_PROMISC as u16,
+                mr_alen: 0,
+                mr_address: [0; 8],
+            };
+            sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &membership)
+                .map_err(setup(SetupStep::Promiscuous))?;
+        }
+
+        sys::bind_to_interface(&fd, ifindex).map_err(|source| match source.raw_os_error() {
+            Some(libc::ENODEV) => AfPacketError::NoSuchInterface { interface: interface.clone() },
+            Some(libc::ENETDOWN) => AfPacketError::InterfaceDown { interface: interface.clone() },
+            _ => setup(SetupStep::Bind)(source),
+        })?;
+        let hardware_type = sys::bound_hardware_type(&fd).map_err(setup(SetupStep::Bind))?;
+        let link = link_type_for(hardware_type)
+            .ok_or_else(|| AfPacketError::UnsupportedLinkType { interface: interface.clone(), hardware_type })?;
+
+        // Joining needs a bound socket (the kernel refuses fanout on an idle one).
+        let mut fanout_type = cfg.fanout_mode.kernel_mode();
+        if cfg.rollover {
+            fanout_type |= libc::PACKET_FANOUT_FLAG_ROLLOVER;
+        }
+        if cfg.defrag {
+            fanout_type |= libc::PACKET_FANOUT_FLAG_DEFRAG;
+        }
+        let fanout_arg: u32 = cfg.fanout_group as u32 | (fanout_type << 16);
+        let fanout_step = SetupStep::JoinFanout { group: cfg.fanout_group, mode: cfg.fanout_mode.name() };
+        sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &fanout_arg).map_err(setup(fanout_step))?;
+        if let FanoutMode::Ebpf(program) = cfg.fanout_mode {
+            let program: u32 = program as u32;
+            sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT_DATA, &program)
+                .map_err(setup(SetupStep::AttachFanoutProgram))?;
+        }
+
+        Ok(AfPacketSocket {
+            ring,
+            fd,
+            interface,
+            link,
+            fanout: (cfg.fanout_group, cfg.fanout_mode),
+            stop: Arc::clone(&cfg.stop),
+            remaining_in_block: 0,
+            next_offset: 0,
+            acquire_budget: usize::MAX,
+            vlan_buffer: Vec::new(),
+            totals: RingStats::default(),
+        })
+    }
+
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    /// Link layer of the captured frames, from the interface's hardware type.
+    pub fn link_type(&self) -> LinkType {
+        self.link
+    }
+
+    /// Visits every packet of the blocks that are ready, without a system call per
+    /// packet; only when the ring is empty does it wait in `poll`, at most `timeout`,
+    /// and then visit what arrived. Returns the number of packets visited: 0 after a
+    /// timeout. One call reads at most one ring's worth of blocks, so a busy link
+    /// cannot keep it from returning.
+    ///
+    /// An `Err` is not fatal: it reports a socket error such as ENETDOWN (interface
+    /// taken down); the socket stays bound and delivers again once the link is back.
+    pub fn poll_packets(&mut self, timeout: Duration, f: &mut dyn FnMut(RawPacket<'_>)) -> io::Result<usize> {
+        let mut visited = self.visit_ready(f);
+        if visited == 0 {
+            sys::wait_readable(&self.fd, timeout)?;
+            visited = self.visit_ready(f);
+        }
+        Ok(visited)
+    }
+
+    /// Kernel counters (read and reset by PACKET_STATISTICS, accumulated here) together
+    /// with this socket's own.
+    pub fn stats(&mut self) -> io::Result<RingStats> {
+        let kernel = sys::statistics(&self.fd)?;
+        self.totals.kernel_packets += kernel.tp_packets as u64;
+        self.totals.kernel_drops += kernel.tp_drops as u64;
+        self.totals.queue_freezes += kernel.tp_freeze_q_cnt as u64;
+        Ok(self.totals)
+    }
+
+    fn visit_ready(&mut self, f: &mut dyn FnMut(RawPacket<'_>)) -> usize {
+        self.acquire_budget = self.ring.block_count();
+        let mut visited = 0;
+        while let Some(frame) = self.advance() {
+            f(self.materialize(frame));
+            visited += 1;
+        }
+        self.acquire_budget = usize::MAX;
+        visited
+    }
+
+    /// Locates the next packet, handing finished blocks back to the kernel and taking
+    /// ready ones. `None` when no ready packet is left (or the block budget is spent).
+    fn advance(&mut self) -> Option<block::FrameLocation> {
+        loop {
+            if self.remaining_in_block > 0 {
+                self.remaining_in_block -= 1;
+                let frame = self.ring.held_block().and_then(|b| block::read_frame(b, self.next_offset));
+                let next = frame.and_then(|frame| self.next_offset.checked_add(frame.next_offset as usize));
+                match (frame, next) {
+                    (Some(frame), Some(next)) => {
+                        if frame.next_offset == 0 {
+                            // The kernel marks the last packet with offset 0.
+                            self.remaining_in_block = 0;
+                        }
+                        self.next_offset = next;
+                        return Some(frame);
+                    }
+                    _ => {
+                        self.totals.malformed_headers += 1;
+                        self.remaining_in_block = 0;
+                    }
+                }
+                continue;
+            }
+            // The held block (if any) is exhausted and none of its bytes are borrowed.
+            self.ring.release();
+            if self.acquire_budget == 0 || !self.ring.try_acquire() {
+                return None;
+            }
+            self.acquire_budget -= 1;
+            match self.ring.held_block().and_then(block::read_block_header) {
+                Some(header) => {
+                    self.remaining_in_block = header.num_packets;
+                    self.next_offset = header.first_offset;
+                }
+                None => self.totals.malformed_headers += 1,
+            }
+        }
+    }
+
+    /// Builds the packet `advance` located, putting back its VLAN tag if it had one.
+    fn materialize(&mut self, frame: block::FrameLocation) -> RawPacket<'_> {
+        // `advance` checked the range against the block; the fallback is unreachable.
+        let data = self.ring.held_block().and_then(|b| b.get(frame.data_start..frame.data_end)).unwrap_or(&[]);
+        let ts = Timestamp::from_parts(frame.sec as u64, frame.nsec);
+        self.totals.delivered += 1;
+        if let (Some((tpid, tci)), LinkType::Ethernet) = (frame.vlan, self.link) {
+            if block::restore_vlan_tag(data, tpid, tci, &mut self.vlan_buffer) {
+                self.totals.vlan_tags_restored += 1;
+                return RawPacket {
+                    ts,
+                    link: self.link,
+                    wire_len: frame.wire_len.saturating_add(4),
+                    data: &self.vlan_buffer,
+                };
+            }
+            self.totals.vlan_tags_not_restored += 1;
+        }
+        RawPacket { ts, link: self.link, wire_len: frame.wire_len, data }
+    }
+}
+
+impl PacketSource for AfPacketSocket {
+    /// Next packet; waits (in steps of 100 ms) while the ring is empty. `Ok(None)` only
+    /// once the configuration's `stop` flag is set. An `Err` reports a socket error
+    /// (interface went down) and is not fatal: the next call keeps capturing.
+    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            if let Some(frame) = self.advance() {
+                return Ok(Some(self.materialize(frame)));
+            }
+            if let Err(source) = sys::wait_readable(&self.fd, IDLE_WAIT) {
+                return Err(CaptureError::Io { path: PathBuf::from(self.describe()), offset: 0, source });
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("interface {} (af-packet fanout group {}, {})", self.interface, self.fanout.0, self.fanout.1.name())
+    }
+}

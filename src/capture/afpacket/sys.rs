@@ -1,0 +1,297 @@
+//! The system calls behind [`super::AfPacketSocket`]: every `unsafe` block of the AF_PACKET
+//! capture lives in this file, each behind a safe function.
+//!
+//! The shared ring is the delicate part. The kernel and this process both write to it;
+//! ownership of each block is passed back and forth through its `block_status` word.
+//! [`Ring`] only hands out the bytes of a block after seeing `TP_STATUS_USER` on it (with
+//! acquire ordering, so the kernel's writes to the block are visible), and gives it
+//! back with a release store of `TP_STATUS_KERNEL` from a `&mut self` method, so no
+//! borrowed slice of the block can outlive the hand-back.
+
+use std::ffi::CString;
+use std::io;
+use std::mem::{size_of, MaybeUninit};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::block::BLOCK_STATUS_OFFSET;
+
+/// `ETH_P_ALL` in network byte order, as `socket` and `bind` want it.
+fn all_protocols_be() -> u16 {
+    (libc::ETH_P_ALL as u16).to_be()
+}
+
+/// A packet socket that receives nothing until bound: with protocol 0 the kernel does
+/// not deliver packets from every interface in the window before `bind`.
+pub(super) fn packet_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain system call with constant arguments; no pointers involved.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by socket() and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+pub(super) fn set_option<T: Copy>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> io::Result<()> {
+    // SAFETY: `value` points to a live, initialised `T` and the length passed is exactly
+    // its size; the kernel only reads it. The types used are the kernel's own option
+    // structures as declared by `libc` (or plain integers).
+    let rc = unsafe {
+        libc::setsockopt(fd.as_raw_fd(), level, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t)
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads a socket option whose value is a plain C structure of integers (any bit
+/// pattern valid), returning an error if the kernel wrote fewer bytes than `T` holds.
+fn get_option<T: Copy>(fd: &OwnedFd, level: i32, name: i32) -> io::Result<T> {
+    let mut value = MaybeUninit::<T>::zeroed();
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: the buffer is `size_of::<T>()` writable bytes and `len` says so; the kernel
+    // writes at most `len` bytes and reports how many.
+    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), level, name, value.as_mut_ptr().cast(), &mut len) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if len as usize != size_of::<T>() {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "socket option of unexpected size"));
+    }
+    // SAFETY: zero-initialised, then fully written by the kernel; `T` is only ever an
+    // integer or a struct of integers here, for which every bit pattern is valid.
+    Ok(unsafe { value.assume_init() })
+}
+
+pub(super) fn statistics(fd: &OwnedFd) -> io::Result<libc::tpacket_stats_v3> {
+    get_option(fd, libc::SOL_PACKET, libc::PACKET_STATISTICS)
+}
+
+/// Pending asynchronous error of the socket (e.g. ENETDOWN when the interface went
+/// down), cleared by reading it.
+fn take_socket_error(fd: &OwnedFd) -> io::Result<i32> {
+    get_option::<libc::c_int>(fd, libc::SOL_SOCKET, libc::SO_ERROR)
+}
+
+/// `ifreq` for `name`; the caller has checked the name fits (validation in config).
+fn ifreq_for(name: &str) -> io::Result<libc::ifreq> {
+    let cname = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let bytes = cname.as_bytes_with_nul();
+    if bytes.len() > libc::IFNAMSIZ {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: `ifreq` is a C struct of integers, arrays and a union of such; all-zero is
+    // a valid value (empty name, zero payload).
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, &src) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    Ok(req)
+}
+
+fn interface_ioctl(fd: &OwnedFd, name: &str, request: libc::Ioctl) -> io::Result<libc::ifreq> {
+    let mut req = ifreq_for(name)?;
+    // SAFETY: SIOCGIFINDEX and SIOCGIFFLAGS read the NUL-terminated name from `req` and
+    // write one field of its union; `req` is a valid, writable `ifreq`.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request, &mut req as *mut libc::ifreq) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(req)
+}
+
+/// Index of interface `name` in the socket's network namespace.
+pub(super) fn interface_index(fd: &OwnedFd, name: &str) -> io::Result<i32> {
+    let req = interface_ioctl(fd, name, libc::SIOCGIFINDEX)?;
+    // SAFETY: SIOCGIFINDEX succeeded, so the kernel filled `ifru_ifindex`.
+    Ok(unsafe { req.ifr_ifru.ifru_ifindex })
+}
+
+/// `IFF_*` flags of interface `name`.
+pub(super) fn interface_flags(fd: &OwnedFd, name: &str) -> io::Result<i32> {
+    let req = interface_ioctl(fd, name, libc::SIOCGIFFLAGS)?;
+    // SAFETY: SIOCGIFFLAGS succeeded, so the kernel filled `ifru_flags`.
+    Ok(unsafe { req.ifr_ifru.ifru_flags } as u16 as i32)
+}
+
+fn link_address(ifindex: i32) -> libc::sockaddr_ll {
+    // SAFETY: `sockaddr_ll` is a C struct of integers and an array; all-zero is valid.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = all_protocols_be();
+    addr.sll_ifindex = ifindex;
+    addr
+}
+
+/// Binds the socket to one interface for all protocols; packets start flowing into the
+/// ring from here on.
+pub(super) fn bind_to_interface(fd: &OwnedFd, ifindex: i32) -> io::Result<()> {
+    let addr = link_address(ifindex);
+    // SAFETY: `addr` is a valid `sockaddr_ll` and the length passed is its size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// ARPHRD_* hardware type of the interface the socket is bound to.
+pub(super) fn bound_hardware_type(fd: &OwnedFd) -> io::Result<u16> {
+    // SAFETY: all-zero is a valid `sockaddr_ll`.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: `addr` is writable for `len` bytes; the kernel writes at most that much.
+    let rc = unsafe { libc::getsockname(fd.as_raw_fd(), (&mut addr as *mut libc::sockaddr_ll).cast(), &mut len) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(addr.sll_hatype)
+}
+
+/// Sleeps until the socket is readable or `timeout` passes. A signal ends the wait
+/// early, like a timeout. A pending socket error (interface gone down) is returned.
+pub(super) fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
+    let millis = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN | libc::POLLERR, revents: 0 };
+    // SAFETY: one valid `pollfd`, count 1.
+    let rc = unsafe { libc::poll(&mut pfd, 1, millis) };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() == io::ErrorKind::Interrupted {
+            return Ok(());
+        }
+        return Err(err);
+    }
+    if pfd.revents & libc::POLLERR != 0 {
+        let code = take_socket_error(fd)?;
+        if code != 0 {
+            return Err(io::Error::from_raw_os_error(code));
+        }
+    }
+    if pfd.revents & libc::POLLNVAL != 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    Ok(())
+}
+
+/// The memory-mapped TPACKET_V3 receive ring of one socket, walked block by block in the
+/// order the kernel fills them.
+pub(super) struct Ring {
+    base: NonNull<u8>,
+    map_len: usize,
+    block_size: usize,
+    block_count: usize,
+    /// Next block to hand out, or the one held.
+    current: usize,
+    /// Whether `current` is owned by user space (seen as TP_STATUS_USER, not given back).
+    held: bool,
+}
+
+// SAFETY: the mapping belongs to this `Ring` alone (no other handle to it exists in the
+// process), so moving it to another thread moves sole access with it.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// Maps the ring the kernel allocated with PACKET_RX_RING.
+    pub(super) fn map(fd: &OwnedFd, block_size: usize, block_count: usize) -> io::Result<Ring> {
+        let map_len = block_size
+            .checked_mul(block_count)
+            .filter(|&len| len > 0)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a fresh shared mapping of the socket's ring (no address hint); the
+        // kernel checks that `map_len` equals the ring size it allocated.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))?;
+        Ok(Ring { base, map_len, block_size, block_count, current: 0, held: false })
+    }
+
+    fn status_word(&self, index: usize) -> &AtomicU32 {
+        debug_assert!(index < self.block_count);
+        // SAFETY: `index < block_count`, so the word lies inside the mapping; blocks are
+        // page-aligned and the offset is a multiple of 4, so it is aligned for AtomicU32.
+        // The kernel accesses this word concurrently, which is why it is only ever
+        // touched through an atomic.
+        unsafe { &*self.base.as_ptr().add(index * self.block_size + BLOCK_STATUS_OFFSET).cast::<AtomicU32>() }
+    }
+
+    /// Takes ownership of the next block if the kernel has filled it. Returns whether a
+    /// block is held afterwards.
+    pub(super) fn try_acquire(&mut self) -> bool {
+        if !self.held {
+            let status = self.status_word(self.current).load(Ordering::Acquire);
+            self.held = status & libc::TP_STATUS_USER != 0;
+        }
+        self.held
+    }
+
+    /// Bytes of the held block, if any.
+    pub(super) fn held_block(&self) -> Option<&[u8]> {
+        if !self.held {
+            return None;
+        }
+        // SAFETY: the block lies inside the mapping. We saw TP_STATUS_USER on it with
+        // acquire ordering, so the kernel has finished writing it and will not touch it
+        // until `release` stores TP_STATUS_KERNEL; `release` takes `&mut self`, so this
+        // shared borrow ends before that.
+        Some(unsafe {
+            std::slice::from_raw_parts(self.base.as_ptr().add(self.current * self.block_size), self.block_size)
+        })
+    }
+
+    /// Gives the held block back to the kernel and moves on to the next one.
+    pub(super) fn release(&mut self) {
+        if !self.held {
+            return;
+        }
+        self.status_word(self.current).store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        self.held = false;
+        self.current = (self.current + 1) % self.block_count;
+    }
+
+    pub(super) fn block_count(&self) -> usize {
+        self.block_count
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the region mapped in `map`; no slice of it can be alive
+        // since they all borrow `self`.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.map_len);
+        }
+    }
+}
+
+/// The system's page size; ring blocks must be multiples of it.
+pub(super) fn page_size() -> usize {
+    // SAFETY: sysconf has no memory effects; it returns -1 only for unknown names.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as usize
+    } else {
+        4096
+    }
+}
