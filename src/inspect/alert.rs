@@ -139,7 +139,7 @@ impl Detection {
     /// A flow has ended: inspect what its streams still hold, then log the flow.
     pub(super) fn end_flow(&mut self, mut rec: FlowRecord<FlowExt>, mem: &mut ReassemblyMemory, key: u64, out: &mut EventBuf) {
         if let Some(mut stream) = rec.ext.stream.take() {
-            if self.engine.is_some() && !rec.ext.dropped {
+            if self.engine.is_some() && !rec.ext.dropped && !rec.ext.passed {
                 stream.close();
                 let client = (rec.src_ip, rec.src_port);
                 let server = (rec.dst_ip, rec.dst_port);

@@ -84,7 +84,7 @@ mod tests;
 
 pub use half::InsertResult;
 pub use memory::{ReassemblyCounters, ReassemblyMemory};
-pub use policy::OverlapPolicy;
+pub use policy::{HostOsPolicy, OverlapPolicy};
 
 use half::StreamHalf;
 
