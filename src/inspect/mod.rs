@@ -333,9 +333,9 @@ impl Inspector {
             wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
             info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
             let det = &mut self.detection;
-            reassembly.inspect_raw(dir, &mut self.stream_mem, |chunk| {
+            reassembly.inspect_raw_held(dir, &mut self.stream_mem, |chunk, held| {
                 inspected = true;
-                let verdict = det.run(&wire, Some((info, flow)), Some(chunk), Some(detect), key, out);
+                let verdict = det.run(&wire, Some((info, flow)), Some((chunk, held)), Some(detect), key, out);
                 *alerted |= verdict.alerted;
                 *dropped |= verdict.drop_flow;
             });
