@@ -321,6 +321,13 @@ fn alert_log_options(config: &Config) -> AlertLogOptions {
                     opts.payload = yes(alert.get("payload"));
                     opts.payload_printable = yes(alert.get("payload-printable"));
                     opts.packet = yes(alert.get("packet"));
+                    if let Some(size) = alert.get("payload-buffer-size").and_then(|v| match v {
+                        serde_yaml::Value::Number(n) => n.as_u64(),
+                        serde_yaml::Value::String(s) => crate::config::parse_size(s),
+                        _ => None,
+                    }) {
+                        opts.payload_buffer_size = size.min(usize::MAX as u64) as usize;
+                    }
                 }
             }
         }

@@ -18,7 +18,7 @@ mod scalars;
 mod settings;
 
 pub use scalars::{parse_bool, parse_size};
-pub use settings::{ChecksumMode, EngineSettings, FlowTimeouts, ProtoTimeouts, StreamInline};
+pub use settings::{ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline};
 
 use serde::de::{self, Deserialize, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess};
 use serde_yaml::{Mapping, Value};
@@ -32,6 +32,9 @@ use std::path::{Path, PathBuf};
 pub const KNOWN_KEYS: &[&str] = &[
     "vars.*",
     "stream.midstream",
+    "stream.midstream-policy",
+    "exception-policy",
+    "host-os-policy.*",
     "stream.async-oneside",
     "stream.inline",
     "stream.memcap",

@@ -45,6 +45,49 @@ impl ChecksumMode {
     }
 }
 
+/// What the engine does when it meets an exception condition (Suricata's exception
+/// policies: `exception-policy` master switch, `stream.midstream-policy`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExceptionPolicy {
+    /// IPS: drop the flow (or the packet where flows do not apply); IDS: ignore.
+    Auto,
+    /// Carry on as if nothing happened (Suricata's `ignore`, its internal "not set").
+    Ignore,
+    PassPacket,
+    PassFlow,
+    /// Pass the flow and ask the capture to bypass it.
+    Bypass,
+    DropPacket,
+    DropFlow,
+    Reject,
+}
+
+impl ExceptionPolicy {
+    pub fn parse(text: &str) -> Option<ExceptionPolicy> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => ExceptionPolicy::Auto,
+            "ignore" => ExceptionPolicy::Ignore,
+            "pass-packet" => ExceptionPolicy::PassPacket,
+            "pass-flow" => ExceptionPolicy::PassFlow,
+            "bypass" => ExceptionPolicy::Bypass,
+            "drop-packet" => ExceptionPolicy::DropPacket,
+            "drop-flow" => ExceptionPolicy::DropFlow,
+            "reject" => ExceptionPolicy::Reject,
+            _ => return None,
+        })
+    }
+
+    /// `auto` resolved the way Suricata does for a policy that can act on flows: drop the
+    /// flow in IPS mode unless midstream pickup is on, otherwise ignore.
+    fn pick_auto(midstream: bool, ips: bool) -> ExceptionPolicy {
+        if ips && !midstream {
+            ExceptionPolicy::DropFlow
+        } else {
+            ExceptionPolicy::Ignore
+        }
+    }
+}
+
 /// Timeouts in seconds for one protocol (`flow-timeouts.<proto>.*`). `closed` only matters
 /// for protocols with a closing handshake (TCP) but is read for all, like Suricata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +148,12 @@ impl Default for FlowTimeouts {
 pub struct EngineSettings {
     /// `stream.midstream`: pick up TCP sessions without seeing their handshake.
     pub midstream: bool,
+    /// `stream.midstream-policy`, if set.
+    pub midstream_policy: Option<ExceptionPolicy>,
+    /// `exception-policy`: the master switch, default for every policy not set itself.
+    pub exception_policy: Option<ExceptionPolicy>,
+    /// `host-os-policy`: (policy name, address or CIDR) pairs in file order.
+    pub host_os_policy: Vec<(String, String)>,
     /// `stream.async-oneside`: accept TCP sessions seen in one direction only.
     pub async_oneside: bool,
     pub stream_inline: StreamInline,
@@ -150,6 +199,9 @@ impl Default for EngineSettings {
     fn default() -> Self {
         EngineSettings {
             midstream: false,
+            midstream_policy: None,
+            exception_policy: None,
+            host_os_policy: Vec::new(),
             async_oneside: false,
             stream_inline: StreamInline::Auto,
             stream_memcap: 64 << 20,
@@ -177,10 +229,52 @@ impl Default for EngineSettings {
     }
 }
 
+/// `host-os-policy:` maps each policy name to a list of addresses (or one address).
+fn host_os_policy(cfg: &Config) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(serde_yaml::Value::Mapping(map)) = cfg.node("host-os-policy") {
+        for (name, addrs) in map {
+            let Some(name) = name.as_str() else { continue };
+            let items: Vec<&serde_yaml::Value> = match addrs {
+                serde_yaml::Value::Sequence(items) => items.iter().collect(),
+                other => vec![other],
+            };
+            for item in items {
+                if let Some(addr) = item.as_str() {
+                    for part in addr.trim_matches(|c| c == '[' || c == ']').split(',') {
+                        if !part.trim().is_empty() {
+                            out.push((name.to_string(), part.trim().to_string()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 const MPM_ALGOS: &[&str] = &["auto", "ac", "ac-bs", "ac-ks", "hs"];
 const SPM_ALGOS: &[&str] = &["auto", "bm", "hs"];
 
 impl EngineSettings {
+    /// `stream.midstream-policy` as Suricata resolves it: the key itself, else the master
+    /// switch, else the built-in default (drop the flow in IPS mode without midstream
+    /// pickup, ignore otherwise). In IDS mode dropping is not possible and becomes ignore.
+    pub fn effective_midstream_policy(&self, ips: bool) -> ExceptionPolicy {
+        let policy = match (self.midstream_policy, self.exception_policy) {
+            (Some(p), _) | (None, Some(p)) => p,
+            (None, None) => ExceptionPolicy::Auto,
+        };
+        let policy = if policy == ExceptionPolicy::Auto { ExceptionPolicy::pick_auto(self.midstream, ips) } else { policy };
+        match policy {
+            ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket if !ips => ExceptionPolicy::Ignore,
+            // A midstream pickup concerns the whole flow: per-packet variants act on it.
+            ExceptionPolicy::DropPacket => ExceptionPolicy::DropFlow,
+            ExceptionPolicy::PassPacket => ExceptionPolicy::PassFlow,
+            p => p,
+        }
+    }
+
     /// Reads and validates every setting; absent ones keep Suricata's default. Values that
     /// Suricata tolerates with a warning come back as warnings; the rest are errors.
     pub fn from_config(cfg: &Config) -> Result<(Self, Vec<String>), ConfigError> {
@@ -188,6 +282,13 @@ impl EngineSettings {
         let mut s = EngineSettings::default();
         set_opt(&mut s.midstream, cfg.get_bool("stream.midstream")?);
         set_opt(&mut s.async_oneside, cfg.get_bool("stream.async-oneside")?);
+        let policies = "auto, ignore, pass-packet, pass-flow, bypass, drop-packet, drop-flow or reject";
+        for (key, slot) in [("exception-policy", &mut s.exception_policy), ("stream.midstream-policy", &mut s.midstream_policy)] {
+            if let Some(text) = cfg.get_str(key) {
+                *slot = Some(ExceptionPolicy::parse(&text).ok_or_else(|| bad(key, &text, policies))?);
+            }
+        }
+        s.host_os_policy = host_os_policy(cfg);
         if let Some(text) = cfg.get_str("stream.inline") {
             s.stream_inline = if text.trim().eq_ignore_ascii_case("auto") {
                 StreamInline::Auto

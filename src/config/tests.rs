@@ -435,7 +435,10 @@ fn known_key_patterns() {
     assert!(is_known_key("vars.address-groups.HOME_NET"));
     assert!(is_known_key("stream.midstream"));
     assert!(is_known_key("flow-timeouts.tcp.new"));
-    assert!(!is_known_key("stream.midstream-policy"));
+    assert!(is_known_key("stream.midstream-policy"));
+    assert!(is_known_key("host-os-policy.windows"));
+    assert!(!is_known_key("stream.midstream-policyx"));
+    assert!(!is_known_key("stream.bypass"));
     assert!(!is_known_key("varsity"));
     assert!(!is_known_key("stream"));
     assert!(!is_known_key("flow-timeoutsx.tcp"));
@@ -701,4 +704,31 @@ fn node_lookup_never_panics_on_odd_keys() {
         let _ = config.get_size(key);
     }
     assert_eq!(config.get_str("a.1").as_deref(), Some("y"));
+}
+
+#[test]
+fn midstream_policy_resolution_follows_suricata() {
+    use super::ExceptionPolicy as P;
+    let resolve = |body: &str, sets: &[&str], ips: bool| {
+        let (config, _) = load_str(&format!("{HEADER}{body}"), sets);
+        EngineSettings::from_config(&config).unwrap().0.effective_midstream_policy(ips)
+    };
+    // Built-in default: drop the flow only as an IPS without midstream pickup.
+    assert_eq!(resolve("", &[], false), P::Ignore);
+    assert_eq!(resolve("", &[], true), P::DropFlow);
+    assert_eq!(resolve("stream:\n  midstream: yes\n", &[], true), P::Ignore);
+    // The master switch is the default; the key itself wins over it.
+    assert_eq!(resolve("exception-policy: bypass\n", &[], false), P::Bypass);
+    assert_eq!(resolve("exception-policy: bypass\nstream:\n  midstream-policy: pass-flow\n", &[], false), P::PassFlow);
+    // Dropping is impossible in IDS mode.
+    assert_eq!(resolve("exception-policy: drop-flow\n", &[], false), P::Ignore);
+    assert_eq!(resolve("", &["stream.midstream-policy=reject"], false), P::Reject);
+}
+
+#[test]
+fn host_os_policy_entries_in_file_order() {
+    let (config, _) = load_str(&format!("{HEADER}host-os-policy:\n  windows: [0.0.0.0/0]\n  old-linux: [2.2.2.2, 10.0.0.0/8]\n  bsd: []\n"), &[]);
+    let s = EngineSettings::from_config(&config).unwrap().0;
+    let got: Vec<(&str, &str)> = s.host_os_policy.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(got, [("windows", "0.0.0.0/0"), ("old-linux", "2.2.2.2"), ("old-linux", "10.0.0.0/8")]);
 }

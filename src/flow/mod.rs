@@ -351,6 +351,9 @@ pub struct PacketVerdict {
     pub tcp_state: TcpState,
     /// Stream anomaly raised by this packet, for `stream-event` rules.
     pub stream_event: Option<StreamEvent>,
+    /// TCP packet (ACK, SYN/ACK or FIN) that arrived while no session was tracked: the
+    /// case Suricata's `stream.midstream-policy` governs, whether it was picked up or not.
+    pub midstream_exception: bool,
 }
 
 /// TCP part of a [`FlowRecord`].

@@ -295,6 +295,7 @@ impl<E: Default> FlowTable<E> {
         let flow = &mut slot.flow;
         let mut to_server = src_is_lo == flow.client_is_lo;
         let mut stream_event = None;
+        let mut midstream_exception = false;
 
         if let (IPPROTO_TCP, Some(seg)) = (pkt.proto, pkt.tcp) {
             let syn_ack = seg.flags & (super::tcp_flags::SYN | super::tcp_flags::ACK);
@@ -319,6 +320,10 @@ impl<E: Default> FlowTable<E> {
                 counters.add_stream_event(event);
             }
             stream_event = outcome.event;
+            // Suricata applies `stream.midstream-policy` to every packet that finds no
+            // session and is not a SYN or RST: picked up or not.
+            midstream_exception = outcome.midstream_pickup
+                || (outcome.no_session && seg.flags & super::tcp_flags::RST == 0);
 
             if to_server {
                 flow.tcp_flags_ts |= seg.flags;
@@ -359,6 +364,7 @@ impl<E: Default> FlowTable<E> {
             state,
             tcp_state: flow.tcp.state,
             stream_event,
+            midstream_exception,
         };
         if state != slot.scheduled_state {
             slot.scheduled_state = state;

@@ -9,7 +9,7 @@ use crate::flow::FlowRecord;
 use crate::output::eve::{format_timestamp, proto_name, EventHeader};
 use crate::output::merge::{EventBuf, Sink};
 use crate::packet::{LinkType, PacketMeta, Timestamp};
-use crate::stream::{Direction, ReassemblyMemory, StreamChunk};
+use crate::stream::{Direction, HeldStream, ReassemblyMemory, StreamChunk};
 
 /// Which optional parts eve alerts carry (the `alert:` options of Suricata's eve-log).
 #[derive(Clone, Debug)]
@@ -22,11 +22,13 @@ pub struct AlertLogOptions {
     /// `ether` object with MAC addresses.
     pub ethernet: bool,
     pub fast_log: bool,
+    /// `payload-buffer-size`: most bytes of stream data an alert logs.
+    pub payload_buffer_size: usize,
 }
 
 impl Default for AlertLogOptions {
     fn default() -> Self {
-        AlertLogOptions { payload: false, payload_printable: false, packet: false, ethernet: false, fast_log: true }
+        AlertLogOptions { payload: false, payload_printable: false, packet: false, ethernet: false, fast_log: true, payload_buffer_size: 4096 }
     }
 }
 
@@ -70,7 +72,7 @@ impl Detection {
         &mut self,
         wire: &WirePacket<'_>,
         flow: Option<(FlowInfo, &crate::flow::Flow)>,
-        stream: Option<StreamChunk<'_>>,
+        stream: Option<(StreamChunk<'_>, HeldStream<'_>)>,
         detect: Option<&mut DetectFlow>,
         key: u64,
         out: &mut EventBuf,
@@ -88,7 +90,7 @@ impl Detection {
         &mut self,
         origin: Origin<'_>,
         facts: Option<FlowFacts>,
-        stream: Option<StreamChunk<'_>>,
+        stream: Option<(StreamChunk<'_>, HeldStream<'_>)>,
         detect: Option<&mut DetectFlow>,
         key: u64,
         out: &mut EventBuf,
@@ -108,7 +110,7 @@ impl Detection {
             vlan,
             payload,
             flow: facts.map(|f| f.info),
-            stream,
+            stream: stream.map(|(chunk, _)| chunk),
             app_proto: None,
             payload_in_stream,
             buffers: None,
@@ -124,8 +126,13 @@ impl Detection {
             }
             verdict.alerted = true;
             self.counters.alerts += 1;
+            let stream_log;
             let payload_logged: &[u8] = match (&stream, alert.in_stream) {
-                (Some(chunk), true) => chunk.data,
+                (Some((_, held)), true) if self.log.payload || self.log.payload_printable => {
+                    stream_log = stream_payload(held, self.log.payload_buffer_size);
+                    &stream_log
+                }
+                (Some((chunk, _)), true) => chunk.data,
                 _ => payload,
             };
             out.push(key, |buf| write_alert(buf, &origin, &pkt, facts, alert, blocks, payload_logged, &self.log));
@@ -139,7 +146,7 @@ impl Detection {
     /// A flow has ended: inspect what its streams still hold, then log the flow.
     pub(super) fn end_flow(&mut self, mut rec: FlowRecord<FlowExt>, mem: &mut ReassemblyMemory, key: u64, out: &mut EventBuf) {
         if let Some(mut stream) = rec.ext.stream.take() {
-            if self.engine.is_some() && !rec.ext.dropped {
+            if self.engine.is_some() && !rec.ext.dropped && !rec.ext.passed {
                 stream.close();
                 let client = (rec.src_ip, rec.src_port);
                 let server = (rec.dst_ip, rec.dst_port);
@@ -163,10 +170,10 @@ impl Detection {
                     let vlan = rec.vlan;
                     let detect = &mut rec.ext.detect;
                     let mut alerted = false;
-                    stream.inspect_raw(dir, mem, |chunk| {
+                    stream.inspect_raw_held(dir, mem, |chunk, held| {
                         self.counters.stream_pseudo_packets += 1;
                         let origin = Origin::FlowEnd { ts: origin_ts, tuple, vlan };
-                        alerted |= self.detect(origin, Some(facts), Some(chunk), Some(detect), key, out).alerted;
+                        alerted |= self.detect(origin, Some(facts), Some((chunk, held)), Some(detect), key, out).alerted;
                     });
                     rec.ext.alerted |= alerted;
                 }
@@ -175,6 +182,26 @@ impl Detection {
         }
         write_flow_event(&rec, key, out);
     }
+}
+
+/// The stream data of an alert's direction as Suricata logs it: every byte still held,
+/// holes written as `[N bytes missing]`, cut at `limit` bytes.
+fn stream_payload(held: &HeldStream<'_>, limit: usize) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out = Vec::new();
+    let mut at = held.start();
+    for (offset, bytes) in held.runs() {
+        if out.len() >= limit {
+            break;
+        }
+        if offset > at {
+            let _ = write!(out, "[{} bytes missing]", offset - at);
+        }
+        out.extend_from_slice(bytes);
+        at = offset + bytes.len() as u64;
+    }
+    out.truncate(limit);
+    out
 }
 
 fn blocks(action: Action) -> bool {

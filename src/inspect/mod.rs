@@ -5,14 +5,14 @@
 
 use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
-use crate::config::EngineSettings;
+use crate::config::{EngineSettings, ExceptionPolicy};
 use crate::flow::{FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::output::eve::{format_timestamp, tcp_flags_hex, EventHeader};
 use crate::output::merge::{clock_key, packet_key, EventBuf, SHUTDOWN_KEY};
 use crate::config::StreamInline;
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
-use crate::stream::{Direction, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
+use crate::stream::{Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
 use std::sync::Arc;
 
 mod alert;
@@ -35,6 +35,10 @@ pub struct InspectSettings {
     /// `--simulate-ips`: drop and reject rules block the packet and the rest of its flow.
     pub simulate_ips: bool,
     pub alert_log: AlertLogOptions,
+    /// `stream.midstream-policy` resolved for this run mode.
+    pub midstream_policy: ExceptionPolicy,
+    /// `host-os-policy`: overlap policy per receiving host.
+    pub host_os: Arc<HostOsPolicy>,
 }
 
 impl InspectSettings {
@@ -53,12 +57,17 @@ impl InspectSettings {
             icmp: per_proto(&engine.flow_timeouts.icmp, emergency),
             default: per_proto(&engine.flow_timeouts.default, emergency),
         };
+        let midstream_policy = engine.effective_midstream_policy(simulate_ips);
+        // Suricata picks a session up midstream only when the policy lets the flow go on.
+        let midstream =
+            engine.midstream && matches!(midstream_policy, ExceptionPolicy::Ignore | ExceptionPolicy::PassFlow);
+        let host_os = HostOsPolicy::from_entries(engine.host_os_policy.iter().map(|(n, a)| (n.as_str(), a.as_str()))).0;
         let flow = FlowConfig {
             memcap_bytes: engine.flow_memcap / workers,
             prealloc_flows: (engine.flow_prealloc as u64 / workers) as usize,
             timeouts: timeouts(false),
             emergency_timeouts: timeouts(true),
-            midstream: engine.midstream,
+            midstream,
             async_oneside: engine.async_oneside,
             ..FlowConfig::default()
         };
@@ -70,7 +79,7 @@ impl InspectSettings {
                 // Suricata's `auto`: inline when acting as an IPS.
                 StreamInline::Auto => simulate_ips,
             },
-            midstream: engine.midstream,
+            midstream,
             async_oneside: engine.async_oneside,
             ..StreamConfig::default()
         };
@@ -82,6 +91,8 @@ impl InspectSettings {
             detect: None,
             simulate_ips,
             alert_log: AlertLogOptions::default(),
+            midstream_policy,
+            host_os: Arc::new(host_os),
         }
     }
 }
@@ -142,6 +153,8 @@ pub struct FlowExt {
     pub alerted: bool,
     /// `--simulate-ips`: a drop rule matched; every later packet of the flow is dropped.
     pub dropped: bool,
+    /// An exception policy passed the flow (pass-flow, bypass): no more inspection.
+    pub passed: bool,
     /// TCP reassembly, created with the flow's first TCP packet.
     pub stream: Option<Box<TcpReassembly>>,
     pub detect: DetectFlow,
@@ -155,6 +168,8 @@ pub struct Inspector {
     checksum_bad_in_sample: u64,
     decoder: DecoderCounters,
     stream_cfg: StreamConfig,
+    midstream_policy: ExceptionPolicy,
+    host_os: Arc<HostOsPolicy>,
     stream_mem: ReassemblyMemory,
     detection: Detection,
     /// Flows that ended while a packet was processed (evicted, port reused).
@@ -194,6 +209,8 @@ impl Inspector {
             checksum_bad_in_sample: 0,
             decoder: DecoderCounters::default(),
             stream_cfg: settings.stream,
+            midstream_policy: settings.midstream_policy,
+            host_os: settings.host_os.clone(),
             stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
             detection: Detection {
                 engine,
@@ -261,6 +278,23 @@ impl Inspector {
             return;
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return };
+        if verdict.midstream_exception {
+            match self.midstream_policy {
+                ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,
+                ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket => ext.dropped = true,
+                // Reject blocks only as an IPS; in IDS mode it leaves the packet alone.
+                ExceptionPolicy::Reject if self.detection.simulate_ips => ext.dropped = true,
+                _ => {}
+            }
+            if ext.dropped && !ext.passed {
+                self.detection.counters.blocked_packets += 1;
+                write_drop_event(&wire, flow.flow_id, "stream midstream", key, out);
+                return;
+            }
+        }
+        if ext.passed {
+            return;
+        }
         if ext.dropped {
             self.detection.counters.blocked_packets += 1;
             write_drop_event(&wire, flow.flow_id, "flow drop", key, out);
@@ -277,18 +311,31 @@ impl Inspector {
             bytes_toclient: flow.bytes_toclient,
             stream_bytes: [0, 0],
         };
-        let FlowExt { stream, detect, alerted, dropped } = ext;
+        let FlowExt { stream, detect, alerted, dropped, .. } = ext;
         let mut inspected = false;
         if let (L4::Tcp(t), true) = (&d.l4, self.detection.engine.is_some()) {
-            let reassembly = stream.get_or_insert_with(|| Box::new(TcpReassembly::new(self.stream_cfg)));
+            let host_os = &self.host_os;
+            let reassembly = stream.get_or_insert_with(|| {
+                let mut r = Box::new(TcpReassembly::new(self.stream_cfg));
+                if !host_os.is_empty() {
+                    // Each direction's overlaps are resolved as its receiving host would.
+                    if let Some(p) = host_os.lookup(&flow.server().0) {
+                        r.set_policy(Direction::ToServer, p);
+                    }
+                    if let Some(p) = host_os.lookup(&flow.client().0) {
+                        r.set_policy(Direction::ToClient, p);
+                    }
+                }
+                r
+            });
             let seg = Segment { seq: t.seq(), ack: t.ack(), flags: TcpFlags(t.flags()), window: t.window(), payload: d.payload };
             let outcome = reassembly.on_segment(dir, &seg, &mut self.stream_mem);
             wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
             info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
             let det = &mut self.detection;
-            reassembly.inspect_raw(dir, &mut self.stream_mem, |chunk| {
+            reassembly.inspect_raw_held(dir, &mut self.stream_mem, |chunk, held| {
                 inspected = true;
-                let verdict = det.run(&wire, Some((info, flow)), Some(chunk), Some(detect), key, out);
+                let verdict = det.run(&wire, Some((info, flow)), Some((chunk, held)), Some(detect), key, out);
                 *alerted |= verdict.alerted;
                 *dropped |= verdict.drop_flow;
             });

@@ -84,7 +84,7 @@ mod tests;
 
 pub use half::InsertResult;
 pub use memory::{ReassemblyCounters, ReassemblyMemory};
-pub use policy::OverlapPolicy;
+pub use policy::{HostOsPolicy, OverlapPolicy};
 
 use half::StreamHalf;
 
@@ -238,6 +238,31 @@ impl<'a> StreamChunk<'a> {
         let a = (self.new_start - self.offset) as usize;
         let b = (self.new_end - self.offset) as usize;
         &self.data[a..b]
+    }
+}
+
+/// Everything a direction still holds, seen from inside an inspection callback: what an
+/// alert on stream data logs as its payload (Suricata logs the stream, not the chunk).
+#[derive(Clone, Copy, Debug)]
+pub struct HeldStream<'a> {
+    blocks: &'a [half::Block],
+    /// Offset before which data was freed: not a gap.
+    left: u64,
+}
+
+impl<'a> HeldStream<'a> {
+    /// The held runs as (stream offset, bytes), in order; holes lie between runs.
+    pub fn runs(&self) -> impl Iterator<Item = (u64, &'a [u8])> + 'a {
+        let left = self.left;
+        self.blocks.iter().map(move |b| {
+            let skip = left.saturating_sub(b.offset).min(b.bytes().len() as u64) as usize;
+            (b.offset.max(left), &b.bytes()[skip..])
+        })
+    }
+
+    /// Where the held window starts (freed data before it is not a hole).
+    pub fn start(&self) -> u64 {
+        self.left
     }
 }
 
@@ -480,6 +505,17 @@ impl TcpReassembly {
         mem: &mut ReassemblyMemory,
         mut f: impl FnMut(StreamChunk<'_>),
     ) -> bool {
+        self.inspect_raw_held(dir, mem, |chunk, _| f(chunk))
+    }
+
+    /// [`inspect_raw`](Self::inspect_raw), also showing the callback everything the
+    /// direction holds (for logging an alert's stream payload).
+    pub fn inspect_raw_held(
+        &mut self,
+        dir: Direction,
+        mem: &mut ReassemblyMemory,
+        mut f: impl FnMut(StreamChunk<'_>, HeldStream<'_>),
+    ) -> bool {
         let cfg = self.cfg;
         let eof = self.eof;
         let closing = self.state > TcpState::TimeWait;
@@ -517,7 +553,7 @@ impl TcpReassembly {
         h: &StreamHalf,
         right_edge: u64,
         lookback: u64,
-        f: &mut impl FnMut(StreamChunk<'_>),
+        f: &mut impl FnMut(StreamChunk<'_>, HeldStream<'_>),
     ) -> u64 {
         let mut progress = h.raw_progress;
         let first = h.blocks().partition_point(|b| b.end() <= progress);
@@ -535,7 +571,7 @@ impl TcpReassembly {
                 new_start,
                 new_end,
                 gap_before: new_start - progress,
-            });
+            }, HeldStream { blocks: h.blocks(), left: h.left });
             progress = new_end;
         }
         progress
@@ -545,7 +581,7 @@ impl TcpReassembly {
     fn inspect_inline(
         h: &mut StreamHalf,
         chunk_size: u64,
-        f: &mut impl FnMut(StreamChunk<'_>),
+        f: &mut impl FnMut(StreamChunk<'_>, HeldStream<'_>),
     ) -> bool {
         let Some((pkt_start, pkt_len, true)) = h.last_packet else {
             return false;
@@ -597,7 +633,7 @@ impl TcpReassembly {
             new_start: pkt_start,
             new_end: pkt_end,
             gap_before: 0,
-        });
+        }, HeldStream { blocks, left: h.left });
         let single_run = blocks.len() == 1;
         let acked = if h.ack_seen { h.last_ack_off } else { 0 };
         let progress = if single_run {

@@ -102,3 +102,103 @@ impl OverlapPolicy {
         }
     }
 }
+
+/// `host-os-policy`: which overlap policy each receiving host uses, by longest matching
+/// prefix (Suricata keeps these in a radix tree with the same lookup rule).
+#[derive(Clone, Debug, Default)]
+pub struct HostOsPolicy {
+    /// (network as a 128-bit value, prefix length in that space, policy); IPv4 entries are
+    /// stored v4-mapped so one table serves both families.
+    nets: Vec<(u128, u8, OverlapPolicy)>,
+}
+
+impl HostOsPolicy {
+    /// Builds the table from (policy name, address or CIDR) pairs; returns the entries that
+    /// could not be understood so the caller can warn about them.
+    pub fn from_entries<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> (Self, Vec<String>) {
+        let mut table = HostOsPolicy::default();
+        let mut rejected = Vec::new();
+        for (name, addr) in entries {
+            match (OverlapPolicy::from_name(name), parse_net(addr)) {
+                (Some(policy), Some((net, len))) => table.nets.push((net, len, policy)),
+                _ => rejected.push(format!("host-os-policy: {name}: {addr}")),
+            }
+        }
+        // Longest prefix first, so the first hit is the most specific one.
+        table.nets.sort_by(|a, b| b.1.cmp(&a.1));
+        (table, rejected)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nets.is_empty()
+    }
+
+    /// The policy of the host at `addr` (16 bytes, IPv4 v4-mapped), if one is configured.
+    pub fn lookup(&self, addr: &[u8; 16]) -> Option<OverlapPolicy> {
+        let value = u128::from_be_bytes(*addr);
+        self.nets.iter().find(|(net, len, _)| prefix_mask(*len) & value == *net).map(|e| e.2)
+    }
+}
+
+fn prefix_mask(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - len.min(128) as u32)
+    }
+}
+
+/// `a.b.c.d`, `a.b.c.d/n`, IPv6 and `IPv6/n` into (masked v4-mapped network, prefix length).
+fn parse_net(text: &str) -> Option<(u128, u8)> {
+    let text = text.trim().trim_matches('"');
+    let (addr, len) = match text.split_once('/') {
+        Some((a, l)) => (a, Some(l.trim().parse::<u8>().ok()?)),
+        None => (text, None),
+    };
+    let ip: std::net::IpAddr = addr.trim().parse().ok()?;
+    let (value, len) = match ip {
+        std::net::IpAddr::V4(v4) => {
+            let len = len.unwrap_or(32);
+            if len > 32 {
+                return None;
+            }
+            (u128::from_be_bytes(v4.to_ipv6_mapped().octets()), 96 + len)
+        }
+        std::net::IpAddr::V6(v6) => {
+            let len = len.unwrap_or(128);
+            if len > 128 {
+                return None;
+            }
+            (u128::from_be_bytes(v6.octets()), len)
+        }
+    };
+    Some((value & prefix_mask(len), len))
+}
+
+#[cfg(test)]
+mod host_os_tests {
+    use super::*;
+
+    fn v4(a: [u8; 4]) -> [u8; 16] {
+        std::net::Ipv4Addr::from(a).to_ipv6_mapped().octets()
+    }
+
+    #[test]
+    fn longest_prefix_wins_and_unknown_hosts_get_none() {
+        let (t, bad) = HostOsPolicy::from_entries([
+            ("windows", "0.0.0.0/0"),
+            ("old-linux", "2.2.2.2"),
+            ("linux", "10.0.0.0/8"),
+            ("bsd", "nonsense"),
+            ("solaris", "2001:db8::/32"),
+        ]);
+        assert_eq!(bad.len(), 1);
+        assert_eq!(t.lookup(&v4([2, 2, 2, 2])), Some(OverlapPolicy::OldLinux));
+        assert_eq!(t.lookup(&v4([10, 1, 2, 3])), Some(OverlapPolicy::Linux));
+        assert_eq!(t.lookup(&v4([1, 1, 1, 1])), Some(OverlapPolicy::Windows));
+        let v6: std::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!(t.lookup(&v6.octets()), Some(OverlapPolicy::Solaris));
+        let other: std::net::Ipv6Addr = "2001:db9::1".parse().unwrap();
+        assert_eq!(t.lookup(&other.octets()), None);
+    }
+}

@@ -662,6 +662,12 @@ pub(crate) fn compile_rule(
         }
     }
 
+    // A bare application-protocol rule (`alert http ... (sid:1;)`) matches on the protocol
+    // alone: without app-layer detection that is unknown, so it must not match every packet.
+    if let (Protocol::App(name), None, true) = (header.protocol, &payload, app_buffers.is_empty()) {
+        packet_checks.push(PacketCheck::AppProto { negated: false, name });
+    }
+
     // Fast pattern: explicit first; else Suricata's choice among non-negated contents:
     // highest strength, then longest.
     let fast_pattern = if !app_buffers.is_empty() || never_matches.is_some() {
