@@ -13,6 +13,7 @@
 //!   and applies drop/reject (the engine only reports the action).
 
 mod compile;
+mod headers;
 mod payload;
 mod state;
 #[cfg(test)]
@@ -662,6 +663,9 @@ impl DetectEngine {
             }
         }
         if !rule.packet_checks.iter().all(|c| packet_check(c, pkt)) {
+            return None;
+        }
+        if !self.header_keywords_match(ctx, &rule.header, pkt) {
             return None;
         }
         let mut in_stream = false;
