@@ -465,6 +465,11 @@ pub(crate) fn compile_rule(
                     depth = Some(Val::Num(c.pattern.len() as i64));
                     offset = Some(Val::Num(0));
                 }
+                // Suricata counts `depth` from `offset`: the match must end before
+                // offset + depth (the payload engine takes depth as an absolute end).
+                if let (Some(Val::Num(d)), Some(Val::Num(o))) = (depth, offset) {
+                    depth = Some(Val::Num(d.saturating_add(o)));
+                }
                 let op = ContentOp {
                     needle: Needle::new(&c.pattern, c.nocase),
                     negated: c.negated,

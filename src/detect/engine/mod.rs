@@ -20,6 +20,8 @@ mod state;
 mod bench;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod headers_tests;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};

@@ -225,3 +225,86 @@ fn parse_tag(v: &str) -> Result<Tag, String> {
     }
     Ok(tag)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opt(kw: &str, v: &str) -> RuleOption {
+        parse(kw, Some(v)).expect("known keyword").expect("valid value")
+    }
+
+    fn err(kw: &str, v: &str) -> String {
+        parse(kw, Some(v)).expect("known keyword").expect_err("must be rejected")
+    }
+
+    #[test]
+    fn not_ours() {
+        assert!(parse("content", Some("\"x\"")).is_none());
+        assert!(parse("tcp.hdr", None).is_none());
+    }
+
+    #[test]
+    fn tcp_mss_and_vlan() {
+        assert_eq!(opt("tcp.mss", "<536"), RuleOption::TcpMss(UintCmp::Lt(536)));
+        assert_eq!(opt("vlan.layers", ">2"), RuleOption::VlanLayers(UintCmp::Gt(2)));
+        assert_eq!(opt("vlan.id", "0x12C,1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) }));
+        assert_eq!(opt("vlan.id", "!500,all"), RuleOption::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All }));
+        assert_eq!(opt("vlan.id", "400,-1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) }));
+        assert!(err("vlan.id", "1,5").contains("out of range"));
+        assert!(err("vlan.id", "70000").contains("out of range"));
+        assert!(parse("tcp.mss", None).expect("known").is_err());
+    }
+
+    #[test]
+    fn vlan_layer_selection() {
+        let tags = [200, 300, 400];
+        let at = |layer, v| VlanId { cmp: UintCmp::Eq(v), layer }.matches(&tags);
+        assert!(at(VlanLayer::Index(0), 200));
+        assert!(at(VlanLayer::Index(-1), 400));
+        assert!(at(VlanLayer::Index(-3), 200));
+        assert!(!at(VlanLayer::Index(2), 300));
+        assert!(at(VlanLayer::Any, 300));
+        assert!(!VlanId { cmp: UintCmp::Ne(0), layer: VlanLayer::Index(3) }.matches(&tags));
+        assert!(!VlanId { cmp: UintCmp::Ne(1), layer: VlanLayer::All }.matches(&[]));
+    }
+
+    #[test]
+    fn checksums_and_decode_events() {
+        assert_eq!(opt("tcpv4-csum", "invalid"), RuleOption::Checksum { layer: ChecksumLayer::Tcpv4, valid: false });
+        assert_eq!(opt("icmpv6-csum", "valid"), RuleOption::Checksum { layer: ChecksumLayer::Icmpv6, valid: true });
+        assert!(err("ipv4-csum", "maybe").contains("valid or invalid"));
+        assert_eq!(opt("decode-event", "ipv4.trunc_pkt"), RuleOption::DecodeEvent(DecodeEvent::Ipv4TruncPkt));
+        assert!(err("decode-event", "no.such_event").contains("unknown"));
+    }
+
+    #[test]
+    fn hostbits_forms() {
+        let x = |v| match opt("hostbits", v) {
+            RuleOption::Xbits(x) => x,
+            other => panic!("{other:?}"),
+        };
+        let set = x("set,abc,dst");
+        assert_eq!((set.cmd, set.name.as_str(), set.track), (FlowbitsCmd::Set, "abc", Some(XbitsTrack::IpDst)));
+        assert_eq!(x("isset,abc").track, Some(XbitsTrack::IpSrc));
+        assert_eq!(x("set,abc,src,expire 30").expire, Some(30));
+        assert_eq!(x("noalert").cmd, FlowbitsCmd::NoAlert);
+        assert!(err("hostbits", "set,abc,both").contains("both"));
+        assert!(err("hostbits", "isset").contains("missing name"));
+        assert!(err("hostbits", "flip,abc").contains("invalid command"));
+    }
+
+    #[test]
+    fn tag_forms() {
+        let t = |v| match opt("tag", v) {
+            RuleOption::Tag(t) => t,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(t("session"), Tag { scope: TagScope::Session, count: 256, metric: TagMetric::Packets, direction: TagDirection::Src });
+        assert_eq!(t("host,9,packets,dst"), Tag { scope: TagScope::Host, count: 9, metric: TagMetric::Packets, direction: TagDirection::Dst });
+        assert_eq!(t("session,30,seconds").metric, TagMetric::Seconds);
+        assert!(err("tag", "session,3,packets,dst").contains("host tags only"));
+        assert!(err("tag", "flow").contains("invalid type"));
+        assert!(err("tag", "host,3").contains("expected"));
+    }
+}
