@@ -239,9 +239,9 @@ impl Inspector {
         }
         let d = decode::decode(meta.link, pkt.data, &self.decode_opts);
         self.count_decoded(&d);
-        if d.bad_checksum && self.reject_bad_checksum() {
-            return;
-        }
+        // As in Suricata, a packet with a bad checksum still counts in its flow and is
+        // inspected (checksum keywords need it), but it does not touch TCP state or the stream.
+        let skip_stream = d.bad_checksum && self.reject_bad_checksum();
         let Some(tuple) = d.tuple() else { return };
         let key = packet_key(meta.pcap_cnt);
         let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
@@ -251,7 +251,7 @@ impl Inspector {
             return;
         }
         let tcp = match &d.l4 {
-            L4::Tcp(t) => Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() }),
+            L4::Tcp(t) if !skip_stream => Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() }),
             _ => None,
         };
         let fp = FlowPacket {
@@ -313,7 +313,7 @@ impl Inspector {
         };
         let FlowExt { stream, detect, alerted, dropped, .. } = ext;
         let mut inspected = false;
-        if let (L4::Tcp(t), true) = (&d.l4, self.detection.engine.is_some()) {
+        if let (L4::Tcp(t), true) = (&d.l4, self.detection.engine.is_some() && !skip_stream) {
             let host_os = &self.host_os;
             let reassembly = stream.get_or_insert_with(|| {
                 let mut r = Box::new(TcpReassembly::new(self.stream_cfg));
@@ -371,7 +371,7 @@ impl Inspector {
         }
     }
 
-    /// Whether a packet with a bad checksum is kept out of flow tracking and detection.
+    /// Whether a packet with a bad checksum is kept out of TCP state and stream reassembly.
     fn reject_bad_checksum(&mut self) -> bool {
         self.decoder.bad_checksum += 1;
         match self.checksum {

@@ -14,6 +14,7 @@ use crate::detect::rule::{
     Action, Buffer, ClassificationTable, Direction, NumOrVar, Protocol, Rule, RuleOption,
 };
 use crate::detect::rule::{AddressSet, PortSet};
+use super::headers::{HeaderBuffer, HeaderCheck};
 
 /// Most byte_extract/byte_math variables one rule may define (Suricata allows a handful too).
 pub(crate) const MAX_VARS: usize = 16;
@@ -272,6 +273,8 @@ pub(crate) struct CompiledRule {
     pub limit: Option<AlertLimit>,
     pub suppressions: Vec<Suppression>,
     pub ip_only: bool,
+    /// Header buffers and packet checks of `headers.rs` (tcp.hdr, tcp.mss, vlan.id, ...).
+    pub header: super::headers::HeaderRule,
     pub bits_use: BitsUse,
     pub priority: u8,
     /// Fast pattern for the prefilter: (bytes, nocase).
@@ -436,6 +439,7 @@ pub(crate) fn compile_rule(
     let mut stream_only = matches!(header.protocol, Protocol::TcpStream);
     let mut bits_set = false;
     let mut bits_read = false;
+    let mut header_kw = super::headers::HeaderRule::default();
 
     // Payload keywords per buffer (None = pkt_data).
     let mut lists: Vec<(Option<Buffer>, Vec<PayloadOp>)> = Vec::new();
@@ -460,6 +464,11 @@ pub(crate) fn compile_rule(
                 if c.startswith {
                     depth = Some(Val::Num(c.pattern.len() as i64));
                     offset = Some(Val::Num(0));
+                }
+                // Suricata counts `depth` from `offset`: the match must end before
+                // offset + depth (the payload engine takes depth as an absolute end).
+                if let (Some(Val::Num(d)), Some(Val::Num(o))) = (depth, offset) {
+                    depth = Some(Val::Num(d.saturating_add(o)));
                 }
                 let op = ContentOp {
                     needle: Needle::new(&c.pattern, c.nocase),
@@ -633,6 +642,16 @@ pub(crate) fn compile_rule(
                     cmd => state_actions.push(StateAction::Xbit { id, cmd, track, expire_secs: x.expire.unwrap_or(0) }),
                 }
             }
+            RuleOption::TcpMss(c) => header_kw.checks.push(HeaderCheck::TcpMss(*c)),
+            RuleOption::VlanId(v) => header_kw.checks.push(HeaderCheck::VlanId(*v)),
+            RuleOption::VlanLayers(c) => header_kw.checks.push(HeaderCheck::VlanLayers(*c)),
+            RuleOption::Checksum { layer, valid } => {
+                header_kw.checks.push(HeaderCheck::Checksum { layer: *layer, valid: *valid })
+            }
+            RuleOption::DecodeEvent(e) => header_kw.checks.push(HeaderCheck::DecodeEvent(*e)),
+            // Tagged-packet logging is not implemented: the rule alerts as usual and the
+            // packets that follow are not logged as tagged.
+            RuleOption::Tag(_) => {}
             RuleOption::Threshold(t) => limit = Some(AlertLimit::Threshold(*t)),
             RuleOption::DetectionFilter(d) => limit = Some(AlertLimit::DetectionFilter(*d)),
             RuleOption::Msg(_)
@@ -657,6 +676,13 @@ pub(crate) fn compile_rule(
             None => payload = Some(program),
             Some(b) if b.name == "base64_data" => {
                 never_matches.get_or_insert("base64_data");
+            }
+            Some(b) if HeaderBuffer::from_buffer(b).is_some() => {
+                // Header buffers exist on packets only (Suricata: SIG_FLAG_REQUIRE_PACKET).
+                require_packet = true;
+                if let Some(which) = HeaderBuffer::from_buffer(b) {
+                    header_kw.buffers.push((which, program));
+                }
             }
             Some(b) => app_buffers.push((b, program)),
         }
@@ -690,6 +716,7 @@ pub(crate) fn compile_rule(
         && packet_checks.is_empty()
         && flow.is_none()
         && state_checks.is_empty()
+        && header_kw.is_empty()
         && ports_any
         && !matches!(header.protocol, Protocol::App(_));
     let bits_use = match (bits_set, bits_read) {
@@ -729,6 +756,7 @@ pub(crate) fn compile_rule(
         limit,
         suppressions: Vec::new(),
         ip_only,
+        header: header_kw,
         bits_use,
         fast_pattern,
     })

@@ -13,12 +13,15 @@
 //!   and applies drop/reject (the engine only reports the action).
 
 mod compile;
+mod headers;
 mod payload;
 mod state;
 #[cfg(test)]
 mod bench;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod headers_tests;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};
@@ -662,6 +665,9 @@ impl DetectEngine {
             }
         }
         if !rule.packet_checks.iter().all(|c| packet_check(c, pkt)) {
+            return None;
+        }
+        if !self.header_keywords_match(ctx, &rule.header, pkt) {
             return None;
         }
         let mut in_stream = false;

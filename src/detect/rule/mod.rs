@@ -10,6 +10,7 @@ pub mod config;
 pub mod header;
 pub mod lexer;
 pub mod options;
+pub mod packet_keywords;
 pub mod vars;
 
 #[cfg(test)]

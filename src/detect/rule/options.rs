@@ -510,6 +510,19 @@ pub enum RuleOption {
     Transform(Transform),
     /// `prefilter` after something other than a content.
     Prefilter,
+    /// `tcp.mss`: the MSS option's value.
+    TcpMss(UintCmp<u16>),
+    VlanId(super::packet_keywords::VlanId),
+    /// `vlan.layers`: number of VLAN tags.
+    VlanLayers(UintCmp<u8>),
+    /// `tcpv4-csum:valid|invalid` and the other checksum keywords.
+    Checksum {
+        layer: super::packet_keywords::ChecksumLayer,
+        valid: bool,
+    },
+    /// `decode-event:<name>`: the decoder raised this event on the packet.
+    DecodeEvent(crate::decode::events::DecodeEvent),
+    Tag(super::packet_keywords::Tag),
 }
 
 /// Outcome of one option: an error in its value, or a keyword we do not know.
@@ -818,7 +831,9 @@ impl OptionParser {
                 self.push(RuleOption::PktData)
             }
             _ => {
-                if let Some(buffer) = sticky_buffer(kw) {
+                if let Some(parsed) = super::packet_keywords::parse(kw, value) {
+                    self.push(parsed?);
+                } else if let Some(buffer) = sticky_buffer(kw) {
                     let direction = match value {
                         None => None,
                         Some("to_server") => Some(BufferDirection::ToServer),

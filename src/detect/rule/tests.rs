@@ -315,7 +315,7 @@ fn loader_comments_continuations_and_errors() {
         alert tcp any any -> any any (msg:\"one\"; \\\n   content:\"abc\"; \\\n   sid:1;)\n\
         alert tcp any any -> any any (msg:\"bad\"; content:\"|4|\"; sid:2;)\n\
         alert tcp any any -> any any (msg:\"nosid\";)\n\
-        alert tcp any any -> any any (msg:\"unsup\"; tag:session,10,packets; sid:3;)\n\
+        alert tcp any any -> any any (msg:\"unsup\"; luajit:check.lua; sid:3;)\n\
         alert tcp any any -> any any (msg:\"unsup2\"; foo_bar; content:\"x\"; sid:4;)\n\
         alert tcp any any -> any any (msg:\"dup\"; sid:1; rev:5;)\n\
         alert tcp any any -> any any (msg:\"dup-old\"; sid:1; rev:1;)\n\
@@ -340,7 +340,7 @@ fn loader_comments_continuations_and_errors() {
     assert_eq!(load.errors[1].line, 8);
     assert_eq!(load.errors[1].reason, "missing sid");
 
-    assert_eq!(load.unsupported.get("tag"), Some(&1));
+    assert_eq!(load.unsupported.get("luajit"), Some(&1));
     assert_eq!(load.unsupported.get("foo_bar"), Some(&1));
     assert_eq!(load.unsupported_rules[0].sid, Some(3));
 

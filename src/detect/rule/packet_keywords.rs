@@ -1,0 +1,310 @@
+//! Packet-level keywords parsed outside the main option table: `tcp.mss`, `vlan.id`,
+//! `vlan.layers`, the checksum keywords (`tcpv4-csum` ...), `decode-event`, `hostbits` and
+//! `tag`. Kept in their own file so the big option parser stays readable.
+
+use super::options::{parse_u32, parse_uint_cmp, FlowbitsCmd, RuleOption, UintCmp, Xbits, XbitsTrack};
+use crate::decode::events::DecodeEvent;
+
+/// Which VLAN tag(s) `vlan.id` looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VlanLayer {
+    /// No layer given: any tag may match.
+    Any,
+    /// `all`: every tag must match.
+    All,
+    /// A layer index, outermost first; negative counts from the innermost (`-1` = last).
+    Index(i8),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlanId {
+    pub cmp: UintCmp<u16>,
+    pub layer: VlanLayer,
+}
+
+impl VlanId {
+    /// Whether the packet's tags (outermost first) satisfy the keyword. Untagged packets
+    /// never match, whatever the comparison (as in Suricata).
+    pub fn matches(&self, tags: &[u16]) -> bool {
+        if tags.is_empty() {
+            return false;
+        }
+        match self.layer {
+            VlanLayer::Any => tags.iter().any(|&t| self.cmp.matches(t)),
+            VlanLayer::All => tags.iter().all(|&t| self.cmp.matches(t)),
+            VlanLayer::Index(i) => {
+                let idx = if i < 0 { tags.len() as i64 + i as i64 } else { i as i64 };
+                usize::try_from(idx).ok().and_then(|i| tags.get(i)).is_some_and(|&t| self.cmp.matches(t))
+            }
+        }
+    }
+}
+
+/// The header whose checksum a `*-csum` keyword verifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumLayer {
+    Ipv4,
+    Tcpv4,
+    Tcpv6,
+    Udpv4,
+    Udpv6,
+    Icmpv4,
+    Icmpv6,
+}
+
+impl ChecksumLayer {
+    fn from_keyword(kw: &str) -> Option<ChecksumLayer> {
+        Some(match kw {
+            "ipv4-csum" => ChecksumLayer::Ipv4,
+            "tcpv4-csum" => ChecksumLayer::Tcpv4,
+            "tcpv6-csum" => ChecksumLayer::Tcpv6,
+            "udpv4-csum" => ChecksumLayer::Udpv4,
+            "udpv6-csum" => ChecksumLayer::Udpv6,
+            "icmpv4-csum" => ChecksumLayer::Icmpv4,
+            "icmpv6-csum" => ChecksumLayer::Icmpv6,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TagScope {
+    Session,
+    Host,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TagMetric {
+    Packets,
+    Seconds,
+    Bytes,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TagDirection {
+    Src,
+    Dst,
+}
+
+/// `tag:session|host[,count,packets|seconds|bytes[,src|dst]]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tag {
+    pub scope: TagScope,
+    pub count: u32,
+    pub metric: TagMetric,
+    /// Which host a host tag follows (Suricata's default: src).
+    pub direction: TagDirection,
+}
+
+/// Suricata's default when `tag:session` gives no count: 256 packets.
+pub const TAG_DEFAULT_PACKETS: u32 = 256;
+
+/// Parses one of this file's keywords; `None` when `kw` is not one of them.
+pub fn parse(kw: &str, value: Option<&str>) -> Option<Result<RuleOption, String>> {
+    let need = || value.map(str::trim).ok_or_else(|| format!("'{kw}' needs a value"));
+    let parsed = match kw {
+        "tcp.mss" => need().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::TcpMss),
+        "vlan.id" => need().and_then(parse_vlan_id).map(RuleOption::VlanId),
+        "vlan.layers" => need().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::VlanLayers),
+        "decode-event" => need().and_then(|v| {
+            let name = v.trim_matches('"').trim();
+            DecodeEvent::from_name(name)
+                .map(RuleOption::DecodeEvent)
+                .ok_or_else(|| format!("unknown decode-event '{name}'"))
+        }),
+        "hostbits" => need().and_then(parse_hostbits).map(RuleOption::Xbits),
+        "tag" => need().and_then(parse_tag).map(RuleOption::Tag),
+        _ => {
+            let layer = ChecksumLayer::from_keyword(kw)?;
+            need().and_then(|v| match v.trim_matches('"').trim() {
+                "valid" => Ok(RuleOption::Checksum { layer, valid: true }),
+                "invalid" => Ok(RuleOption::Checksum { layer, valid: false }),
+                other => Err(format!("'{kw}': expected valid or invalid, got '{other}'")),
+            })
+        }
+    };
+    Some(parsed)
+}
+
+fn parse_vlan_id(v: &str) -> Result<VlanId, String> {
+    let (cmp_text, layer_text) = match v.split_once(',') {
+        Some((c, l)) => (c.trim(), Some(l.trim())),
+        None => (v.trim(), None),
+    };
+    let layer = match layer_text {
+        None => VlanLayer::Any,
+        Some("all") => VlanLayer::All,
+        Some(l) => {
+            let i: i8 = l.parse().map_err(|_| format!("vlan.id: invalid layer '{l}'"))?;
+            // Suricata keeps at most 3 tags: layers 0..2, or -1..-3 from the innermost.
+            if !(-3..=2).contains(&i) {
+                return Err(format!("vlan.id: layer {i} out of range -3..2"));
+            }
+            VlanLayer::Index(i)
+        }
+    };
+    let cmp: UintCmp<u16> = parse_uint_cmp(cmp_text, "vlan.id")?;
+    Ok(VlanId { cmp, layer })
+}
+
+/// `hostbits:<cmd>,<name>[,src|dst][,expire <secs>]` is xbits tracked by host: the same
+/// per-host table and namespace (Suricata documents them as equivalent).
+fn parse_hostbits(v: &str) -> Result<Xbits, String> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    let cmd = match parts.first().copied().unwrap_or("") {
+        "set" => FlowbitsCmd::Set,
+        "unset" => FlowbitsCmd::Unset,
+        "toggle" => FlowbitsCmd::Toggle,
+        "isset" => FlowbitsCmd::IsSet,
+        "isnotset" => FlowbitsCmd::IsNotSet,
+        "noalert" => FlowbitsCmd::NoAlert,
+        other => return Err(format!("hostbits: invalid command '{other}'")),
+    };
+    if cmd == FlowbitsCmd::NoAlert {
+        if parts.len() > 1 {
+            return Err("hostbits:noalert takes no name".into());
+        }
+        return Ok(Xbits { cmd, name: String::new(), track: None, expire: None });
+    }
+    let name = parts.get(1).filter(|n| !n.is_empty()).ok_or("hostbits: missing name")?;
+    if !name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')) {
+        return Err(format!("hostbits: invalid name '{name}'"));
+    }
+    let mut track = XbitsTrack::IpSrc;
+    let mut expire = None;
+    for item in parts.iter().skip(2) {
+        match *item {
+            "src" => track = XbitsTrack::IpSrc,
+            "dst" => track = XbitsTrack::IpDst,
+            "both" => return Err("hostbits: direction 'both' is not supported (nor by Suricata)".into()),
+            other => match other.split_once(char::is_whitespace) {
+                Some(("expire", secs)) => {
+                    let e = parse_u32(secs, "hostbits expire")?;
+                    if e == 0 {
+                        return Err("hostbits: expire must be positive".into());
+                    }
+                    expire = Some(e);
+                }
+                _ => return Err(format!("hostbits: unknown option '{other}'")),
+            },
+        }
+    }
+    Ok(Xbits { cmd, name: name.to_string(), track: Some(track), expire })
+}
+
+fn parse_tag(v: &str) -> Result<Tag, String> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    let scope = match parts.first().copied().unwrap_or("") {
+        "session" => TagScope::Session,
+        "host" => TagScope::Host,
+        other => return Err(format!("tag: invalid type '{other}'")),
+    };
+    let mut tag = Tag { scope, count: TAG_DEFAULT_PACKETS, metric: TagMetric::Packets, direction: TagDirection::Src };
+    match parts.len() {
+        1 => {}
+        3 | 4 => {
+            tag.count = parse_u32(parts[1], "tag count")?;
+            tag.metric = match parts[2] {
+                "packets" => TagMetric::Packets,
+                "seconds" => TagMetric::Seconds,
+                "bytes" => TagMetric::Bytes,
+                other => return Err(format!("tag: invalid metric '{other}'")),
+            };
+            if let Some(dir) = parts.get(3) {
+                if scope != TagScope::Host {
+                    return Err("tag: a direction applies to host tags only".into());
+                }
+                tag.direction = match *dir {
+                    "src" => TagDirection::Src,
+                    "dst" => TagDirection::Dst,
+                    other => return Err(format!("tag: invalid direction '{other}'")),
+                };
+            }
+        }
+        _ => return Err(format!("tag: expected 'type[,count,metric[,direction]]', got '{v}'")),
+    }
+    Ok(tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opt(kw: &str, v: &str) -> RuleOption {
+        parse(kw, Some(v)).expect("known keyword").expect("valid value")
+    }
+
+    fn err(kw: &str, v: &str) -> String {
+        parse(kw, Some(v)).expect("known keyword").expect_err("must be rejected")
+    }
+
+    #[test]
+    fn not_ours() {
+        assert!(parse("content", Some("\"x\"")).is_none());
+        assert!(parse("tcp.hdr", None).is_none());
+    }
+
+    #[test]
+    fn tcp_mss_and_vlan() {
+        assert_eq!(opt("tcp.mss", "<536"), RuleOption::TcpMss(UintCmp::Lt(536)));
+        assert_eq!(opt("vlan.layers", ">2"), RuleOption::VlanLayers(UintCmp::Gt(2)));
+        assert_eq!(opt("vlan.id", "0x12C,1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) }));
+        assert_eq!(opt("vlan.id", "!500,all"), RuleOption::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All }));
+        assert_eq!(opt("vlan.id", "400,-1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) }));
+        assert!(err("vlan.id", "1,5").contains("out of range"));
+        assert!(err("vlan.id", "70000").contains("out of range"));
+        assert!(parse("tcp.mss", None).expect("known").is_err());
+    }
+
+    #[test]
+    fn vlan_layer_selection() {
+        let tags = [200, 300, 400];
+        let at = |layer, v| VlanId { cmp: UintCmp::Eq(v), layer }.matches(&tags);
+        assert!(at(VlanLayer::Index(0), 200));
+        assert!(at(VlanLayer::Index(-1), 400));
+        assert!(at(VlanLayer::Index(-3), 200));
+        assert!(!at(VlanLayer::Index(2), 300));
+        assert!(at(VlanLayer::Any, 300));
+        assert!(!VlanId { cmp: UintCmp::Ne(0), layer: VlanLayer::Index(3) }.matches(&tags));
+        assert!(!VlanId { cmp: UintCmp::Ne(1), layer: VlanLayer::All }.matches(&[]));
+    }
+
+    #[test]
+    fn checksums_and_decode_events() {
+        assert_eq!(opt("tcpv4-csum", "invalid"), RuleOption::Checksum { layer: ChecksumLayer::Tcpv4, valid: false });
+        assert_eq!(opt("icmpv6-csum", "valid"), RuleOption::Checksum { layer: ChecksumLayer::Icmpv6, valid: true });
+        assert!(err("ipv4-csum", "maybe").contains("valid or invalid"));
+        assert_eq!(opt("decode-event", "ipv4.trunc_pkt"), RuleOption::DecodeEvent(DecodeEvent::Ipv4TruncPkt));
+        assert!(err("decode-event", "no.such_event").contains("unknown"));
+    }
+
+    #[test]
+    fn hostbits_forms() {
+        let x = |v| match opt("hostbits", v) {
+            RuleOption::Xbits(x) => x,
+            other => panic!("{other:?}"),
+        };
+        let set = x("set,abc,dst");
+        assert_eq!((set.cmd, set.name.as_str(), set.track), (FlowbitsCmd::Set, "abc", Some(XbitsTrack::IpDst)));
+        assert_eq!(x("isset,abc").track, Some(XbitsTrack::IpSrc));
+        assert_eq!(x("set,abc,src,expire 30").expire, Some(30));
+        assert_eq!(x("noalert").cmd, FlowbitsCmd::NoAlert);
+        assert!(err("hostbits", "set,abc,both").contains("both"));
+        assert!(err("hostbits", "isset").contains("missing name"));
+        assert!(err("hostbits", "flip,abc").contains("invalid command"));
+    }
+
+    #[test]
+    fn tag_forms() {
+        let t = |v| match opt("tag", v) {
+            RuleOption::Tag(t) => t,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(t("session"), Tag { scope: TagScope::Session, count: 256, metric: TagMetric::Packets, direction: TagDirection::Src });
+        assert_eq!(t("host,9,packets,dst"), Tag { scope: TagScope::Host, count: 9, metric: TagMetric::Packets, direction: TagDirection::Dst });
+        assert_eq!(t("session,30,seconds").metric, TagMetric::Seconds);
+        assert!(err("tag", "session,3,packets,dst").contains("host tags only"));
+        assert!(err("tag", "flow").contains("invalid type"));
+        assert!(err("tag", "host,3").contains("expected"));
+    }
+}
