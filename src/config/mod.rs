@@ -284,38 +284,7 @@ impl Config {
 
 /// Suricata's built-in variables, used for any group the configuration leaves undefined so
 /// that rules written for a stock setup load without a `vars:` section.
-const DEFAULT_ADDRESS_GROUPS: &[(&str, &str)] = &[
-    ("HOME_NET", "[192.168.0.0/16,10.0.0.0/8,172.16.0.0/12]"),
-    ("EXTERNAL_NET", "!$HOME_NET"),
-    ("HTTP_SERVERS", "$HOME_NET"),
-    ("SMTP_SERVERS", "$HOME_NET"),
-    ("SQL_SERVERS", "$HOME_NET"),
-    ("DNS_SERVERS", "$HOME_NET"),
-    ("TELNET_SERVERS", "$HOME_NET"),
-    ("AIM_SERVERS", "$EXTERNAL_NET"),
-    ("DC_SERVERS", "$HOME_NET"),
-    ("DNP3_SERVER", "$HOME_NET"),
-    ("DNP3_CLIENT", "$HOME_NET"),
-    ("MODBUS_CLIENT", "$HOME_NET"),
-    ("MODBUS_SERVER", "$HOME_NET"),
-    ("ENIP_CLIENT", "$HOME_NET"),
-    ("ENIP_SERVER", "$HOME_NET"),
-];
-
-const DEFAULT_PORT_GROUPS: &[(&str, &str)] = &[
-    ("HTTP_PORTS", "80"),
-    ("SHELLCODE_PORTS", "!80"),
-    ("ORACLE_PORTS", "1521"),
-    ("SSH_PORTS", "22"),
-    ("DNP3_PORTS", "20000"),
-    ("MODBUS_PORTS", "502"),
-    ("FILE_DATA_PORTS", "[$HTTP_PORTS,110,143]"),
-    ("FTP_PORTS", "21"),
-    ("GENEVE_PORTS", "6081"),
-    ("VXLAN_PORTS", "4789"),
-    ("TEREDO_PORTS", "3544"),
-    ("SIP_PORTS", "[5060, 5061]"),
-];
+pub use crate::detect::rule::vars::{DEFAULT_ADDRESS_GROUPS, DEFAULT_PORT_GROUPS};
 
 /// Text of a scalar; `None` for null, lists and mappings.
 fn scalar_text(value: &Value) -> Option<String> {

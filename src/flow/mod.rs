@@ -28,16 +28,8 @@ pub use tcp::{StreamEvent, TcpState};
 use crate::packet::Timestamp;
 
 /// TCP header flag bits as they appear in the flags byte.
-pub mod tcp_flags {
-    pub const FIN: u8 = 0x01;
-    pub const SYN: u8 = 0x02;
-    pub const RST: u8 = 0x04;
-    pub const PSH: u8 = 0x08;
-    pub const ACK: u8 = 0x10;
-    pub const URG: u8 = 0x20;
-    pub const ECE: u8 = 0x40;
-    pub const CWR: u8 = 0x80;
-}
+/// TCP flag bits, as the decoder defines them.
+pub use crate::decode::tcp as tcp_flags;
 
 pub const IPPROTO_ICMP: u8 = 1;
 pub const IPPROTO_TCP: u8 = 6;

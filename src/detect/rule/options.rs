@@ -222,16 +222,8 @@ pub struct Flow {
     pub no_frag: bool,
 }
 
-pub mod tcp_flag {
-    pub const FIN: u8 = 0x01;
-    pub const SYN: u8 = 0x02;
-    pub const RST: u8 = 0x04;
-    pub const PSH: u8 = 0x08;
-    pub const ACK: u8 = 0x10;
-    pub const URG: u8 = 0x20;
-    pub const ECE: u8 = 0x40;
-    pub const CWR: u8 = 0x80;
-}
+/// TCP flag bits, as the decoder defines them.
+pub use crate::decode::tcp as tcp_flag;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlagsMode {

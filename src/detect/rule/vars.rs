@@ -261,7 +261,8 @@ pub struct RuleVars {
 }
 
 /// Suricata's stock `vars:` section, used when the configuration does not override them.
-const DEFAULT_ADDRESS_GROUPS: &[(&str, &str)] = &[
+/// Suricata's default address variables (used when the YAML defines none).
+pub const DEFAULT_ADDRESS_GROUPS: &[(&str, &str)] = &[
     ("HOME_NET", "[192.168.0.0/16,10.0.0.0/8,172.16.0.0/12]"),
     ("EXTERNAL_NET", "!$HOME_NET"),
     ("HTTP_SERVERS", "$HOME_NET"),
@@ -279,7 +280,8 @@ const DEFAULT_ADDRESS_GROUPS: &[(&str, &str)] = &[
     ("ENIP_SERVER", "$HOME_NET"),
 ];
 
-const DEFAULT_PORT_GROUPS: &[(&str, &str)] = &[
+/// Suricata's default port variables.
+pub const DEFAULT_PORT_GROUPS: &[(&str, &str)] = &[
     ("HTTP_PORTS", "80"),
     ("SHELLCODE_PORTS", "!80"),
     ("ORACLE_PORTS", "1521"),
