@@ -45,7 +45,7 @@ fn bench_et_open_on_pcap() {
         rss1.saturating_sub(rss0)
     );
     let mut ctx = engine.new_ctx();
-    let opts = DecodeOptions { validate_checksums: false };
+    let opts = DecodeOptions { validate_checksums: false, ..Default::default() };
     // Flow key (sorted endpoints) -> (client address/port, both sides seen, state, id).
     let mut flows: HashMap<([u8; 16], [u8; 16], u16, u16, u8), (([u8; 16], u16), bool, DetectFlow, u64)> = HashMap::new();
     let mut alerts = Vec::new();

@@ -225,6 +225,17 @@ pub(crate) enum AlertLimit {
     DetectionFilter(DetectionFilter),
 }
 
+impl AlertLimit {
+    /// Tracked per flow (kept by the worker that owns the flow) rather than per host/rule.
+    pub(crate) fn tracks_flow(&self) -> bool {
+        let track = match self {
+            AlertLimit::Threshold(t) => t.track,
+            AlertLimit::DetectionFilter(d) => d.track,
+        };
+        track == Track::ByFlow
+    }
+}
+
 pub(crate) struct Suppression {
     pub track: Option<Track>,
     pub ip: Option<AddressSet>,

@@ -154,6 +154,8 @@ pub struct DetectCounters {
     /// Inspections stopped by the backtracking step limit.
     pub recursion_limit: u64,
     pub flows_passed: u64,
+    /// Host/rule-tracked threshold matches let through because the shared table was full.
+    pub shared_thresholds_dropped: u64,
 }
 
 /// Per-worker mutable state.
@@ -274,6 +276,9 @@ pub struct DetectEngine {
     ip_only: IpOnly,
     packet_alert_max: usize,
     report_memory: usize,
+    /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
+    /// (a host's flows are spread over workers). Locked only when such a rule matches.
+    shared_thresholds: std::sync::Mutex<ThresholdTable>,
 }
 
 fn action_rank(a: Action) -> u8 {
@@ -462,7 +467,17 @@ impl DetectEngine {
         report.memory_bytes = memory;
         report.build_micros = started.elapsed().as_micros() as u64;
         let packet_alert_max = if cfg.packet_alert_max == 0 { 15 } else { cfg.packet_alert_max as usize };
-        Ok((DetectEngine { rules, groups, ip_only, packet_alert_max, report_memory: memory }, report))
+        Ok((
+            DetectEngine {
+                rules,
+                groups,
+                ip_only,
+                packet_alert_max,
+                report_memory: memory,
+                shared_thresholds: std::sync::Mutex::new(ThresholdTable::default()),
+            },
+            report,
+        ))
     }
 
     pub fn rule_count(&self) -> usize {
@@ -577,7 +592,8 @@ impl DetectEngine {
         ctx.candidates.sort_unstable();
         ctx.counters.candidates += ctx.candidates.len() as u64;
 
-        let hosts = Hosts { src: pkt.tuple.src, dst: pkt.tuple.dst, flow_id: pkt.flow.map(|f| f.flow_id).unwrap_or(0) };
+        let (sp, dp) = if facts.has_ports { (facts.sp, facts.dp) } else { (0, 0) };
+        let hosts = Hosts { src: pkt.tuple.src, dst: pkt.tuple.dst, flow_id: pkt.flow.map(|f| f.flow_id).unwrap_or(0), sp, dp };
         let now = pkt.ts.0;
         for i in 0..ctx.candidates.len() {
             let idx = ctx.candidates[i];
@@ -604,7 +620,18 @@ impl DetectEngine {
                 continue;
             }
             if let Some(limit) = &rule.limit {
-                if !ctx.thresholds.allow(idx, limit, hosts, now) {
+                let allowed = if limit.tracks_flow() {
+                    ctx.thresholds.allow(idx, limit, hosts, now)
+                } else {
+                    // A poisoned lock only means another worker panicked mid-update; the
+                    // table is still usable.
+                    let mut shared = self.shared_thresholds.lock().unwrap_or_else(|e| e.into_inner());
+                    let dropped_before = shared.dropped;
+                    let allowed = shared.allow(idx, limit, hosts, now);
+                    ctx.counters.shared_thresholds_dropped += shared.dropped - dropped_before;
+                    allowed
+                };
+                if !allowed {
                     ctx.counters.alerts_suppressed += 1;
                     continue;
                 }
@@ -727,6 +754,7 @@ impl DetectEngine {
             ("detect.flows_passed", c.flows_passed),
             ("detect.xbits_dropped", ctx.xbits.dropped),
             ("detect.thresholds_dropped", ctx.thresholds.dropped),
+            ("detect.thresholds_dropped_shared", c.shared_thresholds_dropped),
         ]
     }
 }
@@ -891,6 +919,11 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
         PacketCheck::IcmpSeq(seq) => icmp.is_some_and(|i| is_echo_like(&d.l4, i.icmp_type()) && i.echo_seq() == *seq),
         PacketCheck::Dsize(cmp) => {
             let len = d.payload.len().min(u16::MAX as usize) as u16;
+            // Suricata marks `dsize:!N` rules as needing a payload: an empty packet never
+            // matches them, while `<N`/`<=N` do match empty packets.
+            if len == 0 && matches!(cmp, crate::detect::rule::UintCmp::Ne(_)) {
+                return false;
+            }
             cmp.matches(len)
         }
         PacketCheck::StreamSize { .. } | PacketCheck::AppProto { .. } => true,

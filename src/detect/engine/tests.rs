@@ -462,3 +462,40 @@ fn et_open_builds() {
     assert_eq!(engine.rule_count(), report.rules_loaded);
     assert!(report.rules_loaded > 20_000);
 }
+
+#[test]
+fn dsize_not_equal_needs_a_payload() {
+    let e = engine(
+        r#"alert tcp any any -> any any (dsize:!9; sid:1;)
+alert tcp any any -> any any (dsize:<10; sid:2;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"")), vec![2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"abc")), vec![1, 2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"123456789")), vec![2]);
+}
+
+#[test]
+fn backoff_alerts_on_count_then_multiples() {
+    let e = engine(
+        r#"alert udp any any -> any any (content:"X"; threshold:type backoff, track by_flow, count 3, multiplier 2; sid:1;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let alerting: Vec<usize> = (1..=30)
+        .filter(|_| !inspect_with(&e, &mut ctx, &udp(CLIENT, 1, SERVER, 2, b"X"), Opts { flow: to_server(), ..Default::default() }, None).is_empty())
+        .collect();
+    assert_eq!(alerting, vec![3, 6, 12, 24]);
+}
+
+#[test]
+fn host_thresholds_are_shared_by_workers_and_unique_on_counts_ports() {
+    let e = engine(
+        r#"alert tcp any any -> any any (content:"D"; detection_filter:track by_dst, count 1, seconds 60, unique_on dst_port; sid:1;)"#,
+    );
+    // Two workers, one flow each, same destination host.
+    let (mut w1, mut w2) = (e.new_ctx(), e.new_ctx());
+    let n = |ctx: &mut DetectCtx, dp: u16| inspect_with(&e, ctx, &tcp(CLIENT, 5, SERVER, dp, b"D"), Opts::default(), None).len();
+    assert_eq!(n(&mut w1, 80), 0);
+    assert_eq!(n(&mut w1, 80), 0, "a repeated port does not count");
+    assert_eq!(n(&mut w2, 81), 1, "second distinct port, seen by another worker");
+    assert_eq!(n(&mut w1, 80), 1, "the filter stays exceeded within the window");
+}
