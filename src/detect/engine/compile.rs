@@ -178,6 +178,7 @@ pub(crate) enum PacketCheck {
     Dsize(crate::detect::rule::UintCmp<u16>),
     StreamSize { side: crate::detect::rule::options::StreamSide, cmp: crate::detect::rule::UintCmp<u32> },
     AppProto { negated: bool, name: &'static str },
+    FlowCount(crate::detect::rule::options::FlowCount),
 }
 
 /// Conditions on per-flow / per-host state.
@@ -586,6 +587,7 @@ pub(crate) fn compile_rule(
                 packet_checks.push(PacketCheck::Dsize(*c));
             }
             RuleOption::StreamSize { side, cmp } => packet_checks.push(PacketCheck::StreamSize { side: *side, cmp: *cmp }),
+            RuleOption::FlowCount(c) => packet_checks.push(PacketCheck::FlowCount(*c)),
             RuleOption::AppLayerProtocol { negated, name } => {
                 packet_checks.push(PacketCheck::AppProto { negated: *negated, name })
             }

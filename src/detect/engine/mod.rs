@@ -22,7 +22,7 @@ mod tests;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};
-use crate::detect::rule::options::{FlagsMode, IpOption, StreamSide, Track};
+use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
 use crate::detect::rule::{Action, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry};
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
@@ -869,6 +869,18 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
             };
         }
         PacketCheck::AppProto { negated, name } => return (pkt.app_proto == Some(*name)) != *negated,
+        PacketCheck::FlowCount(fc) => {
+            let Some(info) = pkt.flow else { return false };
+            let (to_server, to_client) = match fc.kind {
+                FlowCountKind::Packets => (info.pkts_toserver, info.pkts_toclient),
+                FlowCountKind::Bytes => (info.bytes_toserver, info.bytes_toclient),
+            };
+            return match fc.dir {
+                FlowCountDir::ToServer => fc.cmp.matches(to_server),
+                FlowCountDir::ToClient => fc.cmp.matches(to_client),
+                FlowCountDir::Either => fc.cmp.matches(to_server) || fc.cmp.matches(to_client),
+            };
+        }
         _ => {}
     }
     let Some(d) = pkt.decoded else { return false };
@@ -926,7 +938,7 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
             }
             cmp.matches(len)
         }
-        PacketCheck::StreamSize { .. } | PacketCheck::AppProto { .. } => true,
+        PacketCheck::StreamSize { .. } | PacketCheck::AppProto { .. } | PacketCheck::FlowCount(_) => true,
     }
 }
 

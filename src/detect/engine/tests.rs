@@ -499,3 +499,31 @@ fn host_thresholds_are_shared_by_workers_and_unique_on_counts_ports() {
     assert_eq!(n(&mut w2, 81), 1, "second distinct port, seen by another worker");
     assert_eq!(n(&mut w1, 80), 1, "the filter stays exceeded within the window");
 }
+
+#[test]
+fn flow_pkts_and_bytes_compare_the_flow_counters() {
+    let e = engine(
+        r#"alert ip any any -> any any (flow.pkts:toclient,=2; flow.bytes:toserver,<3000; sid:1;)
+alert ip any any -> any any (flow.pkts_toserver:>=3; sid:2;)
+alert ip any any -> any any (flow.bytes:either,>5000; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = udp(CLIENT, 1, SERVER, 2, b"x");
+    let mut run = |pkts: (u64, u64), bytes: (u64, u64)| -> Vec<u32> {
+        let flow = FlowInfo {
+            flow_id: 1,
+            to_server: true,
+            pkts_toserver: pkts.0,
+            pkts_toclient: pkts.1,
+            bytes_toserver: bytes.0,
+            bytes_toclient: bytes.1,
+            ..Default::default()
+        };
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None).iter().map(|a| a.sid).collect()
+    };
+    assert_eq!(run((1, 2), (100, 100)), vec![1]);
+    assert_eq!(run((3, 1), (100, 6000)), vec![2, 3]);
+    assert_eq!(run((1, 2), (3000, 0)), Vec::<u32>::new());
+    // Without flow information none of them can match.
+    assert!(sids(&e, &frame).is_empty());
+}
