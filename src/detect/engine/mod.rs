@@ -74,8 +74,11 @@ pub struct FlowInfo {
     pub pkts_toclient: u64,
     pub bytes_toserver: u64,
     pub bytes_toclient: u64,
-    /// Stream bytes seen so far per direction [to_server, to_client], for `stream_size`.
+    /// Stream bytes inspected so far per direction [to_server, to_client].
     pub stream_bytes: [u64; 2],
+    /// TCP sequence space seen per side [client, server] (Suricata's `next_seq - isn`,
+    /// counting the SYN), for `stream_size`; 0 for a side not seen yet.
+    pub stream_size: [u64; 2],
 }
 
 /// One packet as the engine sees it.
@@ -859,8 +862,8 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
         PacketCheck::StreamSize { side, cmp } => {
             let Some(info) = pkt.flow else { return false };
             let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-            let client = clamp(info.stream_bytes[0]);
-            let server = clamp(info.stream_bytes[1]);
+            let client = clamp(info.stream_size[0]);
+            let server = clamp(info.stream_size[1]);
             return match side {
                 StreamSide::Client => cmp.matches(client),
                 StreamSide::Server => cmp.matches(server),

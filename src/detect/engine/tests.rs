@@ -527,3 +527,34 @@ alert ip any any -> any any (flow.bytes:either,>5000; sid:3;)"#,
     // Without flow information none of them can match.
     assert!(sids(&e, &frame).is_empty());
 }
+
+#[test]
+fn stream_size_compares_sequence_space_per_side() {
+    let e = engine(
+        r#"alert tcp any any -> any any (stream_size:server,<,1111; sid:1;)
+alert tcp any any -> any any (stream_size:either,>,5000; sid:2;)
+alert tcp any any -> any any (stream_size:both,>=,10; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = tcp(CLIENT, 1, SERVER, 2, b"x");
+    let mut run = |client: u64, server: u64| -> Vec<u32> {
+        let flow = FlowInfo { flow_id: 1, to_server: true, stream_size: [client, server], ..Default::default() };
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None).iter().map(|a| a.sid).collect()
+    };
+    assert_eq!(run(1, 1008), vec![1]);
+    assert_eq!(run(6000, 1111), vec![2, 3]);
+    assert_eq!(run(20, 2000), vec![3]);
+    assert_eq!(run(5, 2000), Vec::<u32>::new());
+    assert!(sids(&e, &frame).is_empty(), "no flow, no stream_size");
+}
+
+#[test]
+fn byte_jump_with_zero_byte_count_from_variable_reads_nothing() {
+    let e = engine(
+        r#"alert udp any any -> any any (byte_extract:1,0,n; byte_jump:n,0,relative; content:"a"; within:1; sid:1;)"#,
+    );
+    // n = 0: the jump reads no bytes and stays after the extracted byte, where "a" is.
+    assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x00ab")), vec![1]);
+    // n = 1: reads 'a' (0x61) and jumps past the end of the buffer.
+    assert!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x01ab")).is_empty());
+}
