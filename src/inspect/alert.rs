@@ -159,6 +159,7 @@ impl Detection {
                     bytes_toserver: rec.bytes_toserver,
                     bytes_toclient: rec.bytes_toclient,
                     stream_bytes: [stream.inspected(Direction::ToServer), stream.inspected(Direction::ToClient)],
+                    stream_size: [stream.seq_space_seen(Direction::ToServer), stream.seq_space_seen(Direction::ToClient)],
                 };
                 for dir in [Direction::ToServer, Direction::ToClient] {
                     let to_server = dir == Direction::ToServer;

@@ -310,6 +310,7 @@ impl Inspector {
             bytes_toserver: flow.bytes_toserver,
             bytes_toclient: flow.bytes_toclient,
             stream_bytes: [0, 0],
+            stream_size: [0, 0],
         };
         let FlowExt { stream, detect, alerted, dropped, .. } = ext;
         let mut inspected = false;
@@ -332,6 +333,7 @@ impl Inspector {
             let outcome = reassembly.on_segment(dir, &seg, &mut self.stream_mem);
             wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
             info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
+            info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
             let det = &mut self.detection;
             reassembly.inspect_raw_held(dir, &mut self.stream_mem, |chunk, held| {
                 inspected = true;

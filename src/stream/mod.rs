@@ -755,6 +755,17 @@ impl TcpReassembly {
         self.halves[dir.index()].raw_progress
     }
 
+    /// Sequence space seen in `dir`, Suricata's `next_seq - isn` used by `stream_size`: one
+    /// for the SYN plus the highest data offset seen; 0 while `dir` is not initialised.
+    pub fn seq_space_seen(&self, dir: Direction) -> u64 {
+        let h = &self.halves[dir.index()];
+        if h.initialized {
+            h.next_off + 1
+        } else {
+            0
+        }
+    }
+
     /// Returns all memory to the worker's budget. Call before dropping the flow.
     pub fn release(&mut self, mem: &mut ReassemblyMemory) {
         for h in &mut self.halves {

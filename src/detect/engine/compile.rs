@@ -179,6 +179,7 @@ pub(crate) enum PacketCheck {
     Dsize(crate::detect::rule::UintCmp<u16>),
     StreamSize { side: crate::detect::rule::options::StreamSide, cmp: crate::detect::rule::UintCmp<u32> },
     AppProto { negated: bool, name: &'static str },
+    FlowCount(crate::detect::rule::options::FlowCount),
 }
 
 /// Conditions on per-flow / per-host state.
@@ -224,6 +225,17 @@ pub(crate) enum ProtoMatch {
 pub(crate) enum AlertLimit {
     Threshold(Threshold),
     DetectionFilter(DetectionFilter),
+}
+
+impl AlertLimit {
+    /// Tracked per flow (kept by the worker that owns the flow) rather than per host/rule.
+    pub(crate) fn tracks_flow(&self) -> bool {
+        let track = match self {
+            AlertLimit::Threshold(t) => t.track,
+            AlertLimit::DetectionFilter(d) => d.track,
+        };
+        track == Track::ByFlow
+    }
 }
 
 pub(crate) struct Suppression {
@@ -584,6 +596,7 @@ pub(crate) fn compile_rule(
                 packet_checks.push(PacketCheck::Dsize(*c));
             }
             RuleOption::StreamSize { side, cmp } => packet_checks.push(PacketCheck::StreamSize { side: *side, cmp: *cmp }),
+            RuleOption::FlowCount(c) => packet_checks.push(PacketCheck::FlowCount(*c)),
             RuleOption::AppLayerProtocol { negated, name } => {
                 packet_checks.push(PacketCheck::AppProto { negated: *negated, name })
             }

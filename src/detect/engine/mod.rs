@@ -25,7 +25,7 @@ mod headers_tests;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};
-use crate::detect::rule::options::{FlagsMode, IpOption, StreamSide, Track};
+use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
 use crate::detect::rule::{Action, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry};
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
@@ -77,8 +77,11 @@ pub struct FlowInfo {
     pub pkts_toclient: u64,
     pub bytes_toserver: u64,
     pub bytes_toclient: u64,
-    /// Stream bytes seen so far per direction [to_server, to_client], for `stream_size`.
+    /// Stream bytes inspected so far per direction [to_server, to_client].
     pub stream_bytes: [u64; 2],
+    /// TCP sequence space seen per side [client, server] (Suricata's `next_seq - isn`,
+    /// counting the SYN), for `stream_size`; 0 for a side not seen yet.
+    pub stream_size: [u64; 2],
 }
 
 /// One packet as the engine sees it.
@@ -157,6 +160,8 @@ pub struct DetectCounters {
     /// Inspections stopped by the backtracking step limit.
     pub recursion_limit: u64,
     pub flows_passed: u64,
+    /// Host/rule-tracked threshold matches let through because the shared table was full.
+    pub shared_thresholds_dropped: u64,
 }
 
 /// Per-worker mutable state.
@@ -277,6 +282,9 @@ pub struct DetectEngine {
     ip_only: IpOnly,
     packet_alert_max: usize,
     report_memory: usize,
+    /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
+    /// (a host's flows are spread over workers). Locked only when such a rule matches.
+    shared_thresholds: std::sync::Mutex<ThresholdTable>,
 }
 
 fn action_rank(a: Action) -> u8 {
@@ -465,7 +473,17 @@ impl DetectEngine {
         report.memory_bytes = memory;
         report.build_micros = started.elapsed().as_micros() as u64;
         let packet_alert_max = if cfg.packet_alert_max == 0 { 15 } else { cfg.packet_alert_max as usize };
-        Ok((DetectEngine { rules, groups, ip_only, packet_alert_max, report_memory: memory }, report))
+        Ok((
+            DetectEngine {
+                rules,
+                groups,
+                ip_only,
+                packet_alert_max,
+                report_memory: memory,
+                shared_thresholds: std::sync::Mutex::new(ThresholdTable::default()),
+            },
+            report,
+        ))
     }
 
     pub fn rule_count(&self) -> usize {
@@ -580,7 +598,8 @@ impl DetectEngine {
         ctx.candidates.sort_unstable();
         ctx.counters.candidates += ctx.candidates.len() as u64;
 
-        let hosts = Hosts { src: pkt.tuple.src, dst: pkt.tuple.dst, flow_id: pkt.flow.map(|f| f.flow_id).unwrap_or(0) };
+        let (sp, dp) = if facts.has_ports { (facts.sp, facts.dp) } else { (0, 0) };
+        let hosts = Hosts { src: pkt.tuple.src, dst: pkt.tuple.dst, flow_id: pkt.flow.map(|f| f.flow_id).unwrap_or(0), sp, dp };
         let now = pkt.ts.0;
         for i in 0..ctx.candidates.len() {
             let idx = ctx.candidates[i];
@@ -607,7 +626,18 @@ impl DetectEngine {
                 continue;
             }
             if let Some(limit) = &rule.limit {
-                if !ctx.thresholds.allow(idx, limit, hosts, now) {
+                let allowed = if limit.tracks_flow() {
+                    ctx.thresholds.allow(idx, limit, hosts, now)
+                } else {
+                    // A poisoned lock only means another worker panicked mid-update; the
+                    // table is still usable.
+                    let mut shared = self.shared_thresholds.lock().unwrap_or_else(|e| e.into_inner());
+                    let dropped_before = shared.dropped;
+                    let allowed = shared.allow(idx, limit, hosts, now);
+                    ctx.counters.shared_thresholds_dropped += shared.dropped - dropped_before;
+                    allowed
+                };
+                if !allowed {
                     ctx.counters.alerts_suppressed += 1;
                     continue;
                 }
@@ -733,6 +763,7 @@ impl DetectEngine {
             ("detect.flows_passed", c.flows_passed),
             ("detect.xbits_dropped", ctx.xbits.dropped),
             ("detect.thresholds_dropped", ctx.thresholds.dropped),
+            ("detect.thresholds_dropped_shared", c.shared_thresholds_dropped),
         ]
     }
 }
@@ -837,8 +868,8 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
         PacketCheck::StreamSize { side, cmp } => {
             let Some(info) = pkt.flow else { return false };
             let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-            let client = clamp(info.stream_bytes[0]);
-            let server = clamp(info.stream_bytes[1]);
+            let client = clamp(info.stream_size[0]);
+            let server = clamp(info.stream_size[1]);
             return match side {
                 StreamSide::Client => cmp.matches(client),
                 StreamSide::Server => cmp.matches(server),
@@ -847,6 +878,18 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
             };
         }
         PacketCheck::AppProto { negated, name } => return (pkt.app_proto == Some(*name)) != *negated,
+        PacketCheck::FlowCount(fc) => {
+            let Some(info) = pkt.flow else { return false };
+            let (to_server, to_client) = match fc.kind {
+                FlowCountKind::Packets => (info.pkts_toserver, info.pkts_toclient),
+                FlowCountKind::Bytes => (info.bytes_toserver, info.bytes_toclient),
+            };
+            return match fc.dir {
+                FlowCountDir::ToServer => fc.cmp.matches(to_server),
+                FlowCountDir::ToClient => fc.cmp.matches(to_client),
+                FlowCountDir::Either => fc.cmp.matches(to_server) || fc.cmp.matches(to_client),
+            };
+        }
         _ => {}
     }
     let Some(d) = pkt.decoded else { return false };
@@ -897,9 +940,14 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
         PacketCheck::IcmpSeq(seq) => icmp.is_some_and(|i| is_echo_like(&d.l4, i.icmp_type()) && i.echo_seq() == *seq),
         PacketCheck::Dsize(cmp) => {
             let len = d.payload.len().min(u16::MAX as usize) as u16;
+            // Suricata marks `dsize:!N` rules as needing a payload: an empty packet never
+            // matches them, while `<N`/`<=N` do match empty packets.
+            if len == 0 && matches!(cmp, crate::detect::rule::UintCmp::Ne(_)) {
+                return false;
+            }
             cmp.matches(len)
         }
-        PacketCheck::StreamSize { .. } | PacketCheck::AppProto { .. } => true,
+        PacketCheck::StreamSize { .. } | PacketCheck::AppProto { .. } | PacketCheck::FlowCount(_) => true,
     }
 }
 

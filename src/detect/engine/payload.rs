@@ -168,7 +168,10 @@ impl<'b> Inspection<'b> {
     fn read_value(&self, read: &ByteRead) -> Option<(u64, usize)> {
         let nbytes = read.bytes.get(&self.vars);
         let max = if read.string.is_some() { 23 } else { 8 };
-        if nbytes <= 0 || nbytes > max {
+        // A byte count taken from a variable may be 0: like Suricata, a binary read of
+        // zero bytes yields the value 0 (a string read of nothing fails).
+        let min = if read.string.is_some() { 1 } else { 0 };
+        if nbytes < min || nbytes > max {
             return None;
         }
         let base = if read.relative { self.offset as i64 } else { 0 };

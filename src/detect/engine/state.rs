@@ -1,12 +1,14 @@
-//! Detection state: flowbits/flowints (per flow, in `DetectFlow`), xbits and thresholds
-//! (per worker, in `DetectCtx`). Worker-local tables mean that `track ip_src` xbits and
-//! `by_src` thresholds only see the flows of their own worker; with flow-hash dispatch a
-//! host's flows can land on several workers, so counts are per worker (documented limit).
+//! Detection state: flowbits/flowints (per flow, in `DetectFlow`), xbits (per worker, in
+//! `DetectCtx`) and thresholds. `by_flow` thresholds live in the worker (a flow stays on one
+//! worker); host- and rule-tracked thresholds live in one table shared by all workers (behind
+//! a mutex, taken only when a rule with such a threshold matches), because with flow-hash
+//! dispatch a host's flows land on several workers. Worker-local xbits mean that
+//! `track ip_src` xbits only see the flows of their own worker (documented limit).
 
 use std::collections::HashMap;
 
 use super::compile::{AlertLimit, FlowintValue, StateAction, StateCheck};
-use crate::detect::rule::options::{FlowbitsCmd, FlowintOp, ThresholdType, Track, XbitsTrack};
+use crate::detect::rule::options::{FlowbitsCmd, FlowintOp, ThresholdType, Track, UniqueOn, XbitsTrack};
 
 /// Upper bound of xbit entries per worker; beyond it new bits are not stored (counted).
 pub(crate) const MAX_XBITS: usize = 65_536;
@@ -53,6 +55,9 @@ pub(crate) struct Hosts {
     pub src: [u8; 16],
     pub dst: [u8; 16],
     pub flow_id: u64,
+    /// Transport ports (0 without ports), for `detection_filter ... unique_on`.
+    pub sp: u16,
+    pub dp: u16,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,12 +197,15 @@ struct ThresholdKey {
     flow: u64,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Tracker {
     window_start: u64,
     count: u32,
     /// backoff: count at which the next alert fires.
     next: u32,
+    /// `unique_on`: distinct ports seen in the window, at most `count + 1` of them (enough to
+    /// know that the filter is exceeded), so memory stays bounded by the rule.
+    ports: Vec<u16>,
 }
 
 #[derive(Default)]
@@ -233,16 +241,32 @@ impl ThresholdTable {
                 return true;
             }
         }
-        let fresh = Tracker { window_start: now, count: 0, next: count.max(1) };
-        let t = self.entries.entry(key).or_insert(fresh);
+        let fresh = Tracker { window_start: now, count: 0, next: count.max(1), ports: Vec::new() };
+        let t = self.entries.entry(key).or_insert_with(|| fresh.clone());
         let expired = seconds > 0 && now.saturating_sub(t.window_start) >= window;
         match limit {
-            AlertLimit::DetectionFilter(_) => {
+            AlertLimit::DetectionFilter(df) => {
                 if expired {
-                    *t = Tracker { count: 0, ..fresh };
+                    *t = fresh;
                 }
-                t.count = t.count.saturating_add(1);
-                t.count > count
+                match df.unique_on {
+                    Some(unique) => {
+                        // Count distinct ports, not matches: alert once more than `count`
+                        // distinct values were seen in the window.
+                        let port = match unique {
+                            UniqueOn::SrcPort => hosts.sp,
+                            UniqueOn::DstPort => hosts.dp,
+                        };
+                        if !t.ports.contains(&port) && (t.ports.len() as u64) <= count as u64 {
+                            t.ports.push(port);
+                        }
+                        t.ports.len() as u64 > count as u64
+                    }
+                    None => {
+                        t.count = t.count.saturating_add(1);
+                        t.count > count
+                    }
+                }
             }
             AlertLimit::Threshold(th) => match th.kind {
                 ThresholdType::Limit => {
@@ -272,15 +296,10 @@ impl ThresholdTable {
                     t.count == count
                 }
                 ThresholdType::Backoff => {
-                    // The first `count` matches alert, then count*m, count*m^2, ...
+                    // Suricata: the `count`-th match alerts, then the count*m-th, count*m^2-th...
                     let multiplier = th.multiplier.unwrap_or(10).max(2);
-                    if t.count == 0 {
-                        t.next = count.max(1).saturating_mul(multiplier);
-                    }
                     t.count = t.count.saturating_add(1);
-                    if t.count <= count {
-                        true
-                    } else if t.count == t.next {
+                    if t.count == t.next {
                         t.next = t.next.saturating_mul(multiplier);
                         true
                     } else {

@@ -462,3 +462,99 @@ fn et_open_builds() {
     assert_eq!(engine.rule_count(), report.rules_loaded);
     assert!(report.rules_loaded > 20_000);
 }
+
+#[test]
+fn dsize_not_equal_needs_a_payload() {
+    let e = engine(
+        r#"alert tcp any any -> any any (dsize:!9; sid:1;)
+alert tcp any any -> any any (dsize:<10; sid:2;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"")), vec![2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"abc")), vec![1, 2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"123456789")), vec![2]);
+}
+
+#[test]
+fn backoff_alerts_on_count_then_multiples() {
+    let e = engine(
+        r#"alert udp any any -> any any (content:"X"; threshold:type backoff, track by_flow, count 3, multiplier 2; sid:1;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let alerting: Vec<usize> = (1..=30)
+        .filter(|_| !inspect_with(&e, &mut ctx, &udp(CLIENT, 1, SERVER, 2, b"X"), Opts { flow: to_server(), ..Default::default() }, None).is_empty())
+        .collect();
+    assert_eq!(alerting, vec![3, 6, 12, 24]);
+}
+
+#[test]
+fn host_thresholds_are_shared_by_workers_and_unique_on_counts_ports() {
+    let e = engine(
+        r#"alert tcp any any -> any any (content:"D"; detection_filter:track by_dst, count 1, seconds 60, unique_on dst_port; sid:1;)"#,
+    );
+    // Two workers, one flow each, same destination host.
+    let (mut w1, mut w2) = (e.new_ctx(), e.new_ctx());
+    let n = |ctx: &mut DetectCtx, dp: u16| inspect_with(&e, ctx, &tcp(CLIENT, 5, SERVER, dp, b"D"), Opts::default(), None).len();
+    assert_eq!(n(&mut w1, 80), 0);
+    assert_eq!(n(&mut w1, 80), 0, "a repeated port does not count");
+    assert_eq!(n(&mut w2, 81), 1, "second distinct port, seen by another worker");
+    assert_eq!(n(&mut w1, 80), 1, "the filter stays exceeded within the window");
+}
+
+#[test]
+fn flow_pkts_and_bytes_compare_the_flow_counters() {
+    let e = engine(
+        r#"alert ip any any -> any any (flow.pkts:toclient,=2; flow.bytes:toserver,<3000; sid:1;)
+alert ip any any -> any any (flow.pkts_toserver:>=3; sid:2;)
+alert ip any any -> any any (flow.bytes:either,>5000; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = udp(CLIENT, 1, SERVER, 2, b"x");
+    let mut run = |pkts: (u64, u64), bytes: (u64, u64)| -> Vec<u32> {
+        let flow = FlowInfo {
+            flow_id: 1,
+            to_server: true,
+            pkts_toserver: pkts.0,
+            pkts_toclient: pkts.1,
+            bytes_toserver: bytes.0,
+            bytes_toclient: bytes.1,
+            ..Default::default()
+        };
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None).iter().map(|a| a.sid).collect()
+    };
+    assert_eq!(run((1, 2), (100, 100)), vec![1]);
+    assert_eq!(run((3, 1), (100, 6000)), vec![2, 3]);
+    assert_eq!(run((1, 2), (3000, 0)), Vec::<u32>::new());
+    // Without flow information none of them can match.
+    assert!(sids(&e, &frame).is_empty());
+}
+
+#[test]
+fn stream_size_compares_sequence_space_per_side() {
+    let e = engine(
+        r#"alert tcp any any -> any any (stream_size:server,<,1111; sid:1;)
+alert tcp any any -> any any (stream_size:either,>,5000; sid:2;)
+alert tcp any any -> any any (stream_size:both,>=,10; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = tcp(CLIENT, 1, SERVER, 2, b"x");
+    let mut run = |client: u64, server: u64| -> Vec<u32> {
+        let flow = FlowInfo { flow_id: 1, to_server: true, stream_size: [client, server], ..Default::default() };
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None).iter().map(|a| a.sid).collect()
+    };
+    assert_eq!(run(1, 1008), vec![1]);
+    assert_eq!(run(6000, 1111), vec![2, 3]);
+    assert_eq!(run(20, 2000), vec![3]);
+    assert_eq!(run(5, 2000), Vec::<u32>::new());
+    assert!(sids(&e, &frame).is_empty(), "no flow, no stream_size");
+}
+
+#[test]
+fn byte_jump_with_zero_byte_count_from_variable_reads_nothing() {
+    let e = engine(
+        r#"alert udp any any -> any any (byte_extract:1,0,n; byte_jump:n,0,relative; content:"a"; within:1; sid:1;)"#,
+    );
+    // n = 0: the jump reads no bytes and stays after the extracted byte, where "a" is.
+    assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x00ab")), vec![1]);
+    // n = 1: reads 'a' (0x61) and jumps past the end of the buffer.
+    assert!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x01ab")).is_empty());
+}

@@ -515,6 +515,58 @@ pub enum RuleOption {
     /// `decode-event:<name>`: the decoder raised this event on the packet.
     DecodeEvent(crate::decode::events::DecodeEvent),
     Tag(super::packet_keywords::Tag),
+    /// `flow.pkts` / `flow.bytes` (and the older `flow.pkts_toserver:N` forms).
+    FlowCount(FlowCount),
+}
+
+/// What `flow.pkts` / `flow.bytes` count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowCountKind {
+    Packets,
+    Bytes,
+}
+
+/// Which direction(s) of the flow `flow.pkts` / `flow.bytes` compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowCountDir {
+    ToServer,
+    ToClient,
+    /// Either direction satisfies the comparison.
+    Either,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowCount {
+    pub kind: FlowCountKind,
+    pub dir: FlowCountDir,
+    pub cmp: UintCmp<u64>,
+}
+
+/// `flow.pkts:toserver,>10` (direction first), or the old `flow.pkts_toserver:>10`.
+fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, String> {
+    let (kind, fixed_dir) = match kw {
+        "flow.pkts" => (FlowCountKind::Packets, None),
+        "flow.bytes" => (FlowCountKind::Bytes, None),
+        "flow.pkts_toserver" => (FlowCountKind::Packets, Some(FlowCountDir::ToServer)),
+        "flow.pkts_toclient" => (FlowCountKind::Packets, Some(FlowCountDir::ToClient)),
+        "flow.bytes_toserver" => (FlowCountKind::Bytes, Some(FlowCountDir::ToServer)),
+        "flow.bytes_toclient" => (FlowCountKind::Bytes, Some(FlowCountDir::ToClient)),
+        _ => return Err(format!("unknown flow counter keyword '{kw}'")),
+    };
+    let (dir, cmp_text) = match fixed_dir {
+        Some(d) => (d, value),
+        None => {
+            let (d, rest) = value.split_once(',').ok_or_else(|| format!("{kw}: needs direction,value"))?;
+            let d = match d.trim() {
+                "toserver" | "to_server" => FlowCountDir::ToServer,
+                "toclient" | "to_client" => FlowCountDir::ToClient,
+                "either" => FlowCountDir::Either,
+                other => return Err(format!("{kw}: invalid direction '{other}'")),
+            };
+            (d, rest)
+        }
+    };
+    Ok(FlowCount { kind, dir, cmp: parse_uint_cmp(cmp_text, kw)? })
 }
 
 /// Outcome of one option: an error in its value, or a keyword we do not know.
@@ -795,6 +847,8 @@ impl OptionParser {
                 })
             }
             "stream_size" => self.push(parse_stream_size(need()?)?),
+            "flow.pkts" | "flow.bytes" | "flow.pkts_toserver" | "flow.pkts_toclient" | "flow.bytes_toserver"
+            | "flow.bytes_toclient" => self.push(RuleOption::FlowCount(parse_flow_count(kw, need()?)?)),
             "flowbits" => self.push(RuleOption::Flowbits(parse_flowbits(need()?)?)),
             "flowint" => self.push(RuleOption::Flowint(parse_flowint(need()?)?)),
             "xbits" => self.push(RuleOption::Xbits(parse_xbits(need()?)?)),

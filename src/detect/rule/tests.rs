@@ -1162,3 +1162,26 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn flow_counter_keywords() {
+    use crate::detect::rule::options::{FlowCount, FlowCountDir, FlowCountKind};
+    assert_eq!(
+        first("flow.pkts:toclient,=10;"),
+        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Packets, dir: FlowCountDir::ToClient, cmp: UintCmp::Eq(10) })
+    );
+    assert_eq!(
+        first("flow.bytes:either,>3000;"),
+        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Bytes, dir: FlowCountDir::Either, cmp: UintCmp::Gt(3000) })
+    );
+    assert_eq!(
+        first("flow.bytes_toserver:<3000;"),
+        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Bytes, dir: FlowCountDir::ToServer, cmp: UintCmp::Lt(3000) })
+    );
+    assert_eq!(
+        first("flow.pkts_toclient:10;"),
+        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Packets, dir: FlowCountDir::ToClient, cmp: UintCmp::Eq(10) })
+    );
+    invalid("flow.pkts:sideways,=1;");
+    invalid("flow.pkts:10;");
+}
