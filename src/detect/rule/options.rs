@@ -799,7 +799,8 @@ impl OptionParser {
             "byte_math" => self.push(RuleOption::ByteMath(parse_byte_math(need()?)?)),
             "base64_decode" => self.push(RuleOption::Base64Decode(parse_base64_decode(value)?)),
             "flow" => self.push(RuleOption::Flow(parse_flow(need()?)?)),
-            "flags" => self.push(RuleOption::Flags(parse_flags(need()?)?)),
+            // `tcp.flags` is Suricata 8's name for `flags`.
+            "flags" | "tcp.flags" => self.push(RuleOption::Flags(parse_flags(need()?)?)),
             "window" => {
                 let (negated, v) = strip_bang(need()?);
                 self.push(RuleOption::Window {
