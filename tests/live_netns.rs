@@ -271,3 +271,98 @@ fn live_capture_errors_are_one_line() {
     assert_eq!(code, Some(1));
     assert!(err.starts_with("picket: error: interface down-a is down") && !err.contains('\n'), "{err}");
 }
+
+// ---------------------------------------------------------------------------------
+// CPU per packet of `picket -i` at a fixed rate (trafgen), 1 and 2 workers. Ignored:
+// `cargo test --release --test live_netns -- --ignored --nocapture measure`
+// (PICKET_BENCH_RATES=100000,200000 PICKET_BENCH_SECONDS=3 to change the defaults).
+
+/// UDP 10.98.0.1 -> 10.98.0.2 port 9 from 256 source ports, to a MAC that is not
+/// veth-b's: B's IP stack drops it at once, so only capture and inspection are measured.
+const TRAFGEN_PACKET: &str = "{ 0x02,0x00,0x00,0x00,0x00,0x99, 0x02,0x00,0x00,0x00,0x00,0x01, c16(0x0800),
+  0x45, 0x00, c16(46), drnd(2), c16(0), 64, 17, csumip(14, 33),
+  10, 98, 0, 1, 10, 98, 0, 2,
+  0x4e, drnd(1), c16(9), c16(26), c16(0),
+  fill(0x41, 18) }";
+
+/// CPU time of every thread of `pid`, from /proc/PID/task/*/schedstat (nanoseconds).
+fn process_cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+#[ignore = "measurement: run in release with --ignored --nocapture"]
+fn measure_live_cpu_per_packet() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("SKIPPED: {reason}");
+        return;
+    }
+    if Command::new("trafgen").arg("-v").stdout(Stdio::null()).status().is_err() {
+        eprintln!("SKIPPED: trafgen (netsniff-ng) not installed");
+        return;
+    }
+    let lab = Lab::new("bench");
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("trafgen.cfg");
+    std::fs::write(&conf, TRAFGEN_PACKET).unwrap();
+    let empty_rules = dir.path().join("empty.rules");
+    std::fs::write(&empty_rules, "").unwrap();
+    let seconds: u64 = std::env::var("PICKET_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let rates: Vec<u64> = std::env::var("PICKET_BENCH_RATES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|r| r.parse().ok()).collect())
+        .unwrap_or_else(|| vec![100_000, 200_000, 300_000]);
+    eprintln!("{:<10} {:>8} {:>9} {:>10} {:>8} {:>10} {:>7}", "workers", "rate", "sent/s", "inspected", "drops", "ns/packet", "cpu %");
+    for &rate in &rates {
+        for workers in [1usize, 2] {
+            let logs = dir.path().join(format!("logs-{rate}-{workers}"));
+            let mut picket = Guarded(
+                Command::new("ip")
+                    .args(["netns", "exec", &lab.b, env!("CARGO_BIN_EXE_picket"), "-i", "veth-b"])
+                    .args(["--workers", &workers.to_string(), "--set", "stats.interval=0", "-S"])
+                    .arg(&empty_rules)
+                    .arg("-l")
+                    .arg(&logs)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            let snapshot = logs.join("picket-stats.json");
+            wait_for("picket to start", Duration::from_secs(10), || snapshot.exists());
+            let pid = picket.0.id();
+            let cpu_before = process_cpu_ns(pid);
+            let count = rate * seconds;
+            let started = Instant::now();
+            let status = Command::new("ip")
+                .args(["netns", "exec", &lab.a, "trafgen", "--dev", "veth-a", "--conf"])
+                .arg(&conf)
+                .args(["-P", "1", "-C", "-b", &format!("{rate}pps"), "-n", &count.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            let sending = started.elapsed();
+            assert!(status.success(), "trafgen failed");
+            thread::sleep(Duration::from_millis(300));
+            let cpu = process_cpu_ns(pid) - cpu_before;
+            let wall = started.elapsed();
+            assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+            assert!(wait_exit(&mut picket.0, Duration::from_secs(10)).success());
+            let eve = read_eve(&logs.join("eve.json"));
+            let stats = &eve.iter().rev().find(|e| e["event_type"] == "stats").unwrap()["stats"];
+            let inspected = stats["decoder"]["udp"].as_u64().unwrap();
+            let drops = stats["capture"]["kernel_drops"].as_u64().unwrap();
+            eprintln!(
+                "{workers:<10} {rate:>8} {:>9.0} {inspected:>10} {drops:>8} {:>10.0} {:>6.1}%",
+                count as f64 / sending.as_secs_f64(),
+                cpu as f64 / inspected.max(1) as f64,
+                100.0 * cpu as f64 / 1e9 / wall.as_secs_f64()
+            );
+        }
+    }
+}
