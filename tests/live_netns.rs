@@ -222,7 +222,7 @@ fn live_capture_two_workers_flows_alert_and_clean_stop() {
 
     // Final stats: nothing lost in the kernel, both workers got traffic, and the
     // per-worker UDP flow counts add up to the flows sent (plus none twice).
-    let stats = of_type("stats").last().expect("final stats event");
+    let stats = eve.iter().rev().find(|e| e["event_type"] == "stats").expect("final stats event");
     let s = &stats["stats"];
     assert_eq!(s["capture"]["kernel_drops"], 0, "{s}");
     let sent = (UDP_FLOWS as u64) * UDP_PER_FLOW as u64;
