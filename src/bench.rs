@@ -48,6 +48,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         simulate_ips: false,
         verbose: 0,
         test_config: false,
+        live: Default::default(),
         bpf: vec![],
     };
     let mut base = resolve(&run_args)?;

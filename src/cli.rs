@@ -100,9 +100,41 @@ pub struct RunArgs {
     /// More log output.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// A BPF filter expression (accepted for Suricata compatibility; not applied yet).
     #[arg(trailing_var_arg = true, value_name = "BPF")]
     pub bpf: Vec<String>,
+}
+
+/// Live capture flags (`picket -i eth0 ...`).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Live capture")]
+pub struct LiveArgs {
+    /// Capture live from an interface through AF_PACKET rings (repeatable).
+    #[arg(short = 'i', value_name = "IFACE")]
+    pub interfaces: Vec<String>,
+    /// Suricata's spelling of -i: `--af-packet=IFACE`, or `--af-packet` alone for the
+    /// interfaces of the YAML `af-packet:` list.
+    #[arg(long = "af-packet", value_name = "IFACE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub af_packet: Vec<String>,
+    /// Live capture: how the kernel spreads packets over the workers: hash (flow, the
+    /// default), lb (round robin), cpu, rnd or qm; or Suricata's cluster_* names.
+    #[arg(long, value_name = "MODE")]
+    pub fanout: Option<String>,
+    /// Live capture: leave the interfaces out of promiscuous mode.
+    #[arg(long)]
+    pub no_promisc: bool,
+    /// Live capture: serve Prometheus metrics at http://ADDR/metrics (PORT alone binds 127.0.0.1).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub metrics: Option<String>,
+}
+
+impl RunArgs {
+    /// Whether an interface was named (`-i`, `--af-packet`).
+    pub fn is_live(&self) -> bool {
+        !self.live.interfaces.is_empty() || !self.live.af_packet.is_empty()
+    }
 }
 
 /// An error worth one line on stderr and a non-zero exit.
@@ -141,6 +173,7 @@ pub fn main() -> i32 {
             let sources = RuleSources { exclusive: cli.run.rules_exclusive.clone(), extra: cli.run.rules_extra.clone() };
             check_rules(cli.run.config.as_deref(), &cli.run.set, &sources)
         }
+        None if cli.run.is_live() => run_live_capture(&cli.run),
         None => run_offline(&cli.run),
     };
     match result {
@@ -218,6 +251,153 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     write_final_outputs(&log_dir, &mut eve, &summary)?;
     report_to_terminal(source.as_ref(), &resolved, &summary);
     Ok(())
+}
+
+/// `picket -i IFACE [-i IFACE ...] --workers N`: live capture until SIGINT/SIGTERM.
+fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
+    use crate::output::metrics::{self, LiveGauges};
+    use crate::output::stats::worker_name;
+    use crate::pipeline::live::{self, CaptureOverrides, LiveLogs, LiveOptions};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    if args.read.is_some() {
+        return Err(CliError("-r and -i/--af-packet cannot be combined: read a capture or capture live".into()));
+    }
+    let mut resolved = resolve(args)?;
+    let mut interfaces: Vec<String> = Vec::new();
+    for name in args.live.interfaces.iter().chain(args.live.af_packet.iter().filter(|n| !n.is_empty())) {
+        if !interfaces.contains(name) {
+            interfaces.push(name.clone());
+        }
+    }
+    if args.live.af_packet.iter().any(|n| n.is_empty()) {
+        for name in live::configured_interfaces(&resolved.config) {
+            if !interfaces.contains(&name) {
+                interfaces.push(name);
+            }
+        }
+        if interfaces.is_empty() {
+            return Err(CliError("--af-packet: no interface given and none listed under af-packet: in the configuration".into()));
+        }
+    }
+    if resolved.options.single {
+        warn("--runmode single does not apply to live capture; running workers");
+    }
+    if args.checksum.is_none() {
+        resolved.engine.checksum_mode = live_checksum_mode(&resolved.config, &interfaces)?;
+    }
+    let workers = resolved.options.workers;
+    // Memory caps are split between the workers that will really run.
+    let mut inspect = crate::inspect::InspectSettings::from_engine(&resolved.engine, workers, args.simulate_ips);
+    inspect.alert_log = std::mem::take(&mut resolved.options.inspect.alert_log);
+    let stop = Arc::new(AtomicBool::new(false));
+    let overrides = CaptureOverrides {
+        fanout: args.live.fanout.as_deref().map(live::parse_fanout).transpose().map_err(|e| CliError(format!("--fanout: {e}")))?,
+        promiscuous: args.live.no_promisc.then_some(false),
+    };
+    let (captures, warnings) = live::capture_configs(&resolved.config, &interfaces, &overrides, &stop).map_err(CliError)?;
+    for w in warnings {
+        warn(w);
+    }
+    let stats_interval = live::stats_interval(&resolved.config).map_err(CliError)?;
+    let metrics_addr = args.live.metrics.as_deref().map(metrics::parse_listen_address).transpose().map_err(|e| CliError(format!("--metrics: {e}")))?;
+    let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
+    let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
+    inspect.detect = rules.engine.map(Arc::new);
+    if !args.bpf.is_empty() {
+        warn(format!("BPF filter '{}' is not supported yet and is ignored", args.bpf.join(" ")));
+    }
+    let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    fs::create_dir_all(&log_dir).map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    // A live sensor appends to its logs across restarts, as Suricata does by default.
+    let open_log = |name: &str| {
+        let path = log_dir.join(name);
+        OpenOptions::new().create(true).append(true).open(&path).map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
+    };
+    let logs = LiveLogs { eve: Box::new(open_log("eve.json")?), fast: Box::new(open_log("fast.log")?) };
+
+    // Signals before the sockets: a Ctrl-C during setup still ends the run cleanly. A
+    // second one exits at once.
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let sockets = live::open_sockets(&captures, workers).map_err(|e| CliError(e.to_string()))?;
+    let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
+    let metrics_server = match metrics_addr {
+        Some(addr) => Some(
+            metrics::serve(addr, Arc::clone(&gauges), Arc::clone(&stop))
+                .map_err(|e| CliError(format!("--metrics: cannot listen on {addr}: {e}")))?,
+        ),
+        None => None,
+    };
+    let opts = LiveOptions {
+        captures: captures.clone(),
+        workers,
+        pin_cores: !args.no_pin,
+        inspect,
+        stats_interval,
+        snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
+        stats_log: Some(log_dir.join("stats.log")),
+    };
+    let described: Vec<String> = captures
+        .iter()
+        .map(|c| format!("{} (fanout group {}, {})", c.interface, c.fanout_group, c.fanout_mode.name()))
+        .collect();
+    eprintln!(
+        "picket: capturing on {} with {workers} workers, logs in {}{}; stop with Ctrl-C",
+        described.join(", "),
+        log_dir.display(),
+        metrics_server.as_ref().map(|m| format!(", metrics at http://{}/metrics", m.local_addr)).unwrap_or_default()
+    );
+    let result = live::run_live(sockets, &opts, Arc::clone(&gauges), Arc::clone(&stop), logs);
+    stop.store(true, Ordering::Relaxed);
+    if let Some(server) = metrics_server {
+        let _ = server.thread.join();
+    }
+    let summary = result?;
+    let packets: u64 = summary.workers.iter().map(|w| w.report.packets).sum();
+    let drops: u64 = summary.workers.iter().map(|w| w.ring.kernel_drops).sum();
+    println!(
+        "picket: {packets} packets from {} in {:.3} s, {drops} dropped by the kernel, {} events written",
+        interfaces.join(", "),
+        summary.wall.as_secs_f64(),
+        summary.events_written
+    );
+    let mut out = std::io::stdout().lock();
+    let _ = live::write_live_load_table(&mut out, &summary.workers, summary.wall);
+    Ok(())
+}
+
+/// Suricata's `af-packet.checksum-checks` (default `kernel`). Packets this host sends
+/// itself, or that reach a veth from a local sender, carry checksums the NIC or the
+/// kernel has not filled in yet; the kernel already verified what it received. picket does
+/// not read the per-packet "checksum not ready" flag yet, so `kernel` means: no checksum
+/// validation in the engine. `yes` validates everything, `auto` samples as with `-k auto`.
+fn live_checksum_mode(config: &Config, interfaces: &[String]) -> Result<crate::config::ChecksumMode, CliError> {
+    use crate::config::ChecksumMode;
+    let key = match config.node("af-packet") {
+        Some(serde_yaml::Value::Sequence(items)) => interfaces
+            .first()
+            .and_then(|first| {
+                let position = |name: &str| {
+                    items.iter().position(|i| i.get("interface").and_then(|v| v.as_str()) == Some(name))
+                };
+                position(first).or_else(|| position("default"))
+            })
+            .map(|i| format!("af-packet.{i}.checksum-checks")),
+        _ => Some("af-packet.checksum-checks".to_string()),
+    };
+    let value = key.as_deref().and_then(|k| config.get_str(k));
+    match value.as_deref().map(str::trim) {
+        None | Some("kernel") => Ok(ChecksumMode::Never),
+        Some("auto") => Ok(ChecksumMode::Auto),
+        Some(v) => match crate::config::parse_bool(v) {
+            Some(true) => Ok(ChecksumMode::Always),
+            Some(false) => Ok(ChecksumMode::Never),
+            None => Err(CliError(format!("af-packet.checksum-checks: '{v}' is not kernel, yes, no or auto"))),
+        },
+    }
 }
 
 /// Loads rules for a run: prints the summary, every failed rule with file and line, and

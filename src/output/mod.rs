@@ -4,4 +4,5 @@
 pub mod eve;
 pub mod json;
 pub mod merge;
+pub mod metrics;
 pub mod stats;

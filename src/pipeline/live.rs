@@ -1,0 +1,846 @@
+//! Live capture run mode: N pinned worker threads, each reading its own AF_PACKET
+//! TPACKET_V3 socket on every capture interface and inspecting what it reads in place.
+//!
+//! There is no dispatcher thread: the kernel's PACKET_FANOUT spreads packets over the
+//! sockets of an interface (all in one fanout group), by default by a symmetric flow hash,
+//! so a worker sees both directions of its flows. Sockets are opened in worker order on
+//! the calling thread, so worker `i` holds member `i` of every interface's group and a
+//! flow crossing two interfaces lands on the same worker.
+//!
+//! Per worker, `pcap_cnt` is the arrival number of the packet on that worker (1, 2, ...):
+//! it orders a worker's events but is not comparable across workers. eve.json is written
+//! in arrival order (no capture-order merge: there is no global order to restore).
+//!
+//! Loss accounting: packets are only ever lost in the kernel, when a worker's ring is
+//! full (`capture.kernel_drops`, from PACKET_STATISTICS); workers never drop packets
+//! themselves. A worker publishes its running totals into [`WorkerGauges`] once per
+//! batch (Relaxed atomics, no lock) and its full counter set once per second; the main
+//! thread turns them into picket-stats.json (every second), eve `stats` events and
+//! stats.log records (every `stats.interval`), and the final stats at exit.
+
+use crate::capture::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket, FanoutMode, RingStats};
+use crate::capture::RawPacket;
+use crate::config::{parse_bool, parse_size, Config};
+use crate::counters::CounterSet;
+use crate::inspect::{InspectSettings, Inspector};
+use crate::output::merge::{EventBuf, SINKS};
+use crate::output::metrics::{LiveGauges, WorkerGauges};
+use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
+use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
+use crate::tools::snapshot::{write_snapshot, WorkerSnapshot};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+use serde_yaml::Value;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Longest a worker sleeps in `poll` before looking at the stop flag and the clock.
+const POLL_WAIT: Duration = Duration::from_millis(100);
+/// Workers tick their inspector's clock (flow expiry) and publish counters this often.
+const TICK: Duration = Duration::from_secs(1);
+/// Event chunks queued for the writer thread before a worker waits for it.
+const EVENT_QUEUE: usize = 1024;
+/// Suricata's default `stats.interval`.
+pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(8);
+
+pub struct LiveOptions {
+    /// One socket template per interface; every worker opens one socket from each.
+    pub captures: Vec<AfPacketConfig>,
+    pub workers: usize,
+    pub pin_cores: bool,
+    pub inspect: InspectSettings,
+    /// Periodic eve `stats` events and stats.log records; `None` writes them only at exit.
+    pub stats_interval: Option<Duration>,
+    /// Where picket-stats.json is rewritten every second (for `picket top --stats`).
+    pub snapshot_path: Option<PathBuf>,
+    /// stats.log, appended to.
+    pub stats_log: Option<PathBuf>,
+}
+
+/// The log files the writer thread owns for the run.
+pub struct LiveLogs {
+    pub eve: Box<dyn Write + Send>,
+    pub fast: Box<dyn Write + Send>,
+}
+
+/// What one worker did, with its capture counters summed over its sockets.
+#[derive(Clone, Debug, Default)]
+pub struct LiveWorkerReport {
+    pub report: WorkerReport,
+    pub ring: RingStats,
+    pub poll_errors: u64,
+    /// Times the worker found the event queue to the writer full and waited.
+    pub output_waits: u64,
+}
+
+pub struct LiveSummary {
+    pub workers: Vec<LiveWorkerReport>,
+    pub wall: Duration,
+    pub events_written: u64,
+}
+
+/// Opens every worker's sockets, worker by worker, so that socket `i` of each interface
+/// is member `i` of its fanout group. Returns `[worker][interface]`. Errors name the
+/// interface and, where there is one, the fix.
+pub fn open_sockets(captures: &[AfPacketConfig], workers: usize) -> Result<Vec<Vec<AfPacketSocket>>, AfPacketError> {
+    let mut all = Vec::with_capacity(workers);
+    for _ in 0..workers.max(1) {
+        let mine = captures.iter().map(AfPacketSocket::open).collect::<Result<Vec<_>, _>>()?;
+        all.push(mine);
+    }
+    Ok(all)
+}
+
+/// Everything a worker shares with the main thread.
+struct WorkerShared {
+    /// Full counter set, replaced once per second by the worker.
+    counters: Mutex<CounterSet>,
+}
+
+/// Runs until `stop` is set (SIGINT/SIGTERM), then lets every worker drain its ring,
+/// log its open flows and report; writes the final stats and flushes the logs.
+pub fn run_live(
+    sockets: Vec<Vec<AfPacketSocket>>,
+    opts: &LiveOptions,
+    gauges: Arc<LiveGauges>,
+    stop: Arc<AtomicBool>,
+    logs: LiveLogs,
+) -> io::Result<LiveSummary> {
+    let start = Instant::now();
+    let n = sockets.len();
+    let cores = if opts.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
+    let shared: Vec<WorkerShared> = (0..n).map(|_| WorkerShared { counters: Mutex::new(CounterSet::new()) }).collect();
+    let (events_tx, events_rx) = crossbeam_channel::bounded::<EventBuf>(EVENT_QUEUE);
+
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || write_events(events_rx, logs));
+        let mut handles = Vec::with_capacity(n);
+        for (i, socks) in sockets.into_iter().enumerate() {
+            let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+            let settings = opts.inspect.clone();
+            let (gauges, shared, stop, events_tx) = (&gauges.workers[i].1, &shared[i], &*stop, events_tx.clone());
+            let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
+                if let Some(core) = core {
+                    core_affinity::set_for_current(core);
+                }
+                let mut worker = LiveWorker::new(i, socks, Inspector::new(&settings), gauges, shared, events_tx);
+                worker.run(stop);
+                worker.finish()
+            });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    // The workers already running must end, or the scope never returns.
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+
+        // The main thread: snapshot every second, stats every interval, until stopped.
+        let mut last_stats = Instant::now();
+        let mut stats_log_error = None;
+        while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(100).min(TICK));
+            let second = Instant::now();
+            if let Some(path) = &opts.snapshot_path {
+                let _ = write_snapshot(path, &snapshot_of(&gauges));
+            }
+            if opts.stats_interval.is_some_and(|every| last_stats.elapsed() >= every) {
+                last_stats = Instant::now();
+                let reports = periodic_reports(&gauges, &shared);
+                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports));
+                if let Some(path) = &opts.stats_log {
+                    if let Err(e) = append_stats_log(path, start.elapsed(), &reports) {
+                        stats_log_error.get_or_insert(e);
+                    }
+                }
+            }
+            // Sleep the rest of the second, waking early for the stop flag.
+            while second.elapsed() < TICK - Duration::from_millis(100) && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        // A worker that ends on its own (it should not) stops the others too.
+        stop.store(true, Ordering::Relaxed);
+
+        let mut workers = Vec::with_capacity(n);
+        for h in handles {
+            workers.push(h.join().map_err(|_| io::Error::other("worker thread panicked"))?);
+        }
+        let wall = start.elapsed();
+        let reports: Vec<WorkerReport> = workers.iter().map(|w| w.report.clone()).collect();
+        let _ = events_tx.send(stats_chunk(wall, &reports));
+        drop(events_tx);
+        let events_written = writer.join().map_err(|_| io::Error::other("output thread panicked"))??;
+        if let Some(path) = &opts.snapshot_path {
+            let _ = write_snapshot(path, &snapshot_of(&gauges));
+        }
+        if let Some(path) = &opts.stats_log {
+            append_stats_log(path, wall, &reports)?;
+        }
+        if let Some(e) = stats_log_error {
+            return Err(e);
+        }
+        Ok(LiveSummary { workers, wall, events_written })
+    })
+}
+
+fn now_timestamp() -> Timestamp {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    Timestamp::from_parts(now.as_secs(), now.subsec_nanos())
+}
+
+fn snapshot_of(gauges: &LiveGauges) -> Vec<WorkerSnapshot> {
+    gauges
+        .workers
+        .iter()
+        .map(|(name, g)| {
+            let v = g.load();
+            WorkerSnapshot { name: name.clone(), packets: v.packets, bytes: v.bytes, drops: v.kernel_drops, busy_ns: v.busy_ns }
+        })
+        .collect()
+}
+
+fn periodic_reports(gauges: &LiveGauges, shared: &[WorkerShared]) -> Vec<WorkerReport> {
+    gauges
+        .workers
+        .iter()
+        .zip(shared)
+        .map(|((name, g), s)| {
+            let v = g.load();
+            let counters = s.counters.lock().map(|c| c.clone()).unwrap_or_default();
+            WorkerReport {
+                name: name.clone(),
+                packets: v.packets,
+                bytes: v.bytes,
+                busy: Duration::from_nanos(v.busy_ns),
+                counters,
+            }
+        })
+        .collect()
+}
+
+fn stats_chunk(uptime: Duration, reports: &[WorkerReport]) -> EventBuf {
+    let mut buf = EventBuf::default();
+    let line = stats_event(now_timestamp(), uptime.as_secs(), reports);
+    buf.push(u64::MAX, |out| out.extend_from_slice(&line));
+    buf
+}
+
+fn append_stats_log(path: &std::path::Path, uptime: Duration, reports: &[WorkerReport]) -> io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let mut text = Vec::new();
+    write_stats_log(&mut text, uptime, &utc_date(), reports)?;
+    file.write_all(&text)
+}
+
+/// "MM/DD/YYYY -- HH:MM:SS" in UTC, the Date line of Suricata's stats.log.
+fn utc_date() -> String {
+    let iso = crate::output::eve::format_timestamp(now_timestamp());
+    match (iso.get(0..4), iso.get(5..7), iso.get(8..10), iso.get(11..19)) {
+        (Some(y), Some(m), Some(d), Some(t)) => format!("{m}/{d}/{y} -- {t}"),
+        _ => iso,
+    }
+}
+
+/// The writer thread: event chunks in arrival order to eve.json / fast.log, flushed at
+/// least every second so `tail -f` follows. Returns the number of lines written.
+fn write_events(rx: Receiver<EventBuf>, logs: LiveLogs) -> io::Result<u64> {
+    let mut eve = io::BufWriter::with_capacity(1 << 20, logs.eve);
+    let mut fast = io::BufWriter::with_capacity(1 << 16, logs.fast);
+    let mut written = 0u64;
+    let mut last_flush = Instant::now();
+    loop {
+        match rx.recv_timeout(TICK) {
+            Ok(chunk) => {
+                let sinks: [&mut dyn Write; SINKS] = [&mut eve, &mut fast];
+                for (_, sink, line) in chunk.lines() {
+                    sinks[sink as usize].write_all(line)?;
+                    written += 1;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if last_flush.elapsed() >= TICK {
+            eve.flush()?;
+            fast.flush()?;
+            last_flush = Instant::now();
+        }
+    }
+    eve.flush()?;
+    fast.flush()?;
+    Ok(written)
+}
+
+struct LiveWorker<'a> {
+    index: usize,
+    sockets: Vec<AfPacketSocket>,
+    gauges: &'a WorkerGauges,
+    shared: &'a WorkerShared,
+    events_tx: Sender<EventBuf>,
+    core: WorkerCore,
+    poll_errors: u64,
+    output_waits: u64,
+}
+
+/// The part of a worker the per-packet callback borrows (apart from the sockets).
+struct WorkerCore {
+    inspector: Inspector,
+    events: EventBuf,
+    /// Arrival number of the last packet on this worker.
+    pcap_cnt: u64,
+    bytes: u64,
+    busy: Duration,
+    /// When the first packet of the current `poll_packets` call was seen.
+    batch_started: Option<Instant>,
+}
+
+impl WorkerCore {
+    fn packet(&mut self, raw: RawPacket<'_>) {
+        // One clock read per batch, not per packet.
+        if self.batch_started.is_none() {
+            self.batch_started = Some(Instant::now());
+        }
+        self.pcap_cnt += 1;
+        self.bytes += raw.wire_len as u64;
+        let meta = PacketMeta::standalone(self.pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
+        self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
+    }
+
+    fn end_batch(&mut self) {
+        if let Some(started) = self.batch_started.take() {
+            self.busy += started.elapsed();
+        }
+    }
+}
+
+impl<'a> LiveWorker<'a> {
+    fn new(
+        index: usize,
+        sockets: Vec<AfPacketSocket>,
+        inspector: Inspector,
+        gauges: &'a WorkerGauges,
+        shared: &'a WorkerShared,
+        events_tx: Sender<EventBuf>,
+    ) -> Self {
+        LiveWorker {
+            index,
+            sockets,
+            gauges,
+            shared,
+            events_tx,
+            core: WorkerCore { inspector, events: EventBuf::default(), pcap_cnt: 0, bytes: 0, busy: Duration::ZERO, batch_started: None },
+            poll_errors: 0,
+            output_waits: 0,
+        }
+    }
+
+    fn run(&mut self, stop: &AtomicBool) {
+        let mut last_tick = Instant::now();
+        let mut waiting_on = 0usize;
+        while !stop.load(Ordering::Relaxed) {
+            let visited = if self.sockets.len() == 1 {
+                self.poll(0, POLL_WAIT)
+            } else {
+                // Several interfaces: take what is ready on each, and only when all are
+                // empty wait on one of them in turn, briefly.
+                let ready: usize = (0..self.sockets.len()).map(|s| self.poll(s, Duration::ZERO)).sum();
+                if ready == 0 {
+                    waiting_on = (waiting_on + 1) % self.sockets.len();
+                    self.poll(waiting_on, POLL_WAIT / self.sockets.len() as u32)
+                } else {
+                    ready
+                }
+            };
+            if visited > 0 {
+                self.publish_batch();
+            }
+            if last_tick.elapsed() >= TICK {
+                last_tick = Instant::now();
+                self.tick();
+            }
+        }
+        // Whatever the rings still hold, then the flows still open.
+        for s in 0..self.sockets.len() {
+            while self.poll(s, Duration::ZERO) > 0 {}
+        }
+        self.tick();
+    }
+
+    /// Reads what one socket has ready (waiting at most `wait` if nothing is).
+    fn poll(&mut self, s: usize, wait: Duration) -> usize {
+        let core = &mut self.core;
+        let result = self.sockets[s].poll_packets(wait, &mut |raw| core.packet(raw));
+        core.end_batch();
+        match result {
+            Ok(n) => n,
+            Err(_) => {
+                // The interface went down: the socket stays bound and resumes when it
+                // comes back; meanwhile do not spin on the error.
+                self.poll_errors += 1;
+                self.gauges.poll_errors.store(self.poll_errors, Ordering::Relaxed);
+                std::thread::sleep(POLL_WAIT.min(wait.max(Duration::from_millis(10))));
+                0
+            }
+        }
+    }
+
+    /// After a batch: running totals out, events to the writer.
+    fn publish_batch(&mut self) {
+        let g = self.gauges;
+        g.packets.store(self.core.pcap_cnt, Ordering::Relaxed);
+        g.bytes.store(self.core.bytes, Ordering::Relaxed);
+        g.busy_ns.store(self.core.busy.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.send_events();
+    }
+
+    fn send_events(&mut self) {
+        if self.core.events.is_empty() {
+            return;
+        }
+        let chunk = std::mem::take(&mut self.core.events);
+        match self.events_tx.try_send(chunk) {
+            Ok(()) => {}
+            Err(TrySendError::Full(chunk)) => {
+                // The writer is behind: wait for it (the kernel ring absorbs the delay,
+                // and counts drops if it cannot) rather than lose events.
+                self.output_waits += 1;
+                let _ = self.events_tx.send(chunk);
+            }
+            // The writer failed; its error is reported when the run ends.
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Once per second: the wall clock to the inspector (flows expire on idle links),
+    /// kernel ring statistics, and the full counter set for the stats outputs.
+    fn tick(&mut self) {
+        let tick = ClockTick { ts: now_timestamp(), pcap_cnt: self.core.pcap_cnt };
+        self.core.inspector.clock(tick, &mut self.core.events);
+        self.publish_counters();
+        self.publish_batch();
+    }
+
+    fn ring_totals(&mut self) -> RingStats {
+        let mut total = RingStats::default();
+        for socket in &mut self.sockets {
+            // Fails only if the socket is gone; the last totals stand.
+            if let Ok(s) = socket.stats() {
+                total.kernel_packets += s.kernel_packets;
+                total.kernel_drops += s.kernel_drops;
+                total.queue_freezes += s.queue_freezes;
+                total.delivered += s.delivered;
+                total.vlan_tags_restored += s.vlan_tags_restored;
+                total.vlan_tags_not_restored += s.vlan_tags_not_restored;
+                total.malformed_headers += s.malformed_headers;
+            }
+        }
+        total
+    }
+
+    fn publish_counters(&mut self) -> (CounterSet, RingStats) {
+        let ring = self.ring_totals();
+        let mut counters = capture_counters(&ring, self.poll_errors, self.output_waits);
+        for (name, v) in self.core.inspector.counters().iter() {
+            counters.add(name, v);
+        }
+        let g = self.gauges;
+        g.kernel_packets.store(ring.kernel_packets, Ordering::Relaxed);
+        g.kernel_drops.store(ring.kernel_drops, Ordering::Relaxed);
+        g.queue_freezes.store(ring.queue_freezes, Ordering::Relaxed);
+        g.alerts.store(counters.get("detect.alert").unwrap_or(0), Ordering::Relaxed);
+        g.flows_active.store(counters.get("flow.active").unwrap_or(0), Ordering::Relaxed);
+        g.flows_total.store(counters.get("flow.total").unwrap_or(0), Ordering::Relaxed);
+        if let Ok(mut shared) = self.shared.counters.lock() {
+            *shared = counters.clone();
+        }
+        (counters, ring)
+    }
+
+    fn finish(mut self) -> LiveWorkerReport {
+        let started = Instant::now();
+        self.core.inspector.finish(&mut self.core.events);
+        self.core.busy += started.elapsed();
+        let (counters, ring) = self.publish_counters();
+        self.publish_batch();
+        LiveWorkerReport {
+            report: WorkerReport {
+                name: worker_name(self.index),
+                packets: self.core.pcap_cnt,
+                bytes: self.core.bytes,
+                busy: self.core.busy,
+                counters,
+            },
+            ring,
+            poll_errors: self.poll_errors,
+            output_waits: self.output_waits,
+        }
+    }
+}
+
+/// The worker's capture counters, named after Suricata's `capture.*` where it has one.
+fn capture_counters(ring: &RingStats, poll_errors: u64, output_waits: u64) -> CounterSet {
+    let mut c = CounterSet::new();
+    c.add("capture.kernel_packets", ring.kernel_packets);
+    c.add("capture.kernel_drops", ring.kernel_drops);
+    // picket: the rest.
+    c.add("capture.afpacket.queue_freezes", ring.queue_freezes);
+    c.add("capture.afpacket.poll_errors", poll_errors);
+    c.add("capture.afpacket.malformed_headers", ring.malformed_headers);
+    c.add("capture.afpacket.vlan_tags_restored", ring.vlan_tags_restored);
+    c.add("capture.afpacket.output_waits", output_waits);
+    c
+}
+
+/// The exit table: per worker, packets, kernel drops and load.
+pub fn write_live_load_table(out: &mut dyn Write, workers: &[LiveWorkerReport], wall: Duration) -> io::Result<()> {
+    let total_pkts: u64 = workers.iter().map(|w| w.report.packets).sum();
+    let total_drops: u64 = workers.iter().map(|w| w.ring.kernel_drops).sum();
+    let total_bytes: u64 = workers.iter().map(|w| w.report.bytes).sum();
+    let wall_s = wall.as_secs_f64().max(1e-9);
+    writeln!(
+        out,
+        "{:<6} {:>12} {:>14} {:>12} {:>8} {:>10} {:>7} {:>8}",
+        "worker", "packets", "bytes", "kernel drops", "drop %", "busy ms", "busy %", "share %"
+    )?;
+    let pct = |part: u64, whole: u64| if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 };
+    for w in workers {
+        let busy_s = w.report.busy.as_secs_f64();
+        writeln!(
+            out,
+            "{:<6} {:>12} {:>14} {:>12} {:>8.2} {:>10.1} {:>7.1} {:>8.1}",
+            w.report.name,
+            w.report.packets,
+            w.report.bytes,
+            w.ring.kernel_drops,
+            pct(w.ring.kernel_drops, w.report.packets + w.ring.kernel_drops),
+            busy_s * 1e3,
+            100.0 * busy_s / wall_s,
+            pct(w.report.packets, total_pkts),
+        )?;
+    }
+    writeln!(
+        out,
+        "{:<6} {:>12} {:>14} {:>12} {:>8.2} {:>10.1}",
+        "total",
+        total_pkts,
+        total_bytes,
+        total_drops,
+        pct(total_drops, total_pkts + total_drops),
+        wall_s * 1e3
+    )
+}
+
+// ---------------------------------------------------------------------------------
+// Settings: Suricata's `af-packet:` section and picket's flags.
+
+/// Suricata's `cluster-type` names, and picket's short `--fanout` names.
+pub fn parse_fanout(name: &str) -> Result<FanoutMode, String> {
+    match name.trim() {
+        "cluster_flow" | "hash" | "flow" => Ok(FanoutMode::Hash),
+        "cluster_round_robin" | "lb" | "roundrobin" => Ok(FanoutMode::Lb),
+        "cluster_cpu" | "cpu" => Ok(FanoutMode::Cpu),
+        "cluster_random" | "rnd" | "random" => Ok(FanoutMode::Rnd),
+        "cluster_qm" | "qm" => Ok(FanoutMode::Qm),
+        "cluster_ebpf" | "ebpf" => {
+            Err("cluster_ebpf needs an eBPF load-balancing program, which picket cannot load yet".into())
+        }
+        other => Err(format!(
+            "unknown fanout '{other}' (cluster_flow, cluster_round_robin, cluster_cpu, cluster_random, cluster_qm; \
+             or hash, lb, cpu, rnd, qm)"
+        )),
+    }
+}
+
+/// Command-line choices that override the YAML for every interface.
+#[derive(Clone, Debug, Default)]
+pub struct CaptureOverrides {
+    pub fanout: Option<FanoutMode>,
+    pub promiscuous: Option<bool>,
+}
+
+/// The interfaces listed in the YAML `af-packet:` section (Suricata's `--af-packet`
+/// without a value), the `default` entry excepted.
+pub fn configured_interfaces(config: &Config) -> Vec<String> {
+    let Some(Value::Sequence(items)) = config.node("af-packet") else { return Vec::new() };
+    items
+        .iter()
+        .filter_map(|item| item.get("interface").and_then(scalar))
+        .filter(|name| name != "default")
+        .collect()
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A setting of `interface` in the `af-packet:` section: its own list entry, else the
+/// `default` entry; or, when the section is a mapping (made by `--set af-packet.x=y`
+/// without a YAML list), the mapping's value for every interface.
+fn af_packet_value<'a>(config: &'a Config, interface: &str, key: &str) -> Option<&'a Value> {
+    match config.node("af-packet")? {
+        Value::Mapping(map) => map.get(key),
+        Value::Sequence(items) => {
+            let entry = |name: &str| {
+                items.iter().find(|item| item.get("interface").and_then(scalar).as_deref() == Some(name))
+            };
+            entry(interface).and_then(|e| e.get(key)).or_else(|| entry("default").and_then(|e| e.get(key)))
+        }
+        _ => None,
+    }
+}
+
+/// Socket settings per interface from the `af-packet:` section and the overrides.
+/// Returns the configs and warnings about settings picket does not act on.
+///
+/// Mapping (Suricata key → [`AfPacketConfig`]): `cluster-id` → `fanout_group` (default
+/// 99 + the interface's position, as a group belongs to one interface), `cluster-type` →
+/// `fanout_mode`, `defrag`, `rollover`, `disable-promisc` → `!promiscuous`, `block-size`,
+/// `block-timeout` → `retire_timeout_ms`, `ring-size` (frames per socket) → `block_count`
+/// (enough blocks of `block-size` for that many `frame-size` frames); picket's own
+/// `block-count` and `frame-size` set those fields directly.
+pub fn capture_configs(
+    config: &Config,
+    interfaces: &[String],
+    overrides: &CaptureOverrides,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<AfPacketConfig>, Vec<String>), String> {
+    let mut configs = Vec::with_capacity(interfaces.len());
+    let mut warnings = Vec::new();
+    for (position, interface) in interfaces.iter().enumerate() {
+        let get = |key: &str| af_packet_value(config, interface, key);
+        let text = |key: &str| get(key).and_then(scalar);
+        let bad = |key: &str, value: &str, expected: &str| {
+            format!("af-packet.{key} ({interface}): invalid value '{value}' (expected {expected})")
+        };
+        let boolean = |key: &str| -> Result<Option<bool>, String> {
+            match text(key) {
+                None => Ok(None),
+                Some(t) => parse_bool(&t).map(Some).ok_or_else(|| bad(key, &t, "yes or no")),
+            }
+        };
+        let number = |key: &str, max: u64| -> Result<Option<u64>, String> {
+            match text(key) {
+                None => Ok(None),
+                Some(t) => match t.trim().parse::<u64>() {
+                    Ok(v) if v <= max => Ok(Some(v)),
+                    _ => Err(bad(key, &t, &format!("an integer up to {max}"))),
+                },
+            }
+        };
+        let size = |key: &str| -> Result<Option<u64>, String> {
+            match text(key) {
+                None => Ok(None),
+                Some(t) => match parse_size(&t) {
+                    Some(v) if v <= u32::MAX as u64 => Ok(Some(v)),
+                    _ => Err(bad(key, &t, "a size such as 1mb")),
+                },
+            }
+        };
+
+        let mut cfg = AfPacketConfig { stop: Arc::clone(stop), ..AfPacketConfig::for_interface(interface) };
+        cfg.fanout_group = match number("cluster-id", u16::MAX as u64)? {
+            Some(id) => id as u16,
+            None => 99u16.wrapping_add(position as u16),
+        };
+        if let Some(t) = text("cluster-type") {
+            cfg.fanout_mode = parse_fanout(&t).map_err(|e| format!("af-packet.cluster-type ({interface}): {e}"))?;
+        }
+        if let Some(mode) = overrides.fanout {
+            cfg.fanout_mode = mode;
+        }
+        if let Some(v) = boolean("defrag")? {
+            cfg.defrag = v;
+        }
+        if let Some(v) = boolean("rollover")? {
+            cfg.rollover = v;
+        }
+        if let Some(v) = boolean("disable-promisc")? {
+            cfg.promiscuous = !v;
+        }
+        if let Some(v) = overrides.promiscuous {
+            cfg.promiscuous = v;
+        }
+        if let Some(v) = size("block-size")? {
+            cfg.block_size = v as u32;
+        }
+        if let Some(v) = size("frame-size")? {
+            cfg.frame_size = v as u32;
+        }
+        if let Some(v) = number("block-timeout", u32::MAX as u64)? {
+            cfg.retire_timeout_ms = v as u32;
+        }
+        if let Some(frames) = number("ring-size", 1 << 24)? {
+            let bytes = frames * cfg.frame_size as u64;
+            cfg.block_count = bytes.div_ceil(cfg.block_size.max(1) as u64).clamp(2, u32::MAX as u64) as u32;
+        }
+        if let Some(v) = number("block-count", u32::MAX as u64)? {
+            cfg.block_count = v as u32;
+        }
+        for unsupported in ["copy-mode", "copy-iface", "bpf-filter", "ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
+            if get(unsupported).is_some() {
+                warnings.push(format!("af-packet.{unsupported} ({interface}) is not supported yet and is ignored"));
+            }
+        }
+        cfg.validate().map_err(|e| format!("{e} (interface {interface})"))?;
+        configs.push(cfg);
+    }
+    Ok((configs, warnings))
+}
+
+/// `stats.interval` in seconds (Suricata's default 8); 0 turns periodic stats off.
+pub fn stats_interval(config: &Config) -> Result<Option<Duration>, String> {
+    match config.get_u64("stats.interval").map_err(|e| e.message().to_string())? {
+        None => Ok(Some(DEFAULT_STATS_INTERVAL)),
+        Some(0) => Ok(None),
+        Some(secs) => Ok(Some(Duration::from_secs(secs.min(86_400)))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stop() -> Arc<AtomicBool> {
+        Arc::new(AtomicBool::new(false))
+    }
+
+    #[test]
+    fn set_keys_map_to_socket_settings() {
+        let sets: Vec<String> = [
+            "af-packet.cluster-type=cluster_round_robin",
+            "af-packet.cluster-id=42",
+            "af-packet.block-size=64kb",
+            "af-packet.ring-size=1000",
+            "af-packet.block-timeout=25",
+            "af-packet.disable-promisc=yes",
+            "af-packet.defrag=no",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (config, warnings) = Config::load(None, &sets).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let (cfgs, _) = capture_configs(&config, &["eth0".into(), "eth1".into()], &Default::default(), &stop()).unwrap();
+        let c = &cfgs[0];
+        assert_eq!(c.fanout_mode, FanoutMode::Lb);
+        assert_eq!(c.fanout_group, 42);
+        assert_eq!(c.block_size, 64 << 10);
+        // 1000 frames of 2048 bytes in 64 KiB blocks: 31.25, rounded up.
+        assert_eq!(c.block_count, 32);
+        assert_eq!(c.retire_timeout_ms, 25);
+        assert!(!c.promiscuous);
+        assert!(!c.defrag);
+        assert_eq!(cfgs[1].interface, "eth1");
+    }
+
+    #[test]
+    fn yaml_list_entries_and_default_and_overrides() {
+        let config = Config::from_yaml_str(
+            "af-packet:\n  - interface: eth0\n    cluster-type: cluster_cpu\n    cluster-id: 7\n  - interface: eth1\n  - interface: default\n    block-size: 131072\n    copy-mode: ips\n",
+        )
+        .unwrap();
+        assert_eq!(configured_interfaces(&config), vec!["eth0".to_string(), "eth1".to_string()]);
+        let ifaces = configured_interfaces(&config);
+        let (cfgs, warnings) = capture_configs(&config, &ifaces, &Default::default(), &stop()).unwrap();
+        assert_eq!((cfgs[0].fanout_mode, cfgs[0].fanout_group), (FanoutMode::Cpu, 7));
+        // eth1 has no cluster-id: a group of its own, not eth0's.
+        assert_eq!((cfgs[1].fanout_mode, cfgs[1].fanout_group), (FanoutMode::Hash, 100));
+        assert_eq!(cfgs[1].block_size, 131072);
+        assert_eq!(warnings.len(), 2, "copy-mode warned for each interface: {warnings:?}");
+        assert!(cfgs.iter().all(|c| c.promiscuous));
+
+        let forced = CaptureOverrides { fanout: Some(FanoutMode::Qm), promiscuous: Some(false) };
+        let (cfgs, _) = capture_configs(&config, &ifaces, &forced, &stop()).unwrap();
+        assert!(cfgs.iter().all(|c| c.fanout_mode == FanoutMode::Qm && !c.promiscuous));
+    }
+
+    #[test]
+    fn bad_settings_are_one_line_errors() {
+        for (set, needle) in [
+            ("af-packet.cluster-type=cluster_magic", "unknown fanout"),
+            ("af-packet.cluster-type=cluster_ebpf", "eBPF"),
+            ("af-packet.cluster-id=70000", "cluster-id"),
+            ("af-packet.block-size=1000", "page size"),
+            ("af-packet.defrag=maybe", "yes or no"),
+        ] {
+            let (config, _) = Config::load(None, &[set.to_string()]).unwrap();
+            let err = capture_configs(&config, &["eth0".into()], &Default::default(), &stop()).unwrap_err();
+            assert!(err.contains(needle) && !err.contains('\n'), "{set}: {err}");
+        }
+    }
+
+    #[test]
+    fn fanout_names() {
+        assert_eq!(parse_fanout("cluster_flow").unwrap(), FanoutMode::Hash);
+        assert_eq!(parse_fanout("hash").unwrap(), FanoutMode::Hash);
+        assert_eq!(parse_fanout("cluster_random").unwrap(), FanoutMode::Rnd);
+        assert_eq!(parse_fanout("rnd").unwrap(), FanoutMode::Rnd);
+        assert!(parse_fanout("bogus").is_err());
+    }
+
+    #[test]
+    fn stats_interval_default_off_and_value() {
+        let interval = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            stats_interval(&Config::load(None, &sets).unwrap().0).unwrap()
+        };
+        assert_eq!(interval(&[]), Some(Duration::from_secs(8)));
+        assert_eq!(interval(&["stats.interval=0"]), None);
+        assert_eq!(interval(&["stats.interval=2"]), Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn load_table_shows_kernel_drops() {
+        let worker = |i: usize, pkts: u64, drops: u64| LiveWorkerReport {
+            report: WorkerReport { name: worker_name(i), packets: pkts, bytes: pkts * 60, busy: Duration::from_millis(5), counters: CounterSet::new() },
+            ring: RingStats { kernel_drops: drops, ..Default::default() },
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        write_live_load_table(&mut out, &[worker(0, 900, 100), worker(1, 1000, 0)], Duration::from_secs(1)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let w1 = text.lines().find(|l| l.starts_with("W#01")).unwrap();
+        assert!(w1.contains(" 100 ") && w1.contains("10.00"), "{text}");
+        let total = text.lines().find(|l| l.starts_with("total")).unwrap();
+        assert!(total.contains(" 100 ") && total.contains("5.00"), "{text}");
+    }
+
+    #[test]
+    fn writer_keeps_arrival_order_and_sinks() {
+        let (tx, rx) = crossbeam_channel::bounded(4);
+        let eve = Arc::new(Mutex::new(Vec::new()));
+        let fast = Arc::new(Mutex::new(Vec::new()));
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let logs = LiveLogs { eve: Box::new(Shared(Arc::clone(&eve))), fast: Box::new(Shared(Arc::clone(&fast))) };
+        let writer = std::thread::spawn(move || write_events(rx, logs));
+        for key in [9u64, 3, 7] {
+            let mut buf = EventBuf::default();
+            buf.push(key, |o| o.extend_from_slice(format!("{key}\n").as_bytes()));
+            buf.push_to(crate::output::merge::Sink::FastLog, key, |o| o.extend_from_slice(b"f\n"));
+            tx.send(buf).unwrap();
+        }
+        drop(tx);
+        assert_eq!(writer.join().unwrap().unwrap(), 6);
+        assert_eq!(&*eve.lock().unwrap(), b"9\n3\n7\n");
+        assert_eq!(&*fast.lock().unwrap(), b"f\nf\nf\n");
+    }
+}
