@@ -1,7 +1,10 @@
 //! Running the detection engine on a packet (or a flow-end pseudo packet) and writing what
 //! it found: eve `alert` and `drop` events and fast.log lines, as Suricata writes them.
 
+use super::app::{AppView, TxBuffers};
 use super::{write_flow_event, Detection, FlowExt};
+use crate::applayer::http::HttpTx;
+use crate::detect::engine::BufferSource;
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectFlow, DetectPacket, FlowInfo};
 use crate::detect::rule::Action;
@@ -74,11 +77,12 @@ impl Detection {
         flow: Option<(FlowInfo, &crate::flow::Flow)>,
         stream: Option<(StreamChunk<'_>, HeldStream<'_>)>,
         detect: Option<&mut DetectFlow>,
+        app: Option<&mut AppView<'_>>,
         key: u64,
         out: &mut EventBuf,
     ) -> RunVerdict {
         let facts = flow.map(|(info, f)| FlowFacts { info, client: f.client(), server: f.server(), start: f.first_ts });
-        let verdict = self.detect(Origin::Wire(wire), facts, stream, detect, key, out);
+        let verdict = self.detect(Origin::Wire(wire), facts, stream, detect, app, key, out);
         if verdict.drop_flow || verdict_blocks_packet(&self.alerts, self.simulate_ips) {
             self.counters.blocked_packets += 1;
             write_drop_event(wire, facts.map(|f| f.info.flow_id).unwrap_or(0), "rules", key, out);
@@ -92,6 +96,7 @@ impl Detection {
         facts: Option<FlowFacts>,
         stream: Option<(StreamChunk<'_>, HeldStream<'_>)>,
         detect: Option<&mut DetectFlow>,
+        mut app: Option<&mut AppView<'_>>,
         key: u64,
         out: &mut EventBuf,
     ) -> RunVerdict {
@@ -102,6 +107,8 @@ impl Detection {
             }
             Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
         };
+        let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| TxBuffers::new(tx, dir));
+        let app_log = AppLog { proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()), tx: app.as_ref().and_then(|a| a.tx).map(|(tx, _)| tx) };
         let pkt = DetectPacket {
             ts,
             pcap_cnt,
@@ -111,14 +118,23 @@ impl Detection {
             payload,
             flow: facts.map(|f| f.info),
             stream: stream.map(|(chunk, _)| chunk),
-            app_proto: None,
+            app_proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
             payload_in_stream,
-            buffers: None,
+            buffers: tx_buffers.as_ref().map(|b| b as &dyn BufferSource),
         };
         self.alerts.clear();
         engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);
         let mut verdict = RunVerdict::default();
         for alert in &self.alerts {
+            if let Some(a) = app.as_deref_mut() {
+                if a.app_only && !alert.app_tx {
+                    continue;
+                }
+                // Suricata alerts once per transaction and rule.
+                if alert.app_tx && !a.first_alert(alert.sid, &mut self.app_counters) {
+                    continue;
+                }
+            }
             let blocks = self.simulate_ips && blocks(alert.action);
             verdict.drop_flow |= blocks;
             if alert.silent || alert.action == Action::Pass {
@@ -135,7 +151,7 @@ impl Detection {
                 (Some((chunk, _)), true) => chunk.data,
                 _ => payload,
             };
-            out.push(key, |buf| write_alert(buf, &origin, &pkt, facts, alert, blocks, payload_logged, &self.log));
+            out.push(key, |buf| write_alert(buf, &origin, &pkt, facts, alert, blocks, payload_logged, &self.log, &app_log));
             if self.log.fast_log {
                 out.push_to(Sink::FastLog, key, |buf| write_fast_line(buf, ts, &tuple, alert, blocks));
             }
@@ -150,6 +166,13 @@ impl Detection {
                 stream.close();
                 let client = (rec.src_ip, rec.src_port);
                 let server = (rec.dst_ip, rec.dst_port);
+                // The close releases what the app layer had not seen yet (unacked data).
+                if let Some(app) = rec.ext.app.as_deref_mut() {
+                    for dir in [Direction::ToServer, Direction::ToClient] {
+                        app.feed(&mut stream, dir, (client.1, server.1), mem, &mut self.app_counters);
+                    }
+                    app.close(&mut self.app_counters);
+                }
                 let info = FlowInfo {
                     flow_id: rec.flow_id,
                     to_server: true,
@@ -169,13 +192,29 @@ impl Detection {
                     let facts = FlowFacts { info: FlowInfo { to_server, ..info }, client, server, start: rec.start };
                     let origin_ts = rec.end;
                     let vlan = rec.vlan;
-                    let detect = &mut rec.ext.detect;
+                    let FlowExt { detect, app, .. } = &mut rec.ext;
+                    let mut app = app.as_deref_mut();
+                    let first_tx = app.as_deref_mut().and_then(|a| a.take_pending(dir));
                     let mut alerted = false;
+                    let mut ran = false;
                     stream.inspect_raw_held(dir, mem, |chunk, held| {
+                        ran = true;
                         self.counters.stream_pseudo_packets += 1;
                         let origin = Origin::FlowEnd { ts: origin_ts, tuple, vlan };
-                        alerted |= self.detect(origin, Some(facts), Some((chunk, held)), Some(detect), key, out).alerted;
+                        let mut view = app.as_deref_mut().map(|a| a.view(first_tx, dir));
+                        alerted |= self.detect(origin, Some(facts), Some((chunk, held)), Some(detect), view.as_mut(), key, out).alerted;
                     });
+                    // Transactions still waiting: a pseudo packet with their buffers only.
+                    if let Some(app) = app {
+                        let mut next = if ran { app.take_pending(dir) } else { first_tx };
+                        while let Some(tx) = next {
+                            let origin = Origin::FlowEnd { ts: origin_ts, tuple, vlan };
+                            let mut view = app.view(Some(tx), dir);
+                            view.app_only = true;
+                            alerted |= self.detect(origin, Some(facts), None, Some(detect), Some(&mut view), key, out).alerted;
+                            next = app.take_pending(dir);
+                        }
+                    }
                     rec.ext.alerted |= alerted;
                 }
             }
@@ -231,6 +270,7 @@ fn write_alert(
     blocked: bool,
     payload: &[u8],
     opts: &AlertLogOptions,
+    app: &AppLog<'_>,
 ) {
     let tuple = &pkt.tuple;
     let is_icmp = matches!(tuple.proto, 1 | 58);
@@ -275,6 +315,9 @@ fn write_alert(
             o.open("ether").str("src_mac", &mac(&w.frame[6..12])).str("dest_mac", &mac(&w.frame[0..6])).close();
         }
     }
+    if let (Some(tx), true) = (app.tx, alert.app_tx) {
+        o.u64("tx_id", tx.id);
+    }
     o.open("alert")
         .str("action", if blocked { "blocked" } else { "allowed" })
         .u64("gid", alert.gid.into())
@@ -300,6 +343,12 @@ fn write_alert(
         }
         o.close();
     }
+    if let Some(p) = app.proto {
+        o.str("app_proto", p);
+    }
+    if let Some(tx) = app.tx {
+        write_http(&mut o, tx);
+    }
     if opts.payload {
         o.str("payload", &base64(payload));
     }
@@ -320,6 +369,45 @@ fn write_alert(
         o.open("packet_info").u64("linktype", link.suricata_number().into()).str("linktype_name", link.suricata_name()).close();
     }
     o.finish();
+}
+
+/// App-layer facts an alert logs.
+struct AppLog<'a> {
+    proto: Option<&'static str>,
+    tx: Option<&'a HttpTx>,
+}
+
+/// Suricata's `http` object of an alert: what is known of the transaction so far.
+fn write_http(o: &mut crate::output::json::JsonObject<'_>, tx: &HttpTx) {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    o.open("http");
+    if let Some(h) = &tx.host {
+        o.str("hostname", &text(h));
+    }
+    if !tx.uri_raw.is_empty() {
+        o.str("url", &text(&tx.uri_raw));
+    }
+    if let Some(ua) = tx.user_agent() {
+        o.str("http_user_agent", &text(ua));
+    }
+    if let Some(ct) = tx.content_type(Direction::ToClient) {
+        // Logged without parameters, as Suricata does.
+        let bare = ct.split(|&b| b == b';').next().unwrap_or(ct);
+        o.str("http_content_type", &text(bare.trim_ascii()));
+    }
+    if !tx.method.is_empty() {
+        o.str("http_method", &text(&tx.method));
+    }
+    if !tx.request_protocol.is_empty() {
+        o.str("protocol", &text(&tx.request_protocol));
+    }
+    if let Some(code) = tx.status_code {
+        o.u64("status", code.into());
+    }
+    if tx.response_progress > crate::applayer::http::Progress::Headers || tx.response_body_len > 0 {
+        o.u64("length", tx.response_body_len);
+    }
+    o.close();
 }
 
 /// Suricata's eve `drop` event for a packet blocked in IPS mode.

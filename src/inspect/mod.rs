@@ -16,7 +16,10 @@ use crate::stream::{Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Seg
 use std::sync::Arc;
 
 mod alert;
+mod app;
 pub use alert::AlertLogOptions;
+pub use app::AppLayer;
+use app::AppCounters;
 use alert::{write_drop_event, WirePacket};
 
 pub use crate::config::ChecksumMode;
@@ -158,6 +161,8 @@ pub struct FlowExt {
     /// TCP reassembly, created with the flow's first TCP packet.
     pub stream: Option<Box<TcpReassembly>>,
     pub detect: DetectFlow,
+    /// App-layer detection and parsing, created with the stream.
+    pub app: Option<Box<AppLayer>>,
 }
 
 pub struct Inspector {
@@ -188,6 +193,7 @@ struct Detection {
     simulate_ips: bool,
     log: AlertLogOptions,
     counters: AlertCounters,
+    app_counters: AppCounters,
 }
 
 #[derive(Default)]
@@ -208,7 +214,8 @@ impl Inspector {
             checksum_sampled: 0,
             checksum_bad_in_sample: 0,
             decoder: DecoderCounters::default(),
-            stream_cfg: settings.stream,
+            // App-layer parsers run with detection; they consume what the stream retains.
+            stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
             midstream_policy: settings.midstream_policy,
             host_os: settings.host_os.clone(),
             stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
@@ -219,6 +226,7 @@ impl Inspector {
                 simulate_ips: settings.simulate_ips,
                 log: settings.alert_log.clone(),
                 counters: AlertCounters::default(),
+                app_counters: AppCounters::default(),
             },
             ended: Vec::new(),
             now: Timestamp(0),
@@ -247,7 +255,7 @@ impl Inspector {
         let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
         if d.fragment {
             // Fragments are not reassembled yet: they are inspected on their own, without a flow.
-            self.detection.run(&wire, None, None, None, key, out);
+            self.detection.run(&wire, None, None, None, None, key, out);
             return;
         }
         let tcp = match &d.l4 {
@@ -274,7 +282,7 @@ impl Inspector {
             self.detection.end_flow(rec, &mut self.stream_mem, key, out);
         }
         let Some(verdict) = verdict else {
-            self.detection.run(&wire, None, None, None, key, out);
+            self.detection.run(&wire, None, None, None, None, key, out);
             return;
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return };
@@ -312,8 +320,10 @@ impl Inspector {
             stream_bytes: [0, 0],
             stream_size: [0, 0],
         };
-        let FlowExt { stream, detect, alerted, dropped, .. } = ext;
+        let FlowExt { stream, detect, alerted, dropped, app, .. } = ext;
         let mut inspected = false;
+        let mut app_layer = None;
+        let mut first_tx = None;
         if let (L4::Tcp(t), true) = (&d.l4, self.detection.engine.is_some() && !skip_stream) {
             let host_os = &self.host_os;
             let reassembly = stream.get_or_insert_with(|| {
@@ -334,18 +344,40 @@ impl Inspector {
             wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
             info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
             info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
+            // This packet may release data in its own direction (inline mode, or the
+            // other side's ACKs arrived earlier) and, by acking, in the opposite one.
+            let al = app.get_or_insert_with(Default::default);
+            let ports = (flow.client().1, flow.server().1);
+            for side in [dir, dir.opposite()] {
+                al.feed(reassembly, side, ports, &mut self.stream_mem, &mut self.detection.app_counters);
+            }
+            first_tx = al.take_pending(dir);
             let det = &mut self.detection;
             reassembly.inspect_raw_held(dir, &mut self.stream_mem, |chunk, held| {
                 inspected = true;
-                let verdict = det.run(&wire, Some((info, flow)), Some((chunk, held)), Some(detect), key, out);
+                let mut view = al.view(first_tx, dir);
+                let verdict = det.run(&wire, Some((info, flow)), Some((chunk, held)), Some(detect), Some(&mut view), key, out);
                 *alerted |= verdict.alerted;
                 *dropped |= verdict.drop_flow;
             });
+            app_layer = Some(al);
         }
         if !inspected {
-            let verdict = self.detection.run(&wire, Some((info, flow)), None, Some(detect), key, out);
+            let mut view = app_layer.as_deref_mut().map(|al| al.view(first_tx, dir));
+            let verdict = self.detection.run(&wire, Some((info, flow)), None, Some(detect), view.as_mut(), key, out);
             *alerted |= verdict.alerted;
             *dropped |= verdict.drop_flow;
+        }
+        if let Some(al) = app_layer {
+            // Further transactions that progressed (pipelining): their rules only.
+            while let Some(tx) = al.take_pending(dir) {
+                let mut view = al.view(Some(tx), dir);
+                view.app_only = true;
+                let verdict = self.detection.run(&wire, Some((info, flow)), None, Some(detect), Some(&mut view), key, out);
+                *alerted |= verdict.alerted;
+                *dropped |= verdict.drop_flow;
+            }
+            al.prune();
         }
     }
 
@@ -469,6 +501,13 @@ impl Inspector {
         s.add("detect.alert", det.counters.alerts);
         s.add("detect.stream_pseudo_packets", det.counters.stream_pseudo_packets);
         s.add("ips.blocked", det.counters.blocked_packets);
+        let a = &det.app_counters;
+        s.add("app_layer.flow.http", a.flows_http);
+        s.add("app_layer.flow.other", a.flows_other);
+        s.add("app_layer.tx.http", a.http_tx);
+        s.add("app_layer.http.anomalies", a.http_anomalies);
+        s.add("app_layer.pending_dropped", a.pending_dropped);
+        s.add("app_layer.alerted_forgotten", a.alerted_forgotten);
         if let Some(engine) = &det.engine {
             for (name, v) in engine.counters(&det.ctx) {
                 s.add(name, v);
@@ -494,6 +533,9 @@ pub fn write_flow_event(rec: &FlowRecord<FlowExt>, key: u64, out: &mut EventBuf)
             icmp: rec.icmp_toserver.or(matches!(rec.proto, 1 | 58).then_some((0, 0))),
         };
         let mut o = header.write(buf);
+        if let Some(p) = rec.ext.app.as_ref().and_then(|a| a.proto) {
+            o.str("app_proto", p.name());
+        }
         if let Some((t, c)) = rec.icmp_toclient {
             o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
         }

@@ -20,7 +20,8 @@ pub struct ParsedUri {
 
 pub fn parse_request_target(target: &[u8], is_connect: bool) -> ParsedUri {
     let mut uri = ParsedUri::default();
-    if is_connect {
+    // A CONNECT target in origin form ("CONNECT / HTTP/1.1") names no host: parse it as a path.
+    if is_connect && target.first() != Some(&b'/') {
         let (host, port) = split_host_port(target);
         uri.host = Some(host.to_vec());
         uri.port = port.map(<[u8]>::to_vec);

@@ -195,6 +195,8 @@ pub struct Alert {
     pub in_stream: bool,
     /// The rule has `noalert`-like semantics for logging but still acts (e.g. drop with noalert).
     pub silent: bool,
+    /// The rule inspects app-layer buffers: the caller alerts once per transaction.
+    pub app_tx: bool,
 }
 
 const TRANSPORTS: usize = 5;
@@ -662,6 +664,7 @@ impl DetectEngine {
                 action: rule.action,
                 in_stream,
                 silent,
+                app_tx: !rule.app_buffers.is_empty(),
             });
             if rule.action == Action::Pass {
                 // Suricata 7+: a pass match ends the packet's alerts and passes the flow.

@@ -1121,6 +1121,8 @@ fn parse_pcre(value: &str) -> Result<Pcre, String> {
             };
             (&rest[1..end], captures)
         }
+        // Suricata also takes the regex unquoted (`pcre:/one/U;`).
+        _ if rest.starts_with('/') => (rest, None),
         _ => return Err("pcre must be a quoted \"/regex/flags\"".into()),
     };
     let body = quoted.strip_prefix('/').ok_or("pcre must start with '/'")?;

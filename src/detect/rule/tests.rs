@@ -592,7 +592,10 @@ fn pcre_forms() {
     assert!(invalid("pcre:\"/a/q\";").contains("modifier"));
     assert!(invalid("pcre:\"/a/UP\";").contains("more than one buffer"));
     assert!(invalid("pcre:\"abc\";").contains("'/'"));
-    assert!(invalid("pcre:/abc/;").contains("quoted"));
+    // Suricata takes an unquoted regex too (suricata-verify UriTestSig02: `pcre:/one/U;`).
+    let RuleOption::Pcre(p) = first("pcre:/abc/U;") else { panic!() };
+    assert_eq!((p.pattern.as_str(), p.buffer.map(|b| b.name)), ("abc", Some("http.uri")));
+    assert!(invalid("pcre:abc;").contains("quoted"));
     assert!(invalid("pcre:\"//\";").contains("empty"));
 }
 
