@@ -296,6 +296,10 @@ impl<E: Default> FlowTable<E> {
         let mut to_server = src_is_lo == flow.client_is_lo;
         let mut stream_event = None;
         let mut midstream_exception = false;
+        // Suricata marks a TCP packet established from the flow's state before the packet
+        // (its flow update runs before stream handling): the ACK that completes the
+        // handshake is not yet `flow:established`.
+        let tcp_established_before = flow.tcp.reached_established;
 
         if let (IPPROTO_TCP, Some(seg)) = (pkt.proto, pkt.tcp) {
             let syn_ack = seg.flags & (super::tcp_flags::SYN | super::tcp_flags::ACK);
@@ -360,7 +364,7 @@ impl<E: Default> FlowTable<E> {
             flow_id: flow.flow_id,
             to_server,
             created,
-            established: flow.established(),
+            established: if pkt.proto == IPPROTO_TCP { tcp_established_before } else { flow.established() },
             state,
             tcp_state: flow.tcp.state,
             stream_event,

@@ -176,7 +176,9 @@ impl Detection {
                 let info = FlowInfo {
                     flow_id: rec.flow_id,
                     to_server: true,
-                    established: true,
+                    // Suricata's flow-end pseudo packets count as established, except for a
+                    // session torn down by a RST.
+                    established: rec.tcp.is_none_or(|t| t.tcp_flags & crate::decode::tcp::RST == 0),
                     pkts_toserver: rec.pkts_toserver,
                     pkts_toclient: rec.pkts_toclient,
                     bytes_toserver: rec.bytes_toserver,
