@@ -218,13 +218,14 @@ fn note_event(pending: &mut [Vec<u64>; 2], ev: HttpEvent, counters: &mut AppCoun
             counters.http_tx += 1;
             (Direction::ToServer, tx)
         }
-        HttpEvent::RequestHeaders { tx } | HttpEvent::RequestBodyData { tx } | HttpEvent::RequestComplete { tx } => {
-            (Direction::ToServer, tx)
+        HttpEvent::RequestHeaders { tx } | HttpEvent::RequestComplete { tx } => (Direction::ToServer, tx),
+        HttpEvent::ResponseLine { tx } | HttpEvent::ResponseHeaders { tx } | HttpEvent::ResponseComplete { tx } => {
+            (Direction::ToClient, tx)
         }
-        HttpEvent::ResponseLine { tx }
-        | HttpEvent::ResponseHeaders { tx }
-        | HttpEvent::ResponseBodyData { tx }
-        | HttpEvent::ResponseComplete { tx } => (Direction::ToClient, tx),
+        // Body data does not queue the transaction: re-inspecting a growing body on every
+        // packet is quadratic. Bodies are inspected whole when the message completes (or
+        // the flow ends); Suricata inspects them in windows as they arrive.
+        HttpEvent::RequestBodyData { .. } | HttpEvent::ResponseBodyData { .. } => return,
         HttpEvent::Anomaly { .. } => {
             counters.http_anomalies += 1;
             return;
