@@ -2,7 +2,7 @@
 //!
 //! `cargo bench --bench mpm` (add `--no-default-features` for the pure-Rust backend only).
 //! Patterns are the `content:` strings of the ET Open snapshot in
-//! `/work/shared/rules/et-open-2024-04-21` (or `PICKET_RULES_DIR`), 3 to 40 bytes long, with
+//! `../shared/rules/et-open-2024-04-21` (or `PICKET_RULES_DIR`), 3 to 40 bytes long, with
 //! their `nocase`; without the rules, random patterns of the same shape are used.
 
 use std::hint::black_box;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use picket::detect::mpm::{build, MpmAlgo, Pattern, Scratch};
 
-const DEFAULT_RULES_DIR: &str = "/work/shared/rules/et-open-2024-04-21";
+const DEFAULT_RULES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/rules/et-open-2024-04-21");
 
 /// Deterministic xorshift so runs are comparable without a `rand` dependency.
 struct XorShift(u64);

@@ -1,6 +1,6 @@
 //! Throughput harness (ignored by default; run in release):
 //! `cargo test --release --lib detect::engine::bench -- --ignored --nocapture`
-//! Replays /work/bench.pcap from memory: decode, a minimal flow table (direction and
+//! Replays bench.pcap (in the repository root; see the README to generate it) from memory: decode, a minimal flow table (direction and
 //! "both sides seen" as established), then `inspect` with the full ET Open set.
 
 use super::*;
@@ -21,8 +21,8 @@ fn rss_kib() -> u64 {
 #[test]
 #[ignore]
 fn bench_et_open_on_pcap() {
-    let pcap = std::path::Path::new("/work/bench.pcap");
-    let rules_dir = std::path::Path::new("/work/shared/rules/et-open-2024-04-21");
+    let pcap = &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench.pcap");
+    let rules_dir = &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/rules/et-open-2024-04-21");
     let (Ok(mut source), Ok(entries)) = (MemorySource::load(pcap), std::fs::read_dir(rules_dir)) else { return };
     let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
     files.sort();

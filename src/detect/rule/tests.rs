@@ -3,7 +3,7 @@
 use super::*;
 use std::path::Path;
 
-const ET_OPEN_DIR: &str = "/work/shared/rules/et-open-2024-04-21";
+const ET_OPEN_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/rules/et-open-2024-04-21");
 
 fn et_open_dir() -> Option<std::path::PathBuf> {
     // Relative to the crate first (../shared from a worktree), then the absolute location.
