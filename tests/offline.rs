@@ -75,6 +75,11 @@ fn sample_run_writes_flows_stats_and_stats_log() {
         .sum();
     assert!(flow_pkts <= pkts && flow_pkts > pkts / 2, "flows account for most packets: {flow_pkts} of {pkts}");
     assert!(stats["stats"]["threads"]["W#02"].is_object());
+    assert!(
+        stats["stats"]["threads"]["RX#01"]["capture"]["dispatch_ring_full_waits"].is_u64(),
+        "ring backpressure is counted: {}",
+        stats["stats"]["threads"]["RX#01"]
+    );
 
     let log = std::fs::read_to_string(dir.path().join("stats.log")).unwrap();
     assert!(log.contains("decoder.pkts") && log.contains("Total") && log.contains("W#02"));

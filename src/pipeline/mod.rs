@@ -266,7 +266,12 @@ fn run_workers(
             wall: start.elapsed(),
             ring_full_waits,
             capture_error,
-            reader: reader.report(),
+            reader: {
+                let mut report = reader.report();
+                // Backpressure: how often a worker's ring was full and the reader waited.
+                report.counters.add("capture.dispatch_ring_full_waits", ring_full_waits);
+                report
+            },
         })
     })
 }
