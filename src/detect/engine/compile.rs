@@ -8,10 +8,10 @@ use memchr::memmem;
 
 use crate::detect::rule::options::{
     ByteMathOp, ByteTestOp, DetectionFilter, Endian, FastPattern, Flow, FlowbitsCmd, FlowintOp,
-    NumBase, Threshold, Track, XbitsTrack,
+    NumBase, Threshold, Track, UintCmp, XbitsTrack,
 };
 use crate::detect::rule::{
-    Action, Buffer, ClassificationTable, Direction, NumOrVar, Protocol, Rule, RuleOption,
+    Action, AppNumber, Buffer, ClassificationTable, Direction, NumOrVar, Protocol, Rule, RuleOption,
 };
 use crate::detect::rule::{AddressSet, PortSet};
 use super::headers::{HeaderBuffer, HeaderCheck};
@@ -275,7 +275,10 @@ pub(crate) struct CompiledRule {
     /// `pkt_data` keywords (packet payload or stream).
     pub payload: Option<Program>,
     /// Keywords on application-layer buffers; inspected only through a [`super::BufferSource`].
-    pub app_buffers: Vec<(Buffer, Program)>,
+    pub app_buffers: Vec<AppBufferInspection>,
+    /// Numeric app-layer keywords (`dns.opcode`, `tls.version`, ...), read through the
+    /// [`super::BufferSource`] too.
+    pub app_numbers: Vec<(AppNumber, UintCmp<u64>)>,
     /// Set when the rule uses something the engine cannot evaluate yet; it then never matches.
     pub never_matches: Option<&'static str>,
     pub require_packet: bool,
@@ -291,6 +294,22 @@ pub(crate) struct CompiledRule {
     pub priority: u8,
     /// Fast pattern for the prefilter: (bytes, nocase).
     pub fast_pattern: Option<(Vec<u8>, bool)>,
+}
+
+/// The keywords of one app-layer buffer in a rule: the buffer, the transforms applied to it
+/// first (in rule order), and the payload program run on the result.
+pub struct AppBufferInspection {
+    pub buffer: Buffer,
+    pub transforms: Vec<crate::detect::rule::Transform>,
+    pub program: Program,
+}
+
+impl CompiledRule {
+    /// The rule reads app-layer transaction data (buffers or numeric keywords), so it is
+    /// checked only when a [`super::BufferSource`] is given and alerts once per transaction.
+    pub fn inspects_app_layer(&self) -> bool {
+        !self.app_buffers.is_empty() || !self.app_numbers.is_empty()
+    }
 }
 
 /// Interned names of flowbits, flowints and xbits.
@@ -452,6 +471,7 @@ pub(crate) fn compile_rule(
     let mut bits_set = false;
     let mut bits_read = false;
     let mut header_kw = super::headers::HeaderRule::default();
+    let mut app_numbers = Vec::new();
 
     // Payload keywords per buffer (None = pkt_data).
     let mut lists: Vec<(Option<Buffer>, Vec<PayloadOp>)> = Vec::new();
@@ -600,6 +620,7 @@ pub(crate) fn compile_rule(
             RuleOption::AppLayerProtocol { negated, name } => {
                 packet_checks.push(PacketCheck::AppProto { negated: *negated, name })
             }
+            RuleOption::AppNumber { field, cmp } => app_numbers.push((*field, *cmp)),
             RuleOption::Bsize(_) | RuleOption::Urilen { .. } => {
                 // Both apply to app-layer buffers; without them the rule cannot match yet.
                 never_matches.get_or_insert("bsize/urilen");
@@ -697,7 +718,7 @@ pub(crate) fn compile_rule(
                     header_kw.buffers.push((which, program));
                 }
             }
-            Some(b) => app_buffers.push((b, program)),
+            Some(b) => app_buffers.push(AppBufferInspection { buffer: b, transforms: Vec::new(), program }),
         }
     }
 
@@ -709,7 +730,7 @@ pub(crate) fn compile_rule(
 
     // Fast pattern: explicit first; else Suricata's choice among non-negated contents:
     // highest strength, then longest.
-    let fast_pattern = if !app_buffers.is_empty() || never_matches.is_some() {
+    let fast_pattern = if !app_buffers.is_empty() || !app_numbers.is_empty() || never_matches.is_some() {
         None
     } else if let Some((bytes, nocase, _, negated)) = fp_candidates.iter().find(|c| c.2) {
         // A negated fast pattern cannot prefilter (the rule matches when it is absent).
@@ -726,6 +747,7 @@ pub(crate) fn compile_rule(
     let ports_any = header.src_ports.is_any() && header.dst_ports.is_any();
     let ip_only = payload.is_none()
         && app_buffers.is_empty()
+        && app_numbers.is_empty()
         && packet_checks.is_empty()
         && flow.is_none()
         && state_checks.is_empty()
@@ -761,6 +783,7 @@ pub(crate) fn compile_rule(
         packet_checks,
         payload,
         app_buffers,
+        app_numbers,
         never_matches,
         require_packet,
         stream_only,

@@ -26,7 +26,7 @@ mod headers_tests;
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};
 use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
-use crate::detect::rule::{Action, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry};
+use crate::detect::rule::{Action, AppNumber, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry};
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
 use compile::{AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
@@ -131,6 +131,31 @@ impl Default for DetectPacket<'_> {
 pub trait BufferSource {
     /// The buffer's bytes for the current transaction and direction, if present.
     fn get(&self, buffer: Buffer) -> Option<&[u8]>;
+
+    /// Instance `index` of a buffer that can occur several times in one transaction
+    /// (dns.query per question, tls.certs per certificate); `None` past the last one.
+    /// Single buffers have only instance 0.
+    fn get_nth(&self, buffer: Buffer, index: usize) -> Option<&[u8]> {
+        if index == 0 {
+            self.get(buffer)
+        } else {
+            None
+        }
+    }
+
+    /// Instance `index` of a numeric fact (`dns.rrtype` has one per question); `None` when
+    /// absent or past the last one.
+    fn number(&self, _field: AppNumber, _index: usize) -> Option<u64> {
+        None
+    }
+}
+
+/// Instances of one buffer inspected at most (bounds work on hostile transactions).
+const MAX_BUFFER_INSTANCES: usize = 256;
+
+/// Buffers that some app-layer parser fills; rules on other buffers load but cannot match.
+fn buffer_has_source(buffer: Buffer) -> bool {
+    matches!(buffer.app_proto, Some("http" | "dns" | "tls")) || matches!(buffer.name, "file.data")
 }
 
 /// Per-flow detection state, kept by the caller inside its flow state.
@@ -423,20 +448,20 @@ impl DetectEngine {
                 }
                 continue;
             }
-            if let Some((buf, _)) = rule.app_buffers.first() {
-                *report.rules_inactive.entry(format!("app-layer buffer {}", buf.name)).or_default() += 1;
+            if let Some(app) = rule.app_buffers.iter().find(|a| !buffer_has_source(a.buffer)) {
+                *report.rules_inactive.entry(format!("app-layer buffer {}", app.buffer.name)).or_default() += 1;
             }
             let dirs: &[usize] = match rule.flow {
                 Some(f) if f.to_server && !f.to_client => &[0],
                 Some(f) if f.to_client && !f.to_server => &[1],
                 _ => &[0, 1],
             };
-            if rule.fast_pattern.is_none() && rule.app_buffers.is_empty() {
+            if rule.fast_pattern.is_none() && !rule.inspects_app_layer() {
                 report.rules_always_checked += 1;
             }
             for &t in transports_of(rule.proto) {
                 for &d in dirs {
-                    if !rule.app_buffers.is_empty() {
+                    if rule.inspects_app_layer() {
                         app[t][d].push(idx);
                     } else if let Some((bytes, nocase)) = &rule.fast_pattern {
                         patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
@@ -664,7 +689,7 @@ impl DetectEngine {
                 action: rule.action,
                 in_stream,
                 silent,
-                app_tx: !rule.app_buffers.is_empty(),
+                app_tx: rule.inspects_app_layer(),
             });
             if rule.action == Action::Pass {
                 // Suricata 7+: a pass match ends the packet's alerts and passes the flow.
@@ -722,11 +747,33 @@ impl DetectEngine {
                 }
             }
         }
-        if !rule.app_buffers.is_empty() {
+        if rule.inspects_app_layer() {
             let source = pkt.buffers?;
-            for (buf, program) in &rule.app_buffers {
-                let data = source.get(buf)?;
-                if !self.run_program(ctx, program, data, 0) {
+            for app in &rule.app_buffers {
+                // A multi-instance buffer (one dns.query per question) matches when any
+                // instance satisfies the whole program, as Suricata's multi-buffers do.
+                let mut matched = false;
+                for index in 0..MAX_BUFFER_INSTANCES {
+                    let Some(data) = source.get_nth(app.buffer, index) else { break };
+                    if self.run_program(ctx, &app.program, data, 0) {
+                        matched = true;
+                        break;
+                    }
+                }
+                if !matched {
+                    return None;
+                }
+            }
+            for (field, cmp) in &rule.app_numbers {
+                let mut matched = false;
+                for index in 0..MAX_BUFFER_INSTANCES {
+                    let Some(value) = source.number(*field, index) else { break };
+                    if cmp.matches(value) {
+                        matched = true;
+                        break;
+                    }
+                }
+                if !matched {
                     return None;
                 }
             }

@@ -125,6 +125,18 @@ pub fn buffer_by_name(name: &str) -> Option<Buffer> {
     BUFFERS.iter().find(|b| b.name == name)
 }
 
+/// Numeric facts of an application-layer transaction that keywords compare
+/// (`dns.opcode:0;`, `dns.rrtype:1;`, `tls.version:1.2;`). A fact may have several
+/// instances (one rrtype per query): the keyword matches when any instance does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppNumber {
+    DnsOpcode,
+    DnsRcode,
+    DnsRrtype,
+    /// TLS version as on the wire (0x0303 = TLS 1.2).
+    TlsVersion,
+}
+
 /// A transform applied to the current sticky buffer before matching.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transform {

@@ -1,7 +1,7 @@
 //! Typed rule options. Each keyword's value is parsed into its own struct; content modifiers
 //! (`nocase`, `depth`, `http_uri`...) are folded into the content they follow.
 
-use super::buffers::{content_modifier_buffer, sticky_buffer, Buffer, Transform};
+use super::buffers::{content_modifier_buffer, sticky_buffer, AppNumber, Buffer, Transform};
 use super::header::app_protocol;
 use super::lexer::{strip_quotes, unescape_text, unquote_lenient, RawOption};
 
@@ -472,6 +472,11 @@ pub enum RuleOption {
     IcmpSeq(u16),
     Dsize(UintCmp<u16>),
     Bsize(UintCmp<u64>),
+    /// A numeric app-layer keyword (`dns.opcode`, `dns.rrtype`, `tls.version`, ...).
+    AppNumber {
+        field: AppNumber,
+        cmp: UintCmp<u64>,
+    },
     /// `urilen`; `raw` when `,raw` was given (default: normalized URI).
     Urilen {
         cmp: UintCmp<u32>,
@@ -832,6 +837,23 @@ impl OptionParser {
             "icmp_seq" => self.push(RuleOption::IcmpSeq(parse_u16(need()?, kw)?)),
             "dsize" => self.push(RuleOption::Dsize(parse_uint_cmp(need()?, kw)?)),
             "bsize" => self.push(RuleOption::Bsize(parse_uint_cmp(need()?, kw)?)),
+            "dns.opcode" | "dns.rcode" | "dns.rrtype" => {
+                let field = match kw {
+                    "dns.opcode" => AppNumber::DnsOpcode,
+                    "dns.rcode" => AppNumber::DnsRcode,
+                    _ => AppNumber::DnsRrtype,
+                };
+                // Suricata writes negation as a leading '!' on these keywords.
+                let text = need()?.trim();
+                let cmp = match text.strip_prefix('!') {
+                    Some(rest) => match parse_uint_cmp(rest, kw)? {
+                        UintCmp::Eq(v) => UintCmp::Ne(v),
+                        _ => return Err(format!("{kw}: '!' only negates a single value").into()),
+                    },
+                    None => parse_uint_cmp(text, kw)?,
+                };
+                self.push(RuleOption::AppNumber { field, cmp })
+            }
             "urilen" => {
                 let v = need()?;
                 let (cmp_text, raw) = match v.split_once(',') {
