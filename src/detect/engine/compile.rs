@@ -294,6 +294,8 @@ pub(crate) struct CompiledRule {
     pub priority: u8,
     /// Fast pattern for the prefilter: (bytes, nocase).
     pub fast_pattern: Option<(Vec<u8>, bool)>,
+    /// Fast pattern of an app-layer rule: (buffer, bytes, nocase); scanned in that buffer.
+    pub app_fast_pattern: Option<(Buffer, Vec<u8>, bool)>,
 }
 
 /// The keywords of one app-layer buffer in a rule: the buffer, the transforms applied to it
@@ -476,7 +478,7 @@ pub(crate) fn compile_rule(
     // Payload keywords per buffer (None = pkt_data).
     let mut lists: Vec<(Option<Buffer>, Vec<PayloadOp>)> = Vec::new();
     let mut sticky: Option<Buffer> = None;
-    let mut fp_candidates: Vec<(Vec<u8>, bool, bool, bool)> = Vec::new(); // bytes, nocase, explicit, negated
+    let mut fp_candidates: Vec<FastPatternCandidate> = Vec::new();
     let push_op = |lists: &mut Vec<(Option<Buffer>, Vec<PayloadOp>)>, buf: Option<Buffer>, op: PayloadOp| {
         match lists.iter_mut().find(|(b, _)| same_buffer(*b, buf)) {
             Some((_, ops)) => ops.push(op),
@@ -511,7 +513,7 @@ pub(crate) fn compile_rule(
                     within: resolve(&c.within)?,
                     endswith: c.endswith,
                 };
-                if buf.is_none() && !c.pattern.is_empty() {
+                if !c.pattern.is_empty() {
                     let fp_bytes = match c.fast_pattern {
                         Some(FastPattern::Chop { offset, length }) => {
                             let start = (offset as usize).min(c.pattern.len());
@@ -521,7 +523,13 @@ pub(crate) fn compile_rule(
                         _ => c.pattern.clone(),
                     };
                     if !fp_bytes.is_empty() {
-                        fp_candidates.push((fp_bytes, c.nocase, c.fast_pattern.is_some(), c.negated));
+                        fp_candidates.push(FastPatternCandidate {
+                            buffer: buf,
+                            bytes: fp_bytes,
+                            nocase: c.nocase,
+                            explicit: c.fast_pattern.is_some(),
+                            negated: c.negated,
+                        });
                     }
                 }
                 push_op(&mut lists, buf, PayloadOp::Content(op));
@@ -729,18 +737,21 @@ pub(crate) fn compile_rule(
     }
 
     // Fast pattern: explicit first; else Suricata's choice among non-negated contents:
-    // highest strength, then longest.
+    // highest strength, then longest. Packet rules take it from pkt_data; app-layer rules from
+    // an app buffer without transforms (the prefilter scans the buffer as the parser gives it).
     let fast_pattern = if !app_buffers.is_empty() || !app_numbers.is_empty() || never_matches.is_some() {
         None
-    } else if let Some((bytes, nocase, _, negated)) = fp_candidates.iter().find(|c| c.2) {
-        // A negated fast pattern cannot prefilter (the rule matches when it is absent).
-        (!negated).then(|| (bytes.clone(), *nocase))
     } else {
-        fp_candidates
-            .iter()
-            .filter(|c| !c.3)
-            .max_by_key(|c| (pattern_strength(&c.0), c.0.len()))
-            .map(|c| (c.0.clone(), c.1))
+        choose_fast_pattern(fp_candidates.iter().filter(|c| c.buffer.is_none())).map(|c| (c.bytes.clone(), c.nocase))
+    };
+    let app_fast_pattern = if never_matches.is_some() {
+        None
+    } else {
+        let prefilterable = |b: Option<Buffer>| {
+            app_buffers.iter().any(|a| same_buffer(Some(a.buffer), b) && a.transforms.is_empty())
+        };
+        choose_fast_pattern(fp_candidates.iter().filter(|c| prefilterable(c.buffer)))
+            .and_then(|c| Some((c.buffer?, c.bytes.clone(), c.nocase)))
     };
 
     let class = rule.classtype.as_deref().and_then(|c| classes.get(c));
@@ -795,7 +806,28 @@ pub(crate) fn compile_rule(
         header: header_kw,
         bits_use,
         fast_pattern,
+        app_fast_pattern,
     })
+}
+
+/// A content that could serve as a rule's fast pattern.
+struct FastPatternCandidate {
+    /// `None`: pkt_data.
+    buffer: Option<Buffer>,
+    bytes: Vec<u8>,
+    nocase: bool,
+    /// Marked `fast_pattern` in the rule.
+    explicit: bool,
+    negated: bool,
+}
+
+/// An explicit `fast_pattern` wins (a negated one cannot prefilter: the rule matches when it
+/// is absent); otherwise the strongest, then longest, non-negated content.
+fn choose_fast_pattern<'a>(candidates: impl Iterator<Item = &'a FastPatternCandidate> + Clone) -> Option<&'a FastPatternCandidate> {
+    if let Some(explicit) = candidates.clone().find(|c| c.explicit) {
+        return (!explicit.negated).then_some(explicit);
+    }
+    candidates.filter(|c| !c.negated).max_by_key(|c| (pattern_strength(&c.bytes), c.bytes.len()))
 }
 
 fn same_buffer(a: Option<Buffer>, b: Option<Buffer>) -> bool {

@@ -236,8 +236,11 @@ const T_OTHER: usize = 4;
 struct Group {
     mpm: Box<dyn MultiPatternMatcher>,
     always: Vec<u32>,
-    /// Rules with app-layer buffers, checked only when a `BufferSource` is given.
-    app: Vec<u32>,
+    /// App-layer rules without a usable fast pattern, checked whenever a `BufferSource` is given.
+    app_always: Vec<u32>,
+    /// One prefilter per app buffer over the fast patterns of the app-layer rules that take
+    /// their fast pattern from it: each buffer is scanned once per transaction inspection.
+    app_mpm: Vec<(Buffer, Box<dyn MultiPatternMatcher>)>,
 }
 
 /// Index of IP-only rules by the IPv4 addresses of their most selective side.
@@ -414,7 +417,10 @@ impl DetectEngine {
 
         let mut patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         let mut always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
-        let mut app: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
+        let mut app_always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
+        // [transport][direction] -> buffer name -> (buffer, patterns)
+        type AppPatterns = BTreeMap<&'static str, (Buffer, Vec<Pattern>)>;
+        let mut app_patterns: Vec<[AppPatterns; 2]> = (0..TRANSPORTS).map(|_| [BTreeMap::new(), BTreeMap::new()]).collect();
         let mut ip_entries_src = Vec::new();
         let mut ip_entries_dst = Vec::new();
         let mut v4_linear = Vec::new();
@@ -456,13 +462,21 @@ impl DetectEngine {
                 Some(f) if f.to_client && !f.to_server => &[1],
                 _ => &[0, 1],
             };
-            if rule.fast_pattern.is_none() && !rule.inspects_app_layer() {
+            let prefiltered = if rule.inspects_app_layer() { rule.app_fast_pattern.is_some() } else { rule.fast_pattern.is_some() };
+            if !prefiltered {
                 report.rules_always_checked += 1;
             }
             for &t in transports_of(rule.proto) {
                 for &d in dirs {
                     if rule.inspects_app_layer() {
-                        app[t][d].push(idx);
+                        match &rule.app_fast_pattern {
+                            Some((buffer, bytes, nocase)) => app_patterns[t][d]
+                                .entry(buffer.name)
+                                .or_insert_with(|| (*buffer, Vec::new()))
+                                .1
+                                .push(Pattern::new(idx, bytes.clone(), *nocase)),
+                            None => app_always[t][d].push(idx),
+                        }
                     } else if let Some((bytes, nocase)) = &rule.fast_pattern {
                         patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
                     } else {
@@ -471,7 +485,10 @@ impl DetectEngine {
                 }
             }
         }
-        report.prefilter_patterns = rules.iter().filter(|r| r.fast_pattern.is_some() && r.never_matches.is_none() && !r.ip_only).count();
+        report.prefilter_patterns = rules
+            .iter()
+            .filter(|r| (r.fast_pattern.is_some() || r.app_fast_pattern.is_some()) && r.never_matches.is_none() && !r.ip_only)
+            .count();
         let mut groups = Vec::with_capacity(TRANSPORTS);
         let mut memory = 0usize;
         let mut algo_used = algo.resolve();
@@ -480,7 +497,18 @@ impl DetectEngine {
                 let mpm = mpm::build(algo, &patterns[t][d]).map_err(|e| e.to_string())?;
                 memory += mpm.memory_bytes();
                 algo_used = mpm.algo();
-                Ok(Group { mpm, always: std::mem::take(&mut always[t][d]), app: std::mem::take(&mut app[t][d]) })
+                let mut app_mpm = Vec::new();
+                for (_, (buffer, pats)) in std::mem::take(&mut app_patterns[t][d]) {
+                    let m = mpm::build(algo, &pats).map_err(|e| e.to_string())?;
+                    memory += m.memory_bytes();
+                    app_mpm.push((buffer, m));
+                }
+                Ok(Group {
+                    mpm,
+                    always: std::mem::take(&mut always[t][d]),
+                    app_always: std::mem::take(&mut app_always[t][d]),
+                    app_mpm,
+                })
             };
             groups.push([make(0)?, make(1)?]);
         }
@@ -528,6 +556,9 @@ impl DetectEngine {
             for g in pair {
                 // Sizing errors surface again (and are counted) on the first scan.
                 let _ = g.mpm.prepare_scratch(&mut ctx.scratch);
+                for (_, m) in &g.app_mpm {
+                    let _ = m.prepare_scratch(&mut ctx.scratch);
+                }
             }
         }
         ctx.candidates.reserve(1024);
@@ -616,9 +647,21 @@ impl DetectEngine {
             for &id in &group.always {
                 on_match(id);
             }
-            if pkt.buffers.is_some() {
-                for &id in &group.app {
+            if let Some(source) = pkt.buffers {
+                for &id in &group.app_always {
                     on_match(id);
+                }
+                for (buffer, mpm) in &group.app_mpm {
+                    for index in 0..MAX_BUFFER_INSTANCES {
+                        let Some(data) = source.get_nth(buffer, index) else { break };
+                        if data.is_empty() {
+                            continue;
+                        }
+                        counters.prefilter_scans += 1;
+                        if mpm.scan(data, scratch, &mut on_match).is_err() {
+                            counters.prefilter_errors += 1;
+                        }
+                    }
                 }
             }
         }
