@@ -227,13 +227,11 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let Some(input) = &args.read else {
         return Err(CliError("nothing to do: give a capture with -r FILE|DIR (see --help)".into()));
     };
+    check_bpf_words(&args.bpf)?;
     let mut resolved = resolve(args)?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     resolved.options.inspect.detect = rules.engine.map(Arc::new);
-    if !args.bpf.is_empty() {
-        warn(format!("BPF filter '{}' is not supported yet and is ignored", args.bpf.join(" ")));
-    }
     let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     fs::create_dir_all(&log_dir).map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
     let mut source = capture::open_offline(input)?;
@@ -263,6 +261,7 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if args.read.is_some() {
         return Err(CliError("-r and -i/--af-packet cannot be combined: read a capture or capture live".into()));
     }
+    check_bpf_words(&args.bpf)?;
     let mut resolved = resolve(args)?;
     let mut interfaces: Vec<String> = Vec::new();
     for name in args.live.interfaces.iter().chain(args.live.af_packet.iter().filter(|n| !n.is_empty())) {
@@ -304,9 +303,6 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     inspect.detect = rules.engine.map(Arc::new);
-    if !args.bpf.is_empty() {
-        warn(format!("BPF filter '{}' is not supported yet and is ignored", args.bpf.join(" ")));
-    }
     let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     fs::create_dir_all(&log_dir).map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
     // A live sensor appends to its logs across restarts, as Suricata does by default.
@@ -514,6 +510,29 @@ fn alert_log_options(config: &Config) -> AlertLogOptions {
         break;
     }
     opts
+}
+
+/// Trailing words are a BPF filter, as on Suricata's command line. A shell glob after `-S`
+/// (`-S rules/*.rules`) or an option after the filter lands here too: say so instead of
+/// silently ignoring the rule files and options.
+fn check_bpf_words(words: &[String]) -> Result<(), CliError> {
+    if words.is_empty() {
+        return Ok(());
+    }
+    if let Some(option) = words.iter().find(|w| w.starts_with('-')) {
+        return Err(CliError(format!(
+            "'{option}' comes after the BPF filter '{}': put options before the filter",
+            words.join(" ")
+        )));
+    }
+    if let Some(file) = words.iter().find(|w| Path::new(w.as_str()).is_file()) {
+        return Err(CliError(format!(
+            "'{file}' is a file, not a BPF filter word: -S takes one rule file; repeat -S for each file \
+             (e.g. `$(printf -- '-S %s ' rules/*.rules)`) or list them under rule-files in the -c YAML"
+        )));
+    }
+    warn(format!("BPF filter '{}' is not supported yet and is ignored", words.join(" ")));
+    Ok(())
 }
 
 fn write_final_outputs(log_dir: &Path, eve: &mut dyn Write, summary: &RunSummary) -> Result<(), CliError> {

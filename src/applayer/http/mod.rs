@@ -1292,6 +1292,9 @@ impl HttpParser {
         let was_truncated = *truncated;
         let mut bomb = false;
         match half.decoder.as_mut() {
+            // Past the body limit nothing reads the decoded bytes: inflating them would be
+            // wasted work (the message's end is found from the encoded framing).
+            Some(_) if was_truncated => {}
             Some(decoder) => {
                 let was_bomb = decoder.bomb_detected();
                 decoder.write(data, &mut |piece| {

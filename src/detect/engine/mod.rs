@@ -234,13 +234,17 @@ const T_OTHER: usize = 4;
 /// Rules of one (transport, flow direction): a prefilter over their fast patterns plus the
 /// rules that must always be checked.
 struct Group {
-    mpm: Box<dyn MultiPatternMatcher>,
+    mpm: Arc<dyn MultiPatternMatcher>,
+    /// The fast patterns of the rules that inspect packets only (`dsize`, `no_stream`,
+    /// `tcp-pkt`): a payload that already went into the TCP stream is scanned with this one,
+    /// since the other rules see those bytes in the reassembled stream (Suricata does the same).
+    mpm_packet_only: Arc<dyn MultiPatternMatcher>,
     always: Vec<u32>,
     /// App-layer rules without a usable fast pattern, checked whenever a `BufferSource` is given.
     app_always: Vec<u32>,
     /// One prefilter per app buffer over the fast patterns of the app-layer rules that take
     /// their fast pattern from it: each buffer is scanned once per transaction inspection.
-    app_mpm: Vec<(Buffer, Box<dyn MultiPatternMatcher>)>,
+    app_mpm: Vec<(Buffer, Arc<dyn MultiPatternMatcher>)>,
 }
 
 /// Index of IP-only rules by the IPv4 addresses of their most selective side.
@@ -315,6 +319,54 @@ pub struct DetectEngine {
     /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
     /// (a host's flows are spread over workers). Locked only when such a rule matches.
     shared_thresholds: std::sync::Mutex<ThresholdTable>,
+}
+
+/// Compiles each distinct pattern set once, spread over the machine's cores (Hyperscan
+/// compilation is most of the start-up time with a large ruleset). Identical sets (a group's
+/// two directions often hold the same rules) share one matcher.
+fn build_matchers(algo: MpmAlgo, sets: &[Vec<Pattern>]) -> Result<Vec<Arc<dyn MultiPatternMatcher>>, String> {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut first_of: HashMap<&[Pattern], usize> = HashMap::new();
+    let mut distinct: Vec<usize> = Vec::new();
+    let owner: Vec<usize> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            *first_of.entry(set.as_slice()).or_insert_with(|| {
+                distinct.push(i);
+                i
+            })
+        })
+        .collect();
+    // Largest sets first so the long compilations start early.
+    distinct.sort_by_key(|&i| std::cmp::Reverse(sets[i].iter().map(|p| p.bytes.len()).sum::<usize>()));
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(distinct.len().max(1));
+    let mut built: HashMap<usize, Arc<dyn MultiPatternMatcher>> = HashMap::new();
+    let results: Vec<Vec<(usize, Result<Box<dyn MultiPatternMatcher>, String>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&i) = distinct.get(k) else { break };
+                        out.push((i, mpm::build(algo, &sets[i]).map_err(|e| e.to_string())));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for (i, result) in results.into_iter().flatten() {
+        built.insert(i, Arc::from(result?));
+    }
+    owner
+        .iter()
+        .map(|o| built.get(o).cloned().ok_or_else(|| "pattern compilation thread failed".to_string()))
+        .collect()
 }
 
 fn action_rank(a: Action) -> u8 {
@@ -416,6 +468,7 @@ impl DetectEngine {
         report.rules_loaded = rules.len();
 
         let mut patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
+        let mut packet_only_patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         let mut always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         let mut app_always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         // [transport][direction] -> buffer name -> (buffer, patterns)
@@ -469,6 +522,10 @@ impl DetectEngine {
             for &t in transports_of(rule.proto) {
                 for &d in dirs {
                     if rule.inspects_app_layer() {
+                        // Application layers run over TCP and UDP only.
+                        if t != T_TCP && t != T_UDP {
+                            continue;
+                        }
                         match &rule.app_fast_pattern {
                             Some((buffer, bytes, nocase)) => app_patterns[t][d]
                                 .entry(buffer.name)
@@ -479,6 +536,9 @@ impl DetectEngine {
                         }
                     } else if let Some((bytes, nocase)) = &rule.fast_pattern {
                         patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
+                        if rule.require_packet {
+                            packet_only_patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
+                        }
                     } else {
                         always[t][d].push(idx);
                     }
@@ -489,28 +549,43 @@ impl DetectEngine {
             .iter()
             .filter(|r| (r.fast_pattern.is_some() || r.app_fast_pattern.is_some()) && r.never_matches.is_none() && !r.ip_only)
             .count();
-        let mut groups = Vec::with_capacity(TRANSPORTS);
-        let mut memory = 0usize;
-        let mut algo_used = algo.resolve();
+        // Every pattern set of every group, compiled on all cores, each distinct set once.
+        let mut sets: Vec<Vec<Pattern>> = Vec::new();
+        let mut layout: Vec<[(usize, usize, Vec<(Buffer, usize)>); 2]> = Vec::with_capacity(TRANSPORTS);
         for t in 0..TRANSPORTS {
-            let mut make = |d: usize| -> Result<Group, String> {
-                let mpm = mpm::build(algo, &patterns[t][d]).map_err(|e| e.to_string())?;
-                memory += mpm.memory_bytes();
-                algo_used = mpm.algo();
-                let mut app_mpm = Vec::new();
-                for (_, (buffer, pats)) in std::mem::take(&mut app_patterns[t][d]) {
-                    let m = mpm::build(algo, &pats).map_err(|e| e.to_string())?;
-                    memory += m.memory_bytes();
-                    app_mpm.push((buffer, m));
-                }
-                Ok(Group {
-                    mpm,
-                    always: std::mem::take(&mut always[t][d]),
-                    app_always: std::mem::take(&mut app_always[t][d]),
-                    app_mpm,
-                })
+            let mut per_dir = |d: usize| {
+                let mut add = |set: Vec<Pattern>| {
+                    sets.push(set);
+                    sets.len() - 1
+                };
+                let all = add(std::mem::take(&mut patterns[t][d]));
+                let packet_only = add(std::mem::take(&mut packet_only_patterns[t][d]));
+                let app: Vec<(Buffer, usize)> =
+                    std::mem::take(&mut app_patterns[t][d]).into_values().map(|(buffer, set)| (buffer, add(set))).collect();
+                (all, packet_only, app)
             };
-            groups.push([make(0)?, make(1)?]);
+            layout.push([per_dir(0), per_dir(1)]);
+        }
+        let matchers = build_matchers(algo, &sets)?;
+        let mut memory = 0usize;
+        let mut seen_matchers = std::collections::HashSet::new();
+        for m in &matchers {
+            if seen_matchers.insert(Arc::as_ptr(m) as *const u8 as usize) {
+                memory += m.memory_bytes();
+            }
+        }
+        let algo_used = matchers.first().map(|m| m.algo()).unwrap_or_else(|| algo.resolve());
+        let mut groups = Vec::with_capacity(TRANSPORTS);
+        for (t, dirs) in layout.into_iter().enumerate() {
+            let [d0, d1] = dirs;
+            let mut make = |d: usize, (all, packet_only, app): (usize, usize, Vec<(Buffer, usize)>)| Group {
+                mpm: matchers[all].clone(),
+                mpm_packet_only: matchers[packet_only].clone(),
+                always: std::mem::take(&mut always[t][d]),
+                app_always: std::mem::take(&mut app_always[t][d]),
+                app_mpm: app.into_iter().map(|(buffer, i)| (buffer, matchers[i].clone())).collect(),
+            };
+            groups.push([make(0, d0), make(1, d1)]);
         }
         let ip_only = IpOnly {
             by_src: V4Index::build(&ip_entries_src),
@@ -556,6 +631,7 @@ impl DetectEngine {
             for g in pair {
                 // Sizing errors surface again (and are counted) on the first scan.
                 let _ = g.mpm.prepare_scratch(&mut ctx.scratch);
+                let _ = g.mpm_packet_only.prepare_scratch(&mut ctx.scratch);
                 for (_, m) in &g.app_mpm {
                     let _ = m.prepare_scratch(&mut ctx.scratch);
                 }
@@ -637,9 +713,10 @@ impl DetectEngine {
                         counters.prefilter_errors += 1;
                     }
                 }
-                if !pkt.payload.is_empty() {
+                let payload_mpm = if pkt.payload_in_stream { &group.mpm_packet_only } else { &group.mpm };
+                if !pkt.payload.is_empty() && payload_mpm.pattern_count() > 0 {
                     counters.prefilter_scans += 1;
-                    if group.mpm.scan(pkt.payload, scratch, &mut on_match).is_err() {
+                    if payload_mpm.scan(pkt.payload, scratch, &mut on_match).is_err() {
                         counters.prefilter_errors += 1;
                     }
                 }
