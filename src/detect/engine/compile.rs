@@ -15,6 +15,42 @@ use crate::detect::rule::{
 };
 use crate::detect::rule::{AddressSet, PortSet};
 use super::headers::{HeaderBuffer, HeaderCheck};
+use super::transform::TransformStep;
+use crate::detect::rule::Transform;
+
+/// Transforms one buffer may chain (Suricata's DETECT_TRANSFORMS_MAX).
+const MAX_TRANSFORMS: usize = 16;
+/// `base64_decode` without `bytes` decodes at most this much (Suricata's BASE64_DECODE_MAX).
+pub(crate) const BASE64_DECODE_MAX: u32 = 65535;
+
+/// Payload keywords collected for one (buffer, transform chain) while compiling a rule.
+struct ListBuild {
+    /// `None`: pkt_data.
+    buffer: Option<Buffer>,
+    transforms: Vec<Transform>,
+    ops: Vec<PayloadOp>,
+}
+
+fn list_index(lists: &mut Vec<ListBuild>, buffer: Option<Buffer>, transforms: &[Transform]) -> usize {
+    if let Some(i) = lists.iter().position(|l| same_buffer(l.buffer, buffer) && l.transforms == transforms) {
+        return i;
+    }
+    lists.push(ListBuild { buffer, transforms: transforms.to_vec(), ops: Vec::new() });
+    lists.len() - 1
+}
+
+fn cmp_to_u64(c: UintCmp<u32>) -> UintCmp<u64> {
+    match c {
+        UintCmp::Eq(v) => UintCmp::Eq(v.into()),
+        UintCmp::Ne(v) => UintCmp::Ne(v.into()),
+        UintCmp::Lt(v) => UintCmp::Lt(v.into()),
+        UintCmp::Le(v) => UintCmp::Le(v.into()),
+        UintCmp::Gt(v) => UintCmp::Gt(v.into()),
+        UintCmp::Ge(v) => UintCmp::Ge(v.into()),
+        UintCmp::Range(a, b) => UintCmp::Range(a.into(), b.into()),
+        UintCmp::NotRange(a, b) => UintCmp::NotRange(a.into(), b.into()),
+    }
+}
 
 /// Most byte_extract/byte_math variables one rule may define (Suricata allows a handful too).
 pub(crate) const MAX_VARS: usize = 16;
@@ -124,6 +160,13 @@ pub(crate) enum PayloadOp {
     },
     ByteExtract { read: ByteRead, multiplier: u32, align: u8, var: u8 },
     ByteMath { read: ByteRead, op: ByteMathOp, rvalue: Val, var: u8 },
+    /// `bsize` / `urilen`: the length of the whole (transformed) buffer, wherever the keyword
+    /// stands in the rule. Compiled to the front of its program.
+    Bsize(UintCmp<u64>),
+    /// `base64_decode`: decodes (RFC 4648) `bytes` bytes from `offset` (after the previous
+    /// match when `relative`) and runs the rule's `base64_data` keywords on the result. The
+    /// decoded buffer is the end of the line: a match there matches the whole buffer.
+    Base64Decode { bytes: u32, offset: u32, relative: bool, data: Option<Arc<Program>> },
 }
 
 impl PayloadOp {
@@ -137,6 +180,8 @@ impl PayloadOp {
             | PayloadOp::ByteJump { read, .. }
             | PayloadOp::ByteExtract { read, .. }
             | PayloadOp::ByteMath { read, .. } => read.relative,
+            PayloadOp::Bsize(_) => false,
+            PayloadOp::Base64Decode { relative, .. } => *relative,
         }
     }
 
@@ -299,11 +344,21 @@ pub(crate) struct CompiledRule {
 }
 
 /// The keywords of one app-layer buffer in a rule: the buffer, the transforms applied to it
-/// first (in rule order), and the payload program run on the result.
+/// first (in rule order), and the payload program run on the result. The same buffer with
+/// another transform chain is another inspection (`http.uri; content:"a"; http.uri;
+/// url_decode; content:"b";` has two).
 pub struct AppBufferInspection {
     pub buffer: Buffer,
-    pub transforms: Vec<crate::detect::rule::Transform>,
+    pub transforms: Vec<TransformStep>,
     pub program: Program,
+}
+
+impl AppBufferInspection {
+    /// The program runs on transformed data: a prefilter must search the transformed buffer
+    /// (or leave the rule out), not the raw one.
+    pub fn is_transformed(&self) -> bool {
+        !self.transforms.is_empty()
+    }
 }
 
 impl CompiledRule {
@@ -475,21 +530,26 @@ pub(crate) fn compile_rule(
     let mut header_kw = super::headers::HeaderRule::default();
     let mut app_numbers = Vec::new();
 
-    // Payload keywords per buffer (None = pkt_data).
-    let mut lists: Vec<(Option<Buffer>, Vec<PayloadOp>)> = Vec::new();
+    // Payload keywords per (buffer, transform chain); buffer None = pkt_data.
+    let mut lists: Vec<ListBuild> = Vec::new();
     let mut sticky: Option<Buffer> = None;
+    // Transforms given since the current sticky buffer; keywords after them inspect the
+    // transformed data, keywords before them the data as transformed so far.
+    let mut chain: Vec<Transform> = Vec::new();
+    // List of the last payload keyword (where a `base64_decode` without sticky buffer goes).
+    let mut last_list: Option<usize> = None;
     let mut fp_candidates: Vec<FastPatternCandidate> = Vec::new();
-    let push_op = |lists: &mut Vec<(Option<Buffer>, Vec<PayloadOp>)>, buf: Option<Buffer>, op: PayloadOp| {
-        match lists.iter_mut().find(|(b, _)| same_buffer(*b, buf)) {
-            Some((_, ops)) => ops.push(op),
-            None => lists.push((buf, vec![op])),
-        }
+    let push_op = |lists: &mut Vec<ListBuild>, last: &mut Option<usize>, buf: Option<Buffer>, chain: &[Transform], op: PayloadOp| {
+        let i = list_index(lists, buf, chain);
+        lists[i].ops.push(op);
+        *last = Some(i);
     };
 
     for opt in &rule.options {
         match opt {
             RuleOption::Content(c) => {
                 let buf = c.legacy_buffer.or(sticky);
+                let content_chain: &[Transform] = if c.legacy_buffer.is_some() { &[] } else { &chain };
                 let resolve = |v: &Option<NumOrVar>| -> Result<Option<Val>, String> {
                     v.as_ref().map(|v| vars.val(v)).transpose()
                 };
@@ -529,28 +589,32 @@ pub(crate) fn compile_rule(
                             nocase: c.nocase,
                             explicit: c.fast_pattern.is_some(),
                             negated: c.negated,
+                            transformed: !content_chain.is_empty(),
                         });
                     }
                 }
-                push_op(&mut lists, buf, PayloadOp::Content(op));
+                push_op(&mut lists, &mut last_list, buf, content_chain, PayloadOp::Content(op));
             }
             RuleOption::Pcre(p) => {
                 let buf = p.buffer.or(sticky);
+                let pcre_chain: &[Transform] = if p.buffer.is_some() { &[] } else { &chain };
                 let regex = build_regex(p)?;
                 push_op(
                     &mut lists,
+                    &mut last_list,
                     buf,
+                    pcre_chain,
                     PayloadOp::Pcre(PcreOp { regex, negated: p.negated, relative: p.flags.relative }),
                 );
             }
             RuleOption::Isdataat(i) => {
                 let op = PayloadOp::Isdataat { negated: i.negated, offset: vars.val(&i.offset)?, relative: i.relative };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, &mut last_list, sticky, &chain, op);
             }
             RuleOption::ByteTest(b) => {
                 let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
                 let op = PayloadOp::ByteTest { read, op: b.op, value: vars.val(&b.value)?, negated: b.negated };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, &mut last_list, sticky, &chain, op);
             }
             RuleOption::ByteJump(b) => {
                 let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
@@ -562,35 +626,58 @@ pub(crate) fn compile_rule(
                     from_end: b.from_end,
                     post_offset: b.post_offset.unwrap_or(0),
                 };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, &mut last_list, sticky, &chain, op);
             }
             RuleOption::ByteExtract(b) => {
                 let var = vars.define(&b.name)?;
                 let read = byte_read(&vars, Val::Num(b.bytes as i64), Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
                 let op = PayloadOp::ByteExtract { read, multiplier: b.multiplier.unwrap_or(1), align: b.align.unwrap_or(0), var };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, &mut last_list, sticky, &chain, op);
             }
             RuleOption::ByteMath(b) => {
                 let bytes = vars.val(&b.bytes)?;
                 let rvalue = vars.val(&b.rvalue)?;
                 let var = vars.define(&b.result)?;
                 let read = byte_read(&vars, bytes, Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
-                push_op(&mut lists, sticky, PayloadOp::ByteMath { read, op: b.op, rvalue, var });
+                push_op(&mut lists, &mut last_list, sticky, &chain, PayloadOp::ByteMath { read, op: b.op, rvalue, var });
             }
-            RuleOption::Base64Decode(_) => {
-                never_matches.get_or_insert("base64_decode");
+            RuleOption::Base64Decode(b) => {
+                let op = PayloadOp::Base64Decode {
+                    bytes: b.bytes.filter(|&n| n > 0).unwrap_or(BASE64_DECODE_MAX).min(BASE64_DECODE_MAX),
+                    offset: b.offset.unwrap_or(0),
+                    relative: b.relative,
+                    data: None,
+                };
+                // Without a sticky buffer it joins the list of the keyword before it (Suricata).
+                let i = match (sticky, last_list) {
+                    (None, Some(i)) => i,
+                    _ => list_index(&mut lists, sticky, &chain),
+                };
+                lists[i].ops.push(op);
+                last_list = Some(i);
             }
-            RuleOption::Transform(_) => {
-                never_matches.get_or_insert("transform");
+            RuleOption::Transform(t) => {
+                // Suricata accepts transforms on sticky buffers only, not on pkt_data.
+                if sticky.is_none() {
+                    return Err("transforms need a sticky buffer".into());
+                }
+                if chain.len() >= MAX_TRANSFORMS {
+                    return Err(format!("more than {MAX_TRANSFORMS} transforms on one buffer"));
+                }
+                chain.push(t.clone());
+                // A transformed buffer with no keywords still has to be present.
+                list_index(&mut lists, sticky, &chain);
             }
             RuleOption::StickyBuffer { buffer, .. } => {
                 sticky = Some(*buffer);
+                chain.clear();
                 // Keep list order: a sticky buffer with no keywords still needs its buffer.
-                if !lists.iter().any(|(b, _)| same_buffer(*b, Some(*buffer))) {
-                    lists.push((Some(*buffer), Vec::new()));
-                }
+                list_index(&mut lists, sticky, &[]);
             }
-            RuleOption::PktData => sticky = None,
+            RuleOption::PktData => {
+                sticky = None;
+                chain.clear();
+            }
             RuleOption::Flow(f) => {
                 if f.only_frag || f.no_frag {
                     never_matches.get_or_insert("flow:only_frag/no_frag");
@@ -629,9 +716,19 @@ pub(crate) fn compile_rule(
                 packet_checks.push(PacketCheck::AppProto { negated: *negated, name })
             }
             RuleOption::AppNumber { field, cmp } => app_numbers.push((*field, *cmp)),
-            RuleOption::Bsize(_) | RuleOption::Urilen { .. } => {
-                // Both apply to app-layer buffers; without them the rule cannot match yet.
-                never_matches.get_or_insert("bsize/urilen");
+            RuleOption::Bsize(cmp) => {
+                if sticky.is_none() {
+                    return Err("bsize needs a sticky buffer".into());
+                }
+                push_op(&mut lists, &mut last_list, sticky, &chain, PayloadOp::Bsize(*cmp));
+            }
+            RuleOption::Urilen { cmp, raw } => {
+                let name = if *raw { "http.uri.raw" } else { "http.uri" };
+                let uri = crate::detect::rule::buffers::buffer_by_name(name).ok_or("urilen: no uri buffer")?;
+                // urilen always measures the untransformed URI; `last_list` stays with the
+                // previous keyword.
+                let i = list_index(&mut lists, Some(uri), &[]);
+                lists[i].ops.push(PayloadOp::Bsize(cmp_to_u64(*cmp)));
             }
             RuleOption::Flowbits(f) => {
                 let ids: Vec<u32> = f.names.iter().map(|n| intern(&mut names.flowbits, n)).collect();
@@ -710,23 +807,57 @@ pub(crate) fn compile_rule(
         }
     }
 
+    // base64_data keywords run on what any base64_decode of the rule decoded.
+    let is_base64_data = |l: &ListBuild| l.buffer.is_some_and(|b| b.name == "base64_data");
+    let base64_data = match lists.iter().position(is_base64_data) {
+        Some(i) => {
+            let list = lists.remove(i);
+            if lists.iter().any(is_base64_data) {
+                never_matches.get_or_insert("transform on base64_data");
+            }
+            if !list.transforms.is_empty() {
+                never_matches.get_or_insert("transform on base64_data");
+            }
+            if list.ops.iter().any(|op| matches!(op, PayloadOp::Base64Decode { .. })) {
+                never_matches.get_or_insert("base64_decode inside base64_data");
+            }
+            Some(Arc::new(make_program(list.ops)))
+        }
+        None => None,
+    };
+    let mut has_base64_decode = false;
+    for op in lists.iter_mut().flat_map(|l| l.ops.iter_mut()) {
+        if let PayloadOp::Base64Decode { data, .. } = op {
+            has_base64_decode = true;
+            *data = base64_data.clone();
+        }
+    }
+    if base64_data.is_some() && !has_base64_decode {
+        // Suricata needs both keywords; base64_data alone has nothing to inspect.
+        never_matches.get_or_insert("base64_data without base64_decode");
+    }
+
     let mut payload = None;
     let mut app_buffers = Vec::new();
-    for (buf, ops) in lists {
-        let program = make_program(ops);
-        match buf {
+    for list in lists {
+        let program = make_program(list.ops);
+        match list.buffer {
             None => payload = Some(program),
-            Some(b) if b.name == "base64_data" => {
-                never_matches.get_or_insert("base64_data");
-            }
             Some(b) if HeaderBuffer::from_buffer(b).is_some() => {
                 // Header buffers exist on packets only (Suricata: SIG_FLAG_REQUIRE_PACKET).
                 require_packet = true;
+                if !list.transforms.is_empty() {
+                    never_matches.get_or_insert("transform on packet header buffer");
+                }
                 if let Some(which) = HeaderBuffer::from_buffer(b) {
                     header_kw.buffers.push((which, program));
                 }
             }
-            Some(b) => app_buffers.push(AppBufferInspection { buffer: b, transforms: Vec::new(), program }),
+            Some(b) => {
+                let transforms =
+                    list.transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
+                app_buffers.push(AppBufferInspection { buffer: b, transforms, program })
+            }
         }
     }
 
@@ -742,15 +873,15 @@ pub(crate) fn compile_rule(
     let fast_pattern = if !app_buffers.is_empty() || !app_numbers.is_empty() || never_matches.is_some() {
         None
     } else {
-        choose_fast_pattern(fp_candidates.iter().filter(|c| c.buffer.is_none())).map(|c| (c.bytes.clone(), c.nocase))
+        choose_fast_pattern(fp_candidates.iter().filter(|c| c.buffer.is_none() && !c.transformed)).map(|c| (c.bytes.clone(), c.nocase))
     };
     let app_fast_pattern = if never_matches.is_some() {
         None
     } else {
-        let prefilterable = |b: Option<Buffer>| {
-            app_buffers.iter().any(|a| same_buffer(Some(a.buffer), b) && a.transforms.is_empty())
+        let prefilterable = |c: &FastPatternCandidate| {
+            !c.transformed && app_buffers.iter().any(|a| same_buffer(Some(a.buffer), c.buffer) && !a.is_transformed())
         };
-        choose_fast_pattern(fp_candidates.iter().filter(|c| prefilterable(c.buffer)))
+        choose_fast_pattern(fp_candidates.iter().filter(|c| prefilterable(c)))
             .and_then(|c| Some((c.buffer?, c.bytes.clone(), c.nocase)))
     };
 
@@ -819,6 +950,8 @@ struct FastPatternCandidate {
     /// Marked `fast_pattern` in the rule.
     explicit: bool,
     negated: bool,
+    /// The content inspects transformed data, which the prefilter does not see.
+    transformed: bool,
 }
 
 /// An explicit `fast_pattern` wins (a negated one cannot prefilter: the rule matches when it
@@ -838,7 +971,10 @@ fn same_buffer(a: Option<Buffer>, b: Option<Buffer>) -> bool {
     }
 }
 
-fn make_program(ops: Vec<PayloadOp>) -> Program {
+fn make_program(mut ops: Vec<PayloadOp>) -> Program {
+    // Length checks do not depend on a position: test them first, and keep them from
+    // separating a content from the relative keyword that follows it.
+    ops.sort_by_key(|op| !matches!(op, PayloadOp::Bsize(_)));
     let n = ops.len();
     let retry: Vec<bool> = (0..n)
         .map(|i| match ops.get(i + 1) {

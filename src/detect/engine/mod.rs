@@ -16,6 +16,7 @@ mod compile;
 mod headers;
 mod payload;
 mod state;
+pub mod transform;
 #[cfg(test)]
 mod bench;
 #[cfg(test)]
@@ -202,6 +203,10 @@ pub struct DetectCtx {
     xbits: XbitTable,
     thresholds: ThresholdTable,
     counters: DetectCounters,
+    /// Ping-pong outputs of an app buffer's transform chain, reused across packets.
+    transform_scratch: [Vec<u8>; 2],
+    /// Output of `base64_decode`, reused across packets.
+    decode_scratch: Vec<u8>,
 }
 
 /// One alert to log.
@@ -875,7 +880,7 @@ impl DetectEngine {
                 let mut matched = false;
                 for index in 0..MAX_BUFFER_INSTANCES {
                     let Some(data) = source.get_nth(app.buffer, index) else { break };
-                    if self.run_program(ctx, &app.program, data, 0) {
+                    if self.inspect_app_buffer(ctx, app, data) {
                         matched = true;
                         break;
                     }
@@ -909,12 +914,38 @@ impl DetectEngine {
     }
 
     fn run_program(&self, ctx: &mut DetectCtx, program: &compile::Program, data: &[u8], stream_start: u64) -> bool {
-        let mut insp = Inspection::new(data, stream_start);
+        // Taken out of the context for the run (a move, no allocation) so the inspection can
+        // hold it while `ctx` stays usable.
+        let mut decode_scratch = std::mem::take(&mut ctx.decode_scratch);
+        let mut insp = Inspection::with_scratch(data, stream_start, &mut decode_scratch);
         let ok = insp.run(program);
-        if insp.limit_hit {
+        let limit_hit = insp.limit_hit;
+        ctx.decode_scratch = decode_scratch;
+        if limit_hit {
             ctx.counters.recursion_limit += 1;
         }
         ok
+    }
+
+    /// One instance of an app buffer: its transform chain (into the worker's scratch), then
+    /// the program. A failed transform (from_base64 decoding nothing) means no match.
+    fn inspect_app_buffer(&self, ctx: &mut DetectCtx, app: &compile::AppBufferInspection, data: &[u8]) -> bool {
+        if !app.is_transformed() {
+            return self.run_program(ctx, &app.program, data, 0);
+        }
+        let [mut current, mut next] = std::mem::take(&mut ctx.transform_scratch);
+        let mut ok = true;
+        for (i, step) in app.transforms.iter().enumerate() {
+            let input: &[u8] = if i == 0 { data } else { &current };
+            if !step.apply(input, &mut next) {
+                ok = false;
+                break;
+            }
+            std::mem::swap(&mut current, &mut next);
+        }
+        let matched = ok && self.run_program(ctx, &app.program, &current, 0);
+        ctx.transform_scratch = [current, next];
+        matched
     }
 
     /// Counters of this worker's detection (prefilter scans, candidates, matches, ...).

@@ -9,8 +9,11 @@ use crate::detect::rule::options::{ByteMathOp, NumBase};
 /// Suricata's default `detect.inspection-recursion-limit`.
 pub(crate) const RECURSION_LIMIT: u32 = 3000;
 
-pub(crate) struct Inspection<'b> {
+pub(crate) struct Inspection<'b, 's> {
     pub buf: &'b [u8],
+    /// Where `base64_decode` writes its output (per-worker, reused); `None` inside the
+    /// decoded data itself, where a nested `base64_decode` cannot match.
+    decode_scratch: Option<&'s mut Vec<u8>>,
     /// Stream offset of `buf[0]` for stream inspection (0 for packets and app buffers):
     /// a non-relative content's `depth` counts from the start of the stream.
     pub stream_start: u64,
@@ -28,9 +31,14 @@ enum Outcome {
     Discontinue,
 }
 
-impl<'b> Inspection<'b> {
+impl<'b, 's> Inspection<'b, 's> {
     pub(crate) fn new(buf: &'b [u8], stream_start: u64) -> Self {
-        Inspection { buf, stream_start, offset: 0, vars: [0; MAX_VARS], steps: 0, limit_hit: false }
+        Inspection { buf, decode_scratch: None, stream_start, offset: 0, vars: [0; MAX_VARS], steps: 0, limit_hit: false }
+    }
+
+    /// An inspection whose `base64_decode` keywords decode into `scratch`.
+    pub(crate) fn with_scratch(buf: &'b [u8], stream_start: u64, scratch: &'s mut Vec<u8>) -> Self {
+        Inspection { decode_scratch: Some(scratch), ..Inspection::new(buf, stream_start) }
     }
 
     pub(crate) fn run(&mut self, program: &Program) -> bool {
@@ -144,6 +152,16 @@ impl<'b> Inspection<'b> {
                 self.offset = end_of_read;
                 self.next(program, i)
             }
+            PayloadOp::Bsize(cmp) => {
+                if cmp.matches(self.buf.len() as u64) {
+                    self.next(program, i)
+                } else {
+                    Outcome::NoMatch
+                }
+            }
+            PayloadOp::Base64Decode { bytes, offset, relative, data } => {
+                self.base64_decode(program, i, *bytes, *offset, *relative, data.as_deref())
+            }
             PayloadOp::ByteMath { read, op, rvalue, var } => {
                 let Some((val, _)) = self.read_value(read) else { return Outcome::NoMatch };
                 let r = rvalue.get(&self.vars) as u64;
@@ -161,6 +179,48 @@ impl<'b> Inspection<'b> {
                 self.vars[*var as usize] = result;
                 self.next(program, i)
             }
+        }
+    }
+
+    /// `base64_decode`: Suricata decodes from the start (or the previous match), skips
+    /// `offset`, takes at most `bytes`, and needs at least one decoded byte. With `base64_data`
+    /// keywords their match ends the inspection (a terminal list); without, the following
+    /// keywords continue on this buffer.
+    fn base64_decode(
+        &mut self,
+        program: &Program,
+        i: usize,
+        bytes: u32,
+        offset: u32,
+        relative: bool,
+        data: Option<&Program>,
+    ) -> Outcome {
+        let buf = self.buf;
+        let start = if relative { self.offset.min(buf.len()) } else { 0 };
+        let rest = &buf[start..];
+        let skip = offset as usize;
+        if skip > 0 && skip >= rest.len() {
+            return Outcome::NoMatch;
+        }
+        let rest = &rest[skip..];
+        let encoded = &rest[..rest.len().min(bytes as usize)];
+        let Some(scratch) = self.decode_scratch.as_deref_mut() else { return Outcome::NoMatch };
+        if !super::transform::decode_base64(crate::detect::rule::Base64Mode::Rfc4648, encoded, scratch) {
+            return Outcome::NoMatch;
+        }
+        let Some(data_program) = data else { return self.next(program, i) };
+        let mut decoded = Inspection::new(scratch, 0);
+        decoded.steps = self.steps;
+        let matched = decoded.run(data_program);
+        let (steps, limit_hit) = (decoded.steps, decoded.limit_hit);
+        self.steps = steps;
+        self.limit_hit |= limit_hit;
+        if limit_hit {
+            Outcome::Discontinue
+        } else if matched {
+            Outcome::Match
+        } else {
+            Outcome::NoMatch
         }
     }
 

@@ -558,3 +558,154 @@ fn byte_jump_with_zero_byte_count_from_variable_reads_nothing() {
     // n = 1: reads 'a' (0x61) and jumps past the end of the buffer.
     assert!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x01ab")).is_empty());
 }
+
+/// App-layer buffers by name, each with one or more instances.
+struct FakeTx(Vec<(&'static str, Vec<&'static [u8]>)>);
+impl BufferSource for FakeTx {
+    fn get(&self, buffer: Buffer) -> Option<&[u8]> {
+        self.get_nth(buffer, 0)
+    }
+    fn get_nth(&self, buffer: Buffer, index: usize) -> Option<&[u8]> {
+        self.0.iter().find(|(name, _)| *name == buffer.name).and_then(|(_, v)| v.get(index).copied())
+    }
+}
+
+fn tx_sids(e: &DetectEngine, ctx: &mut DetectCtx, tx: &FakeTx, payload: &[u8]) -> Vec<u32> {
+    let frame = tcp(CLIENT, 1, SERVER, 80, payload);
+    let mut got: Vec<u32> =
+        inspect_with(e, ctx, &frame, Opts { buffers: Some(tx), ..Default::default() }, None).iter().map(|a| a.sid).collect();
+    got.sort_unstable();
+    got
+}
+
+#[test]
+fn transforms_apply_in_order_before_the_buffer_program() {
+    let e = engine(
+        r#"alert http any any -> any any (http.uri; url_decode; to_lowercase; content:"/etc/passwd"; sid:1;)
+alert http any any -> any any (http.uri; content:"/etc/passwd"; sid:2;)
+alert http any any -> any any (http.uri; to_lowercase; url_decode; content:"/etc/passwd"; sid:3;)
+alert http any any -> any any (http.uri; compress_whitespace; to_sha256; content:"|ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad|"; sid:4;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    // %45 decodes to 'E': lowercasing first leaves it uppercase.
+    let tx = FakeTx(vec![("http.uri", vec![b"/%45tc/PASSWD"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1]);
+    let tx = FakeTx(vec![("http.uri", vec![b"abc"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [4]);
+}
+
+#[test]
+fn same_buffer_with_another_chain_is_another_inspection() {
+    // The raw uri must start with "/get?data=", the xor-decoded capture must hold "password=".
+    let e = engine(
+        r#"alert http any any -> any any (http.uri; content:"/get?data="; startswith; http.uri; pcrexform:"/get\?data=(.*)"; xor:"0d0ac8ff"; content:"password="; sid:1;)"#,
+    );
+    let key = [0x0d, 0x0a, 0xc8, 0xff];
+    let mut uri = b"/get?data=".to_vec();
+    uri.extend(b"password=1".iter().zip(key.iter().cycle()).map(|(b, k)| b ^ k));
+    let uri: &'static [u8] = Box::leak(uri.into_boxed_slice());
+    let mut ctx = e.new_ctx();
+    assert_eq!(tx_sids(&e, &mut ctx, &FakeTx(vec![("http.uri", vec![uri])]), b"x"), [1]);
+    // Same data under another prefix: the untransformed inspection fails.
+    let mut other = uri.to_vec();
+    other[1] = b'G';
+    let other: &'static [u8] = Box::leak(other.into_boxed_slice());
+    assert!(tx_sids(&e, &mut ctx, &FakeTx(vec![("http.uri", vec![other])]), b"x").is_empty());
+}
+
+#[test]
+fn bsize_and_urilen_compare_buffer_lengths() {
+    let e = engine(
+        r#"alert http any any -> any any (http.user_agent; bsize:0; sid:1;)
+alert http any any -> any any (http.request_line; bsize:10<>100; sid:2;)
+alert http any any -> any any (http.request_line; content:"GET"; bsize:>100; sid:3;)
+alert http any any -> any any (urilen:<10; http.uri; content:"/a"; sid:4;)
+alert http any any -> any any (urilen:13,raw; sid:5;)
+alert http any any -> any any (http.uri; content:"/"; bsize:2; content:"a"; distance:0; within:1; sid:6;)
+alert http any any -> any any (http.uri; dotprefix; bsize:3; sid:7;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let tx = FakeTx(vec![
+        ("http.user_agent", vec![b""]),
+        ("http.request_line", vec![b"GET /a HTTP/1.1"]),
+        ("http.uri", vec![b"/a"]),
+        ("http.uri.raw", vec![b"/%61?q=123456"]),
+    ]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1, 2, 4, 5, 6, 7]);
+    // An absent buffer has no length: bsize:0 does not match it.
+    let tx = FakeTx(vec![("http.uri", vec![b"/a/b/c/d/e/f"])]);
+    assert!(tx_sids(&e, &mut ctx, &tx, b"x").is_empty());
+}
+
+#[test]
+fn base64_decode_feeds_base64_data() {
+    let e = engine(
+        r#"alert http any any -> any any (content:"arg"; http_uri; base64_decode:bytes 17, offset 1, relative; base64_data; content:"thisisatest"; sid:1;)
+alert http any any -> any any (content:"arg"; http_uri; base64_decode:bytes 10, offset 1, relative; base64_data; content:"test"; sid:2;)
+alert tcp any any -> any any (content:"B64:"; base64_decode:relative; base64_data; content:"hello"; sid:3;)
+alert tcp any any -> any any (content:"B64:"; base64_decode:relative; base64_data; content:"nope"; sid:4;)
+alert tcp any any -> any any (content:"|27|"; base64_decode:relative; base64_data; content:"world"; startswith; sid:5;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let tx = FakeTx(vec![("http.uri", vec![b"/?arg=dGhpc2lzYXRlc3QK"])]);
+    // sid 2 decodes only "dGhpc2lzYX": "thisisa", no "test".
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 80, b"B64:aGVsbG8gd29ybGQ=")), [3]);
+    // The first quote is followed by garbage: the content retries at the second one.
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 80, b"'!!!! 'd29ybGQ=")), [5]);
+}
+
+#[test]
+fn multi_instance_buffers_are_transformed_one_by_one() {
+    let e = engine(r#"alert dns any any -> any any (dns.query; dotprefix; content:".google.com"; endswith; sid:1;)"#);
+    let mut ctx = e.new_ctx();
+    let tx = FakeTx(vec![("dns.query", vec![b"notgoogle.com", b"google.com.evil"])]);
+    assert!(tx_sids(&e, &mut ctx, &tx, b"x").is_empty());
+    let tx = FakeTx(vec![("dns.query", vec![b"notgoogle.com", b"google.com"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1]);
+}
+
+#[test]
+fn failed_transform_matches_nothing_not_even_negation() {
+    let e = engine(
+        r#"alert http any any -> any any (http.uri; from_base64:mode strict; content:!"zzz"; sid:1;)
+alert http any any -> any any (http.uri; from_base64; content:"foobar"; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    assert!(tx_sids(&e, &mut ctx, &FakeTx(vec![("http.uri", vec![b"!not base64"])]), b"x").is_empty());
+    assert_eq!(tx_sids(&e, &mut ctx, &FakeTx(vec![("http.uri", vec![b"Zm9vYmFy"])]), b"x"), [1, 2]);
+}
+
+#[test]
+fn transform_scratch_is_reused_across_packets() {
+    let e = engine(r#"alert http any any -> any any (http.uri; url_decode; to_lowercase; content:"/x"; sid:1;)"#);
+    let mut ctx = e.new_ctx();
+    let tx = FakeTx(vec![("http.uri", vec![b"/X%20/y"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1]);
+    let pointers = |ctx: &DetectCtx| {
+        let mut p: Vec<*const u8> = ctx.transform_scratch.iter().map(|v| v.as_ptr()).collect();
+        p.sort();
+        p
+    };
+    let buffers = pointers(&ctx);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1]);
+    let again = pointers(&ctx);
+    assert_eq!(buffers, again, "steady state must not reallocate");
+}
+
+#[test]
+fn transform_and_bsize_placement_rules() {
+    let rejected = |text: &str| {
+        let load = load_rules_str("t.rules", text, &RuleVars::default());
+        assert!(load.errors.is_empty(), "{:?}", load.errors);
+        let (_, report) = DetectEngine::build(load.rules, &DetectConfig::default()).unwrap();
+        report.rules_rejected.len()
+    };
+    assert_eq!(rejected(r#"alert tcp any any -> any any (to_lowercase; content:"a"; sid:1;)"#), 1);
+    assert_eq!(rejected(r#"alert tcp any any -> any any (content:"a"; bsize:1; sid:1;)"#), 1);
+    assert_eq!(rejected(r#"alert http any any -> any any (http.uri; pcrexform:"abc"; content:"a"; sid:1;)"#), 1);
+    // base64_data without base64_decode loads but cannot match.
+    let load = load_rules_str("t.rules", r#"alert tcp any any -> any any (base64_data; content:"a"; sid:1;)"#, &RuleVars::default());
+    let (_, report) = DetectEngine::build(load.rules, &DetectConfig::default()).unwrap();
+    assert_eq!(report.rules_inactive.get("base64_data without base64_decode"), Some(&1));
+}

@@ -151,13 +151,66 @@ pub enum Transform {
     ToSha256,
     HeaderLowercase,
     StripPseudoHeaders,
-    /// `pcrexform:"regex"`: the buffer becomes the first capture.
+    /// `pcrexform:"regex"`: the buffer becomes the last capture that took part in the match.
     Pcrexform(String),
-    /// `xor:"hexkey"`.
-    Xor(Vec<u8>),
-    /// `from_base64` with its raw options (`bytes N, offset N, mode rfc4648`).
-    FromBase64(String),
+    /// `xor:"hexkey"` (static key) or `xor:offset N, extract NBYTES AT` (key read from the buffer).
+    Xor(XorSpec),
+    /// `from_base64:bytes N, offset N, mode rfc4648|rfc2045|strict`.
+    FromBase64(FromBase64),
+    /// `gunzip` / `gunzip:max-size N`: the buffer is decompressed, output capped at `max_size`.
+    Gunzip { max_size: u32 },
+    /// `zlib_deflate` / `zlib_deflate:max-size N`: zlib-wrapped deflate, output capped.
+    ZlibDeflate { max_size: u32 },
+    /// `subslice:offset[, nbytes][, truncate]`: a window of the buffer (negative = from the end).
+    Subslice(Subslice),
 }
+
+/// Options of the `xor` transform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XorSpec {
+    pub key: XorKey,
+    /// Bytes before this offset are copied unchanged (room for an embedded key).
+    pub offset: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum XorKey {
+    Static(Vec<u8>),
+    /// `nbytes` bytes at `at` of the buffer itself (`extract 1 0`, also spelled `var 1 0`).
+    InBuffer { nbytes: u8, at: u16 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base64Mode {
+    /// Stops at the first byte outside the alphabet (Suricata's default).
+    Rfc4648,
+    /// Skips bytes outside the alphabet (MIME).
+    Rfc2045,
+    /// Any byte outside the alphabet, or bad padding, fails the transform.
+    Strict,
+}
+
+/// Options of the `from_base64` transform; 0 means "not given".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FromBase64 {
+    pub bytes: u32,
+    pub offset: u32,
+    pub mode: Base64Mode,
+}
+
+/// Options of the `subslice` transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Subslice {
+    pub offset: i64,
+    pub nbytes: Option<i64>,
+    /// Clamp out-of-range bounds instead of producing an empty buffer.
+    pub truncate: bool,
+}
+
+/// Suricata's default output cap of gunzip / zlib_deflate.
+pub const DECOMPRESS_DEFAULT_MAX: u32 = 1024;
+/// Largest output cap accepted for gunzip / zlib_deflate (16 MiB).
+const DECOMPRESS_MAX: u64 = 16 << 20;
 
 impl Transform {
     /// Parses a transform keyword; `Ok(None)` when `keyword` is not a transform.
@@ -180,9 +233,13 @@ impl Transform {
             "to_sha256" => no_value(Transform::ToSha256),
             "header_lowercase" => no_value(Transform::HeaderLowercase),
             "strip_pseudo_headers" => no_value(Transform::StripPseudoHeaders),
-            "from_base64" => Ok(Some(Transform::FromBase64(
-                value.unwrap_or("").trim().to_string(),
-            ))),
+            "from_base64" => Ok(Some(Transform::FromBase64(parse_from_base64(value.unwrap_or(""))?))),
+            "gunzip" => Ok(Some(Transform::Gunzip { max_size: parse_max_size(keyword, value)? })),
+            "zlib_deflate" => Ok(Some(Transform::ZlibDeflate { max_size: parse_max_size(keyword, value)? })),
+            "subslice" => {
+                let v = value.ok_or("subslice needs an offset")?;
+                Ok(Some(Transform::Subslice(parse_subslice(v)?)))
+            }
             "pcrexform" => {
                 let v = value.ok_or("pcrexform needs a quoted regex")?;
                 let re = super::lexer::strip_quotes(v).ok_or("pcrexform value must be quoted")?;
@@ -191,17 +248,129 @@ impl Transform {
                 }
                 Ok(Some(Transform::Pcrexform(re.to_string())))
             }
-            "xor" => {
-                let v = value.ok_or("xor needs a quoted hex key")?;
-                let hex = super::lexer::strip_quotes(v).ok_or("xor key must be quoted")?;
-                let key = super::options::decode_hex(hex)
-                    .ok_or_else(|| format!("invalid xor key '{hex}'"))?;
-                if key.is_empty() {
-                    return Err("xor key is empty".into());
-                }
-                Ok(Some(Transform::Xor(key)))
-            }
+            "xor" => Ok(Some(Transform::Xor(parse_xor(value.ok_or("xor needs a key")?)?))),
             _ => Ok(None),
         }
     }
+}
+
+fn parse_xor(value: &str) -> Result<XorSpec, String> {
+    let v = value.trim();
+    let v = super::lexer::strip_quotes(v).unwrap_or(v).trim();
+    let (offset, key_part) = match v.strip_prefix("offset") {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_whitespace()) => {
+            let (n, key) = rest.split_once(',').ok_or("xor: 'offset N' must be followed by ',<key>'")?;
+            let n: u32 = n.trim().parse().map_err(|_| format!("xor: invalid offset '{}'", n.trim()))?;
+            (n, key.trim())
+        }
+        _ => (0, v),
+    };
+    let in_buffer = key_part.strip_prefix("extract").or_else(|| key_part.strip_prefix("var"));
+    let key = match in_buffer {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_whitespace()) => {
+            let mut it = rest.split_whitespace();
+            let (Some(n), Some(at), None) = (it.next(), it.next(), it.next()) else {
+                return Err("xor: key location must be 'extract <nbytes> <offset>'".into());
+            };
+            let nbytes: u8 = n.parse().map_err(|_| format!("xor: invalid key length '{n}'"))?;
+            let at: u16 = at.parse().map_err(|_| format!("xor: invalid key offset '{at}'"))?;
+            if nbytes == 0 {
+                return Err("xor: key length must be at least 1".into());
+            }
+            XorKey::InBuffer { nbytes, at }
+        }
+        _ => {
+            let hex = super::lexer::strip_quotes(key_part).unwrap_or(key_part);
+            let key = super::options::decode_hex(hex).ok_or_else(|| format!("invalid xor key '{hex}'"))?;
+            if key.is_empty() || key.len() > 255 {
+                return Err("xor key must be 1 to 255 bytes".into());
+            }
+            XorKey::Static(key)
+        }
+    };
+    Ok(XorSpec { key, offset })
+}
+
+fn parse_from_base64(value: &str) -> Result<FromBase64, String> {
+    let mut out = FromBase64 { bytes: 0, offset: 0, mode: Base64Mode::Rfc4648 };
+    let (mut seen_bytes, mut seen_offset, mut seen_mode) = (false, false, false);
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(out);
+    }
+    for item in value.split(',') {
+        let mut it = item.split_whitespace();
+        let (Some(name), Some(arg), None) = (it.next(), it.next(), it.next()) else {
+            return Err(format!("from_base64: invalid option '{}'", item.trim()));
+        };
+        let number = |seen: &mut bool| -> Result<u32, String> {
+            if std::mem::replace(seen, true) {
+                return Err(format!("from_base64: {name} given twice"));
+            }
+            arg.parse::<u16>().map(u32::from).map_err(|_| format!("from_base64: invalid {name} '{arg}' (0-65535)"))
+        };
+        match name {
+            "bytes" => out.bytes = number(&mut seen_bytes)?,
+            "offset" => out.offset = number(&mut seen_offset)?,
+            "mode" => {
+                if std::mem::replace(&mut seen_mode, true) {
+                    return Err("from_base64: mode given twice".into());
+                }
+                out.mode = match arg {
+                    "rfc4648" => Base64Mode::Rfc4648,
+                    "rfc2045" => Base64Mode::Rfc2045,
+                    "strict" => Base64Mode::Strict,
+                    _ => return Err(format!("from_base64: unknown mode '{arg}'")),
+                };
+            }
+            _ => return Err(format!("from_base64: unknown option '{name}'")),
+        }
+    }
+    Ok(out)
+}
+
+/// `max-size N` (also `max-size=N`), N with an optional kb/mb/kib/mib unit.
+fn parse_max_size(keyword: &str, value: Option<&str>) -> Result<u32, String> {
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(DECOMPRESS_DEFAULT_MAX);
+    };
+    let rest = value
+        .strip_prefix("max-size")
+        .ok_or_else(|| format!("{keyword}: unknown option '{value}'"))?
+        .trim_start()
+        .trim_start_matches('=')
+        .trim();
+    let digits_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let (digits, unit) = rest.split_at(digits_end);
+    let n: u64 = digits.parse().map_err(|_| format!("{keyword}: invalid max-size '{rest}'"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" => 1,
+        "kb" => 1000,
+        "mb" => 1000 * 1000,
+        "kib" => 1024,
+        "mib" => 1024 * 1024,
+        other => return Err(format!("{keyword}: unknown unit '{other}'")),
+    };
+    let size = n.saturating_mul(scale);
+    if size == 0 || size > DECOMPRESS_MAX {
+        return Err(format!("{keyword}: max-size must be 1 to {DECOMPRESS_MAX}"));
+    }
+    Ok(size as u32)
+}
+
+fn parse_subslice(value: &str) -> Result<Subslice, String> {
+    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+    let num = |s: &str| s.parse::<i64>().map_err(|_| format!("subslice: invalid number '{s}'"));
+    let is_truncate = |s: &str| s.eq_ignore_ascii_case("truncate");
+    let (offset, nbytes, truncate) = match parts.as_slice() {
+        [o] => (num(o)?, None, false),
+        [o, t] if is_truncate(t) => (num(o)?, None, true),
+        [o, n] => (num(o)?, Some(num(n)?), false),
+        [o, n, t] if is_truncate(t) => (num(o)?, Some(num(n)?), true),
+        _ => return Err("subslice: expected 'offset[, nbytes][, truncate]'".into()),
+    };
+    if nbytes == Some(0) {
+        return Err("subslice: nbytes must not be 0".into());
+    }
+    Ok(Subslice { offset, nbytes, truncate })
 }

@@ -21,7 +21,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use buffers::{AppNumber, Buffer, BufferDef, Transform};
+pub use buffers::{AppNumber, Base64Mode, Buffer, BufferDef, FromBase64, Subslice, Transform, XorKey, XorSpec};
 pub use config::{Classification, ClassificationTable, ThresholdConfig, ThresholdEntry};
 pub use header::{Action, Direction, Protocol, RuleHeader};
 pub use options::{Content, NumOrVar, RuleOption, UintCmp};

@@ -517,7 +517,7 @@ fn sticky_buffers_legacy_modifiers_and_transforms() {
             "Dotprefix",
             "ToLowercase",
             "Pcrexform(\"^(.*)$\")",
-            "Xor([13, 10])",
+            "Xor(XorSpec { key: Static([13, 10]), offset: 0 })",
             "PktData",
             "content:http.uri",
             "Sid(1)"
