@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 mod alert;
 mod app;
+mod dns;
 pub use alert::AlertLogOptions;
 pub use app::AppLayer;
 use app::AppCounters;
@@ -361,6 +362,16 @@ impl Inspector {
                 *dropped |= verdict.drop_flow;
             });
             app_layer = Some(al);
+        } else if let (L4::Udp(_), true) = (&d.l4, self.detection.engine.is_some() && !skip_stream) {
+            // UDP: each datagram is parsed as it arrives and its transaction inspected on
+            // this packet. App state exists only for flows that may carry a UDP protocol.
+            let ports = (flow.client().1, flow.server().1);
+            if app.is_some() || dns::udp_ports_wanted(ports) {
+                let al = app.get_or_insert_with(Default::default);
+                al.on_datagram(dir, d.payload, ports, &mut self.detection.app_counters);
+                first_tx = al.take_pending(dir);
+                app_layer = Some(al);
+            }
         }
         if !inspected {
             let mut view = app_layer.as_deref_mut().map(|al| al.view(first_tx, dir));
@@ -508,6 +519,9 @@ impl Inspector {
         s.add("app_layer.http.anomalies", a.http_anomalies);
         s.add("app_layer.pending_dropped", a.pending_dropped);
         s.add("app_layer.alerted_forgotten", a.alerted_forgotten);
+        for (name, v) in a.dns.counters() {
+            s.add(&name, v);
+        }
         if let Some(engine) = &det.engine {
             for (name, v) in engine.counters(&det.ctx) {
                 s.add(name, v);
