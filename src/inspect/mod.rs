@@ -362,9 +362,11 @@ impl Inspector {
                 *dropped |= verdict.drop_flow;
             });
             app_layer = Some(al);
-        } else if let (L4::Udp(_), true) = (&d.l4, self.detection.engine.is_some() && !skip_stream) {
+        } else if let (L4::Udp(_), true) = (&d.l4, self.detection.engine.is_some()) {
             // UDP: each datagram is parsed as it arrives and its transaction inspected on
             // this packet. App state exists only for flows that may carry a UDP protocol.
+            // A bad UDP checksum does not keep the datagram from the parser (Suricata
+            // checks UDP checksums only for the checksum keywords).
             let ports = (flow.client().1, flow.server().1);
             if app.is_some() || dns::udp_ports_wanted(ports) {
                 let al = app.get_or_insert_with(Default::default);
