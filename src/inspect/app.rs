@@ -11,7 +11,8 @@
 use super::dns::{DnsAppCounters, DnsFlow, DnsTxBuffers};
 use crate::applayer::dns::DnsTransaction;
 use crate::applayer::http::{HttpConfig, HttpEvent, HttpParser, HttpTx, Progress};
-use crate::applayer::probe::{AppProto, DetectStatus, ProtoDetector, Transport};
+use crate::applayer::probe::{AppProto, DetectStatus, DetectionPorts, ProtoDetector, Transport};
+use std::sync::Arc;
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::Buffer;
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
@@ -46,6 +47,8 @@ pub struct AppLayer {
     pending: [Vec<u64>; 2],
     /// (tx, sid) that already alerted; oldest forgotten first past `MAX_ALERTED`.
     alerted: Vec<(u64, u32)>,
+    /// Ports on which port-recognised protocols (DNS) are probed, shared by the worker.
+    detection_ports: Arc<DetectionPorts>,
 }
 
 /// Worker-wide app-layer counters.
@@ -62,11 +65,18 @@ pub(crate) struct AppCounters {
 
 impl Default for AppLayer {
     fn default() -> Self {
+        AppLayer::with_detection_ports(Arc::new(DetectionPorts::default()))
+    }
+}
+
+impl AppLayer {
+    pub(crate) fn with_detection_ports(detection_ports: Arc<DetectionPorts>) -> Self {
         AppLayer {
             parser: Parser::Probing { detector: ProtoDetector::new(PROBE_LIMIT), seen: Default::default(), cut: [false; 2] },
             proto: None,
             pending: Default::default(),
             alerted: Vec::new(),
+            detection_ports,
         }
     }
 }
@@ -124,7 +134,7 @@ impl AppLayer {
                     return;
                 }
                 seen[d].extend_from_slice(data);
-                let status = detector.on_data(Transport::Tcp, dir, &seen[d], ports);
+                let status = detector.on_data_with(Transport::Tcp, dir, &seen[d], ports, &self.detection_ports);
                 if seen[d].len() >= PROBE_LIMIT && status == DetectStatus::Pending {
                     cut[d] = true;
                     seen[d] = Vec::new();
@@ -198,7 +208,7 @@ impl AppLayer {
     pub(crate) fn on_datagram(&mut self, dir: Direction, datagram: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
         if let Parser::Probing { detector, .. } = &mut self.parser {
             // Datagrams stand alone: nothing is kept for replay.
-            match detector.on_data(Transport::Udp, dir, datagram, ports) {
+            match detector.on_data_with(Transport::Udp, dir, datagram, ports, &self.detection_ports) {
                 DetectStatus::Pending => return,
                 DetectStatus::Failed => {
                     self.parser = Parser::Idle;

@@ -6,7 +6,6 @@
 //! response on a to-client packet: over UDP the datagram's own packet, over TCP the packet
 //! on which the stream releases the message (in IDS mode after the peer acked it).
 
-use crate::applayer::probe::AppProto;
 use crate::applayer::dns::{DnsCounters, DnsRecord, DnsState, DnsTransaction, RData};
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::{AppNumber, Buffer};
@@ -36,14 +35,6 @@ impl DnsAppCounters {
         .into_iter()
         .chain(self.parser.counters().map(|(name, v)| (format!("app_layer.{name}"), v)))
     }
-}
-
-/// Whether a UDP flow between `ports` (client, server) gets app-layer state: only DNS is
-/// parsed over UDP, and it is recognised on its ports (as Suricata's probing parsers are),
-/// so other UDP flows cost no allocation.
-pub(crate) fn udp_ports_wanted(ports: (u16, u16)) -> bool {
-    let dns = AppProto::Dns.default_ports();
-    dns.contains(&ports.0) || dns.contains(&ports.1)
 }
 
 /// The DNS parser of one flow.
