@@ -158,7 +158,9 @@ impl BufferSource for DnsTxBuffers<'_> {
         match field {
             AppNumber::DnsOpcode if index == 0 => Some(tx.opcode().into()),
             AppNumber::DnsRcode if index == 0 => Some(tx.rcode().into()),
-            AppNumber::DnsRrtype => tx.query_rrtypes().nth(index).map(u64::from),
+            // Suricata: the questions' types in a request, the answers' types in a response.
+            AppNumber::DnsRrtype if tx.is_request() => tx.query_rrtypes().nth(index).map(u64::from),
+            AppNumber::DnsRrtype => tx.message.answers.get(index).map(|a| a.rrtype.into()),
             _ => None,
         }
     }
@@ -207,7 +209,7 @@ mod tests {
     pub(crate) fn response(id: u16, qname: &str, cname: &str, ns: &str) -> Vec<u8> {
         let mut m = header(id, 0x8183, 1, 1, 1);
         m.extend(labels(qname));
-        m.extend([0, 5, 0, 1]);
+        m.extend([0, 1, 0, 1]);
         for (rrtype, target) in [(5u8, cname), (2, ns)] {
             m.extend([0xc0, 12, 0, rrtype, 0, 1, 0, 0, 0, 60]);
             let rdata = labels(target);
@@ -260,7 +262,10 @@ mod tests {
             ["www.oisf.net", "www.oisf.net", "web.oisf.net", "www.oisf.net", "ns1.dns.example"]
         );
         assert_eq!(b.number(AppNumber::DnsRcode, 0), Some(3));
+        // Answer types in a response (not the question's A): the one CNAME; the NS record
+        // is an authority.
         assert_eq!(b.number(AppNumber::DnsRrtype, 0), Some(5));
+        assert_eq!(b.number(AppNumber::DnsRrtype, 1), None);
     }
 
     #[test]
