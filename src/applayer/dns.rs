@@ -55,7 +55,7 @@ impl Default for DnsConfig {
 }
 
 /// Worker-wide counters; parse calls add to them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DnsCounters {
     pub requests: u64,
     pub responses: u64,

@@ -53,6 +53,31 @@ pub enum Transport {
     Udp,
 }
 
+/// Configured server ports of the protocols recognised by port
+/// (`app-layer.protocols.dns.<tcp|udp>.detection-ports.dp`); the default is port 53.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DetectionPorts {
+    pub dns_tcp: Vec<u16>,
+    pub dns_udp: Vec<u16>,
+}
+
+impl Default for DetectionPorts {
+    fn default() -> Self {
+        DetectionPorts { dns_tcp: AppProto::Dns.default_ports().to_vec(), dns_udp: AppProto::Dns.default_ports().to_vec() }
+    }
+}
+
+impl DetectionPorts {
+    /// Whether either port of a flow is a DNS port for `transport`.
+    pub fn dns(&self, transport: Transport, ports: (u16, u16)) -> bool {
+        let list = match transport {
+            Transport::Tcp => &self.dns_tcp,
+            Transport::Udp => &self.dns_udp,
+        };
+        list.contains(&ports.0) || list.contains(&ports.1)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeResult {
     /// The bytes so far are a prefix of something recognisable: wait for more.
@@ -160,8 +185,8 @@ fn has_port(ports: (u16, u16), proto: AppProto) -> bool {
     proto.default_ports().contains(&ports.0) || proto.default_ports().contains(&ports.1)
 }
 
-fn check_dns_tcp(data: &[u8], ports: (u16, u16)) -> Check {
-    if !has_port(ports, AppProto::Dns) {
+fn check_dns_tcp(data: &[u8], dns_port: bool) -> Check {
+    if !dns_port {
         return Check::NoMatch;
     }
     if data.len() < 2 + dns::HEADER_LEN {
@@ -180,12 +205,24 @@ fn check_dns_tcp(data: &[u8], ports: (u16, u16)) -> Check {
 /// Checks the first bytes of one direction (`data` starts at the first byte of the
 /// direction). `ports` are the flow's (source, destination) ports in either order.
 pub fn probe(transport: Transport, direction: Direction, data: &[u8], ports: (u16, u16)) -> ProbeResult {
+    probe_with(transport, direction, data, ports, &DetectionPorts::default())
+}
+
+/// [`probe`] with configured detection ports.
+pub fn probe_with(
+    transport: Transport,
+    direction: Direction,
+    data: &[u8],
+    ports: (u16, u16),
+    detection_ports: &DetectionPorts,
+) -> ProbeResult {
+    let dns_port = detection_ports.dns(transport, ports);
     if data.is_empty() {
         return ProbeResult::NeedMore;
     }
     if transport == Transport::Udp {
         // UDP carries only DNS here, recognised on its port like Suricata's defaults.
-        if has_port(ports, AppProto::Dns) && dns::probe_message(data, data.len()).is_some() {
+        if dns_port && dns::probe_message(data, data.len()).is_some() {
             return ProbeResult::Detected(AppProto::Dns);
         }
         return ProbeResult::Unknown;
@@ -209,7 +246,7 @@ pub fn probe(transport: Transport, direction: Direction, data: &[u8], ports: (u1
         (check_ssh(data), AppProto::Ssh),
         (smtp_client, AppProto::Smtp),
         (ftp_client, AppProto::Ftp),
-        (check_dns_tcp(data, ports), AppProto::Dns),
+        (check_dns_tcp(data, dns_port), AppProto::Dns),
     ];
     for (check, proto) in checks {
         if let Some(result) = consider(check, proto) {
@@ -280,10 +317,22 @@ impl ProtoDetector {
 
     /// `data` is everything received so far in `direction`, from its first byte.
     pub fn on_data(&mut self, transport: Transport, direction: Direction, data: &[u8], ports: (u16, u16)) -> DetectStatus {
+        self.on_data_with(transport, direction, data, ports, &DetectionPorts::default())
+    }
+
+    /// [`ProtoDetector::on_data`] with configured detection ports.
+    pub fn on_data_with(
+        &mut self,
+        transport: Transport,
+        direction: Direction,
+        data: &[u8],
+        ports: (u16, u16),
+        detection_ports: &DetectionPorts,
+    ) -> DetectStatus {
         let d = direction.index();
         if self.directions[d] == DirectionVerdict::Probing && !data.is_empty() {
             let window = &data[..data.len().min(self.max_probe_len)];
-            self.directions[d] = match probe(transport, direction, window, ports) {
+            self.directions[d] = match probe_with(transport, direction, window, ports, detection_ports) {
                 ProbeResult::Detected(p) => DirectionVerdict::Detected(p),
                 ProbeResult::Unknown => DirectionVerdict::Unknown,
                 ProbeResult::NeedMore if window.len() >= self.max_probe_len => DirectionVerdict::Unknown,
@@ -381,6 +430,19 @@ mod tests {
         let mut m = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
         m.extend([6, b'g', b'o', b'o', b'g', b'l', b'e', 3, b'c', b'o', b'm', 0, 0, 1, 0, 1]);
         m
+    }
+
+    #[test]
+    fn dns_on_configured_ports() {
+        let q = dns_query();
+        let ports = DetectionPorts { dns_tcp: vec![53], dns_udp: vec![5353] };
+        assert_eq!(probe_with(Transport::Udp, ToServer, &q, (38246, 5353), &ports), ProbeResult::Detected(AppProto::Dns));
+        assert_eq!(probe_with(Transport::Udp, ToServer, &q, (38246, 53), &ports), ProbeResult::Unknown);
+        let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&q);
+        assert_eq!(probe_with(Transport::Tcp, ToServer, &framed, (40000, 5353), &ports), ProbeResult::Unknown);
+        let mut det = ProtoDetector::default();
+        assert_eq!(det.on_data_with(Transport::Udp, ToClient, &q, (5353, 38246), &ports), DetectStatus::Detected(AppProto::Dns));
     }
 
     #[test]

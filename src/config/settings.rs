@@ -193,6 +193,9 @@ pub struct EngineSettings {
     pub packet_alert_max: u16,
     pub runmode: Option<String>,
     pub default_log_dir: Option<PathBuf>,
+    /// `app-layer.protocols.dns.{tcp,udp}.detection-ports.dp` (or the key without the
+    /// transport): server ports on which DNS is recognised; `None` keeps port 53.
+    pub dns_detection_ports: [Option<Vec<u16>>; 2],
 }
 
 impl Default for EngineSettings {
@@ -225,6 +228,7 @@ impl Default for EngineSettings {
             packet_alert_max: 15,
             runmode: None,
             default_log_dir: None,
+            dns_detection_ports: [None, None],
         }
     }
 }
@@ -357,6 +361,17 @@ impl EngineSettings {
         }
         s.runmode = cfg.get_str("runmode");
         s.default_log_dir = cfg.get_str("default-log-dir").map(PathBuf::from);
+        for (slot, transport) in s.dns_detection_ports.iter_mut().zip(["tcp", "udp"]) {
+            let specific = format!("app-layer.protocols.dns.{transport}.detection-ports.dp");
+            let generic = "app-layer.protocols.dns.detection-ports.dp";
+            let Some((key, node)) = [specific.as_str(), generic].into_iter().find_map(|k| cfg.node(k).map(|n| (k, n))) else {
+                continue;
+            };
+            match detection_ports(node) {
+                Some(ports) => *slot = Some(ports),
+                None => warnings.push(format!("{key}: not a port list, keeping DNS detection on port 53")),
+            }
+        }
         Ok((s, warnings))
     }
 
@@ -388,6 +403,40 @@ impl EngineSettings {
             })
             .collect()
     }
+}
+
+/// A `detection-ports` value: `53`, `"53, 5353"`, `"[53,5353]"`, `"1000:1010"`, or a YAML list.
+fn detection_ports(node: &serde_yaml::Value) -> Option<Vec<u16>> {
+    use serde_yaml::Value;
+    let text = match node {
+        Value::Sequence(items) => {
+            let mut all = Vec::new();
+            for item in items {
+                all.extend(detection_ports(item)?);
+            }
+            return (!all.is_empty()).then_some(all);
+        }
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        _ => return None,
+    };
+    let mut ports = Vec::new();
+    for part in text.trim().trim_start_matches('[').trim_end_matches(']').split(',') {
+        let part = part.trim();
+        let (lo, hi) = match part.split_once(':') {
+            Some((lo, hi)) => (lo.trim().parse::<u16>().ok()?, hi.trim().parse::<u16>().ok()?),
+            None => {
+                let p = part.parse::<u16>().ok()?;
+                (p, p)
+            }
+        };
+        // A range is kept small: each port is probed by a linear scan.
+        if lo > hi || hi - lo > 1024 {
+            return None;
+        }
+        ports.extend(lo..=hi);
+    }
+    (!ports.is_empty()).then_some(ports)
 }
 
 fn set_opt<T>(field: &mut T, value: Option<T>) {

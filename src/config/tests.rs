@@ -732,3 +732,20 @@ fn host_os_policy_entries_in_file_order() {
     let got: Vec<(&str, &str)> = s.host_os_policy.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     assert_eq!(got, [("windows", "0.0.0.0/0"), ("old-linux", "2.2.2.2"), ("old-linux", "10.0.0.0/8")]);
 }
+
+#[test]
+fn dns_detection_ports_per_transport_generic_key_and_lists() {
+    let settings = |body: &str, sets: &[&str]| {
+        let (config, _) = load_str(body, sets);
+        EngineSettings::from_config(&config).unwrap()
+    };
+    assert_eq!(settings("", &[]).0.dns_detection_ports, [None, None]);
+    let generic = settings("", &["app-layer.protocols.dns.detection-ports.dp=5353"]).0;
+    assert_eq!(generic.dns_detection_ports, [Some(vec![5353]), Some(vec![5353])]);
+    let body = "app-layer:\n  protocols:\n    dns:\n      tcp:\n        detection-ports:\n          dp: \"[53, 5300:5302]\"\n      udp:\n        detection-ports:\n          dp: [53, 5353]\n";
+    let specific = settings(body, &[]).0;
+    assert_eq!(specific.dns_detection_ports, [Some(vec![53, 5300, 5301, 5302]), Some(vec![53, 5353])]);
+    let (bad, warnings) = settings("", &["app-layer.protocols.dns.udp.detection-ports.dp=http"]);
+    assert_eq!(bad.dns_detection_ports, [None, None]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+}

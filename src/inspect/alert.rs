@@ -1,10 +1,9 @@
 //! Running the detection engine on a packet (or a flow-end pseudo packet) and writing what
 //! it found: eve `alert` and `drop` events and fast.log lines, as Suricata writes them.
 
-use super::app::{AppView, TxBuffers};
+use super::app::{AppBuffers, AppTx, AppView};
 use super::{write_flow_event, Detection, FlowExt};
 use crate::applayer::http::HttpTx;
-use crate::detect::engine::BufferSource;
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectFlow, DetectPacket, FlowInfo};
 use crate::detect::rule::Action;
@@ -107,7 +106,7 @@ impl Detection {
             }
             Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
         };
-        let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| TxBuffers::new(tx, dir));
+        let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| AppBuffers::new(tx, dir));
         let app_log = AppLog { proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()), tx: app.as_ref().and_then(|a| a.tx).map(|(tx, _)| tx) };
         let pkt = DetectPacket {
             ts,
@@ -120,7 +119,7 @@ impl Detection {
             stream: stream.map(|(chunk, _)| chunk),
             app_proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
             payload_in_stream,
-            buffers: tx_buffers.as_ref().map(|b| b as &dyn BufferSource),
+            buffers: tx_buffers.as_ref().map(|b| b.source()),
         };
         self.alerts.clear();
         engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);
@@ -318,7 +317,7 @@ fn write_alert(
         }
     }
     if let (Some(tx), true) = (app.tx, alert.app_tx) {
-        o.u64("tx_id", tx.id);
+        o.u64("tx_id", tx.id());
     }
     o.open("alert")
         .str("action", if blocked { "blocked" } else { "allowed" })
@@ -348,8 +347,10 @@ fn write_alert(
     if let Some(p) = app.proto {
         o.str("app_proto", p);
     }
-    if let Some(tx) = app.tx {
-        write_http(&mut o, tx);
+    match app.tx {
+        Some(AppTx::Http(tx)) => write_http(&mut o, tx),
+        Some(AppTx::Dns(tx)) => super::dns::write_dns(&mut o, tx),
+        None => {}
     }
     if opts.payload {
         o.str("payload", &base64(payload));
@@ -376,7 +377,7 @@ fn write_alert(
 /// App-layer facts an alert logs.
 struct AppLog<'a> {
     proto: Option<&'static str>,
-    tx: Option<&'a HttpTx>,
+    tx: Option<AppTx<'a>>,
 }
 
 /// Suricata's `http` object of an alert: what is known of the transaction so far.

@@ -8,8 +8,11 @@
 //! so a request is parsed while handling a to-client packet and inspected on the next
 //! to-server packet (or at flow end), as in Suricata.
 
+use super::dns::{DnsAppCounters, DnsFlow, DnsTxBuffers};
+use crate::applayer::dns::DnsTransaction;
 use crate::applayer::http::{HttpConfig, HttpEvent, HttpParser, HttpTx, Progress};
-use crate::applayer::probe::{AppProto, DetectStatus, ProtoDetector, Transport};
+use crate::applayer::probe::{AppProto, DetectStatus, DetectionPorts, ProtoDetector, Transport};
+use std::sync::Arc;
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::Buffer;
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
@@ -30,6 +33,8 @@ enum Parser {
         cut: [bool; 2],
     },
     Http(Box<HttpParser>),
+    /// DNS over UDP (one message per datagram) or TCP (length-prefixed messages).
+    Dns(Box<DnsFlow>),
     /// Detected as something without a parser here, or detection failed.
     Idle,
 }
@@ -42,6 +47,8 @@ pub struct AppLayer {
     pending: [Vec<u64>; 2],
     /// (tx, sid) that already alerted; oldest forgotten first past `MAX_ALERTED`.
     alerted: Vec<(u64, u32)>,
+    /// Ports on which port-recognised protocols (DNS) are probed, shared by the worker.
+    detection_ports: Arc<DetectionPorts>,
 }
 
 /// Worker-wide app-layer counters.
@@ -53,15 +60,23 @@ pub(crate) struct AppCounters {
     pub http_anomalies: u64,
     pub pending_dropped: u64,
     pub alerted_forgotten: u64,
+    pub dns: DnsAppCounters,
 }
 
 impl Default for AppLayer {
     fn default() -> Self {
+        AppLayer::with_detection_ports(Arc::new(DetectionPorts::default()))
+    }
+}
+
+impl AppLayer {
+    pub(crate) fn with_detection_ports(detection_ports: Arc<DetectionPorts>) -> Self {
         AppLayer {
             parser: Parser::Probing { detector: ProtoDetector::new(PROBE_LIMIT), seen: Default::default(), cut: [false; 2] },
             proto: None,
             pending: Default::default(),
             alerted: Vec::new(),
+            detection_ports,
         }
     }
 }
@@ -108,6 +123,10 @@ impl AppLayer {
                 let pending = &mut self.pending;
                 p.on_data(dir, data, &mut |ev| note_event(pending, ev, counters));
             }
+            Parser::Dns(p) => {
+                let pending = &mut self.pending;
+                p.on_stream(dir, data, &mut counters.dns, &mut |d, tx| queue_pending(pending, d, tx, &mut counters.pending_dropped));
+            }
             Parser::Idle => {}
             Parser::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -115,7 +134,7 @@ impl AppLayer {
                     return;
                 }
                 seen[d].extend_from_slice(data);
-                let status = detector.on_data(Transport::Tcp, dir, &seen[d], ports);
+                let status = detector.on_data_with(Transport::Tcp, dir, &seen[d], ports, &self.detection_ports);
                 if seen[d].len() >= PROBE_LIMIT && status == DetectStatus::Pending {
                     cut[d] = true;
                     seen[d] = Vec::new();
@@ -131,6 +150,7 @@ impl AppLayer {
                 let pending = &mut self.pending;
                 p.on_gap(dir, len, &mut |ev| note_event(pending, ev, counters));
             }
+            Parser::Dns(p) => p.on_gap(dir),
             Parser::Idle => {}
             Parser::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -161,11 +181,54 @@ impl AppLayer {
                 }
                 self.parser = Parser::Http(parser);
             }
+            DetectStatus::Detected(AppProto::Dns) => {
+                self.proto = Some(AppProto::Dns);
+                let old = std::mem::replace(&mut self.parser, Parser::Idle);
+                let mut parser = Box::new(DnsFlow::new(true, &mut counters.dns));
+                if let Parser::Probing { seen, .. } = old {
+                    let pending = &mut self.pending;
+                    for dir in [Direction::ToServer, Direction::ToClient] {
+                        parser.on_stream(dir, &seen[dir.index()], &mut counters.dns, &mut |d, tx| {
+                            queue_pending(pending, d, tx, &mut counters.pending_dropped)
+                        });
+                    }
+                }
+                self.parser = Parser::Dns(parser);
+            }
             DetectStatus::Detected(p) => {
                 counters.flows_other += 1;
                 self.proto = Some(p);
                 self.parser = Parser::Idle;
             }
+        }
+    }
+
+    /// One UDP datagram of the flow: protocol detection on it (DNS only over UDP), then
+    /// the parser; the message's transaction waits for inspection on this same packet.
+    pub(crate) fn on_datagram(&mut self, dir: Direction, datagram: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
+        if let Parser::Probing { detector, .. } = &mut self.parser {
+            // Datagrams stand alone: nothing is kept for replay.
+            match detector.on_data_with(Transport::Udp, dir, datagram, ports, &self.detection_ports) {
+                DetectStatus::Pending => return,
+                DetectStatus::Failed => {
+                    self.parser = Parser::Idle;
+                    return;
+                }
+                DetectStatus::Detected(AppProto::Dns) => {
+                    self.proto = Some(AppProto::Dns);
+                    self.parser = Parser::Dns(Box::new(DnsFlow::new(false, &mut counters.dns)));
+                }
+                DetectStatus::Detected(p) => {
+                    counters.flows_other += 1;
+                    self.proto = Some(p);
+                    self.parser = Parser::Idle;
+                    return;
+                }
+            }
+        }
+        if let Parser::Dns(p) = &mut self.parser {
+            let pending = &mut self.pending;
+            p.on_datagram(dir, datagram, &mut counters.dns, &mut |d, tx| queue_pending(pending, d, tx, &mut counters.pending_dropped));
         }
     }
 
@@ -190,7 +253,8 @@ impl AppLayer {
     /// Split borrow for a detection run: the transaction (if any) and the alerted set.
     pub(crate) fn view(&mut self, id: Option<u64>, dir: Direction) -> AppView<'_> {
         let tx = match (&self.parser, id) {
-            (Parser::Http(p), Some(id)) => p.tx(id),
+            (Parser::Http(p), Some(id)) => p.tx(id).map(AppTx::Http),
+            (Parser::Dns(p), Some(id)) => p.tx(id).map(AppTx::Dns),
             _ => None,
         };
         AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), alerted: &mut self.alerted, app_only: false }
@@ -198,6 +262,13 @@ impl AppLayer {
 
     /// Once nothing waits for inspection, finished transactions and their alert marks go.
     pub(crate) fn prune(&mut self) {
+        if let Parser::Dns(p) = &mut self.parser {
+            // DNS transactions are complete when parsed: all but those still waiting go.
+            let keep_from = self.pending.iter().flatten().copied().min().unwrap_or_else(|| p.next_tx_id());
+            p.free_below(keep_from);
+            self.alerted.retain(|&(tx, _)| tx >= keep_from);
+            return;
+        }
         if self.has_pending() {
             return;
         }
@@ -231,13 +302,19 @@ fn note_event(pending: &mut [Vec<u64>; 2], ev: HttpEvent, counters: &mut AppCoun
             return;
         }
     };
+    queue_pending(pending, dir, tx, &mut counters.pending_dropped);
+}
+
+/// Queues `tx` for inspection on the next packet of `dir` (once; the oldest goes past
+/// `MAX_PENDING`, counted in `dropped`).
+fn queue_pending(pending: &mut [Vec<u64>; 2], dir: Direction, tx: u64, dropped: &mut u64) {
     let q = &mut pending[dir.index()];
     if q.contains(&tx) {
         return;
     }
     if q.len() >= MAX_PENDING {
         q.remove(0);
-        counters.pending_dropped += 1;
+        *dropped += 1;
     }
     q.push(tx);
 }
@@ -246,7 +323,7 @@ fn note_event(pending: &mut [Vec<u64>; 2], ev: HttpEvent, counters: &mut AppCoun
 pub(crate) struct AppView<'a> {
     pub proto: Option<AppProto>,
     /// The transaction inspected by this run and the packet's direction.
-    pub tx: Option<(&'a HttpTx, Direction)>,
+    pub tx: Option<(AppTx<'a>, Direction)>,
     alerted: &'a mut Vec<(u64, u32)>,
     /// An extra run for a further transaction: only transaction rules may alert.
     pub app_only: bool,
@@ -256,15 +333,55 @@ impl AppView<'_> {
     /// Whether an alert of `sid` on this run's transaction is new; remembers it.
     pub(crate) fn first_alert(&mut self, sid: u32, counters: &mut AppCounters) -> bool {
         let Some((tx, _)) = self.tx else { return true };
-        if self.alerted.contains(&(tx.id, sid)) {
+        let id = tx.id();
+        if self.alerted.contains(&(id, sid)) {
             return false;
         }
         if self.alerted.len() >= MAX_ALERTED {
             self.alerted.remove(0);
             counters.alerted_forgotten += 1;
         }
-        self.alerted.push((tx.id, sid));
+        self.alerted.push((id, sid));
         true
+    }
+}
+
+/// One transaction of whichever protocol the flow speaks.
+#[derive(Clone, Copy)]
+pub(crate) enum AppTx<'a> {
+    Http(&'a HttpTx),
+    Dns(&'a DnsTransaction),
+}
+
+impl AppTx<'_> {
+    /// The transaction's number in its flow (eve's `tx_id`).
+    pub(crate) fn id(&self) -> u64 {
+        match self {
+            AppTx::Http(t) => t.id,
+            AppTx::Dns(t) => t.tx_id,
+        }
+    }
+}
+
+/// The inspection buffers of one transaction of any protocol.
+pub(crate) enum AppBuffers<'a> {
+    Http(TxBuffers<'a>),
+    Dns(DnsTxBuffers<'a>),
+}
+
+impl<'a> AppBuffers<'a> {
+    pub(crate) fn new(tx: AppTx<'a>, dir: Direction) -> Self {
+        match tx {
+            AppTx::Http(t) => AppBuffers::Http(TxBuffers::new(t, dir)),
+            AppTx::Dns(t) => AppBuffers::Dns(DnsTxBuffers::new(t, dir)),
+        }
+    }
+
+    pub(crate) fn source(&self) -> &dyn BufferSource {
+        match self {
+            AppBuffers::Http(b) => b,
+            AppBuffers::Dns(b) => b,
+        }
     }
 }
 

@@ -13,10 +13,12 @@ use crate::config::StreamInline;
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
 use crate::stream::{Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
+use crate::applayer::probe::{DetectionPorts, Transport};
 use std::sync::Arc;
 
 mod alert;
 mod app;
+mod dns;
 pub use alert::AlertLogOptions;
 pub use app::AppLayer;
 use app::AppCounters;
@@ -42,6 +44,8 @@ pub struct InspectSettings {
     pub midstream_policy: ExceptionPolicy,
     /// `host-os-policy`: overlap policy per receiving host.
     pub host_os: Arc<HostOsPolicy>,
+    /// App-layer `detection-ports` (DNS).
+    pub detection_ports: Arc<DetectionPorts>,
 }
 
 impl InspectSettings {
@@ -96,8 +100,21 @@ impl InspectSettings {
             alert_log: AlertLogOptions::default(),
             midstream_policy,
             host_os: Arc::new(host_os),
+            detection_ports: Arc::new(detection_ports(engine)),
         }
     }
+}
+
+fn detection_ports(engine: &EngineSettings) -> DetectionPorts {
+    let mut ports = DetectionPorts::default();
+    let [tcp, udp] = &engine.dns_detection_ports;
+    if let Some(p) = tcp {
+        ports.dns_tcp = p.clone();
+    }
+    if let Some(p) = udp {
+        ports.dns_udp = p.clone();
+    }
+    ports
 }
 
 /// Decoder-level counters (Suricata's `decoder.*`). Plain fields: this is the hot path.
@@ -175,6 +192,7 @@ pub struct Inspector {
     stream_cfg: StreamConfig,
     midstream_policy: ExceptionPolicy,
     host_os: Arc<HostOsPolicy>,
+    detection_ports: Arc<DetectionPorts>,
     stream_mem: ReassemblyMemory,
     detection: Detection,
     /// Flows that ended while a packet was processed (evicted, port reused).
@@ -218,6 +236,7 @@ impl Inspector {
             stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
             midstream_policy: settings.midstream_policy,
             host_os: settings.host_os.clone(),
+            detection_ports: settings.detection_ports.clone(),
             stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
             detection: Detection {
                 engine,
@@ -346,7 +365,8 @@ impl Inspector {
             info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
             // This packet may release data in its own direction (inline mode, or the
             // other side's ACKs arrived earlier) and, by acking, in the opposite one.
-            let al = app.get_or_insert_with(Default::default);
+            let detection_ports = &self.detection_ports;
+            let al = app.get_or_insert_with(|| Box::new(AppLayer::with_detection_ports(detection_ports.clone())));
             let ports = (flow.client().1, flow.server().1);
             for side in [dir, dir.opposite()] {
                 al.feed(reassembly, side, ports, &mut self.stream_mem, &mut self.detection.app_counters);
@@ -361,6 +381,19 @@ impl Inspector {
                 *dropped |= verdict.drop_flow;
             });
             app_layer = Some(al);
+        } else if let (L4::Udp(_), true) = (&d.l4, self.detection.engine.is_some()) {
+            // UDP: each datagram is parsed as it arrives and its transaction inspected on
+            // this packet. App state exists only for flows that may carry a UDP protocol.
+            // A bad UDP checksum does not keep the datagram from the parser (Suricata
+            // checks UDP checksums only for the checksum keywords).
+            let ports = (flow.client().1, flow.server().1);
+            if app.is_some() || self.detection_ports.dns(Transport::Udp, ports) {
+                let detection_ports = &self.detection_ports;
+                let al = app.get_or_insert_with(|| Box::new(AppLayer::with_detection_ports(detection_ports.clone())));
+                al.on_datagram(dir, d.payload, ports, &mut self.detection.app_counters);
+                first_tx = al.take_pending(dir);
+                app_layer = Some(al);
+            }
         }
         if !inspected {
             let mut view = app_layer.as_deref_mut().map(|al| al.view(first_tx, dir));
@@ -508,6 +541,9 @@ impl Inspector {
         s.add("app_layer.http.anomalies", a.http_anomalies);
         s.add("app_layer.pending_dropped", a.pending_dropped);
         s.add("app_layer.alerted_forgotten", a.alerted_forgotten);
+        for (name, v) in a.dns.counters() {
+            s.add(&name, v);
+        }
         if let Some(engine) = &det.engine {
             for (name, v) in engine.counters(&det.ctx) {
                 s.add(name, v);

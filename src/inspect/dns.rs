@@ -1,0 +1,440 @@
+//! DNS in the inspection path: feeding [`DnsState`] from UDP datagrams and the TCP stream,
+//! the inspection buffers of one DNS transaction, and the `dns` object of eve alerts.
+//!
+//! Transactions follow Suricata 8: every message (request or response) is its own
+//! transaction, complete when parsed. A request is inspected on a to-server packet, a
+//! response on a to-client packet: over UDP the datagram's own packet, over TCP the packet
+//! on which the stream releases the message (in IDS mode after the peer acked it).
+
+use crate::applayer::dns::{DnsCounters, DnsRecord, DnsState, DnsTransaction, RData};
+use crate::detect::engine::BufferSource;
+use crate::detect::rule::buffers::{AppNumber, Buffer};
+use crate::stream::Direction;
+use std::cell::OnceCell;
+
+/// Worker-wide DNS counters of the inspection path (Suricata's `app_layer.flow.dns_*`,
+/// `app_layer.tx.dns_*`) plus the parser's own anomaly counters.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct DnsAppCounters {
+    pub flows_udp: u64,
+    pub flows_tcp: u64,
+    pub tx_udp: u64,
+    pub tx_tcp: u64,
+    pub parser: DnsCounters,
+}
+
+impl DnsAppCounters {
+    /// (name, value) in stats.log naming.
+    pub(crate) fn counters(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        [
+            ("app_layer.flow.dns_udp".to_string(), self.flows_udp),
+            ("app_layer.flow.dns_tcp".to_string(), self.flows_tcp),
+            ("app_layer.tx.dns_udp".to_string(), self.tx_udp),
+            ("app_layer.tx.dns_tcp".to_string(), self.tx_tcp),
+        ]
+        .into_iter()
+        .chain(self.parser.counters().map(|(name, v)| (format!("app_layer.{name}"), v)))
+    }
+}
+
+/// The DNS parser of one flow.
+pub(crate) struct DnsFlow {
+    state: DnsState,
+}
+
+impl DnsFlow {
+    pub(crate) fn new(tcp: bool, counters: &mut DnsAppCounters) -> Self {
+        if tcp {
+            counters.flows_tcp += 1;
+        } else {
+            counters.flows_udp += 1;
+        }
+        DnsFlow { state: DnsState::default() }
+    }
+
+    /// One UDP datagram of `dir`; `on_tx` gets the new transaction's id, if the message parsed.
+    pub(crate) fn on_datagram(&mut self, dir: Direction, datagram: &[u8], counters: &mut DnsAppCounters, on_tx: &mut dyn FnMut(Direction, u64)) {
+        if let Some(id) = self.state.parse_udp(dir, datagram, &mut counters.parser) {
+            counters.tx_udp += 1;
+            on_tx(dir, id);
+        }
+    }
+
+    /// Stream bytes of `dir`; `on_tx` gets each transaction the bytes completed.
+    pub(crate) fn on_stream(&mut self, dir: Direction, data: &[u8], counters: &mut DnsAppCounters, on_tx: &mut dyn FnMut(Direction, u64)) {
+        let first_new = self.state.next_tx_id();
+        self.state.parse_tcp(dir, data, &mut counters.parser);
+        // Transaction ids are handed out consecutively, and only to parsed messages.
+        let next = self.state.next_tx_id();
+        counters.tx_tcp += next - first_new;
+        for id in first_new..next {
+            on_tx(dir, id);
+        }
+    }
+
+    pub(crate) fn on_gap(&mut self, dir: Direction) {
+        self.state.on_gap(dir);
+    }
+
+    pub(crate) fn tx(&self, id: u64) -> Option<&DnsTransaction> {
+        self.state.tx(id)
+    }
+
+    /// Inspected transactions are complete: everything below `keep_from` goes.
+    pub(crate) fn free_below(&mut self, keep_from: u64) {
+        self.state.free_below(keep_from);
+    }
+
+    pub(crate) fn next_tx_id(&self) -> u64 {
+        self.state.next_tx_id()
+    }
+}
+
+/// The name an rdata carries, for the records whose data is a domain name (what
+/// `dns.response.rrname` inspects besides the owner names).
+fn rdata_name(rec: &DnsRecord) -> Option<&[u8]> {
+    match &rec.rdata {
+        RData::Name(n) | RData::Mx { exchange: n, .. } => Some(&n.bytes),
+        RData::Soa(soa) => Some(&soa.mname.bytes),
+        _ => None,
+    }
+}
+
+/// Every name `dns.response.rrname` inspects, in Suricata's order: the questions, then per
+/// answer, authority and additional record its owner name and a name-valued rdata. An empty
+/// (root) owner name ends its section, as in Suricata.
+fn response_names(tx: &DnsTransaction) -> Vec<&[u8]> {
+    let m = &tx.message;
+    let mut names: Vec<&[u8]> = m.questions.iter().map(|q| q.name.bytes.as_slice()).take_while(|n| !n.is_empty()).collect();
+    for section in [&m.answers, &m.authorities, &m.additionals] {
+        for rec in section.iter() {
+            if rec.name.bytes.is_empty() {
+                break;
+            }
+            names.push(&rec.name.bytes);
+            if let Some(n) = rdata_name(rec).filter(|n| !n.is_empty()) {
+                names.push(n);
+            }
+        }
+    }
+    names
+}
+
+/// The inspection buffers of one DNS transaction, seen from the packet's direction.
+pub(crate) struct DnsTxBuffers<'a> {
+    tx: &'a DnsTransaction,
+    dir: Direction,
+    /// Built on first use: most rule sets never ask for `dns.response.rrname`.
+    response_names: OnceCell<Vec<&'a [u8]>>,
+}
+
+impl<'a> DnsTxBuffers<'a> {
+    pub(crate) fn new(tx: &'a DnsTransaction, dir: Direction) -> Self {
+        DnsTxBuffers { tx, dir, response_names: OnceCell::new() }
+    }
+}
+
+impl BufferSource for DnsTxBuffers<'_> {
+    fn get(&self, buffer: Buffer) -> Option<&[u8]> {
+        self.get_nth(buffer, 0)
+    }
+
+    fn get_nth(&self, buffer: Buffer, index: usize) -> Option<&[u8]> {
+        let tx = self.tx;
+        match buffer.name {
+            // Question names of requests only, inspected to the server.
+            "dns.query" if self.dir == Direction::ToServer => tx.query_names().nth(index),
+            "dns.queries.rrname" => tx.question_names().nth(index),
+            "dns.answers.rrname" => tx.answer_names().nth(index),
+            "dns.response.rrname" if self.dir == Direction::ToClient && !tx.is_request() => {
+                self.response_names.get_or_init(|| response_names(tx)).get(index).copied()
+            }
+            _ => None,
+        }
+    }
+
+    fn number(&self, field: AppNumber, index: usize) -> Option<u64> {
+        let tx = self.tx;
+        match field {
+            AppNumber::DnsOpcode if index == 0 => Some(tx.opcode().into()),
+            AppNumber::DnsRcode if index == 0 => Some(tx.rcode().into()),
+            // Suricata: the questions' types in a request, the answers' types in a response.
+            AppNumber::DnsRrtype if tx.is_request() => tx.query_rrtypes().nth(index).map(u64::from),
+            AppNumber::DnsRrtype => tx.message.answers.get(index).map(|a| a.rrtype.into()),
+            _ => None,
+        }
+    }
+}
+
+/// Suricata's `dns` object of an alert (the version 3 record of the transaction).
+pub(crate) fn write_dns(o: &mut crate::output::json::JsonObject<'_>, tx: &DnsTransaction) {
+    let mut buf = Vec::with_capacity(256);
+    tx.write_eve(&mut buf);
+    // write_eve escapes every string it writes, so the record is valid UTF-8 JSON.
+    if let Ok(json) = std::str::from_utf8(&buf) {
+        o.raw("dns", json);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::rule::buffers::buffer_by_name;
+
+    fn labels(name: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        for label in name.split('.').filter(|l| !l.is_empty()) {
+            out.push(label.len() as u8);
+            out.extend_from_slice(label.as_bytes());
+        }
+        out.push(0);
+        out
+    }
+
+    fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16) -> Vec<u8> {
+        [id, flags, qd, an, ns, 0].iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    /// A request for `names` (type A) with opcode `opcode`.
+    pub(crate) fn request(id: u16, opcode: u16, names: &[&str]) -> Vec<u8> {
+        let mut m = header(id, 0x0100 | (opcode << 11), names.len() as u16, 0, 0);
+        for n in names {
+            m.extend(labels(n));
+            m.extend([0, 1, 0, 1]);
+        }
+        m
+    }
+
+    /// A response to `qname`: a CNAME answer to `cname` and an NS authority `ns`.
+    pub(crate) fn response(id: u16, qname: &str, cname: &str, ns: &str) -> Vec<u8> {
+        let mut m = header(id, 0x8183, 1, 1, 1);
+        m.extend(labels(qname));
+        m.extend([0, 1, 0, 1]);
+        for (rrtype, target) in [(5u8, cname), (2, ns)] {
+            m.extend([0xc0, 12, 0, rrtype, 0, 1, 0, 0, 0, 60]);
+            let rdata = labels(target);
+            m.extend((rdata.len() as u16).to_be_bytes());
+            m.extend(rdata);
+        }
+        m
+    }
+
+    fn all(b: &DnsTxBuffers<'_>, name: &str) -> Vec<String> {
+        let buf = buffer_by_name(name).expect("known buffer");
+        (0..).map_while(|i| b.get_nth(buf, i)).map(|s| String::from_utf8_lossy(s).into_owned()).collect()
+    }
+
+    fn parse(dir: Direction, msg: &[u8]) -> (DnsFlow, u64) {
+        let mut c = DnsAppCounters::default();
+        let mut flow = DnsFlow::new(false, &mut c);
+        let mut ids = Vec::new();
+        flow.on_datagram(dir, msg, &mut c, &mut |_, id| ids.push(id));
+        assert_eq!(c.tx_udp, 1);
+        (flow, ids[0])
+    }
+
+    #[test]
+    fn request_buffers() {
+        let (flow, id) = parse(Direction::ToServer, &request(7, 4, &["a.example", "b.example"]));
+        let tx = flow.tx(id).expect("tx");
+        let b = DnsTxBuffers::new(tx, Direction::ToServer);
+        assert_eq!(all(&b, "dns.query"), ["a.example", "b.example"]);
+        assert_eq!(all(&b, "dns.queries.rrname"), ["a.example", "b.example"]);
+        assert!(all(&b, "dns.answers.rrname").is_empty());
+        assert!(all(&b, "dns.response.rrname").is_empty(), "requests have no response names");
+        assert_eq!(b.number(AppNumber::DnsOpcode, 0), Some(4));
+        assert_eq!(b.number(AppNumber::DnsOpcode, 1), None);
+        assert_eq!(b.number(AppNumber::DnsRrtype, 1), Some(1));
+        assert_eq!(b.number(AppNumber::DnsRrtype, 2), None);
+        assert_eq!(b.number(AppNumber::TlsVersion, 0), None);
+    }
+
+    #[test]
+    fn response_buffers() {
+        let (flow, id) = parse(Direction::ToClient, &response(7, "www.oisf.net", "web.oisf.net", "ns1.dns.example"));
+        let tx = flow.tx(id).expect("tx");
+        let b = DnsTxBuffers::new(tx, Direction::ToClient);
+        assert!(all(&b, "dns.query").is_empty(), "dns.query is for requests");
+        assert_eq!(all(&b, "dns.queries.rrname"), ["www.oisf.net"]);
+        assert_eq!(all(&b, "dns.answers.rrname"), ["www.oisf.net"]);
+        assert_eq!(
+            all(&b, "dns.response.rrname"),
+            ["www.oisf.net", "www.oisf.net", "web.oisf.net", "www.oisf.net", "ns1.dns.example"]
+        );
+        assert_eq!(b.number(AppNumber::DnsRcode, 0), Some(3));
+        // Answer types in a response (not the question's A): the one CNAME; the NS record
+        // is an authority.
+        assert_eq!(b.number(AppNumber::DnsRrtype, 0), Some(5));
+        assert_eq!(b.number(AppNumber::DnsRrtype, 1), None);
+    }
+
+    #[test]
+    fn tcp_stream_yields_each_framed_message() {
+        let mut c = DnsAppCounters::default();
+        let mut flow = DnsFlow::new(true, &mut c);
+        let mut framed = Vec::new();
+        for name in ["one.example", "two.example"] {
+            let m = request(1, 0, &[name]);
+            framed.extend((m.len() as u16).to_be_bytes());
+            framed.extend(m);
+        }
+        let mut seen = Vec::new();
+        let (head, tail) = framed.split_at(20);
+        flow.on_stream(Direction::ToServer, head, &mut c, &mut |d, id| seen.push((d, id)));
+        assert!(seen.is_empty(), "first message incomplete");
+        flow.on_stream(Direction::ToServer, tail, &mut c, &mut |d, id| seen.push((d, id)));
+        assert_eq!(seen, [(Direction::ToServer, 0), (Direction::ToServer, 1)]);
+        assert_eq!((c.flows_tcp, c.tx_tcp), (1, 2));
+        flow.free_below(1);
+        assert!(flow.tx(0).is_none() && flow.tx(1).is_some());
+    }
+
+    #[test]
+    fn alert_object_is_the_v3_record() {
+        let (flow, id) = parse(Direction::ToServer, &request(0x1234, 0, &["x.example"]));
+        let mut out = Vec::new();
+        let mut o = crate::output::json::JsonObject::begin(&mut out);
+        write_dns(&mut o, flow.tx(id).expect("tx"));
+        o.finish();
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+        assert_eq!(v["dns"]["type"], "request");
+        assert_eq!(v["dns"]["version"], 3);
+        assert_eq!(v["dns"]["id"], 0x1234);
+        assert_eq!(v["dns"]["queries"][0]["rrname"], "x.example");
+    }
+
+    /// End to end through [`crate::inspect::Inspector`]: crafted packets in, eve lines out.
+    mod inspector {
+        use super::{request, response};
+        use crate::config::{EngineSettings, StreamInline};
+        use crate::detect::engine::{DetectConfig, DetectEngine};
+        use crate::detect::rule::{load_rules_str, RuleVars};
+        use crate::inspect::{InspectSettings, Inspector};
+        use crate::output::merge::EventBuf;
+        use crate::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
+        use etherparse::PacketBuilder;
+        use serde_json::Value;
+        use std::sync::Arc;
+
+        const CLIENT: [u8; 4] = [192, 168, 1, 10];
+        const SERVER: [u8; 4] = [10, 0, 0, 53];
+
+        fn inspector(rules: &str, inline: bool) -> Inspector {
+            let load = load_rules_str("t.rules", rules, &RuleVars::default());
+            assert!(load.errors.is_empty() && load.unsupported_rules.is_empty(), "{:?} {:?}", load.errors, load.unsupported_rules);
+            let (engine, _) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
+            // Inline with midstream pickup: TCP data is released on its own packet.
+            let engine_settings = EngineSettings {
+                midstream: inline,
+                stream_inline: if inline { StreamInline::Yes } else { StreamInline::No },
+                ..EngineSettings::default()
+            };
+            let mut settings = InspectSettings::from_engine(&engine_settings, 1, false);
+            settings.detect = Some(Arc::new(engine));
+            Inspector::new(&settings)
+        }
+
+        fn udp(to_server: bool, client_port: u16, payload: &[u8]) -> Vec<u8> {
+            let mut out = Vec::new();
+            let b = PacketBuilder::ethernet2([1; 6], [2; 6]);
+            let b = if to_server { b.ipv4(CLIENT, SERVER, 64).udp(client_port, 53) } else { b.ipv4(SERVER, CLIENT, 64).udp(53, client_port) };
+            b.write(&mut out, payload).expect("build");
+            out
+        }
+
+        fn run(insp: &mut Inspector, frames: &[Vec<u8>]) -> Vec<Value> {
+            let mut out = EventBuf::default();
+            for (i, frame) in frames.iter().enumerate() {
+                let meta = PacketMeta::standalone(i as u64 + 1, Timestamp(1_000_000_000 * (i as u64 + 1)), LinkType::Ethernet, frame.len() as u32, frame.len());
+                insp.packet(PacketRef { meta: &meta, data: frame }, &mut out);
+            }
+            insp.finish(&mut out);
+            out.lines()
+                .filter(|(_, sink, _)| *sink == crate::output::merge::Sink::Eve)
+                .map(|(_, _, line)| serde_json::from_slice(line).expect("eve json"))
+                .collect()
+        }
+
+        fn alerts(events: &[Value]) -> Vec<(u64, u64)> {
+            events
+                .iter()
+                .filter(|e| e["event_type"] == "alert")
+                .map(|e| (e["pcap_cnt"].as_u64().unwrap_or(0), e["alert"]["signature_id"].as_u64().unwrap_or(0)))
+                .collect()
+        }
+
+        const RULES: &str = "alert dns any any -> any any (dns.query; content:\"oisf\"; sid:1;)\n\
+            alert dns any any -> any any (dns.response.rrname; content:\"ns1.dns\"; sid:2;)\n\
+            alert dns any any -> any any (dns.opcode:4; sid:3;)\n\
+            alert dns any any -> any any (dns.rcode:3; flow:to_client; sid:4;)\n\
+            alert dns any any -> any any (dns.queries.rrname; content:\"www.oisf\"; sid:5;)\n";
+
+        #[test]
+        fn udp_request_and_response_inspected_on_their_own_packets() {
+            let mut insp = inspector(RULES, false);
+            let frames = [
+                udp(true, 40000, &request(9, 0, &["www.oisf.net"])),
+                udp(false, 40000, &response(9, "www.oisf.net", "web.oisf.net", "ns1.dns.example")),
+                udp(true, 40000, &request(10, 4, &["example.com"])),
+            ];
+            let events = run(&mut insp, &frames);
+            assert_eq!(alerts(&events), [(1, 1), (1, 5), (2, 2), (2, 4), (2, 5), (3, 3)]);
+            let a = events.iter().find(|e| e["alert"]["signature_id"] == 2).expect("sid 2");
+            assert_eq!(a["app_proto"], "dns");
+            assert_eq!(a["tx_id"], 1);
+            assert_eq!(a["direction"], "to_client");
+            assert_eq!(a["dns"]["type"], "response");
+            assert_eq!(a["dns"]["rcode"], "NXDOMAIN");
+            assert_eq!(a["dns"]["answers"][0]["rdata"], "web.oisf.net");
+            let flow = events.iter().find(|e| e["event_type"] == "flow").expect("flow event");
+            assert_eq!(flow["app_proto"], "dns");
+            let counters: std::collections::HashMap<String, u64> = insp.counters().iter().map(|(n, v)| (n.to_string(), v)).collect();
+            assert_eq!(counters.get("app_layer.flow.dns_udp"), Some(&1));
+            assert_eq!(counters.get("app_layer.tx.dns_udp"), Some(&3));
+        }
+
+        #[test]
+        fn udp_off_the_dns_port_and_garbage_are_not_dns() {
+            let mut insp = inspector(RULES, false);
+            let mut off_port = Vec::new();
+            PacketBuilder::ethernet2([1; 6], [2; 6])
+                .ipv4(CLIENT, SERVER, 64)
+                .udp(40000, 5353)
+                .write(&mut off_port, &request(1, 0, &["www.oisf.net"]))
+                .expect("build");
+            let events = run(&mut insp, &[off_port, udp(true, 40001, b"\x00\x01not dns at all"), udp(true, 40001, &request(2, 0, &["www.oisf.net"]))]);
+            assert!(alerts(&events).is_empty(), "{:?}", alerts(&events));
+            assert!(events.iter().filter(|e| e["event_type"] == "flow").all(|f| f.get("app_proto").is_none()));
+        }
+
+        #[test]
+        fn tcp_messages_inspected_when_released_inline() {
+            let mut insp = inspector(RULES, true);
+            let mut frames = Vec::new();
+            let mut seq = 1000u32;
+            for id in [1u16, 2] {
+                let m = request(id, 0, &["www.oisf.net"]);
+                let mut framed = (m.len() as u16).to_be_bytes().to_vec();
+                framed.extend(m);
+                let mut out = Vec::new();
+                PacketBuilder::ethernet2([1; 6], [2; 6])
+                    .ipv4(CLIENT, SERVER, 64)
+                    .tcp(40000, 53, seq, 64000)
+                    .ack(1)
+                    .psh()
+                    .write(&mut out, &framed)
+                    .expect("build");
+                seq += framed.len() as u32;
+                frames.push(out);
+            }
+            let events = run(&mut insp, &frames);
+            // Each request is its own transaction and alerts once per rule.
+            assert_eq!(alerts(&events), [(1, 1), (1, 5), (2, 1), (2, 5)]);
+            let tx_ids: Vec<u64> = events.iter().filter(|e| e["alert"]["signature_id"] == 1).map(|e| e["tx_id"].as_u64().unwrap_or(99)).collect();
+            assert_eq!(tx_ids, [0, 1]);
+            let counters: std::collections::HashMap<String, u64> = insp.counters().iter().map(|(n, v)| (n.to_string(), v)).collect();
+            assert_eq!(counters.get("app_layer.flow.dns_tcp"), Some(&1));
+            assert_eq!(counters.get("app_layer.tx.dns_tcp"), Some(&2));
+        }
+    }
+}
