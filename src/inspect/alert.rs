@@ -1,7 +1,9 @@
 //! Running the detection engine on a packet (or a flow-end pseudo packet) and writing what
 //! it found: eve `alert` and `drop` events and fast.log lines, as Suricata writes them.
 
-use super::app::{AppView, TxBuffers};
+use super::app::{AppView, TxBuffers, TxRef};
+use super::tls::{write_tls, TlsBuffers};
+use crate::applayer::tls::TlsState;
 use super::{write_flow_event, Detection, FlowExt};
 use crate::applayer::http::HttpTx;
 use crate::detect::engine::BufferSource;
@@ -107,8 +109,16 @@ impl Detection {
             }
             Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
         };
-        let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| TxBuffers::new(tx, dir));
-        let app_log = AppLog { proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()), tx: app.as_ref().and_then(|a| a.tx).map(|(tx, _)| tx) };
+        let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| match tx {
+            TxRef::Http(tx) => TxSource::Http(TxBuffers::new(tx, dir)),
+            TxRef::Tls(st) => TxSource::Tls(TlsBuffers::new(st, dir)),
+        });
+        let app_log = AppLog {
+            proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
+            tx: app.as_ref().and_then(|a| a.tx).map(|(tx, _)| tx),
+            tls: app.as_ref().and_then(|a| a.tls),
+            log_ja3: self.log_ja3,
+        };
         let pkt = DetectPacket {
             ts,
             pcap_cnt,
@@ -120,7 +130,7 @@ impl Detection {
             stream: stream.map(|(chunk, _)| chunk),
             app_proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
             payload_in_stream,
-            buffers: tx_buffers.as_ref().map(|b| b as &dyn BufferSource),
+            buffers: tx_buffers.as_ref().map(TxSource::as_dyn),
         };
         self.alerts.clear();
         engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);
@@ -318,7 +328,7 @@ fn write_alert(
         }
     }
     if let (Some(tx), true) = (app.tx, alert.app_tx) {
-        o.u64("tx_id", tx.id);
+        o.u64("tx_id", tx.id());
     }
     o.open("alert")
         .str("action", if blocked { "blocked" } else { "allowed" })
@@ -348,8 +358,11 @@ fn write_alert(
     if let Some(p) = app.proto {
         o.str("app_proto", p);
     }
-    if let Some(tx) = app.tx {
+    if let Some(TxRef::Http(tx)) = app.tx {
         write_http(&mut o, tx);
+    }
+    if let Some(st) = app.tls {
+        write_tls(&mut o, st, app.log_ja3);
     }
     if opts.payload {
         o.str("payload", &base64(payload));
@@ -376,7 +389,24 @@ fn write_alert(
 /// App-layer facts an alert logs.
 struct AppLog<'a> {
     proto: Option<&'static str>,
-    tx: Option<&'a HttpTx>,
+    tx: Option<TxRef<'a>>,
+    tls: Option<&'a TlsState>,
+    log_ja3: bool,
+}
+
+/// The buffers of the inspected transaction, whatever its protocol.
+enum TxSource<'a> {
+    Http(TxBuffers<'a>),
+    Tls(TlsBuffers<'a>),
+}
+
+impl TxSource<'_> {
+    fn as_dyn(&self) -> &dyn BufferSource {
+        match self {
+            TxSource::Http(b) => b,
+            TxSource::Tls(b) => b,
+        }
+    }
 }
 
 /// Suricata's `http` object of an alert: what is known of the transaction so far.

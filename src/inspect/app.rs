@@ -10,9 +10,12 @@
 
 use crate::applayer::http::{HttpConfig, HttpEvent, HttpParser, HttpTx, Progress};
 use crate::applayer::probe::{AppProto, DetectStatus, ProtoDetector, Transport};
+use crate::applayer::tls::{TlsConfig, TlsCounters, TlsState};
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::Buffer;
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
+
+use super::tls::{TlsProgress, TLS_TX_ID};
 
 /// Bytes per direction looked at (and kept for replay into the parser) while probing.
 const PROBE_LIMIT: usize = 4096;
@@ -30,6 +33,8 @@ enum Parser {
         cut: [bool; 2],
     },
     Http(Box<HttpParser>),
+    /// One TLS session: a single transaction (id 0) for its whole life.
+    Tls(Box<TlsState>),
     /// Detected as something without a parser here, or detection failed.
     Idle,
 }
@@ -45,11 +50,14 @@ pub struct AppLayer {
 }
 
 /// Worker-wide app-layer counters.
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone)]
 pub(crate) struct AppCounters {
     pub flows_http: u64,
+    pub flows_tls: u64,
     pub flows_other: u64,
     pub http_tx: u64,
+    pub tls_tx: u64,
+    pub tls: TlsCounters,
     pub http_anomalies: u64,
     pub pending_dropped: u64,
     pub alerted_forgotten: u64,
@@ -108,6 +116,7 @@ impl AppLayer {
                 let pending = &mut self.pending;
                 p.on_data(dir, data, &mut |ev| note_event(pending, ev, counters));
             }
+            Parser::Tls(st) => parse_tls(st, &mut self.pending, dir, data, counters),
             Parser::Idle => {}
             Parser::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -131,6 +140,7 @@ impl AppLayer {
                 let pending = &mut self.pending;
                 p.on_gap(dir, len, &mut |ev| note_event(pending, ev, counters));
             }
+            Parser::Tls(st) => st.on_gap(dir, &mut counters.tls),
             Parser::Idle => {}
             Parser::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -161,6 +171,19 @@ impl AppLayer {
                 }
                 self.parser = Parser::Http(parser);
             }
+            DetectStatus::Detected(AppProto::Tls) => {
+                counters.flows_tls += 1;
+                counters.tls_tx += 1;
+                self.proto = Some(AppProto::Tls);
+                let old = std::mem::replace(&mut self.parser, Parser::Idle);
+                let mut state = Box::new(TlsState::new(TlsConfig::default()));
+                if let Parser::Probing { seen, .. } = old {
+                    for dir in [Direction::ToServer, Direction::ToClient] {
+                        parse_tls(&mut state, &mut self.pending, dir, &seen[dir.index()], counters);
+                    }
+                }
+                self.parser = Parser::Tls(state);
+            }
             DetectStatus::Detected(p) => {
                 counters.flows_other += 1;
                 self.proto = Some(p);
@@ -190,10 +213,15 @@ impl AppLayer {
     /// Split borrow for a detection run: the transaction (if any) and the alerted set.
     pub(crate) fn view(&mut self, id: Option<u64>, dir: Direction) -> AppView<'_> {
         let tx = match (&self.parser, id) {
-            (Parser::Http(p), Some(id)) => p.tx(id),
+            (Parser::Http(p), Some(id)) => p.tx(id).map(TxRef::Http),
+            (Parser::Tls(st), Some(TLS_TX_ID)) => Some(TxRef::Tls(st)),
             _ => None,
         };
-        AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), alerted: &mut self.alerted, app_only: false }
+        let tls = match &self.parser {
+            Parser::Tls(st) => Some(&**st),
+            _ => None,
+        };
+        AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), tls, alerted: &mut self.alerted, app_only: false }
     }
 
     /// Once nothing waits for inspection, finished transactions and their alert marks go.
@@ -209,6 +237,19 @@ impl AppLayer {
                 self.alerted.clear();
             }
         }
+    }
+}
+
+/// Feeds TLS bytes of `dir`; the session is due for inspection in `dir` when its handshake
+/// in that direction moved on (a hello or certificates parsed).
+fn parse_tls(st: &mut TlsState, pending: &mut [Vec<u64>; 2], dir: Direction, data: &[u8], counters: &mut AppCounters) {
+    if data.is_empty() {
+        return;
+    }
+    let before = TlsProgress::of(st, dir);
+    st.parse(dir, data, &mut counters.tls);
+    if TlsProgress::of(st, dir) != before {
+        queue_pending(pending, dir, TLS_TX_ID, counters);
     }
 }
 
@@ -231,6 +272,10 @@ fn note_event(pending: &mut [Vec<u64>; 2], ev: HttpEvent, counters: &mut AppCoun
             return;
         }
     };
+    queue_pending(pending, dir, tx, counters);
+}
+
+fn queue_pending(pending: &mut [Vec<u64>; 2], dir: Direction, tx: u64, counters: &mut AppCounters) {
     let q = &mut pending[dir.index()];
     if q.contains(&tx) {
         return;
@@ -242,11 +287,30 @@ fn note_event(pending: &mut [Vec<u64>; 2], ev: HttpEvent, counters: &mut AppCoun
     q.push(tx);
 }
 
+/// A transaction of whichever protocol the flow speaks.
+#[derive(Clone, Copy)]
+pub(crate) enum TxRef<'a> {
+    Http(&'a HttpTx),
+    /// A TLS session is its own (only) transaction.
+    Tls(&'a TlsState),
+}
+
+impl TxRef<'_> {
+    pub(crate) fn id(self) -> u64 {
+        match self {
+            TxRef::Http(tx) => tx.id,
+            TxRef::Tls(_) => TLS_TX_ID,
+        }
+    }
+}
+
 /// What a detection run knows of the flow's app layer.
 pub(crate) struct AppView<'a> {
     pub proto: Option<AppProto>,
     /// The transaction inspected by this run and the packet's direction.
-    pub tx: Option<(&'a HttpTx, Direction)>,
+    pub tx: Option<(TxRef<'a>, Direction)>,
+    /// The flow's TLS session, logged with every alert of the flow as Suricata does.
+    pub tls: Option<&'a TlsState>,
     alerted: &'a mut Vec<(u64, u32)>,
     /// An extra run for a further transaction: only transaction rules may alert.
     pub app_only: bool,
@@ -256,14 +320,15 @@ impl AppView<'_> {
     /// Whether an alert of `sid` on this run's transaction is new; remembers it.
     pub(crate) fn first_alert(&mut self, sid: u32, counters: &mut AppCounters) -> bool {
         let Some((tx, _)) = self.tx else { return true };
-        if self.alerted.contains(&(tx.id, sid)) {
+        let tx = tx.id();
+        if self.alerted.contains(&(tx, sid)) {
             return false;
         }
         if self.alerted.len() >= MAX_ALERTED {
             self.alerted.remove(0);
             counters.alerted_forgotten += 1;
         }
-        self.alerted.push((tx.id, sid));
+        self.alerted.push((tx, sid));
         true
     }
 }

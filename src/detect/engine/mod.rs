@@ -513,6 +513,12 @@ impl DetectEngine {
         ))
     }
 
+    /// Whether some rule inspects the app-layer buffer `name` (Suricata computes JA3 only
+    /// when rules use it or the configuration asks for it).
+    pub fn uses_buffer(&self, name: &str) -> bool {
+        self.rules.iter().any(|r| r.app_buffers.iter().any(|b| b.buffer.name == name))
+    }
+
     pub fn rule_count(&self) -> usize {
         self.rules.len()
     }
