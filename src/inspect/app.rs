@@ -499,6 +499,35 @@ mod tests {
     }
 
     #[test]
+    fn tls_session_is_one_transaction_queued_per_direction() {
+        use crate::applayer::tls::tests::{client_stream, server_stream};
+        let mut app = AppLayer::default();
+        let mut c = AppCounters::default();
+        let client = client_stream();
+        // Split inside the ClientHello: probing keeps the bytes and replays them.
+        app.on_data(Direction::ToServer, &client[..3], (40000, 443), &mut c);
+        app.on_data(Direction::ToServer, &client[3..], (40000, 443), &mut c);
+        assert_eq!(app.proto, Some(AppProto::Tls));
+        assert_eq!((c.flows_tls, c.tls_tx), (1, 1));
+        assert_eq!(app.take_pending(Direction::ToServer), Some(TLS_TX_ID));
+        assert_eq!(app.take_pending(Direction::ToClient), None, "nothing from the server yet");
+        let view = app.view(Some(TLS_TX_ID), Direction::ToServer);
+        assert!(matches!(view.tx, Some((TxRef::Tls(st), Direction::ToServer)) if st.sni() == Some(&b"example.com"[..])));
+        app.on_data(Direction::ToClient, &server_stream(), (40000, 443), &mut c);
+        assert_eq!(app.take_pending(Direction::ToClient), Some(TLS_TX_ID));
+        assert!(!app.has_pending());
+        let mut view = app.view(Some(TLS_TX_ID), Direction::ToClient);
+        assert!(view.tls.is_some_and(|st| st.certificates(Direction::ToClient).len() == 2));
+        assert!(view.first_alert(5, &mut c));
+        let mut view = app.view(Some(TLS_TX_ID), Direction::ToServer);
+        assert!(!view.first_alert(5, &mut c), "one alert per session and sid, whatever the direction");
+        // Encrypted records afterwards change nothing inspection sees.
+        app.on_data(Direction::ToClient, &[23, 3, 3, 0, 2, 0xaa, 0xbb], (40000, 443), &mut c);
+        assert!(!app.has_pending());
+        assert!(app.view(None, Direction::ToClient).tx.is_none());
+    }
+
+    #[test]
     fn non_http_goes_idle() {
         let mut app = AppLayer::default();
         let mut c = AppCounters::default();

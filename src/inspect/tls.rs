@@ -177,7 +177,7 @@ mod tests {
         assert_eq!(get(&c, "ja3.hash", 0), None);
         assert_eq!(get(&c, "tls.cert_subject", 0), Some(&b"CN=www.example.org"[..]));
         assert_eq!(get(&c, "tls.cert_issuer", 0), Some(&b"C=US, O=Let's Encrypt, CN=R3"[..]));
-        assert_eq!(get(&c, "tls.cert_serial", 0), Some(&b"5C:19:B7"[..]));
+        assert_eq!(get(&c, "tls.cert_serial", 0), Some(&b"00:5C:19:B7"[..]));
         assert_eq!(get(&c, "tls.cert_fingerprint", 0).map(|f| f.len()), Some(59));
         assert_eq!(get(&c, "tls.subjectaltname", 0), Some(&b"www.example.org"[..]));
         assert_eq!(get(&c, "tls.subjectaltname", 1), Some(&b"example.org"[..]));
@@ -204,10 +204,10 @@ mod tests {
         assert_eq!(TlsProgress::of(&st, Direction::ToClient), none);
         let server = server_stream();
         // Hello first, certificates later: two steps of progress.
-        st.parse(Direction::ToClient, &server[..60], &mut c);
+        st.parse(Direction::ToClient, &server[..120], &mut c);
         let after_hello = TlsProgress::of(&st, Direction::ToClient);
         assert_ne!(after_hello, none);
-        st.parse(Direction::ToClient, &server[60..], &mut c);
+        st.parse(Direction::ToClient, &server[120..], &mut c);
         assert_ne!(TlsProgress::of(&st, Direction::ToClient), after_hello);
     }
 
