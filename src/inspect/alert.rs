@@ -109,10 +109,13 @@ impl Detection {
             }
             Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
         };
-        let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| match tx {
-            TxRef::Http(tx) => TxSource::Http(TxBuffers::new(tx, dir)),
-            TxRef::Tls(st) => TxSource::Tls(TlsBuffers::new(st, dir)),
-        });
+        let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| TxSource::new(tx, dir));
+        // Transactional rules complete on the to-client side; they also read request buffers.
+        let other_buffers = app
+            .as_ref()
+            .and_then(|a| a.tx)
+            .filter(|(_, dir)| *dir == Direction::ToClient && engine.has_transactional_rules())
+            .map(|(tx, dir)| TxSource::new(tx, dir.opposite()));
         let app_log = AppLog {
             proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
             tx: app.as_ref().and_then(|a| a.tx).map(|(tx, _)| tx),
@@ -131,6 +134,7 @@ impl Detection {
             app_proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
             payload_in_stream,
             buffers: tx_buffers.as_ref().map(TxSource::as_dyn),
+            buffers_other: other_buffers.as_ref().map(TxSource::as_dyn),
         };
         self.alerts.clear();
         engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);
@@ -400,7 +404,14 @@ enum TxSource<'a> {
     Tls(TlsBuffers<'a>),
 }
 
-impl TxSource<'_> {
+impl<'a> TxSource<'a> {
+    fn new(tx: TxRef<'a>, dir: Direction) -> Self {
+        match tx {
+            TxRef::Http(tx) => TxSource::Http(TxBuffers::new(tx, dir)),
+            TxRef::Tls(st) => TxSource::Tls(TlsBuffers::new(st, dir)),
+        }
+    }
+
     fn as_dyn(&self) -> &dyn BufferSource {
         match self {
             TxSource::Http(b) => b,
