@@ -1048,7 +1048,7 @@ fn parse_time(tlv: Tlv<'_>) -> Option<i64> {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (era-based day counting).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let year_of_era = y - era * 400;
@@ -1080,7 +1080,7 @@ pub fn format_time(t: i64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -1206,7 +1206,7 @@ mod tests {
         handshake(HANDSHAKE_CERTIFICATE, &body)
     }
 
-    fn client_stream() -> Vec<u8> {
+    pub(crate) fn client_stream() -> Vec<u8> {
         let mut s = record(CONTENT_HANDSHAKE, &handshake(1, &client_hello_body()));
         s.extend(record(CONTENT_CHANGE_CIPHER_SPEC, &[1]));
         s.extend(record(CONTENT_HANDSHAKE, &[0xde; 40])); // encrypted Finished
@@ -1214,7 +1214,7 @@ mod tests {
         s
     }
 
-    fn server_stream() -> Vec<u8> {
+    pub(crate) fn server_stream() -> Vec<u8> {
         let alpn = ext(16, &[0, 9, 8, b'h', b't', b't', b'p', b'/', b'1', b'.', b'1']);
         let exts = [ext(0xff01, &[0]), ext(11, &[1, 0]), alpn].concat();
         let mut hs = handshake(2, &server_hello_body(&exts));

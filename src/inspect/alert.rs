@@ -2,6 +2,8 @@
 //! it found: eve `alert` and `drop` events and fast.log lines, as Suricata writes them.
 
 use super::app::{AppBuffers, AppTx, AppView};
+use super::tls::write_tls;
+use crate::applayer::tls::TlsState;
 use super::{write_flow_event, Detection, FlowExt};
 use crate::applayer::http::HttpTx;
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
@@ -107,7 +109,18 @@ impl Detection {
             Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
         };
         let tx_buffers = app.as_ref().and_then(|a| a.tx).map(|(tx, dir)| AppBuffers::new(tx, dir));
-        let app_log = AppLog { proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()), tx: app.as_ref().and_then(|a| a.tx).map(|(tx, _)| tx) };
+        // Transactional rules complete on the to-client side; they also read request buffers.
+        let other_buffers = app
+            .as_ref()
+            .and_then(|a| a.tx)
+            .filter(|(_, dir)| *dir == Direction::ToClient && engine.has_transactional_rules())
+            .map(|(tx, dir)| AppBuffers::new(tx, dir.opposite()));
+        let app_log = AppLog {
+            proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
+            tx: app.as_ref().and_then(|a| a.tx).map(|(tx, _)| tx),
+            tls: app.as_ref().and_then(|a| a.tls),
+            log_ja3: self.log_ja3,
+        };
         let pkt = DetectPacket {
             ts,
             pcap_cnt,
@@ -120,6 +133,7 @@ impl Detection {
             app_proto: app.as_ref().and_then(|a| a.proto).map(|p| p.name()),
             payload_in_stream,
             buffers: tx_buffers.as_ref().map(|b| b.source()),
+            buffers_other: other_buffers.as_ref().map(|b| b.source()),
         };
         self.alerts.clear();
         engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);
@@ -350,7 +364,10 @@ fn write_alert(
     match app.tx {
         Some(AppTx::Http(tx)) => write_http(&mut o, tx),
         Some(AppTx::Dns(tx)) => super::dns::write_dns(&mut o, tx),
-        None => {}
+        Some(AppTx::Tls(_)) | None => {}
+    }
+    if let Some(st) = app.tls {
+        write_tls(&mut o, st, app.log_ja3);
     }
     if opts.payload {
         o.str("payload", &base64(payload));
@@ -378,6 +395,8 @@ fn write_alert(
 struct AppLog<'a> {
     proto: Option<&'static str>,
     tx: Option<AppTx<'a>>,
+    tls: Option<&'a TlsState>,
+    log_ja3: bool,
 }
 
 /// Suricata's `http` object of an alert: what is known of the transaction so far.

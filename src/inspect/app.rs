@@ -12,10 +12,13 @@ use super::dns::{DnsAppCounters, DnsFlow, DnsTxBuffers};
 use crate::applayer::dns::DnsTransaction;
 use crate::applayer::http::{HttpConfig, HttpEvent, HttpParser, HttpTx, Progress};
 use crate::applayer::probe::{AppProto, DetectStatus, DetectionPorts, ProtoDetector, Transport};
+use crate::applayer::tls::{TlsConfig, TlsCounters, TlsState};
 use std::sync::Arc;
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::Buffer;
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
+
+use super::tls::{TlsBuffers, TlsProgress, TLS_TX_ID};
 
 /// Bytes per direction looked at (and kept for replay into the parser) while probing.
 const PROBE_LIMIT: usize = 4096;
@@ -35,6 +38,8 @@ enum Parser {
     Http(Box<HttpParser>),
     /// DNS over UDP (one message per datagram) or TCP (length-prefixed messages).
     Dns(Box<DnsFlow>),
+    /// One TLS session: a single transaction (id 0) for its whole life.
+    Tls(Box<TlsState>),
     /// Detected as something without a parser here, or detection failed.
     Idle,
 }
@@ -52,11 +57,14 @@ pub struct AppLayer {
 }
 
 /// Worker-wide app-layer counters.
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone)]
 pub(crate) struct AppCounters {
     pub flows_http: u64,
+    pub flows_tls: u64,
     pub flows_other: u64,
     pub http_tx: u64,
+    pub tls_tx: u64,
+    pub tls: TlsCounters,
     pub http_anomalies: u64,
     pub pending_dropped: u64,
     pub alerted_forgotten: u64,
@@ -127,6 +135,7 @@ impl AppLayer {
                 let pending = &mut self.pending;
                 p.on_stream(dir, data, &mut counters.dns, &mut |d, tx| queue_pending(pending, d, tx, &mut counters.pending_dropped));
             }
+            Parser::Tls(st) => parse_tls(st, &mut self.pending, dir, data, counters),
             Parser::Idle => {}
             Parser::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -151,6 +160,7 @@ impl AppLayer {
                 p.on_gap(dir, len, &mut |ev| note_event(pending, ev, counters));
             }
             Parser::Dns(p) => p.on_gap(dir),
+            Parser::Tls(st) => st.on_gap(dir, &mut counters.tls),
             Parser::Idle => {}
             Parser::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -194,6 +204,19 @@ impl AppLayer {
                     }
                 }
                 self.parser = Parser::Dns(parser);
+            }
+            DetectStatus::Detected(AppProto::Tls) => {
+                counters.flows_tls += 1;
+                counters.tls_tx += 1;
+                self.proto = Some(AppProto::Tls);
+                let old = std::mem::replace(&mut self.parser, Parser::Idle);
+                let mut state = Box::new(TlsState::new(TlsConfig::default()));
+                if let Parser::Probing { seen, .. } = old {
+                    for dir in [Direction::ToServer, Direction::ToClient] {
+                        parse_tls(&mut state, &mut self.pending, dir, &seen[dir.index()], counters);
+                    }
+                }
+                self.parser = Parser::Tls(state);
             }
             DetectStatus::Detected(p) => {
                 counters.flows_other += 1;
@@ -255,9 +278,14 @@ impl AppLayer {
         let tx = match (&self.parser, id) {
             (Parser::Http(p), Some(id)) => p.tx(id).map(AppTx::Http),
             (Parser::Dns(p), Some(id)) => p.tx(id).map(AppTx::Dns),
+            (Parser::Tls(st), Some(TLS_TX_ID)) => Some(AppTx::Tls(st)),
             _ => None,
         };
-        AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), alerted: &mut self.alerted, app_only: false }
+        let tls = match &self.parser {
+            Parser::Tls(st) => Some(&**st),
+            _ => None,
+        };
+        AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), tls, alerted: &mut self.alerted, app_only: false }
     }
 
     /// Once nothing waits for inspection, finished transactions and their alert marks go.
@@ -280,6 +308,19 @@ impl AppLayer {
                 self.alerted.clear();
             }
         }
+    }
+}
+
+/// Feeds TLS bytes of `dir`; the session is due for inspection in `dir` when its handshake
+/// in that direction moved on (a hello or certificates parsed).
+fn parse_tls(st: &mut TlsState, pending: &mut [Vec<u64>; 2], dir: Direction, data: &[u8], counters: &mut AppCounters) {
+    if data.is_empty() {
+        return;
+    }
+    let before = TlsProgress::of(st, dir);
+    st.parse(dir, data, &mut counters.tls);
+    if TlsProgress::of(st, dir) != before {
+        queue_pending(pending, dir, TLS_TX_ID, &mut counters.pending_dropped);
     }
 }
 
@@ -319,11 +360,15 @@ fn queue_pending(pending: &mut [Vec<u64>; 2], dir: Direction, tx: u64, dropped: 
     q.push(tx);
 }
 
+/// A transaction of whichever protocol the flow speaks.
+
 /// What a detection run knows of the flow's app layer.
 pub(crate) struct AppView<'a> {
     pub proto: Option<AppProto>,
     /// The transaction inspected by this run and the packet's direction.
     pub tx: Option<(AppTx<'a>, Direction)>,
+    /// The flow's TLS session, logged with every alert of the flow as Suricata does.
+    pub tls: Option<&'a TlsState>,
     alerted: &'a mut Vec<(u64, u32)>,
     /// An extra run for a further transaction: only transaction rules may alert.
     pub app_only: bool,
@@ -351,6 +396,8 @@ impl AppView<'_> {
 pub(crate) enum AppTx<'a> {
     Http(&'a HttpTx),
     Dns(&'a DnsTransaction),
+    /// A TLS session is its own (only) transaction.
+    Tls(&'a TlsState),
 }
 
 impl AppTx<'_> {
@@ -359,6 +406,7 @@ impl AppTx<'_> {
         match self {
             AppTx::Http(t) => t.id,
             AppTx::Dns(t) => t.tx_id,
+            AppTx::Tls(_) => TLS_TX_ID,
         }
     }
 }
@@ -367,6 +415,7 @@ impl AppTx<'_> {
 pub(crate) enum AppBuffers<'a> {
     Http(TxBuffers<'a>),
     Dns(DnsTxBuffers<'a>),
+    Tls(TlsBuffers<'a>),
 }
 
 impl<'a> AppBuffers<'a> {
@@ -374,6 +423,7 @@ impl<'a> AppBuffers<'a> {
         match tx {
             AppTx::Http(t) => AppBuffers::Http(TxBuffers::new(t, dir)),
             AppTx::Dns(t) => AppBuffers::Dns(DnsTxBuffers::new(t, dir)),
+            AppTx::Tls(t) => AppBuffers::Tls(TlsBuffers::new(t, dir)),
         }
     }
 
@@ -381,6 +431,7 @@ impl<'a> AppBuffers<'a> {
         match self {
             AppBuffers::Http(b) => b,
             AppBuffers::Dns(b) => b,
+            AppBuffers::Tls(b) => b,
         }
     }
 }
@@ -548,6 +599,35 @@ mod tests {
         assert!(view.first_alert(7, &mut c));
         assert!(!view.first_alert(7, &mut c), "one alert per tx and sid");
         assert!(view.first_alert(8, &mut c));
+    }
+
+    #[test]
+    fn tls_session_is_one_transaction_queued_per_direction() {
+        use crate::applayer::tls::tests::{client_stream, server_stream};
+        let mut app = AppLayer::default();
+        let mut c = AppCounters::default();
+        let client = client_stream();
+        // Split inside the ClientHello: probing keeps the bytes and replays them.
+        app.on_data(Direction::ToServer, &client[..3], (40000, 443), &mut c);
+        app.on_data(Direction::ToServer, &client[3..], (40000, 443), &mut c);
+        assert_eq!(app.proto, Some(AppProto::Tls));
+        assert_eq!((c.flows_tls, c.tls_tx), (1, 1));
+        assert_eq!(app.take_pending(Direction::ToServer), Some(TLS_TX_ID));
+        assert_eq!(app.take_pending(Direction::ToClient), None, "nothing from the server yet");
+        let view = app.view(Some(TLS_TX_ID), Direction::ToServer);
+        assert!(matches!(view.tx, Some((AppTx::Tls(st), Direction::ToServer)) if st.sni() == Some(&b"example.com"[..])));
+        app.on_data(Direction::ToClient, &server_stream(), (40000, 443), &mut c);
+        assert_eq!(app.take_pending(Direction::ToClient), Some(TLS_TX_ID));
+        assert!(!app.has_pending());
+        let mut view = app.view(Some(TLS_TX_ID), Direction::ToClient);
+        assert!(view.tls.is_some_and(|st| st.certificates(Direction::ToClient).len() == 2));
+        assert!(view.first_alert(5, &mut c));
+        let mut view = app.view(Some(TLS_TX_ID), Direction::ToServer);
+        assert!(!view.first_alert(5, &mut c), "one alert per session and sid, whatever the direction");
+        // Encrypted records afterwards change nothing inspection sees.
+        app.on_data(Direction::ToClient, &[23, 3, 3, 0, 2, 0xaa, 0xbb], (40000, 443), &mut c);
+        assert!(!app.has_pending());
+        assert!(app.view(None, Direction::ToClient).tx.is_none());
     }
 
     #[test]

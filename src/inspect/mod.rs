@@ -19,6 +19,7 @@ use std::sync::Arc;
 mod alert;
 mod app;
 mod dns;
+mod tls;
 pub use alert::AlertLogOptions;
 pub use app::AppLayer;
 use app::AppCounters;
@@ -212,6 +213,8 @@ struct Detection {
     log: AlertLogOptions,
     counters: AlertCounters,
     app_counters: AppCounters,
+    /// JA3/JA3S go into eve's `tls` object: Suricata computes them when rules use them.
+    log_ja3: bool,
 }
 
 #[derive(Default)]
@@ -246,6 +249,9 @@ impl Inspector {
                 log: settings.alert_log.clone(),
                 counters: AlertCounters::default(),
                 app_counters: AppCounters::default(),
+                log_ja3: settings.detect.as_ref().is_some_and(|e| {
+                    ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].iter().any(|b| e.uses_buffer(b))
+                }),
             },
             ended: Vec::new(),
             now: Timestamp(0),
@@ -536,8 +542,13 @@ impl Inspector {
         s.add("ips.blocked", det.counters.blocked_packets);
         let a = &det.app_counters;
         s.add("app_layer.flow.http", a.flows_http);
+        s.add("app_layer.flow.tls", a.flows_tls);
         s.add("app_layer.flow.other", a.flows_other);
         s.add("app_layer.tx.http", a.http_tx);
+        s.add("app_layer.tx.tls", a.tls_tx);
+        for (name, v) in a.tls.counters() {
+            s.add(&format!("app_layer.{name}"), v);
+        }
         s.add("app_layer.http.anomalies", a.http_anomalies);
         s.add("app_layer.pending_dropped", a.pending_dropped);
         s.add("app_layer.alerted_forgotten", a.alerted_forgotten);

@@ -315,6 +315,9 @@ pub(crate) struct CompiledRule {
     pub dst_any: bool,
     pub ports_any: bool,
     pub bidirectional: bool,
+    /// `=>`: the rule's buffers may come from both directions of one transaction; it is
+    /// checked on to-client packets, whose source is the rule's destination.
+    pub transactional: bool,
     pub flow: Option<Flow>,
     pub packet_checks: Vec<PacketCheck>,
     /// `pkt_data` keywords (packet payload or stream).
@@ -512,9 +515,6 @@ pub(crate) fn compile_rule(
     names: &mut Names,
 ) -> Result<CompiledRule, String> {
     let header = &rule.header;
-    if header.direction == Direction::Transactional {
-        return Err("transactional rules ('=>') are not supported".into());
-    }
     let proto = proto_match(header.protocol)?;
     let mut vars = VarTable { names: Vec::new() };
     let mut packet_checks = Vec::new();
@@ -861,6 +861,11 @@ pub(crate) fn compile_rule(
         }
     }
 
+    let transactional = header.direction == Direction::Transactional;
+    if transactional && app_buffers.is_empty() && app_numbers.is_empty() {
+        return Err("transactional rules ('=>') need app-layer keywords".into());
+    }
+
     // A bare application-protocol rule (`alert http ... (sid:1;)`) matches on the protocol
     // alone: without app-layer detection that is unknown, so it must not match every packet.
     if let (Protocol::App(name), None, true) = (header.protocol, &payload, app_buffers.is_empty()) {
@@ -875,7 +880,9 @@ pub(crate) fn compile_rule(
     } else {
         choose_fast_pattern(fp_candidates.iter().filter(|c| c.buffer.is_none() && !c.transformed)).map(|c| (c.bytes.clone(), c.nocase))
     };
-    let app_fast_pattern = if never_matches.is_some() {
+    // A transactional rule ('=>') reads buffers of both directions, so its fast pattern may
+    // not be in the buffers the prefilter scans: it is checked on every transaction instead.
+    let app_fast_pattern = if never_matches.is_some() || header.direction == Direction::Transactional {
         None
     } else {
         let prefilterable = |c: &FastPatternCandidate| {
@@ -921,6 +928,7 @@ pub(crate) fn compile_rule(
         dst_ports: header.dst_ports.clone(),
         ports_any,
         bidirectional: header.direction == Direction::Both,
+        transactional,
         flow,
         packet_checks,
         payload,

@@ -108,6 +108,9 @@ pub struct DetectPacket<'a> {
     /// Application-layer buffers (http.uri, dns.query, ...) of this packet's transaction, once
     /// app-layer parsers exist. `None`: rules on such buffers do not match.
     pub buffers: Option<&'a dyn BufferSource>,
+    /// The same transaction seen from the other direction, for transactional (`=>`) rules
+    /// whose buffers span both.
+    pub buffers_other: Option<&'a dyn BufferSource>,
 }
 
 impl Default for DetectPacket<'_> {
@@ -124,6 +127,7 @@ impl Default for DetectPacket<'_> {
             app_proto: None,
             payload_in_stream: false,
             buffers: None,
+            buffers_other: None,
         }
     }
 }
@@ -323,6 +327,8 @@ pub struct DetectEngine {
     ip_only: IpOnly,
     packet_alert_max: usize,
     report_memory: usize,
+    /// Some rule is transactional (`=>`): callers then supply `buffers_other`.
+    has_transactional: bool,
     /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
     /// (a host's flows are spread over workers). Locked only when such a rule matches.
     shared_thresholds: std::sync::Mutex<ThresholdTable>,
@@ -472,6 +478,7 @@ impl DetectEngine {
         }
         compiled.sort_by_key(|(load, r)| (action_rank(r.action), r.bits_use, r.priority, *load));
         let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
+        let has_transactional = rules.iter().any(|r| r.transactional);
         report.rules_loaded = rules.len();
 
         let mut patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
@@ -518,6 +525,7 @@ impl DetectEngine {
                 *report.rules_inactive.entry(format!("app-layer buffer {}", app.buffer.name)).or_default() += 1;
             }
             let dirs: &[usize] = match rule.flow {
+                _ if rule.transactional => &[1],
                 Some(f) if f.to_server && !f.to_client => &[0],
                 Some(f) if f.to_client && !f.to_server => &[1],
                 _ => &[0, 1],
@@ -617,10 +625,22 @@ impl DetectEngine {
                 ip_only,
                 packet_alert_max,
                 report_memory: memory,
+                has_transactional,
                 shared_thresholds: std::sync::Mutex::new(ThresholdTable::default()),
             },
             report,
         ))
+    }
+
+    /// Whether some rule inspects the app-layer buffer `name` (Suricata computes JA3 only
+    /// when rules use it or the configuration asks for it).
+    pub fn uses_buffer(&self, name: &str) -> bool {
+        self.rules.iter().any(|r| r.app_buffers.iter().any(|b| b.buffer.name == name))
+    }
+
+    /// Whether some rule is transactional (`=>`) and needs both directions' buffers.
+    pub fn has_transactional_rules(&self) -> bool {
+        self.has_transactional
     }
 
     pub fn rule_count(&self) -> usize {
@@ -881,8 +901,17 @@ impl DetectEngine {
             }
         }
         if rule.inspects_app_layer() {
-            let source = pkt.buffers?;
+            let this_direction = pkt.buffers?;
+            if rule.transactional && pkt.flow.is_none_or(|f| f.to_server) {
+                return None;
+            }
+            // A transactional rule reads each buffer from the direction that has it.
+            let other = pkt.buffers_other.filter(|_| rule.transactional);
             for app in &rule.app_buffers {
+                let source = match other {
+                    Some(o) if this_direction.get_nth(app.buffer, 0).is_none() => o,
+                    _ => this_direction,
+                };
                 // A multi-instance buffer (one dns.query per question) matches when any
                 // instance satisfies the whole program, as Suricata's multi-buffers do.
                 let mut matched = false;
@@ -898,6 +927,10 @@ impl DetectEngine {
                 }
             }
             for (field, cmp) in &rule.app_numbers {
+                let source = match other {
+                    Some(o) if this_direction.number(*field, 0).is_none() => o,
+                    _ => this_direction,
+                };
                 let mut matched = false;
                 for index in 0..MAX_BUFFER_INSTANCES {
                     let Some(value) = source.number(*field, index) else { break };
@@ -1059,6 +1092,10 @@ fn header_matches(r: &CompiledRule, f: &PacketFacts) -> bool {
         };
         addrs && (r.ports_any || (f.has_ports && r.src_ports.contains(sp) && r.dst_ports.contains(dp)))
     };
+    if r.transactional {
+        // Checked on to-client packets: the rule's source is the packet's destination.
+        return one_way(false);
+    }
     one_way(true) || (r.bidirectional && one_way(false))
 }
 

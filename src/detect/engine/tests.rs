@@ -58,6 +58,7 @@ struct Opts<'a> {
     stream: Option<StreamChunk<'a>>,
     payload_in_stream: bool,
     buffers: Option<&'a dyn BufferSource>,
+    buffers_other: Option<&'a dyn BufferSource>,
 }
 
 fn inspect_with(e: &DetectEngine, ctx: &mut DetectCtx, frame: &[u8], o: Opts<'_>, flow: Option<&mut DetectFlow>) -> Vec<Alert> {
@@ -71,6 +72,7 @@ fn inspect_with(e: &DetectEngine, ctx: &mut DetectCtx, frame: &[u8], o: Opts<'_>
         stream: o.stream,
         payload_in_stream: o.payload_in_stream,
         buffers: o.buffers,
+        buffers_other: o.buffers_other,
         ..Default::default()
     };
     let mut alerts = Vec::new();
@@ -389,6 +391,37 @@ fn app_layer_buffers_need_a_source() {
     assert!(inspect_with(&e, &mut ctx, &frame, Opts::default(), None).is_empty());
     let src = FakeHttp;
     assert_eq!(inspect_with(&e, &mut ctx, &frame, Opts { buffers: Some(&src), ..Default::default() }, None).len(), 1);
+}
+
+/// One direction of a TLS session: its hello's hash under `name`.
+struct FakeHello(&'static str, &'static [u8]);
+impl BufferSource for FakeHello {
+    fn get(&self, buffer: Buffer) -> Option<&[u8]> {
+        (buffer.name == self.0).then_some(self.1)
+    }
+}
+
+#[test]
+fn transactional_rules_read_both_directions_on_to_client_packets() {
+    let e = engine(
+        r#"alert tls any any => any 443 (msg:"both"; ja3.hash; content:"c1"; ja3s.hash; content:"s1"; sid:1;)
+alert tls any any => any 443 (msg:"wrong server"; ja3.hash; content:"c1"; ja3s.hash; content:"s2"; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let (client, server) = (FakeHello("ja3.hash", b"c1"), FakeHello("ja3s.hash", b"s1"));
+    let to_client = Some(FlowInfo { to_server: false, established: true, ..Default::default() });
+    let reply = tcp(SERVER, 443, CLIENT, 40000, b"x");
+    let opts = |flow, buffers_other| Opts { flow, buffers: Some(&server), buffers_other, ..Default::default() };
+    let sids = |alerts: Vec<Alert>| alerts.iter().map(|a| a.sid).collect::<Vec<_>>();
+    assert_eq!(sids(inspect_with(&e, &mut ctx, &reply, opts(to_client, Some(&client)), None)), vec![1]);
+    assert!(inspect_with(&e, &mut ctx, &reply, opts(to_client, None), None).is_empty(), "needs the client side");
+    // The header's source is the client: a to-client packet from another port does not match.
+    let other = tcp(SERVER, 8443, CLIENT, 40000, b"x");
+    assert!(inspect_with(&e, &mut ctx, &other, opts(to_client, Some(&client)), None).is_empty());
+    // Never on to-server packets.
+    let request = tcp(CLIENT, 40000, SERVER, 443, b"x");
+    let swapped = Opts { flow: to_server(), buffers: Some(&client), buffers_other: Some(&server), ..Default::default() };
+    assert!(inspect_with(&e, &mut ctx, &request, swapped, None).is_empty());
 }
 
 #[test]

@@ -136,6 +136,11 @@ pub enum AppNumber {
     DnsRrtype,
     /// TLS version as on the wire (0x0303 = TLS 1.2).
     TlsVersion,
+    /// Certificates in the server's chain (`tls.cert_chain_len`).
+    TlsCertChainLen,
+    /// Validity of the server's certificate, Unix seconds (`tls_cert_notbefore`/`notafter`).
+    TlsCertNotBefore,
+    TlsCertNotAfter,
 }
 
 /// A transform applied to the current sticky buffer before matching.

@@ -854,6 +854,41 @@ impl OptionParser {
                 };
                 self.push(RuleOption::AppNumber { field, cmp })
             }
+            "tls.version" => {
+                let cmp = UintCmp::Eq(parse_tls_version(need()?)?);
+                self.push(RuleOption::AppNumber { field: AppNumber::TlsVersion, cmp })
+            }
+            "tls.cert_chain_len" => {
+                let cmp = parse_uint_cmp(need()?, kw)?;
+                self.push(RuleOption::AppNumber { field: AppNumber::TlsCertChainLen, cmp })
+            }
+            "tls_cert_notbefore" | "tls_cert_notafter" => {
+                let field = if kw == "tls_cert_notbefore" { AppNumber::TlsCertNotBefore } else { AppNumber::TlsCertNotAfter };
+                let cmp = parse_cert_validity(need()?)?;
+                self.push(RuleOption::AppNumber { field, cmp })
+            }
+            // Legacy string keywords: a case-sensitive substring of the certificate field,
+            // '!' for its absence. They are contents on the matching buffer.
+            "tls.subject" | "tls.issuerdn" | "tls.fingerprint" => {
+                let (negated, v) = strip_bang(need()?);
+                let text = unquote_lenient(v);
+                if text.is_empty() {
+                    return Err(format!("'{kw}' needs a value").into());
+                }
+                let (buffer, pattern) = match kw {
+                    "tls.subject" => ("tls.cert_subject", text.as_bytes().to_vec()),
+                    "tls.issuerdn" => ("tls.cert_issuer", text.as_bytes().to_vec()),
+                    // Fingerprints are kept in lowercase hex; the keyword ignores case.
+                    _ => ("tls.cert_fingerprint", text.to_ascii_lowercase().into_bytes()),
+                };
+                let content = Content {
+                    pattern,
+                    negated,
+                    legacy_buffer: super::buffers::buffer_by_name(buffer),
+                    ..Content::default()
+                };
+                self.push(RuleOption::Content(content))
+            }
             "urilen" => {
                 let v = need()?;
                 let (cmp_text, raw) = match v.split_once(',') {
@@ -1052,6 +1087,79 @@ where
         (false, None) => UintCmp::Eq(num(body)?),
         (true, None) => UintCmp::Ne(num(body)?),
     })
+}
+
+/// `tls.version` value as Suricata reads it: `1.0` to `1.3`, `ssl3`, or a wire value in hex.
+fn parse_tls_version(value: &str) -> Result<u64, String> {
+    let v = unquote_lenient(value);
+    Ok(match v {
+        "1.0" => 0x0301,
+        "1.1" => 0x0302,
+        "1.2" => 0x0303,
+        "1.3" => 0x0304,
+        "ssl3" | "sslv3" | "3.0" => 0x0300,
+        _ => match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+            Some(hex) => u16::from_str_radix(hex, 16).map_err(|_| format!("invalid tls.version '{v}'"))?.into(),
+            None => return Err(format!("invalid tls.version '{v}'")),
+        },
+    })
+}
+
+/// `tls_cert_notbefore`/`tls_cert_notafter`: `[<|>]DATE` or `DATE<>DATE`, where DATE is
+/// `YYYY[-MM[-DD[THH[:MM[:SS]]]]]` (UTC) or Unix seconds. `<` and `>` include the date,
+/// as in Suricata; so does a range.
+fn parse_cert_validity(value: &str) -> Result<UintCmp<u64>, String> {
+    let v = unquote_lenient(value);
+    if let Some((lo, hi)) = v.split_once("<>") {
+        let (lo, hi) = (parse_cert_date(lo)?, parse_cert_date(hi)?);
+        if lo >= hi {
+            return Err(format!("invalid certificate date range '{v}'"));
+        }
+        return Ok(UintCmp::Range(lo.saturating_sub(1), hi.saturating_add(1)));
+    }
+    if let Some(rest) = v.strip_prefix('<') {
+        return Ok(UintCmp::Le(parse_cert_date(rest)?));
+    }
+    if let Some(rest) = v.strip_prefix('>') {
+        return Ok(UintCmp::Ge(parse_cert_date(rest)?));
+    }
+    Ok(UintCmp::Eq(parse_cert_date(v)?))
+}
+
+/// A UTC date as Unix seconds (dates before 1970 are refused).
+fn parse_cert_date(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || format!("invalid certificate date '{t}'");
+    if !t.is_empty() && t.len() > 4 && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map_err(|_| bad());
+    }
+    let (date, time) = t.split_once('T').unwrap_or((t, ""));
+    let mut d = date.split('-');
+    let field = |s: Option<&str>, len: usize, default: i64| -> Result<i64, String> {
+        match s {
+            None => Ok(default),
+            Some(s) if s.len() == len && s.bytes().all(|b| b.is_ascii_digit()) => s.parse().map_err(|_| bad()),
+            Some(_) => Err(bad()),
+        }
+    };
+    let year = field(d.next(), 4, 1970)?;
+    let month = field(d.next(), 2, 1)?;
+    let day = field(d.next(), 2, 1)?;
+    let mut tm = time.split(':');
+    let first = tm.next().filter(|s| !s.is_empty());
+    if first.is_none() && !time.is_empty() {
+        return Err(bad());
+    }
+    let hour = field(first, 2, 0)?;
+    let minute = field(tm.next(), 2, 0)?;
+    let second = field(tm.next(), 2, 0)?;
+    if d.next().is_some() || tm.next().is_some() || !(1..=12).contains(&month) || !(1..=31).contains(&day)
+        || hour > 23 || minute > 59 || second > 60 || year < 1970
+    {
+        return Err(bad());
+    }
+    let days = crate::applayer::tls::days_from_civil(year, month, day);
+    Ok((days * 86400 + hour * 3600 + minute * 60 + second) as u64)
 }
 
 /// Decodes hex digit pairs, spaces allowed between pairs.

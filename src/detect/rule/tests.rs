@@ -1188,3 +1188,64 @@ fn flow_counter_keywords() {
     invalid("flow.pkts:sideways,=1;");
     invalid("flow.pkts:10;");
 }
+
+// ---------------------------------------------------------------- tls keywords
+
+fn app_number(opts: &str) -> (AppNumber, UintCmp<u64>) {
+    match first(opts) {
+        RuleOption::AppNumber { field, cmp } => (field, cmp),
+        other => panic!("expected an app number, got {other:?}"),
+    }
+}
+
+#[test]
+fn tls_version_values() {
+    assert_eq!(app_number("tls.version:1.2;"), (AppNumber::TlsVersion, UintCmp::Eq(0x0303)));
+    assert_eq!(app_number("tls.version:1.0;"), (AppNumber::TlsVersion, UintCmp::Eq(0x0301)));
+    assert_eq!(app_number("tls.version:\"1.3\";"), (AppNumber::TlsVersion, UintCmp::Eq(0x0304)));
+    assert_eq!(app_number("tls.version:ssl3;"), (AppNumber::TlsVersion, UintCmp::Eq(0x0300)));
+    assert_eq!(app_number("tls.version:0x7f1c;"), (AppNumber::TlsVersion, UintCmp::Eq(0x7f1c)));
+    assert!(invalid("tls.version:2.5;").contains("tls.version"));
+    assert!(invalid("tls.version:0x1ffff;").contains("tls.version"));
+}
+
+#[test]
+fn tls_cert_chain_len_comparisons() {
+    assert_eq!(app_number("tls.cert_chain_len:3;"), (AppNumber::TlsCertChainLen, UintCmp::Eq(3)));
+    assert_eq!(app_number("tls.cert_chain_len:<4;"), (AppNumber::TlsCertChainLen, UintCmp::Lt(4)));
+    assert_eq!(app_number("tls.cert_chain_len:0<>4;"), (AppNumber::TlsCertChainLen, UintCmp::Range(0, 4)));
+    assert_eq!(app_number("tls.cert_chain_len:!2;"), (AppNumber::TlsCertChainLen, UintCmp::Ne(2)));
+}
+
+#[test]
+fn tls_cert_validity_dates() {
+    // 2015-01-01T00:00:00Z and 2025-01-01T00:00:00Z.
+    assert_eq!(app_number("tls_cert_notafter:>2015;"), (AppNumber::TlsCertNotAfter, UintCmp::Ge(1_420_070_400)));
+    assert_eq!(app_number("tls_cert_notbefore:<2025;"), (AppNumber::TlsCertNotBefore, UintCmp::Le(1_735_689_600)));
+    assert_eq!(
+        app_number("tls_cert_notbefore:2016-08-08T01:02:03;"),
+        (AppNumber::TlsCertNotBefore, UintCmp::Eq(1_470_614_400 + 3723))
+    );
+    assert_eq!(
+        app_number("tls_cert_notafter:2015-01<>2015-02;"),
+        (AppNumber::TlsCertNotAfter, UintCmp::Range(1_420_070_399, 1_422_748_801))
+    );
+    assert_eq!(app_number("tls_cert_notafter:1420070400;"), (AppNumber::TlsCertNotAfter, UintCmp::Eq(1_420_070_400)));
+    for bad in ["2015-13", "15", "2015-01-01T25", "2015-1-1", "abc", "1969"] {
+        invalid(&format!("tls_cert_notafter:{bad};"));
+    }
+}
+
+#[test]
+fn tls_legacy_string_keywords_are_buffer_contents() {
+    let c = content_of("tls.subject:\"CN=a|b\";");
+    assert_eq!(c.pattern, b"CN=a|b", "taken literally, no hex");
+    assert_eq!(c.legacy_buffer.map(|b| b.name), Some("tls.cert_subject"));
+    assert!(!c.negated && !c.nocase);
+    let c = content_of("tls.issuerdn:!\"CN=Google\";");
+    assert!(c.negated);
+    assert_eq!(c.legacy_buffer.map(|b| b.name), Some("tls.cert_issuer"));
+    let c = content_of("tls.fingerprint:\"90:86:A4\";");
+    assert_eq!(c.pattern, b"90:86:a4");
+    assert_eq!(c.legacy_buffer.map(|b| b.name), Some("tls.cert_fingerprint"));
+}
