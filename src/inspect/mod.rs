@@ -42,6 +42,8 @@ pub struct InspectSettings {
     pub midstream_policy: ExceptionPolicy,
     /// `host-os-policy`: overlap policy per receiving host.
     pub host_os: Arc<HostOsPolicy>,
+    /// `app-layer.protocols.http.libhtp.default-config`.
+    pub http: Arc<crate::applayer::http::HttpConfig>,
 }
 
 impl InspectSettings {
@@ -96,6 +98,7 @@ impl InspectSettings {
             alert_log: AlertLogOptions::default(),
             midstream_policy,
             host_os: Arc::new(host_os),
+            http: Arc::new(crate::applayer::http::HttpConfig::default()),
         }
     }
 }
@@ -175,6 +178,7 @@ pub struct Inspector {
     stream_cfg: StreamConfig,
     midstream_policy: ExceptionPolicy,
     host_os: Arc<HostOsPolicy>,
+    http_config: Arc<crate::applayer::http::HttpConfig>,
     stream_mem: ReassemblyMemory,
     detection: Detection,
     /// Flows that ended while a packet was processed (evicted, port reused).
@@ -218,6 +222,7 @@ impl Inspector {
             stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
             midstream_policy: settings.midstream_policy,
             host_os: settings.host_os.clone(),
+            http_config: settings.http.clone(),
             stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
             detection: Detection {
                 engine,
@@ -346,7 +351,8 @@ impl Inspector {
             info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
             // This packet may release data in its own direction (inline mode, or the
             // other side's ACKs arrived earlier) and, by acking, in the opposite one.
-            let al = app.get_or_insert_with(Default::default);
+            let http_config = &self.http_config;
+            let al = app.get_or_insert_with(|| Box::new(AppLayer::new(http_config.clone())));
             let ports = (flow.client().1, flow.server().1);
             for side in [dir, dir.opposite()] {
                 al.feed(reassembly, side, ports, &mut self.stream_mem, &mut self.detection.app_counters);

@@ -89,6 +89,33 @@ impl Default for HttpConfig {
     }
 }
 
+impl HttpConfig {
+    /// Where Suricata keeps the libhtp settings that apply to every server.
+    pub const CONFIG_PREFIX: &'static str = "app-layer.protocols.http.libhtp.default-config";
+
+    /// The defaults overridden by what `config` sets under [`Self::CONFIG_PREFIX`]
+    /// (`request-body-limit`, `response-body-limit`, `response-body-decompress-layer-limit`,
+    /// `compression-bomb-limit`). A limit of 0 means unlimited, as in Suricata.
+    pub fn from_config(config: &crate::config::Config) -> Result<HttpConfig, crate::config::ConfigError> {
+        let mut c = HttpConfig::default();
+        let key = |name: &str| format!("{}.{name}", Self::CONFIG_PREFIX);
+        let unlimited_if_zero = |v: u64| if v == 0 { usize::MAX } else { v.min(usize::MAX as u64) as usize };
+        if let Some(v) = config.get_size(&key("request-body-limit"))? {
+            c.request_body_limit = unlimited_if_zero(v);
+        }
+        if let Some(v) = config.get_size(&key("response-body-limit"))? {
+            c.response_body_limit = unlimited_if_zero(v);
+        }
+        if let Some(v) = config.get_u64(&key("response-body-decompress-layer-limit"))? {
+            c.decompress_layer_limit = v.min(u32::MAX as u64) as u32;
+        }
+        if let Some(v) = config.get_size(&key("compression-bomb-limit"))? {
+            c.compression_bomb_limit = if v == 0 { u64::MAX } else { v };
+        }
+        Ok(c)
+    }
+}
+
 /// How far one side of a transaction got.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Progress {

@@ -476,6 +476,12 @@ pub(crate) fn compile_rule(
     // Payload keywords per buffer (None = pkt_data).
     let mut lists: Vec<(Option<Buffer>, Vec<PayloadOp>)> = Vec::new();
     let mut sticky: Option<Buffer> = None;
+    // Buffer of the last content/pcre: without a sticky buffer, a relative keyword after
+    // `uricontent` or `content; http_uri;` continues in that buffer (as in Suricata).
+    let mut last_match_buf: Option<Buffer> = None;
+    let relative_buf = |sticky: Option<Buffer>, last: Option<Buffer>, relative: bool| {
+        if sticky.is_none() && relative { last } else { sticky }
+    };
     let mut fp_candidates: Vec<(Vec<u8>, bool, bool, bool)> = Vec::new(); // bytes, nocase, explicit, negated
     let push_op = |lists: &mut Vec<(Option<Buffer>, Vec<PayloadOp>)>, buf: Option<Buffer>, op: PayloadOp| {
         match lists.iter_mut().find(|(b, _)| same_buffer(*b, buf)) {
@@ -488,6 +494,7 @@ pub(crate) fn compile_rule(
         match opt {
             RuleOption::Content(c) => {
                 let buf = c.legacy_buffer.or(sticky);
+                last_match_buf = buf;
                 let resolve = |v: &Option<NumOrVar>| -> Result<Option<Val>, String> {
                     v.as_ref().map(|v| vars.val(v)).transpose()
                 };
@@ -528,6 +535,7 @@ pub(crate) fn compile_rule(
             }
             RuleOption::Pcre(p) => {
                 let buf = p.buffer.or(sticky);
+                last_match_buf = buf;
                 let regex = build_regex(p)?;
                 push_op(
                     &mut lists,
@@ -537,12 +545,12 @@ pub(crate) fn compile_rule(
             }
             RuleOption::Isdataat(i) => {
                 let op = PayloadOp::Isdataat { negated: i.negated, offset: vars.val(&i.offset)?, relative: i.relative };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, relative_buf(sticky, last_match_buf, i.relative), op);
             }
             RuleOption::ByteTest(b) => {
                 let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
                 let op = PayloadOp::ByteTest { read, op: b.op, value: vars.val(&b.value)?, negated: b.negated };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, relative_buf(sticky, last_match_buf, b.relative), op);
             }
             RuleOption::ByteJump(b) => {
                 let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
@@ -554,20 +562,20 @@ pub(crate) fn compile_rule(
                     from_end: b.from_end,
                     post_offset: b.post_offset.unwrap_or(0),
                 };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, relative_buf(sticky, last_match_buf, b.relative), op);
             }
             RuleOption::ByteExtract(b) => {
                 let var = vars.define(&b.name)?;
                 let read = byte_read(&vars, Val::Num(b.bytes as i64), Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
                 let op = PayloadOp::ByteExtract { read, multiplier: b.multiplier.unwrap_or(1), align: b.align.unwrap_or(0), var };
-                push_op(&mut lists, sticky, op);
+                push_op(&mut lists, relative_buf(sticky, last_match_buf, b.relative), op);
             }
             RuleOption::ByteMath(b) => {
                 let bytes = vars.val(&b.bytes)?;
                 let rvalue = vars.val(&b.rvalue)?;
                 let var = vars.define(&b.result)?;
                 let read = byte_read(&vars, bytes, Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
-                push_op(&mut lists, sticky, PayloadOp::ByteMath { read, op: b.op, rvalue, var });
+                push_op(&mut lists, relative_buf(sticky, last_match_buf, b.relative), PayloadOp::ByteMath { read, op: b.op, rvalue, var });
             }
             RuleOption::Base64Decode(_) => {
                 never_matches.get_or_insert("base64_decode");
