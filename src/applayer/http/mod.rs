@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 use decompress::{BodyDecoder, Codec, DecompressLimits};
 pub use headers::Header;
 use headers::{
-    find, name_matches, next_line, parse_content_length, HeaderBlock, Line, LineOutcome, Side,
+    find, name_matches, next_line, parse_content_length, parse_content_length_exact, HeaderBlock, Line, LineOutcome, Side,
 };
 pub use uri::ParsedUri;
 
@@ -1116,7 +1116,7 @@ impl HttpParser {
                 }
                 Some(BodyState::ChunkLen)
             } else if let Some(cl) = &cl {
-                match parse_content_length(cl) {
+                match parse_content_length_exact(cl) {
                     Some(0) => {
                         tx.response_content_length = Some(0);
                         None
@@ -1126,8 +1126,8 @@ impl HttpParser {
                         Some(BodyState::Length { left: len })
                     }
                     None => {
-                        // libhtp gives up on the stream here; reading until close keeps
-                        // the body inspectable.
+                        // Junk around the digits or an unusable value: read until close,
+                        // as Suricata does, so no candidate length hides bytes.
                         anomalies.push(HttpAnomaly::InvalidContentLength);
                         Some(BodyState::UntilClose)
                     }
