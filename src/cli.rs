@@ -500,6 +500,9 @@ fn alert_log_options(config: &Config) -> AlertLogOptions {
         if let Some(serde_yaml::Value::Sequence(types)) = eve.get("types") {
             for t in types {
                 if let Some(alert) = t.get("alert") {
+                    if let Some(metadata) = alert.get("metadata") {
+                        opts.set_metadata(metadata);
+                    }
                     opts.payload = yes(alert.get("payload"));
                     opts.payload_printable = yes(alert.get("payload-printable"));
                     opts.packet = yes(alert.get("packet"));

@@ -294,6 +294,7 @@ pub(crate) struct CompiledRule {
     pub priority: u8,
     /// Fast pattern for the prefilter: (bytes, nocase).
     pub fast_pattern: Option<(Vec<u8>, bool)>,
+    pub rule_log: Arc<super::RuleLog>,
 }
 
 /// The keywords of one app-layer buffer in a rule: the buffer, the transforms applied to it
@@ -773,6 +774,18 @@ pub(crate) fn compile_rule(
         sid: rule.sid,
         rev: rule.rev,
         msg: Arc::from(rule.msg.as_str()),
+        rule_log: Arc::new(super::RuleLog {
+            metadata: rule
+                .options
+                .iter()
+                .filter_map(|o| match o {
+                    RuleOption::Metadata(pairs) => Some(pairs.iter().cloned()),
+                    _ => None,
+                })
+                .flatten()
+                .collect(),
+            text: rule.text.clone(),
+        }),
         category: Arc::from(class.map(|c| c.description.as_str()).unwrap_or("")),
         severity: rule.effective_priority(classes),
         priority: rule.effective_priority(classes),

@@ -391,6 +391,24 @@ fn app_layer_buffers_need_a_source() {
     assert_eq!(inspect_with(&e, &mut ctx, &frame, Opts { buffers: Some(&src), ..Default::default() }, None).len(), 1);
 }
 
+#[test]
+fn alerts_carry_rule_metadata_and_flowbit_names() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"m"; content:"A"; flowbits:set,traffic/id/curl; flowbits:set,other; metadata:tag t1, tag t2; sid:1;)
+alert tcp any any -> any any (msg:"n"; content:"B"; flowbits:set,unused; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"A"), Opts { flow: to_server(), ..Default::default() }, Some(&mut flow));
+    assert_eq!(a.len(), 1);
+    let pairs: Vec<(&str, &str)> = a[0].rule_log.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(pairs, vec![("tag", "t1"), ("tag", "t2")]);
+    assert!(a[0].rule_log.text.contains("traffic/id/curl"));
+    let mut bits: Vec<&str> = e.flowbits_set(&flow).collect();
+    bits.sort();
+    assert_eq!(bits, vec!["other", "traffic/id/curl"]);
+}
+
 /// Suricata places a relative keyword that follows `uricontent` (or `content; http_uri;`)
 /// in that content's buffer when no sticky buffer is active.
 #[test]
