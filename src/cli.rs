@@ -503,6 +503,9 @@ fn alert_log_options(config: &Config) -> AlertLogOptions {
                     if let Some(metadata) = alert.get("metadata") {
                         opts.set_metadata(metadata);
                     }
+                    if let Some(xff) = alert.get("xff") {
+                        opts.xff = crate::inspect::XffOptions::from_yaml(xff);
+                    }
                     opts.payload = yes(alert.get("payload"));
                     opts.payload_printable = yes(alert.get("payload-printable"));
                     opts.packet = yes(alert.get("packet"));

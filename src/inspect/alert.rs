@@ -38,6 +38,53 @@ pub struct AlertLogOptions {
     /// Flowbits set on the flow: `traffic` for `traffic/id/..` and `traffic/label/..`,
     /// the others under `metadata.flowbits` (part of Suricata's alert metadata).
     pub flow_vars: bool,
+    /// `xff:` with `enabled: yes`: the client address from a proxy header.
+    pub xff: Option<XffOptions>,
+}
+
+/// Suricata's X-Forwarded-For handling for alerts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XffOptions {
+    /// `mode: overwrite` replaces the client-side address of the event; `extra-data`
+    /// (the default) adds `alert.xff`.
+    pub overwrite: bool,
+    /// `deployment: reverse` (default) takes the last address of the list, `forward` the first.
+    pub reverse: bool,
+    /// `header:` (default X-Forwarded-For).
+    pub header: String,
+}
+
+impl XffOptions {
+    /// Reads an `xff:` mapping; `None` unless `enabled` is true.
+    pub fn from_yaml(xff: &serde_yaml::Value) -> Option<XffOptions> {
+        let text = |key: &str| match xff.get(key) {
+            Some(serde_yaml::Value::String(s)) => Some(s.trim().to_ascii_lowercase()),
+            Some(serde_yaml::Value::Bool(b)) => Some(b.to_string()),
+            _ => None,
+        };
+        let enabled = text("enabled").and_then(|v| crate::config::parse_bool(&v)).unwrap_or(false);
+        if !enabled {
+            return None;
+        }
+        let header = match xff.get("header") {
+            Some(serde_yaml::Value::String(h)) if !h.trim().is_empty() => h.trim().to_string(),
+            _ => "X-Forwarded-For".to_string(),
+        };
+        Some(XffOptions {
+            overwrite: text("mode").as_deref() == Some("overwrite"),
+            reverse: text("deployment").as_deref() != Some("forward"),
+            header,
+        })
+    }
+
+    /// The address the proxy header names for `tx`, if it holds a valid one.
+    pub fn address(&self, tx: &HttpTx) -> Option<std::net::IpAddr> {
+        let value = tx.request_header(&self.header)?;
+        let value = std::str::from_utf8(value).ok()?;
+        let mut parts = value.split(',').map(str::trim).filter(|p| !p.is_empty());
+        let pick = if self.reverse { parts.next_back() } else { parts.next() }?;
+        pick.parse().ok()
+    }
 }
 
 impl Default for AlertLogOptions {
@@ -54,6 +101,7 @@ impl Default for AlertLogOptions {
             rule_metadata: true,
             rule_raw: false,
             flow_vars: true,
+            xff: None,
         }
     }
 }
@@ -336,14 +384,28 @@ fn write_alert(
 ) {
     let tuple = &pkt.tuple;
     let is_icmp = matches!(tuple.proto, 1 | 58);
+    let xff = match (&opts.xff, app.tx) {
+        (Some(x), Some(tx)) => x.address(tx).map(|ip| (x.overwrite, ip)),
+        _ => None,
+    };
+    let (mut src_ip, mut dest_ip) = (tuple.src_ip(), tuple.dst_ip());
+    if let Some((true, ip)) = xff {
+        // The proxy's client is the event's client side: the source of a request packet,
+        // the destination of a response packet.
+        if facts.is_none_or(|f| f.info.to_server) {
+            src_ip = ip;
+        } else {
+            dest_ip = ip;
+        }
+    }
     let header = EventHeader {
         ts: pkt.ts,
         flow_id: facts.map(|f| f.info.flow_id),
         pcap_cnt: (pkt.pcap_cnt > 0).then_some(pkt.pcap_cnt),
         event_type: "alert",
-        src_ip: tuple.src_ip(),
+        src_ip,
         src_port: tuple.src_port,
-        dest_ip: tuple.dst_ip(),
+        dest_ip,
         dest_port: tuple.dst_port,
         proto: tuple.proto,
         icmp: is_icmp.then_some((tuple.src_port as u8, tuple.dst_port as u8)),
@@ -393,6 +455,9 @@ fn write_alert(
     }
     if opts.rule_raw {
         o.str("rule", &alert.rule_log.text);
+    }
+    if let Some((false, ip)) = xff {
+        o.str("xff", &ip.to_string());
     }
     o.close();
     if let Some(f) = facts {
@@ -648,6 +713,24 @@ mod tests {
         let got = json(|o| write_flowbits(o, &["traffic/label/cli-http", "traffic/id/curl", "junkbit"]));
         assert_eq!(got, r#"{"metadata":{"flowbits":["junkbit"]},"traffic":{"id":["curl"],"label":["cli-http"]}}"#);
         assert_eq!(json(|o| write_flowbits(o, &["traffic/id/x"])), r#"{"traffic":{"id":["x"]}}"#);
+    }
+
+    #[test]
+    fn xff_options_and_address_choice() {
+        let yaml = |t: &str| serde_yaml::from_str::<serde_yaml::Value>(t).expect("yaml");
+        assert_eq!(XffOptions::from_yaml(&yaml("enabled: no\nmode: overwrite\n")), None);
+        let reverse = XffOptions::from_yaml(&yaml("enabled: yes\n")).expect("enabled");
+        assert!(reverse.reverse && !reverse.overwrite && reverse.header == "X-Forwarded-For");
+        let forward = XffOptions::from_yaml(&yaml("enabled: yes\nmode: overwrite\ndeployment: forward\nheader: X-Real-IP\n")).expect("enabled");
+        assert!(!forward.reverse && forward.overwrite && forward.header == "X-Real-IP");
+
+        let mut p = crate::applayer::http::HttpParser::new(Default::default());
+        p.on_data(Direction::ToServer, b"GET / HTTP/1.1\r\nx-forwarded-for: 10.2.2.2, 10.3.3.3\r\nX-Real-IP: junk\r\n\r\n", &mut |_| {});
+        let tx = p.tx(0).expect("tx");
+        assert_eq!(reverse.address(tx), Some("10.3.3.3".parse().unwrap()));
+        let first = XffOptions { reverse: false, ..reverse.clone() };
+        assert_eq!(first.address(tx), Some("10.2.2.2".parse().unwrap()));
+        assert_eq!(forward.address(tx), None, "not an address");
     }
 
     #[test]

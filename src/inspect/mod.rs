@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 mod alert;
 mod app;
-pub use alert::AlertLogOptions;
+pub use alert::{AlertLogOptions, XffOptions};
 pub use app::AppLayer;
 use app::AppCounters;
 use alert::{write_drop_event, WirePacket};
