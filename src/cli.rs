@@ -219,6 +219,7 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     let policy = args.dispatch.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?;
     let mut inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers }, args.simulate_ips);
     inspect.alert_log = alert_log_options(&config);
+    inspect.http = Arc::new(crate::applayer::http::HttpConfig::from_config(&config)?);
     let defrag = defrag_config(&config)?;
     Ok(Resolved { options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, defrag }, policy, config, engine })
 }
@@ -289,6 +290,7 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     // Memory caps are split between the workers that will really run.
     let mut inspect = crate::inspect::InspectSettings::from_engine(&resolved.engine, workers, args.simulate_ips);
     inspect.alert_log = std::mem::take(&mut resolved.options.inspect.alert_log);
+    inspect.http = resolved.options.inspect.http.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let overrides = CaptureOverrides {
         fanout: args.live.fanout.as_deref().map(live::parse_fanout).transpose().map_err(|e| CliError(format!("--fanout: {e}")))?,
@@ -494,6 +496,12 @@ fn alert_log_options(config: &Config) -> AlertLogOptions {
         if let Some(serde_yaml::Value::Sequence(types)) = eve.get("types") {
             for t in types {
                 if let Some(alert) = t.get("alert") {
+                    if let Some(metadata) = alert.get("metadata") {
+                        opts.set_metadata(metadata);
+                    }
+                    if let Some(xff) = alert.get("xff") {
+                        opts.xff = crate::inspect::XffOptions::from_yaml(xff);
+                    }
                     opts.payload = yes(alert.get("payload"));
                     opts.payload_printable = yes(alert.get("payload-printable"));
                     opts.packet = yes(alert.get("packet"));

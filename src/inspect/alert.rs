@@ -28,11 +28,112 @@ pub struct AlertLogOptions {
     pub fast_log: bool,
     /// `payload-buffer-size`: most bytes of stream data an alert logs.
     pub payload_buffer_size: usize,
+    /// `metadata.app-layer`: the transaction's object (`http`).
+    pub app_layer: bool,
+    /// `metadata.flow`: the `flow` object.
+    pub flow: bool,
+    /// `metadata.rule.metadata`: `alert.metadata` from the rule's `metadata:` keyword.
+    pub rule_metadata: bool,
+    /// `metadata.rule.raw`: `alert.rule`, the rule's text.
+    pub rule_raw: bool,
+    /// Flowbits set on the flow: `traffic` for `traffic/id/..` and `traffic/label/..`,
+    /// the others under `metadata.flowbits` (part of Suricata's alert metadata).
+    pub flow_vars: bool,
+    /// `xff:` with `enabled: yes`: the client address from a proxy header.
+    pub xff: Option<XffOptions>,
+}
+
+/// Suricata's X-Forwarded-For handling for alerts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XffOptions {
+    /// `mode: overwrite` replaces the client-side address of the event; `extra-data`
+    /// (the default) adds `alert.xff`.
+    pub overwrite: bool,
+    /// `deployment: reverse` (default) takes the last address of the list, `forward` the first.
+    pub reverse: bool,
+    /// `header:` (default X-Forwarded-For).
+    pub header: String,
+}
+
+impl XffOptions {
+    /// Reads an `xff:` mapping; `None` unless `enabled` is true.
+    pub fn from_yaml(xff: &serde_yaml::Value) -> Option<XffOptions> {
+        let text = |key: &str| match xff.get(key) {
+            Some(serde_yaml::Value::String(s)) => Some(s.trim().to_ascii_lowercase()),
+            Some(serde_yaml::Value::Bool(b)) => Some(b.to_string()),
+            _ => None,
+        };
+        let enabled = text("enabled").and_then(|v| crate::config::parse_bool(&v)).unwrap_or(false);
+        if !enabled {
+            return None;
+        }
+        let header = match xff.get("header") {
+            Some(serde_yaml::Value::String(h)) if !h.trim().is_empty() => h.trim().to_string(),
+            _ => "X-Forwarded-For".to_string(),
+        };
+        Some(XffOptions {
+            overwrite: text("mode").as_deref() == Some("overwrite"),
+            reverse: text("deployment").as_deref() != Some("forward"),
+            header,
+        })
+    }
+
+    /// The address the proxy header names for `tx`, if it holds a valid one.
+    pub fn address(&self, tx: &HttpTx) -> Option<std::net::IpAddr> {
+        let value = tx.request_header(&self.header)?;
+        let value = std::str::from_utf8(value).ok()?;
+        let mut parts = value.split(',').map(str::trim).filter(|p| !p.is_empty());
+        let pick = if self.reverse { parts.next_back() } else { parts.next() }?;
+        pick.parse().ok()
+    }
 }
 
 impl Default for AlertLogOptions {
     fn default() -> Self {
-        AlertLogOptions { payload: false, payload_printable: false, packet: false, ethernet: false, fast_log: true, payload_buffer_size: 4096 }
+        AlertLogOptions {
+            payload: false,
+            payload_printable: false,
+            packet: false,
+            ethernet: false,
+            fast_log: true,
+            payload_buffer_size: 4096,
+            app_layer: true,
+            flow: true,
+            rule_metadata: true,
+            rule_raw: false,
+            flow_vars: true,
+            xff: None,
+        }
+    }
+}
+
+impl AlertLogOptions {
+    /// Applies an eve-log `alert:` `metadata:` setting: `no` turns every part off; a
+    /// mapping (`app-layer`, `flow`, `rule: {metadata, raw}`) sets them one by one.
+    pub fn set_metadata(&mut self, metadata: &serde_yaml::Value) {
+        let flag = |v: Option<&serde_yaml::Value>, default: bool| match v {
+            Some(serde_yaml::Value::Bool(b)) => *b,
+            Some(serde_yaml::Value::String(s)) => crate::config::parse_bool(s).unwrap_or(default),
+            _ => default,
+        };
+        match metadata {
+            serde_yaml::Value::Mapping(_) => {
+                self.app_layer = flag(metadata.get("app-layer"), true);
+                self.flow = flag(metadata.get("flow"), true);
+                let rule = metadata.get("rule");
+                self.rule_metadata = flag(rule.and_then(|r| r.get("metadata")), true);
+                self.rule_raw = flag(rule.and_then(|r| r.get("raw")), false);
+                self.flow_vars = true;
+            }
+            other => {
+                let on = flag(Some(other), true);
+                self.app_layer = on;
+                self.flow = on;
+                self.rule_metadata = on;
+                self.flow_vars = on;
+                self.rule_raw = false;
+            }
+        }
     }
 }
 
@@ -136,8 +237,14 @@ impl Detection {
             buffers_other: other_buffers.as_ref().map(|b| b.source()),
         };
         self.alerts.clear();
-        engine.inspect(&mut self.ctx, &pkt, detect, &mut self.alerts);
+        let mut detect = detect;
+        engine.inspect(&mut self.ctx, &pkt, detect.as_deref_mut(), &mut self.alerts);
         let mut verdict = RunVerdict::default();
+        // Flowbits as they stand after this packet's rules, for the alerts' metadata.
+        let flowbits: Vec<&str> = match (&detect, self.log.flow_vars && !self.alerts.is_empty()) {
+            (Some(d), true) => engine.flowbits_set(d).collect(),
+            _ => Vec::new(),
+        };
         for alert in &self.alerts {
             if let Some(a) = app.as_deref_mut() {
                 if a.app_only && !alert.app_tx {
@@ -164,7 +271,7 @@ impl Detection {
                 (Some((chunk, _)), true) => chunk.data,
                 _ => payload,
             };
-            out.push(key, |buf| write_alert(buf, &origin, &pkt, facts, alert, blocks, payload_logged, &self.log, &app_log));
+            out.push(key, |buf| write_alert(buf, &origin, &pkt, facts, alert, blocks, payload_logged, &self.log, &app_log, &flowbits));
             if self.log.fast_log {
                 out.push_to(Sink::FastLog, key, |buf| write_fast_line(buf, ts, &tuple, alert, blocks));
             }
@@ -286,17 +393,32 @@ fn write_alert(
     payload: &[u8],
     opts: &AlertLogOptions,
     app: &AppLog<'_>,
+    flowbits: &[&str],
 ) {
     let tuple = &pkt.tuple;
     let is_icmp = matches!(tuple.proto, 1 | 58);
+    let xff = match (&opts.xff, app.tx) {
+        (Some(x), Some(AppTx::Http(tx))) => x.address(tx).map(|ip| (x.overwrite, ip)),
+        _ => None,
+    };
+    let (mut src_ip, mut dest_ip) = (tuple.src_ip(), tuple.dst_ip());
+    if let Some((true, ip)) = xff {
+        // The proxy's client is the event's client side: the source of a request packet,
+        // the destination of a response packet.
+        if facts.is_none_or(|f| f.info.to_server) {
+            src_ip = ip;
+        } else {
+            dest_ip = ip;
+        }
+    }
     let header = EventHeader {
         ts: pkt.ts,
         flow_id: facts.map(|f| f.info.flow_id),
         pcap_cnt: (pkt.pcap_cnt > 0).then_some(pkt.pcap_cnt),
         event_type: "alert",
-        src_ip: tuple.src_ip(),
+        src_ip,
         src_port: tuple.src_port,
-        dest_ip: tuple.dst_ip(),
+        dest_ip,
         dest_port: tuple.dst_port,
         proto: tuple.proto,
         icmp: is_icmp.then_some((tuple.src_port as u8, tuple.dst_port as u8)),
@@ -340,10 +462,21 @@ fn write_alert(
         .u64("rev", alert.rev.into())
         .str("signature", &alert.msg)
         .str("category", &alert.category)
-        .u64("severity", alert.severity.into())
-        .close();
+        .u64("severity", alert.severity.into());
+    if opts.rule_metadata && !alert.rule_log.metadata.is_empty() {
+        write_rule_metadata(&mut o, &alert.rule_log.metadata);
+    }
+    if opts.rule_raw {
+        o.str("rule", &alert.rule_log.text);
+    }
+    if let Some((false, ip)) = xff {
+        o.str("xff", &ip.to_string());
+    }
+    o.close();
     if let Some(f) = facts {
         o.str("direction", if f.info.to_server { "to_server" } else { "to_client" });
+    }
+    if let (Some(f), true) = (facts, opts.flow) {
         let (v4, ip) = (tuple.is_v4, crate::inspect::ip_addr);
         o.open("flow")
             .u64("pkts_toserver", f.info.pkts_toserver)
@@ -361,13 +494,18 @@ fn write_alert(
     if let Some(p) = app.proto {
         o.str("app_proto", p);
     }
-    match app.tx {
-        Some(AppTx::Http(tx)) => write_http(&mut o, tx),
-        Some(AppTx::Dns(tx)) => super::dns::write_dns(&mut o, tx),
-        Some(AppTx::Tls(_)) | None => {}
+    if opts.app_layer {
+        match app.tx {
+            Some(AppTx::Http(tx)) => write_http(&mut o, tx),
+            Some(AppTx::Dns(tx)) => super::dns::write_dns(&mut o, tx),
+            Some(AppTx::Tls(_)) | None => {}
+        }
+        if let Some(st) = app.tls {
+            write_tls(&mut o, st, app.log_ja3);
+        }
     }
-    if let Some(st) = app.tls {
-        write_tls(&mut o, st, app.log_ja3);
+    if !flowbits.is_empty() {
+        write_flowbits(&mut o, flowbits);
     }
     if opts.payload {
         o.str("payload", &base64(payload));
@@ -389,6 +527,55 @@ fn write_alert(
         o.open("packet_info").u64("linktype", link.suricata_number().into()).str("linktype_name", link.suricata_name()).close();
     }
     o.finish();
+}
+
+/// `alert.metadata`: each key of the rule's `metadata:` with its values in rule order.
+fn write_rule_metadata(o: &mut crate::output::json::JsonObject<'_>, pairs: &[(String, String)]) {
+    o.open("metadata");
+    let mut done: Vec<&str> = Vec::new();
+    for (key, _) in pairs {
+        if done.contains(&key.as_str()) {
+            continue;
+        }
+        done.push(key);
+        let values: Vec<&str> = pairs.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect();
+        o.raw(key, &json_str_array(&values));
+    }
+    o.close();
+}
+
+/// Suricata's `traffic` object (flowbits named `traffic/id/X` or `traffic/label/X`) and
+/// `metadata.flowbits` (every other flowbit set on the flow).
+fn write_flowbits(o: &mut crate::output::json::JsonObject<'_>, names: &[&str]) {
+    let ids: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/id/")).collect();
+    let labels: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/label/")).collect();
+    let others: Vec<&str> = names.iter().copied().filter(|n| !n.starts_with("traffic/")).collect();
+    if !others.is_empty() {
+        o.open("metadata").raw("flowbits", &json_str_array(&others)).close();
+    }
+    if !ids.is_empty() || !labels.is_empty() {
+        o.open("traffic");
+        if !ids.is_empty() {
+            o.raw("id", &json_str_array(&ids));
+        }
+        if !labels.is_empty() {
+            o.raw("label", &json_str_array(&labels));
+        }
+        o.close();
+    }
+}
+
+fn json_str_array(values: &[&str]) -> String {
+    let mut out = Vec::new();
+    out.push(b'[');
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        crate::output::json::write_str(&mut out, v);
+    }
+    out.push(b']');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// App-layer facts an alert logs.
@@ -426,9 +613,8 @@ fn write_http(o: &mut crate::output::json::JsonObject<'_>, tx: &HttpTx) {
     if let Some(code) = tx.status_code {
         o.u64("status", code.into());
     }
-    if tx.response_progress > crate::applayer::http::Progress::Headers || tx.response_body_len > 0 {
-        o.u64("length", tx.response_body_len);
-    }
+    // Always present, as in Suricata: 0 until a response body arrives.
+    o.u64("length", tx.response_body_len);
     o.close();
 }
 
@@ -528,6 +714,59 @@ pub(crate) fn base64(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn json(f: impl FnOnce(&mut crate::output::json::JsonObject<'_>)) -> String {
+        let mut buf = Vec::new();
+        let mut o = crate::output::json::JsonObject::begin(&mut buf);
+        f(&mut o);
+        o.finish();
+        String::from_utf8(buf).expect("utf-8").trim_end().to_string()
+    }
+
+    #[test]
+    fn rule_metadata_groups_values_by_key() {
+        let pairs = [("tag", "a"), ("created_at", "2018-01-30"), ("tag", "b\"q")].map(|(k, v)| (k.to_string(), v.to_string()));
+        let got = json(|o| write_rule_metadata(o, &pairs));
+        assert_eq!(got, r#"{"metadata":{"tag":["a","b\"q"],"created_at":["2018-01-30"]}}"#);
+    }
+
+    #[test]
+    fn flowbits_split_into_traffic_and_metadata() {
+        let got = json(|o| write_flowbits(o, &["traffic/label/cli-http", "traffic/id/curl", "junkbit"]));
+        assert_eq!(got, r#"{"metadata":{"flowbits":["junkbit"]},"traffic":{"id":["curl"],"label":["cli-http"]}}"#);
+        assert_eq!(json(|o| write_flowbits(o, &["traffic/id/x"])), r#"{"traffic":{"id":["x"]}}"#);
+    }
+
+    #[test]
+    fn xff_options_and_address_choice() {
+        let yaml = |t: &str| serde_yaml::from_str::<serde_yaml::Value>(t).expect("yaml");
+        assert_eq!(XffOptions::from_yaml(&yaml("enabled: no\nmode: overwrite\n")), None);
+        let reverse = XffOptions::from_yaml(&yaml("enabled: yes\n")).expect("enabled");
+        assert!(reverse.reverse && !reverse.overwrite && reverse.header == "X-Forwarded-For");
+        let forward = XffOptions::from_yaml(&yaml("enabled: yes\nmode: overwrite\ndeployment: forward\nheader: X-Real-IP\n")).expect("enabled");
+        assert!(!forward.reverse && forward.overwrite && forward.header == "X-Real-IP");
+
+        let mut p = crate::applayer::http::HttpParser::new(Default::default());
+        p.on_data(Direction::ToServer, b"GET / HTTP/1.1\r\nx-forwarded-for: 10.2.2.2, 10.3.3.3\r\nX-Real-IP: junk\r\n\r\n", &mut |_| {});
+        let tx = p.tx(0).expect("tx");
+        assert_eq!(reverse.address(tx), Some("10.3.3.3".parse().unwrap()));
+        let first = XffOptions { reverse: false, ..reverse.clone() };
+        assert_eq!(first.address(tx), Some("10.2.2.2".parse().unwrap()));
+        assert_eq!(forward.address(tx), None, "not an address");
+    }
+
+    #[test]
+    fn metadata_option_forms() {
+        let yaml = |t: &str| serde_yaml::from_str::<serde_yaml::Value>(t).expect("yaml");
+        let mut o = AlertLogOptions::default();
+        assert!(o.app_layer && o.flow && o.rule_metadata && !o.rule_raw);
+        o.set_metadata(&yaml("false"));
+        assert!(!o.app_layer && !o.flow && !o.rule_metadata && !o.rule_raw && !o.flow_vars);
+        o.set_metadata(&yaml("rule:\n  raw: true\n"));
+        assert!(o.app_layer && o.flow && o.rule_metadata && o.rule_raw);
+        o.set_metadata(&yaml("app-layer: no\nrule:\n  metadata: no\n"));
+        assert!(!o.app_layer && o.flow && !o.rule_metadata && !o.rule_raw);
+    }
 
     #[test]
     fn base64_matches_rfc4648_vectors() {

@@ -54,6 +54,8 @@ pub struct AppLayer {
     alerted: Vec<(u64, u32)>,
     /// Ports on which port-recognised protocols (DNS) are probed, shared by the worker.
     detection_ports: Arc<DetectionPorts>,
+    /// libhtp settings for the HTTP parser this flow gets once detected (shared per run).
+    http_config: Arc<HttpConfig>,
 }
 
 /// Worker-wide app-layer counters.
@@ -73,23 +75,22 @@ pub(crate) struct AppCounters {
 
 impl Default for AppLayer {
     fn default() -> Self {
-        AppLayer::with_detection_ports(Arc::new(DetectionPorts::default()))
+        AppLayer::new(Arc::new(HttpConfig::default()), Arc::new(DetectionPorts::default()))
     }
 }
 
 impl AppLayer {
-    pub(crate) fn with_detection_ports(detection_ports: Arc<DetectionPorts>) -> Self {
+    pub(crate) fn new(http_config: Arc<HttpConfig>, detection_ports: Arc<DetectionPorts>) -> Self {
         AppLayer {
             parser: Parser::Probing { detector: ProtoDetector::new(PROBE_LIMIT), seen: Default::default(), cut: [false; 2] },
             proto: None,
             pending: Default::default(),
             alerted: Vec::new(),
             detection_ports,
+            http_config,
         }
     }
-}
 
-impl AppLayer {
     /// Hands the parser every byte of `dir` the stream releases now, and consumes it so
     /// the stream can free memory. `ports` is (client port, server port).
     pub(crate) fn feed(
@@ -182,7 +183,7 @@ impl AppLayer {
                 counters.flows_http += 1;
                 self.proto = Some(AppProto::Http);
                 let old = std::mem::replace(&mut self.parser, Parser::Idle);
-                let mut parser = Box::new(HttpParser::new(HttpConfig::default()));
+                let mut parser = Box::new(HttpParser::new(*self.http_config));
                 if let Parser::Probing { seen, .. } = old {
                     let pending = &mut self.pending;
                     for dir in [Direction::ToServer, Direction::ToClient] {
@@ -443,11 +444,47 @@ pub(crate) struct TxBuffers<'a> {
     header: Vec<u8>,
     header_names: Vec<u8>,
     start: Vec<u8>,
+    /// `http.request_header` / `http.response_header` instances ("Name: value" per header),
+    /// built on first use: most rule sets never ask for them.
+    header_lines: [std::cell::OnceCell<HeaderLines>; 2],
+}
+
+/// One message's headers as "Name: value" lines, concatenated, with each line's end.
+#[derive(Default)]
+struct HeaderLines {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl HeaderLines {
+    fn build(headers: &[crate::applayer::http::Header]) -> HeaderLines {
+        let mut lines = HeaderLines::default();
+        for h in headers {
+            lines.bytes.extend_from_slice(&h.name);
+            lines.bytes.extend_from_slice(b": ");
+            lines.bytes.extend_from_slice(&h.value);
+            lines.ends.push(lines.bytes.len());
+        }
+        lines
+    }
+
+    fn nth(&self, index: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(index)?;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        self.bytes.get(start..end)
+    }
 }
 
 impl<'a> TxBuffers<'a> {
     pub(crate) fn new(tx: &'a HttpTx, dir: Direction) -> Self {
-        let mut b = TxBuffers { tx, dir, header: Vec::new(), header_names: Vec::new(), start: Vec::new() };
+        let mut b = TxBuffers {
+            tx,
+            dir,
+            header: Vec::new(),
+            header_names: Vec::new(),
+            start: Vec::new(),
+            header_lines: Default::default(),
+        };
         if b.headers_done() {
             tx.header_buffer(dir, &mut b.header);
             tx.header_names_buffer(dir, &mut b.header_names);
@@ -466,6 +503,19 @@ impl<'a> TxBuffers<'a> {
     fn headers_done(&self) -> bool {
         self.progress() >= Progress::Headers
     }
+
+    /// Header line `index` of the request or response, once its headers are complete.
+    fn header_line(&self, side: Direction, index: usize) -> Option<&[u8]> {
+        let tx = self.tx;
+        let ready = match side {
+            Direction::ToServer => tx.request_progress >= Progress::Headers && !tx.request_missing,
+            Direction::ToClient => self.dir == Direction::ToClient && tx.response_progress >= Progress::Headers,
+        };
+        if !ready {
+            return None;
+        }
+        self.header_lines[side.index()].get_or_init(|| HeaderLines::build(tx.headers(side))).nth(index)
+    }
 }
 
 fn non_empty(b: &[u8]) -> Option<&[u8]> {
@@ -473,6 +523,16 @@ fn non_empty(b: &[u8]) -> Option<&[u8]> {
 }
 
 impl BufferSource for TxBuffers<'_> {
+    fn get_nth(&self, buffer: Buffer, index: usize) -> Option<&[u8]> {
+        match buffer.name {
+            // One instance per header line, as Suricata's multi-buffers.
+            "http.request_header" => self.header_line(Direction::ToServer, index),
+            "http.response_header" => self.header_line(Direction::ToClient, index),
+            _ if index == 0 => self.get(buffer),
+            _ => None,
+        }
+    }
+
     fn get(&self, buffer: Buffer) -> Option<&[u8]> {
         let tx = self.tx;
         let req_line = tx.request_progress >= Progress::Line && !tx.request_missing;
@@ -517,6 +577,8 @@ impl BufferSource for TxBuffers<'_> {
             "http.response_body" if to_client && tx.response_progress >= Progress::Body => non_empty(&tx.response_body),
             "file.data" if to_client && tx.response_progress >= Progress::Body => non_empty(&tx.response_body),
             "file.data" if !to_client && tx.request_progress >= Progress::Body => non_empty(&tx.request_body),
+            "http.request_header" => self.header_line(Direction::ToServer, 0),
+            "http.response_header" => self.header_line(Direction::ToClient, 0),
             _ => None,
         }
     }
@@ -582,6 +644,50 @@ mod tests {
         let s = TxBuffers::new(tx, Direction::ToServer);
         assert_eq!(get(&s, "http.stat_code"), None);
         assert_eq!(get(&s, "http.response_body"), None);
+    }
+
+    fn nth<'a>(b: &'a TxBuffers<'_>, name: &str, index: usize) -> Option<&'a [u8]> {
+        b.get_nth(buffer_by_name(name).expect("known buffer"), index)
+    }
+
+    #[test]
+    fn header_line_buffers_have_one_instance_per_header() {
+        let p = parse(
+            b"GET / HTTP/1.1\r\nHost: a\r\nCookie: c=1\r\nUser-Agent: ua\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nDate: today\r\nContent-Length: 0\r\n\r\n",
+        );
+        let tx = p.tx(0).expect("tx");
+        let s = TxBuffers::new(tx, Direction::ToServer);
+        assert_eq!(nth(&s, "http.request_header", 0), Some(&b"Host: a"[..]));
+        assert_eq!(nth(&s, "http.request_header", 1), Some(&b"Cookie: c=1"[..]), "cookie included");
+        assert_eq!(nth(&s, "http.request_header", 2), Some(&b"User-Agent: ua"[..]));
+        assert_eq!(nth(&s, "http.request_header", 3), None);
+        assert_eq!(get(&s, "http.request_header"), Some(&b"Host: a"[..]));
+        assert_eq!(nth(&s, "http.response_header", 0), None, "response headers only to client");
+        let c = TxBuffers::new(tx, Direction::ToClient);
+        assert_eq!(nth(&c, "http.response_header", 0), Some(&b"Date: today"[..]));
+        assert_eq!(nth(&c, "http.response_header", 1), Some(&b"Content-Length: 0"[..]));
+        assert_eq!(nth(&c, "http.response_header", 2), None);
+        assert_eq!(nth(&c, "http.uri", 1), None, "single buffers have one instance");
+        assert_eq!(nth(&c, "http.uri", 0), Some(&b"/"[..]));
+    }
+
+    #[test]
+    fn header_lines_wait_for_complete_headers() {
+        let p = parse(b"GET / HTTP/1.1\r\nHost: a\r\n", b"");
+        let b = TxBuffers::new(p.tx(0).expect("tx"), Direction::ToServer);
+        assert_eq!(nth(&b, "http.request_header", 0), None);
+    }
+
+    #[test]
+    fn http_config_reaches_the_parser() {
+        // A body limit of 4 bytes: the parser created on detection must use it.
+        let cfg = HttpConfig { response_body_limit: 4, ..HttpConfig::default() };
+        let mut app = AppLayer::new(Arc::new(cfg));
+        let mut c = AppCounters::default();
+        app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 80), &mut c);
+        app.on_data(Direction::ToClient, b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n0123456789", (40000, 80), &mut c);
+        assert_eq!(app.tx(0).map(|t| t.response_body.as_slice()), Some(&b"0123"[..]));
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod alert;
 mod app;
 mod dns;
 mod tls;
-pub use alert::AlertLogOptions;
+pub use alert::{AlertLogOptions, XffOptions};
 pub use app::AppLayer;
 use app::AppCounters;
 use alert::{write_drop_event, WirePacket};
@@ -47,6 +47,8 @@ pub struct InspectSettings {
     pub host_os: Arc<HostOsPolicy>,
     /// App-layer `detection-ports` (DNS).
     pub detection_ports: Arc<DetectionPorts>,
+    /// `app-layer.protocols.http.libhtp.default-config`.
+    pub http: Arc<crate::applayer::http::HttpConfig>,
 }
 
 impl InspectSettings {
@@ -102,6 +104,7 @@ impl InspectSettings {
             midstream_policy,
             host_os: Arc::new(host_os),
             detection_ports: Arc::new(detection_ports(engine)),
+            http: Arc::new(crate::applayer::http::HttpConfig::default()),
         }
     }
 }
@@ -194,6 +197,7 @@ pub struct Inspector {
     midstream_policy: ExceptionPolicy,
     host_os: Arc<HostOsPolicy>,
     detection_ports: Arc<DetectionPorts>,
+    http_config: Arc<crate::applayer::http::HttpConfig>,
     stream_mem: ReassemblyMemory,
     detection: Detection,
     /// Flows that ended while a packet was processed (evicted, port reused).
@@ -240,6 +244,7 @@ impl Inspector {
             midstream_policy: settings.midstream_policy,
             host_os: settings.host_os.clone(),
             detection_ports: settings.detection_ports.clone(),
+            http_config: settings.http.clone(),
             stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
             detection: Detection {
                 engine,
@@ -371,8 +376,8 @@ impl Inspector {
             info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
             // This packet may release data in its own direction (inline mode, or the
             // other side's ACKs arrived earlier) and, by acking, in the opposite one.
-            let detection_ports = &self.detection_ports;
-            let al = app.get_or_insert_with(|| Box::new(AppLayer::with_detection_ports(detection_ports.clone())));
+            let (http_config, detection_ports) = (&self.http_config, &self.detection_ports);
+            let al = app.get_or_insert_with(|| Box::new(AppLayer::new(http_config.clone(), detection_ports.clone())));
             let ports = (flow.client().1, flow.server().1);
             for side in [dir, dir.opposite()] {
                 al.feed(reassembly, side, ports, &mut self.stream_mem, &mut self.detection.app_counters);
@@ -394,8 +399,8 @@ impl Inspector {
             // checks UDP checksums only for the checksum keywords).
             let ports = (flow.client().1, flow.server().1);
             if app.is_some() || self.detection_ports.dns(Transport::Udp, ports) {
-                let detection_ports = &self.detection_ports;
-                let al = app.get_or_insert_with(|| Box::new(AppLayer::with_detection_ports(detection_ports.clone())));
+                let (http_config, detection_ports) = (&self.http_config, &self.detection_ports);
+                let al = app.get_or_insert_with(|| Box::new(AppLayer::new(http_config.clone(), detection_ports.clone())));
                 al.on_datagram(dir, d.payload, ports, &mut self.detection.app_counters);
                 first_tx = al.take_pending(dir);
                 app_layer = Some(al);

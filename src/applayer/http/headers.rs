@@ -363,9 +363,31 @@ pub(crate) fn parse_content_length(value: &[u8]) -> Option<u64> {
     Some(n)
 }
 
+/// A response Content-Length that sizes the body: digits with nothing but whitespace
+/// around them. Anything else ("34 68", "34( 68)", a folded second value) is ambiguous;
+/// Suricata then reads the body until the connection closes, so the IDS sees every byte
+/// whichever value the client picked.
+pub(crate) fn parse_content_length_exact(value: &[u8]) -> Option<u64> {
+    let trimmed = value.trim_ascii();
+    if trimmed.is_empty() || !trimmed.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    parse_content_length(trimmed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_content_length_rejects_junk() {
+        assert_eq!(parse_content_length_exact(b" 68 "), Some(68));
+        assert_eq!(parse_content_length_exact(b"\t007"), Some(7));
+        for junk in [&b"34 68"[..], b"34( 68)", b"(68) 34", b"68;", b"68.0", b"", b" ", b"99999999999999999999999"] {
+            assert_eq!(parse_content_length_exact(junk), None, "{:?}", String::from_utf8_lossy(junk));
+        }
+        assert_eq!(parse_content_length(b"34 68"), Some(34), "the lenient form keeps the first number");
+    }
 
     fn parse(block: &[u8], side: Side) -> (Vec<Header>, Option<usize>) {
         let mut hb = HeaderBlock::new(side, 100);

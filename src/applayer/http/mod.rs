@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 use decompress::{BodyDecoder, Codec, DecompressLimits};
 pub use headers::Header;
 use headers::{
-    find, name_matches, next_line, parse_content_length, HeaderBlock, Line, LineOutcome, Side,
+    find, name_matches, next_line, parse_content_length, parse_content_length_exact, HeaderBlock, Line, LineOutcome, Side,
 };
 pub use uri::ParsedUri;
 
@@ -86,6 +86,33 @@ impl Default for HttpConfig {
             max_headers: 1024,
             max_tx: 512,
         }
+    }
+}
+
+impl HttpConfig {
+    /// Where Suricata keeps the libhtp settings that apply to every server.
+    pub const CONFIG_PREFIX: &'static str = "app-layer.protocols.http.libhtp.default-config";
+
+    /// The defaults overridden by what `config` sets under [`Self::CONFIG_PREFIX`]
+    /// (`request-body-limit`, `response-body-limit`, `response-body-decompress-layer-limit`,
+    /// `compression-bomb-limit`). A limit of 0 means unlimited, as in Suricata.
+    pub fn from_config(config: &crate::config::Config) -> Result<HttpConfig, crate::config::ConfigError> {
+        let mut c = HttpConfig::default();
+        let key = |name: &str| format!("{}.{name}", Self::CONFIG_PREFIX);
+        let unlimited_if_zero = |v: u64| if v == 0 { usize::MAX } else { v.min(usize::MAX as u64) as usize };
+        if let Some(v) = config.get_size(&key("request-body-limit"))? {
+            c.request_body_limit = unlimited_if_zero(v);
+        }
+        if let Some(v) = config.get_size(&key("response-body-limit"))? {
+            c.response_body_limit = unlimited_if_zero(v);
+        }
+        if let Some(v) = config.get_u64(&key("response-body-decompress-layer-limit"))? {
+            c.decompress_layer_limit = v.min(u32::MAX as u64) as u32;
+        }
+        if let Some(v) = config.get_size(&key("compression-bomb-limit"))? {
+            c.compression_bomb_limit = if v == 0 { u64::MAX } else { v };
+        }
+        Ok(c)
     }
 }
 
@@ -1089,7 +1116,7 @@ impl HttpParser {
                 }
                 Some(BodyState::ChunkLen)
             } else if let Some(cl) = &cl {
-                match parse_content_length(cl) {
+                match parse_content_length_exact(cl) {
                     Some(0) => {
                         tx.response_content_length = Some(0);
                         None
@@ -1099,8 +1126,8 @@ impl HttpParser {
                         Some(BodyState::Length { left: len })
                     }
                     None => {
-                        // libhtp gives up on the stream here; reading until close keeps
-                        // the body inspectable.
+                        // Junk around the digits or an unusable value: read until close,
+                        // as Suricata does, so no candidate length hides bytes.
                         anomalies.push(HttpAnomaly::InvalidContentLength);
                         Some(BodyState::UntilClose)
                     }

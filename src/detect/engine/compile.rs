@@ -344,6 +344,7 @@ pub(crate) struct CompiledRule {
     pub fast_pattern: Option<(Vec<u8>, bool)>,
     /// Fast pattern of an app-layer rule: (buffer, bytes, nocase); scanned in that buffer.
     pub app_fast_pattern: Option<(Buffer, Vec<u8>, bool)>,
+    pub rule_log: Arc<super::RuleLog>,
 }
 
 /// The keywords of one app-layer buffer in a rule: the buffer, the transforms applied to it
@@ -544,12 +545,19 @@ pub(crate) fn compile_rule(
         lists[i].ops.push(op);
         *last = Some(i);
     };
+    // Buffer of the last content/pcre: without a sticky buffer, a relative keyword after
+    // `uricontent` or `content; http_uri;` continues in that buffer (as in Suricata).
+    let mut last_match_buf: Option<Buffer> = None;
+    let relative_buf = |sticky: Option<Buffer>, last: Option<Buffer>, relative: bool| {
+        if sticky.is_none() && relative { last } else { sticky }
+    };
 
     for opt in &rule.options {
         match opt {
             RuleOption::Content(c) => {
                 let buf = c.legacy_buffer.or(sticky);
                 let content_chain: &[Transform] = if c.legacy_buffer.is_some() { &[] } else { &chain };
+                last_match_buf = buf;
                 let resolve = |v: &Option<NumOrVar>| -> Result<Option<Val>, String> {
                     v.as_ref().map(|v| vars.val(v)).transpose()
                 };
@@ -598,6 +606,7 @@ pub(crate) fn compile_rule(
             RuleOption::Pcre(p) => {
                 let buf = p.buffer.or(sticky);
                 let pcre_chain: &[Transform] = if p.buffer.is_some() { &[] } else { &chain };
+                last_match_buf = buf;
                 let regex = build_regex(p)?;
                 push_op(
                     &mut lists,
@@ -609,12 +618,12 @@ pub(crate) fn compile_rule(
             }
             RuleOption::Isdataat(i) => {
                 let op = PayloadOp::Isdataat { negated: i.negated, offset: vars.val(&i.offset)?, relative: i.relative };
-                push_op(&mut lists, &mut last_list, sticky, &chain, op);
+                push_op(&mut lists, &mut last_list, relative_buf(sticky, last_match_buf, i.relative), &chain, op);
             }
             RuleOption::ByteTest(b) => {
                 let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
                 let op = PayloadOp::ByteTest { read, op: b.op, value: vars.val(&b.value)?, negated: b.negated };
-                push_op(&mut lists, &mut last_list, sticky, &chain, op);
+                push_op(&mut lists, &mut last_list, relative_buf(sticky, last_match_buf, b.relative), &chain, op);
             }
             RuleOption::ByteJump(b) => {
                 let read = byte_read(&vars, vars.val(&b.bytes)?, vars.val(&b.offset)?, b.relative, b.endian, b.string, b.bitmask);
@@ -626,20 +635,20 @@ pub(crate) fn compile_rule(
                     from_end: b.from_end,
                     post_offset: b.post_offset.unwrap_or(0),
                 };
-                push_op(&mut lists, &mut last_list, sticky, &chain, op);
+                push_op(&mut lists, &mut last_list, relative_buf(sticky, last_match_buf, b.relative), &chain, op);
             }
             RuleOption::ByteExtract(b) => {
                 let var = vars.define(&b.name)?;
                 let read = byte_read(&vars, Val::Num(b.bytes as i64), Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
                 let op = PayloadOp::ByteExtract { read, multiplier: b.multiplier.unwrap_or(1), align: b.align.unwrap_or(0), var };
-                push_op(&mut lists, &mut last_list, sticky, &chain, op);
+                push_op(&mut lists, &mut last_list, relative_buf(sticky, last_match_buf, b.relative), &chain, op);
             }
             RuleOption::ByteMath(b) => {
                 let bytes = vars.val(&b.bytes)?;
                 let rvalue = vars.val(&b.rvalue)?;
                 let var = vars.define(&b.result)?;
                 let read = byte_read(&vars, bytes, Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
-                push_op(&mut lists, &mut last_list, sticky, &chain, PayloadOp::ByteMath { read, op: b.op, rvalue, var });
+                push_op(&mut lists, &mut last_list, relative_buf(sticky, last_match_buf, b.relative), &chain, PayloadOp::ByteMath { read, op: b.op, rvalue, var });
             }
             RuleOption::Base64Decode(b) => {
                 let op = PayloadOp::Base64Decode {
@@ -914,6 +923,18 @@ pub(crate) fn compile_rule(
         sid: rule.sid,
         rev: rule.rev,
         msg: Arc::from(rule.msg.as_str()),
+        rule_log: Arc::new(super::RuleLog {
+            metadata: rule
+                .options
+                .iter()
+                .filter_map(|o| match o {
+                    RuleOption::Metadata(pairs) => Some(pairs.iter().cloned()),
+                    _ => None,
+                })
+                .flatten()
+                .collect(),
+            text: rule.text.clone(),
+        }),
         category: Arc::from(class.map(|c| c.description.as_str()).unwrap_or("")),
         severity: rule.effective_priority(classes),
         priority: rule.effective_priority(classes),

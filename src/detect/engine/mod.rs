@@ -233,6 +233,17 @@ pub struct Alert {
     pub silent: bool,
     /// The rule inspects app-layer buffers: the caller alerts once per transaction.
     pub app_tx: bool,
+    /// What eve may log about the rule besides its ids (shared, not copied, per alert).
+    pub rule_log: Arc<RuleLog>,
+}
+
+/// A rule's `metadata:` pairs and its text, for eve's `alert.metadata` and `alert.rule`.
+#[derive(Debug, Default)]
+pub struct RuleLog {
+    /// (key, value) in rule order; a key may repeat.
+    pub metadata: Vec<(String, String)>,
+    /// The rule as written.
+    pub text: String,
 }
 
 const TRANSPORTS: usize = 5;
@@ -332,6 +343,8 @@ pub struct DetectEngine {
     /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
     /// (a host's flows are spread over workers). Locked only when such a rule matches.
     shared_thresholds: std::sync::Mutex<ThresholdTable>,
+    /// Flowbit names by interned id, for logging the bits a flow has set.
+    flowbit_names: Vec<String>,
 }
 
 /// Compiles each distinct pattern set once, spread over the machine's cores (Hyperscan
@@ -445,6 +458,12 @@ impl DetectEngine {
             }
         }
         drop(rules);
+        let mut flowbit_names = vec![String::new(); names.flowbits.len()];
+        for (name, id) in names.flowbits.drain() {
+            if let Some(slot) = flowbit_names.get_mut(id as usize) {
+                *slot = name;
+            }
+        }
         // threshold.config: suppress adds to the rule; threshold/event_filter for a sid
         // replaces the rule's own threshold/detection_filter; sid 0 applies to rules without one.
         for entry in &cfg.thresholds.entries {
@@ -627,6 +646,7 @@ impl DetectEngine {
                 report_memory: memory,
                 has_transactional,
                 shared_thresholds: std::sync::Mutex::new(ThresholdTable::default()),
+                flowbit_names,
             },
             report,
         ))
@@ -670,6 +690,11 @@ impl DetectEngine {
     }
 
     /// Runs every applicable rule on `pkt`; alerts are appended to `alerts`.
+    /// Names of the flowbits set on `flow`, in id order.
+    pub fn flowbits_set<'a>(&'a self, flow: &'a DetectFlow) -> impl Iterator<Item = &'a str> + 'a {
+        flow.vars.bits.iter().filter_map(|&id| self.flowbit_names.get(id as usize).map(String::as_str))
+    }
+
     pub fn inspect(&self, ctx: &mut DetectCtx, pkt: &DetectPacket<'_>, mut flow: Option<&mut DetectFlow>, alerts: &mut Vec<Alert>) {
         ctx.counters.packets += 1;
         if flow.as_ref().is_some_and(|f| f.passed) {
@@ -837,6 +862,7 @@ impl DetectEngine {
                 in_stream,
                 silent,
                 app_tx: rule.inspects_app_layer(),
+                rule_log: rule.rule_log.clone(),
             });
             if rule.action == Action::Pass {
                 // Suricata 7+: a pass match ends the packet's alerts and passes the flow.

@@ -425,6 +425,45 @@ alert tls any any => any 443 (msg:"wrong server"; ja3.hash; content:"c1"; ja3s.h
 }
 
 #[test]
+fn alerts_carry_rule_metadata_and_flowbit_names() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"m"; content:"A"; flowbits:set,traffic/id/curl; flowbits:set,other; metadata:tag t1, tag t2; sid:1;)
+alert tcp any any -> any any (msg:"n"; content:"B"; flowbits:set,unused; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"A"), Opts { flow: to_server(), ..Default::default() }, Some(&mut flow));
+    assert_eq!(a.len(), 1);
+    let pairs: Vec<(&str, &str)> = a[0].rule_log.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(pairs, vec![("tag", "t1"), ("tag", "t2")]);
+    assert!(a[0].rule_log.text.contains("traffic/id/curl"));
+    let mut bits: Vec<&str> = e.flowbits_set(&flow).collect();
+    bits.sort();
+    assert_eq!(bits, vec!["other", "traffic/id/curl"]);
+}
+
+/// Suricata places a relative keyword that follows `uricontent` (or `content; http_uri;`)
+/// in that content's buffer when no sticky buffer is active.
+#[test]
+fn relative_keywords_follow_legacy_uri_content() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"i"; uricontent:"x="; isdataat:!2,relative; sid:1;)
+alert tcp any any -> any any (msg:"b"; content:"x="; http_uri; byte_test:1,=,1,0,relative,string,dec; sid:2;)
+alert tcp any any -> any any (msg:"e"; uricontent:"x="; byte_extract:1,0,n,relative,string,dec; uricontent:"/"; offset:n; sid:3;)
+alert tcp any any -> any any (msg:"p"; content:"x="; isdataat:!2,relative; sid:4;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    // The packet says "x=9" followed by more bytes; the URI buffer says "x=1" at its end.
+    let frame = tcp(CLIENT, 1, SERVER, 80, b"GET /x=9999999 HTTP/1.1\r\n\r\n");
+    let src = FakeHttp;
+    let mut got: Vec<u32> =
+        inspect_with(&e, &mut ctx, &frame, Opts { buffers: Some(&src), ..Default::default() }, None).iter().map(|a| a.sid).collect();
+    got.sort();
+    // sid 3: n = 1, and "/" only occurs at 0: offset 1 finds none.
+    assert_eq!(got, vec![1, 2]);
+}
+
+#[test]
 fn fast_pattern_choice_follows_strength() {
     assert!(compile::pattern_strength(b"|00 01 ff|") > compile::pattern_strength(b"aaa"));
     assert!(compile::pattern_strength(b"ab") < compile::pattern_strength(b"a1"));
