@@ -949,6 +949,12 @@ impl HttpParser {
             }
             return false;
         };
+        // A complete line over the limit ends parsing as an incomplete one does, so the
+        // outcome does not depend on where the stream was cut.
+        if content_len > self.cfg.field_limit {
+            self.field_too_long(Direction::ToClient);
+            return false;
+        }
         let line_with_eol = data[..full_len].to_vec();
         let after_len = data.len() - full_len;
         let after_first = data.get(full_len).copied();

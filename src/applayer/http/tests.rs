@@ -375,6 +375,19 @@ fn field_limit_stops_direction() {
     )));
 }
 
+/// Found by the fuzz target `http`: a non-HTTP response line longer than `field_limit`
+/// became body when it arrived whole but ended the direction when it arrived in pieces.
+#[test]
+fn long_response_line_is_too_long_however_it_arrives() {
+    let cfg = HttpConfig { field_limit: 20, ..HttpConfig::default() };
+    let resp = b"POST /this_is_a_super_duper_nova_in_super_nova_now HTTP/1.0\r\nUser-Agent: x\r\n";
+    for step in [usize::MAX, 7] {
+        let (p, events) = run(b"", resp, step, cfg);
+        assert_eq!(p.txs().count(), 0, "step {step}");
+        assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })), "step {step}");
+    }
+}
+
 #[test]
 fn tx_count_is_bounded_and_pruning_works() {
     let cfg = HttpConfig {
