@@ -265,6 +265,24 @@ fn gzip_deflate_zlib_and_mislabelled_bodies() {
     }
 }
 
+/// Found by the fuzz target `http`: a gzip body that turns invalid after its first block
+/// kept the decoded block when it arrived in pieces, but was passed through still
+/// compressed when it arrived whole (the output before the error was dropped).
+#[test]
+fn gzip_corrupt_after_first_block_keeps_the_decoded_part_however_it_arrives() {
+    let text = [b'x'; 50];
+    // gzip header, a stored deflate block (not final) with the text, then a block of the
+    // reserved type 3, which is an error.
+    let mut body = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x00, 50, 0, !50u8, 0xff];
+    body.extend_from_slice(&text);
+    body.push(0x07);
+    let resp = response_with_body(&format!("Content-Encoding: gzip\r\nContent-Length: {}\r\n", body.len()), &body);
+    for step in [usize::MAX, 1] {
+        let (p, _) = run(GET, &resp, step, HttpConfig::default());
+        assert_eq!(p.tx(0).unwrap().response_body, text, "step {step}");
+    }
+}
+
 #[test]
 fn decompression_layer_limit() {
     let text = b"layered content that is compressed twice";
