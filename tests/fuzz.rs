@@ -593,12 +593,18 @@ fn check_http(input: &[u8]) -> Result<(), String> {
         let b: Vec<String> = pieces.txs().map(|t| format!("{t:?}")).collect();
         if a != b {
             let i = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+            let (x, y) = (a.get(i).map_or("-", |s| s.as_str()), b.get(i).map_or("-", |s| s.as_str()));
+            // Show where the two debug dumps part, with the field name before it.
+            let at = x.bytes().zip(y.bytes()).position(|(p, q)| p != q).unwrap_or(x.len().min(y.len()));
+            let from = x[..at].rfind(", ").map_or(0, |f| f + 2).min(at);
+            let clip = |s: &str| s.get(from..(at + 120).min(s.len())).unwrap_or("").to_string();
             return Err(format!(
-                "transactions differ when fed in {n}-byte pieces ({} vs {} txs); first different tx #{i}:\nwhole:  {}\npieces: {}",
+                "transactions differ when fed in {n}-byte pieces ({} vs {} txs), tx #{i} from {:?}:\nwhole:  {}\npieces: {}",
                 a.len(),
                 b.len(),
-                a.get(i).map_or("-", |s| s.as_str()),
-                b.get(i).map_or("-", |s| s.as_str())
+                x.get(from..at).unwrap_or("").split(':').next().unwrap_or(""),
+                clip(x),
+                clip(y)
             ));
         }
     }
