@@ -531,6 +531,12 @@ fn parse_chunk_len(line: &[u8]) -> Result<(Option<u64>, bool), ()> {
     Ok((Some(len), trailing.contains(&b';')))
 }
 
+/// Length of an unterminated line for the `field_limit` check: a CR at its end may start
+/// the line ending, which a complete line does not count either.
+fn unterminated_len(pending: &[u8]) -> usize {
+    pending.len() - usize::from(pending.last() == Some(&b'\r'))
+}
+
 /// Whether a response line starts like HTTP (browsers: optional whitespace, then "http").
 fn looks_like_http(line: &[u8]) -> bool {
     let start = line
@@ -765,7 +771,7 @@ impl HttpParser {
                 next: half.buf.len(),
             })
         }) else {
-            if half.pending().len() > self.cfg.field_limit {
+            if unterminated_len(half.pending()) > self.cfg.field_limit {
                 self.field_too_long(Direction::ToServer);
             }
             return false;
@@ -944,7 +950,7 @@ impl HttpParser {
             None => None,
         };
         let Some((content_len, full_len)) = line_len else {
-            if data.len() > self.cfg.field_limit {
+            if unterminated_len(data) > self.cfg.field_limit {
                 self.field_too_long(Direction::ToClient);
             }
             return false;

@@ -404,6 +404,14 @@ fn long_response_line_is_too_long_however_it_arrives() {
         assert_eq!(p.txs().count(), 0, "step {step}");
         assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })), "step {step}");
     }
+    // A line of exactly the limit fits, also when its CR and LF arrive apart.
+    let req = b"GET /abcdef HTTP/1.1\r\n\r\n"; // 20 bytes before the CR
+    let resp = b"HTTP/1.1 200 0123456\r\n\r\n";
+    for step in [usize::MAX, 7, 21] {
+        let (p, events) = run(req, resp, step, cfg);
+        assert!(!events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })), "step {step}");
+        assert_eq!(p.tx(0).map(|t| t.response_line.len()), Some(20), "step {step}");
+    }
 }
 
 #[test]
