@@ -588,7 +588,17 @@ fn check_http(input: &[u8]) -> Result<(), String> {
     // only without gaps: whether a gap can be skipped depends on what is buffered.
     if sel & (3 << 21) == 0 && sel & (1 << 20) == 0 && !has_gap(&recs) {
         let n = [1usize, 2, 3, 7, 64][(sel >> 23) as usize % 5];
-        let (pieces, _) = run_http(&recs, cfg, Some(n), false)?;
+        // Data after `on_close` is outside the contract (a closed parser treats every piece
+        // as a last, unterminated line): compare up to the close.
+        let upto = recs.iter().position(|r| *r == Rec::Close).map_or(recs.len(), |i| i + 1);
+        let recs = &recs[..upto];
+        let (whole, _) = run_http(recs, cfg, None, false)?;
+        let (pieces, _) = run_http(recs, cfg, Some(n), false)?;
+        // The bomb check compares decoded with encoded bytes *so far*, so where it trips
+        // depends on the cut; libhtp behaves the same. Not compared.
+        if whole.counters().decompression_bombs + pieces.counters().decompression_bombs > 0 {
+            return Ok(());
+        }
         let a: Vec<String> = whole.txs().map(|t| format!("{t:?}")).collect();
         let b: Vec<String> = pieces.txs().map(|t| format!("{t:?}")).collect();
         if a != b {

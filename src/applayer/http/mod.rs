@@ -1425,7 +1425,7 @@ impl HttpParser {
             // Without a full line yet, leading junk already decides: not chunked after all.
             let first_non_ctl = pending.iter().find(|&&b| !is_ctl(b));
             if first_non_ctl.is_some_and(|b| !b.is_ascii_hexdigit())
-                || pending.len() > self.cfg.field_limit
+                || unterminated_len(pending) > self.cfg.field_limit
             {
                 self.chunked_fallback(dir);
                 return true;
@@ -1436,6 +1436,12 @@ impl HttpParser {
             }
             return false;
         };
+        // A complete line is held to the limit an incomplete one is (above), so the outcome
+        // does not depend on where the stream was cut.
+        if unterminated_len(&pending[..lf]) > self.cfg.field_limit {
+            self.chunked_fallback(dir);
+            return true;
+        }
         let line = &pending[..=lf];
         match parse_chunk_len(line) {
             Ok((len, ext)) => {

@@ -414,6 +414,21 @@ fn long_response_line_is_too_long_however_it_arrives() {
     }
 }
 
+/// Found by the fuzz target `http`: a chunk-size line longer than `field_limit` was read
+/// as a size when it arrived whole, and made the rest of the stream body in pieces.
+#[test]
+fn long_chunk_size_line_is_invalid_however_it_arrives() {
+    let cfg = HttpConfig { field_limit: 100, ..HttpConfig::default() };
+    let mut resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r".to_vec();
+    resp.extend([b'0'; 200]);
+    resp.extend(b"\nABCD\r\n0\r\n\r\n");
+    for step in [usize::MAX, 7] {
+        let (p, events) = run(GET, &resp, step, cfg);
+        assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::InvalidChunkLength, .. })), "step {step}");
+        assert!(p.tx(0).unwrap().response_body.starts_with(b"4\r000"), "step {step}");
+    }
+}
+
 #[test]
 fn tx_count_is_bounded_and_pruning_works() {
     let cfg = HttpConfig {
