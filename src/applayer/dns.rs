@@ -785,16 +785,29 @@ impl DnsState {
         let d = direction.index();
         while !data.is_empty() {
             if self.tcp[d].resync {
-                // Resume only where a plausible frame starts; otherwise drop this chunk.
-                let plausible = data.len() >= 2 && {
-                    let len = usize::from(u16::from_be_bytes([data[0], data[1]]));
-                    len >= HEADER_LEN && probe_message(&data[2..], len).is_some()
-                };
-                if !plausible {
-                    counters.gap_bytes_skipped += data.len() as u64;
+                // Resume only where a plausible frame starts; otherwise drop this chunk. The
+                // length prefix and header may come in pieces: a start too short to judge
+                // is kept (in `partial`, at most 13 bytes) until the next chunk completes it.
+                let framer = &mut self.tcp[d];
+                if framer.partial.len() + data.len() < 2 + HEADER_LEN {
+                    framer.partial.extend_from_slice(data);
                     return created;
                 }
-                self.tcp[d].resync = false;
+                let joined;
+                let start: &[u8] = if framer.partial.is_empty() {
+                    data
+                } else {
+                    joined = [framer.partial.as_slice(), data].concat();
+                    &joined
+                };
+                let len = usize::from(u16::from_be_bytes([start[0], start[1]]));
+                if len < HEADER_LEN || probe_message(&start[2..], len).is_none() {
+                    counters.gap_bytes_skipped += start.len() as u64;
+                    framer.partial.clear();
+                    return created;
+                }
+                // `partial` holds the frame's first bytes; the framing below adds the rest.
+                framer.resync = false;
             }
             let framer = &mut self.tcp[d];
             // Fast path: whole frames directly from `data` when nothing is pending.
@@ -1217,6 +1230,29 @@ mod tests {
         assert_eq!(c.gap_bytes_skipped, 23);
         assert_eq!(s.parse_tcp(Direction::ToServer, &tcp_stream(&[query(2, "b.example", 1)]), &mut c), 1);
         assert_eq!(s.transactions().next().unwrap().message.header.id, 2);
+    }
+
+    /// Found by the fuzz target `dns_tcp`: after a gap, a frame whose length prefix and
+    /// header arrived in several small segments was never picked up again.
+    #[test]
+    fn tcp_gap_resyncs_on_a_frame_start_split_over_segments() {
+        let stream = tcp_stream(&[query(7, "a.example", 1), query(8, "b.example", 1)]);
+        for piece in [1, 5, 13] {
+            let mut s = DnsState::default();
+            let mut c = DnsCounters::default();
+            s.on_gap(Direction::ToServer);
+            let created: usize = stream.chunks(piece).map(|p| s.parse_tcp(Direction::ToServer, p, &mut c)).sum();
+            assert_eq!(created, 2, "pieces of {piece}");
+            assert_eq!(c.gap_bytes_skipped, 0);
+        }
+        // A short start that turns out not to be DNS is dropped with what completed it.
+        let mut s = DnsState::default();
+        let mut c = DnsCounters::default();
+        s.on_gap(Direction::ToServer);
+        s.parse_tcp(Direction::ToServer, b"\xff\xff\xff", &mut c);
+        s.parse_tcp(Direction::ToServer, b"not a dns header at all", &mut c);
+        assert_eq!(c.gap_bytes_skipped, 26);
+        assert_eq!(s.parse_tcp(Direction::ToServer, &stream, &mut c), 2);
     }
 
     #[test]

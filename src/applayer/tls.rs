@@ -339,9 +339,11 @@ impl TlsState {
                 continue;
             }
             // Fast path: whole messages straight from the record when nothing is pending.
+            // An oversized one takes the slow path, which skips it: how the stream was cut
+            // must not decide whether it is parsed.
             if p.handshake.is_empty() && body.len() >= 4 {
                 let len = read_u24(&body[1..4]);
-                if body.len() >= 4 + len {
+                if body.len() >= 4 + len && len <= max {
                     let (msg, rest) = body.split_at(4 + len);
                     body = rest;
                     self.handshake_message(d, msg[0], &msg[4..], counters);
@@ -1400,6 +1402,23 @@ pub(crate) mod tests {
         st.parse(Direction::ToClient, &s, &mut c);
         assert_eq!(c.handshake_too_large, 1);
         assert!(st.server_hello().is_some(), "parsing resumes after the skipped message");
+    }
+
+    /// Found by the fuzz target `tls`: a message over `max_handshake_len` was parsed when it
+    /// arrived whole and skipped when it arrived in pieces.
+    #[test]
+    fn oversized_handshake_is_skipped_however_it_arrives() {
+        let cfg = TlsConfig { max_handshake_len: 50, ..Default::default() };
+        let stream = record(CONTENT_HANDSHAKE, &handshake(HANDSHAKE_CLIENT_HELLO, &client_hello_body()));
+        for piece in [stream.len(), 7, 1] {
+            let mut st = TlsState::new(cfg.clone());
+            let mut c = TlsCounters::default();
+            for p in stream.chunks(piece) {
+                st.parse(Direction::ToServer, p, &mut c);
+            }
+            assert!(st.client_hello().is_none(), "pieces of {piece}");
+            assert_eq!(c.handshake_too_large, 1, "pieces of {piece}");
+        }
     }
 
     #[test]

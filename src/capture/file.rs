@@ -36,6 +36,18 @@ pub fn open_offline(path: &Path) -> Result<Box<dyn PacketSource + Send>, Capture
     }
 }
 
+/// Reads a pcap or pcapng capture from any byte stream instead of a file (tests, fuzzing,
+/// captures piped in). `name` only appears in error messages; `buffer_len` is the initial
+/// read buffer, which grows when a record needs more (bounded by the record size limits),
+/// so a tiny value exercises every refill path.
+pub fn open_reader<R: Read + Send + 'static>(
+    reader: R,
+    name: &Path,
+    buffer_len: usize,
+) -> Result<Box<dyn PacketSource + Send>, CaptureError> {
+    Ok(Box::new(CaptureReader::open(reader, name, buffer_len)?))
+}
+
 /// A capture reader over any byte stream; [`FileSource`] uses it over a `File`, tests over
 /// in-memory bytes.
 pub(crate) enum CaptureReader<R> {

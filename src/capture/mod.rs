@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use crate::packet::{LinkType, Timestamp};
 
-pub use file::{open_offline, DirectorySource, FileSource};
+pub use file::{open_offline, open_reader, DirectorySource, FileSource};
 pub use memory::MemorySource;
 
 /// Largest captured length accepted for one packet. Real link layers stay far below it

@@ -683,6 +683,16 @@ impl TcpReassembly {
         } else {
             return None;
         };
+        // A hole is only a gap once the receiver acknowledged past it (or the flow ended):
+        // in inline mode an out-of-order segment must not make the parser skip bytes that
+        // a retransmission is still going to fill.
+        let gap_limit = if self.eof {
+            u64::MAX
+        } else if h.ack_seen {
+            h.last_ack_off
+        } else {
+            0
+        };
         let at = h.app_progress.max(h.left);
         if at > h.app_progress {
             return Some(AppData::Gap {
@@ -704,7 +714,7 @@ impl TcpReassembly {
                     data: &bytes[(at - b.offset) as usize..(end - b.offset) as usize],
                 })
             }
-            Some(b) if b.offset <= limit => Some(AppData::Gap {
+            Some(b) if b.offset <= limit.min(gap_limit) => Some(AppData::Gap {
                 offset: at,
                 len: b.offset - at,
             }),

@@ -938,6 +938,23 @@ fn app_data_is_acked_data_in_ids_mode() {
     assert_eq!(c.r.retained_from(TS), 4);
 }
 
+/// Found by the fuzz target `stream_reorder`: in inline mode an out-of-order segment made
+/// `app_data` report the unfilled hole before it as a gap, so the parser skipped bytes that
+/// arrived a moment later.
+#[test]
+fn inline_app_data_waits_for_an_unacknowledged_hole() {
+    let mut c = Conn::handshake(StreamConfig { app_layer: true, inline: true, ..cfg() }, 1, 1);
+    c.send(TS, 4, 0, ACK, b"/ HTTP/1.1\r\n");
+    assert_eq!(c.r.app_data(TS), None);
+    c.send(TS, 0, 0, ACK, b"GET ");
+    assert_eq!(c.r.app_data(TS), Some(AppData::Data { offset: 0, data: b"GET / HTTP/1.1\r\n" }));
+    // Once acknowledged (or at flow end) a hole is a gap to skip.
+    let mut c = Conn::handshake(StreamConfig { app_layer: true, inline: true, ..cfg() }, 1, 1);
+    c.send(TS, 4, 0, ACK, b"rest");
+    c.send(TC, 0, 4, ACK, b"");
+    assert_eq!(c.r.app_data(TS), Some(AppData::Gap { offset: 0, len: 4 }));
+}
+
 #[test]
 fn midstream_pickup_only_when_enabled() {
     let seg = Segment {

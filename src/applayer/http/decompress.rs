@@ -202,18 +202,18 @@ impl Layer {
         loop {
             let in_before = self.inflater.total_in();
             let out_before = self.inflater.total_out();
-            let status = self
-                .inflater
-                .decompress(input, &mut out, FlushDecompress::None)
-                .map_err(|_| ())?;
+            let result = self.inflater.decompress(input, &mut out, FlushDecompress::None);
             let consumed = (self.inflater.total_in() - in_before) as usize;
             let produced = (self.inflater.total_out() - out_before) as usize;
             input = input.get(consumed..).unwrap_or(&[]);
+            // Output decoded before an error counts too: otherwise a stream corrupted after
+            // its first bytes decodes when it arrives in pieces but not when it arrives whole.
             if produced > 0 {
                 self.produced_output = true;
                 self.replay = Vec::new();
                 sink(&out[..produced]);
             }
+            let status = result.map_err(|_| ())?;
             match status {
                 Status::StreamEnd => {
                     self.state = LayerState::Done;

@@ -558,6 +558,12 @@ fn parse_chunk_len(line: &[u8]) -> Result<(Option<u64>, bool), ()> {
     Ok((Some(len), trailing.contains(&b';')))
 }
 
+/// Length of an unterminated line for the `field_limit` check: a CR at its end may start
+/// the line ending, which a complete line does not count either.
+fn unterminated_len(pending: &[u8]) -> usize {
+    pending.len() - usize::from(pending.last() == Some(&b'\r'))
+}
+
 /// Whether a response line starts like HTTP (browsers: optional whitespace, then "http").
 fn looks_like_http(line: &[u8]) -> bool {
     let start = line
@@ -792,7 +798,7 @@ impl HttpParser {
                 next: half.buf.len(),
             })
         }) else {
-            if half.pending().len() > self.cfg.field_limit {
+            if unterminated_len(half.pending()) > self.cfg.field_limit {
                 self.field_too_long(Direction::ToServer);
             }
             return false;
@@ -971,11 +977,17 @@ impl HttpParser {
             None => None,
         };
         let Some((content_len, full_len)) = line_len else {
-            if data.len() > self.cfg.field_limit {
+            if unterminated_len(data) > self.cfg.field_limit {
                 self.field_too_long(Direction::ToClient);
             }
             return false;
         };
+        // A complete line over the limit ends parsing as an incomplete one does, so the
+        // outcome does not depend on where the stream was cut.
+        if content_len > self.cfg.field_limit {
+            self.field_too_long(Direction::ToClient);
+            return false;
+        }
         let line_with_eol = data[..full_len].to_vec();
         let after_len = data.len() - full_len;
         let after_first = data.get(full_len).copied();
@@ -1443,7 +1455,7 @@ impl HttpParser {
             // Without a full line yet, leading junk already decides: not chunked after all.
             let first_non_ctl = pending.iter().find(|&&b| !is_ctl(b));
             if first_non_ctl.is_some_and(|b| !b.is_ascii_hexdigit())
-                || pending.len() > self.cfg.field_limit
+                || unterminated_len(pending) > self.cfg.field_limit
             {
                 self.chunked_fallback(dir);
                 return true;
@@ -1454,6 +1466,12 @@ impl HttpParser {
             }
             return false;
         };
+        // A complete line is held to the limit an incomplete one is (above), so the outcome
+        // does not depend on where the stream was cut.
+        if unterminated_len(&pending[..lf]) > self.cfg.field_limit {
+            self.chunked_fallback(dir);
+            return true;
+        }
         let line = &pending[..=lf];
         match parse_chunk_len(line) {
             Ok((len, ext)) => {

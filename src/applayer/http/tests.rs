@@ -265,6 +265,24 @@ fn gzip_deflate_zlib_and_mislabelled_bodies() {
     }
 }
 
+/// Found by the fuzz target `http`: a gzip body that turns invalid after its first block
+/// kept the decoded block when it arrived in pieces, but was passed through still
+/// compressed when it arrived whole (the output before the error was dropped).
+#[test]
+fn gzip_corrupt_after_first_block_keeps_the_decoded_part_however_it_arrives() {
+    let text = [b'x'; 50];
+    // gzip header, a stored deflate block (not final) with the text, then a block of the
+    // reserved type 3, which is an error.
+    let mut body = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x00, 50, 0, !50u8, 0xff];
+    body.extend_from_slice(&text);
+    body.push(0x07);
+    let resp = response_with_body(&format!("Content-Encoding: gzip\r\nContent-Length: {}\r\n", body.len()), &body);
+    for step in [usize::MAX, 1] {
+        let (p, _) = run(GET, &resp, step, HttpConfig::default());
+        assert_eq!(p.tx(0).unwrap().response_body, text, "step {step}");
+    }
+}
+
 #[test]
 fn decompression_layer_limit() {
     let text = b"layered content that is compressed twice";
@@ -373,6 +391,42 @@ fn field_limit_stops_direction() {
             ..
         }
     )));
+}
+
+/// Found by the fuzz target `http`: a non-HTTP response line longer than `field_limit`
+/// became body when it arrived whole but ended the direction when it arrived in pieces.
+#[test]
+fn long_response_line_is_too_long_however_it_arrives() {
+    let cfg = HttpConfig { field_limit: 20, ..HttpConfig::default() };
+    let resp = b"POST /this_is_a_super_duper_nova_in_super_nova_now HTTP/1.0\r\nUser-Agent: x\r\n";
+    for step in [usize::MAX, 7] {
+        let (p, events) = run(b"", resp, step, cfg);
+        assert_eq!(p.txs().count(), 0, "step {step}");
+        assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })), "step {step}");
+    }
+    // A line of exactly the limit fits, also when its CR and LF arrive apart.
+    let req = b"GET /abcdef HTTP/1.1\r\n\r\n"; // 20 bytes before the CR
+    let resp = b"HTTP/1.1 200 0123456\r\n\r\n";
+    for step in [usize::MAX, 7, 21] {
+        let (p, events) = run(req, resp, step, cfg);
+        assert!(!events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })), "step {step}");
+        assert_eq!(p.tx(0).map(|t| t.response_line.len()), Some(20), "step {step}");
+    }
+}
+
+/// Found by the fuzz target `http`: a chunk-size line longer than `field_limit` was read
+/// as a size when it arrived whole, and made the rest of the stream body in pieces.
+#[test]
+fn long_chunk_size_line_is_invalid_however_it_arrives() {
+    let cfg = HttpConfig { field_limit: 100, ..HttpConfig::default() };
+    let mut resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r".to_vec();
+    resp.extend([b'0'; 200]);
+    resp.extend(b"\nABCD\r\n0\r\n\r\n");
+    for step in [usize::MAX, 7] {
+        let (p, events) = run(GET, &resp, step, cfg);
+        assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::InvalidChunkLength, .. })), "step {step}");
+        assert!(p.tx(0).unwrap().response_body.starts_with(b"4\r000"), "step {step}");
+    }
 }
 
 #[test]
