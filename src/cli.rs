@@ -356,7 +356,10 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     };
     let described: Vec<String> = captures
         .iter()
-        .map(|c| format!("{} (fanout group {}, {})", c.interface, c.fanout_group, c.fanout_mode.name()))
+        .map(|c| {
+            let filter = c.bpf_filter.as_deref().map(|f| format!(", BPF filter '{f}'")).unwrap_or_default();
+            format!("{} (fanout group {}, {}{filter})", c.interface, c.fanout_group, c.fanout_mode.name())
+        })
         .collect();
     eprintln!(
         "picket: capturing on {} with {workers} workers, logs in {}{}; stop with Ctrl-C",

@@ -217,10 +217,7 @@ fn survives_every_conformance_capture() {
 
 /// A little-endian microsecond pcap of Ethernet frames, one per second.
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut out = Vec::new();
-    for word in [0xa1b2_c3d4u32] {
-        out.extend_from_slice(&word.to_le_bytes());
-    }
+    let mut out = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
     out.extend_from_slice(&2u16.to_le_bytes());
     out.extend_from_slice(&4u16.to_le_bytes());
     for word in [0u32, 0, 65535, 1] {
