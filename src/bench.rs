@@ -49,6 +49,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         verbose: 0,
         test_config: false,
         live: Default::default(),
+        bpf_file: None,
         bpf: vec![],
     };
     let mut base = resolve(&run_args)?;
@@ -71,7 +72,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             "single" => (true, 1),
             n => (false, n.parse::<usize>().map_err(|_| CliError(format!("--workers: '{n}' is not a number or 'single'")))?),
         };
-        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), defrag: base.options.defrag.clone() };
+        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), defrag: base.options.defrag.clone(), bpf_filter: base.options.bpf_filter.clone() };
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {
             source.reset();

@@ -2,6 +2,7 @@
 //! [-k none|all|auto] [--set key=value]... [--runmode single|workers] [--workers N]
 //! [--dispatch flow|roundrobin|random]`, plus subcommands (`picket bench ...`).
 
+use crate::capture::bpf::{expression_from_file_text, BpfFilter};
 use crate::capture::{self, PacketSource};
 use crate::config::{Config, EngineSettings};
 use crate::dispatch::{make_policy, PolicyKind};
@@ -100,9 +101,13 @@ pub struct RunArgs {
     /// More log output.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Read the BPF filter from FILE ('#' starts a comment); instead of trailing words.
+    #[arg(short = 'F', value_name = "FILE")]
+    pub bpf_file: Option<PathBuf>,
     #[command(flatten)]
     pub live: LiveArgs,
-    /// A BPF filter expression (accepted for Suricata compatibility; not applied yet).
+    /// A BPF capture filter, as for tcpdump (e.g. `port 22 and host 10.0.0.1`): packets it
+    /// rejects are not inspected, not numbered and not logged.
     #[arg(trailing_var_arg = true, value_name = "BPF")]
     pub bpf: Vec<String>,
 }
@@ -191,6 +196,9 @@ pub struct Resolved {
     pub policy: PolicyKind,
     pub config: Config,
     pub engine: EngineSettings,
+    /// The filter given on the command line, with `-F` or as the YAML's top-level
+    /// `bpf-filter` (Suricata's key for both); `None` when there is none.
+    pub bpf_expression: Option<String>,
 }
 
 pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
@@ -221,14 +229,24 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     inspect.alert_log = alert_log_options(&config);
     inspect.http = Arc::new(crate::applayer::http::HttpConfig::from_config(&config)?);
     let defrag = defrag_config(&config)?;
-    Ok(Resolved { options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, defrag }, policy, config, engine })
+    let bpf_expression = bpf_expression(args, &config)?;
+    let bpf_filter = match &bpf_expression {
+        Some(expression) => Some(BpfFilter::new(expression).map_err(|e| CliError(e.to_string()))?),
+        None => None,
+    };
+    Ok(Resolved {
+        options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, defrag, bpf_filter },
+        policy,
+        config,
+        engine,
+        bpf_expression,
+    })
 }
 
 fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let Some(input) = &args.read else {
         return Err(CliError("nothing to do: give a capture with -r FILE|DIR (see --help)".into()));
     };
-    check_bpf_words(&args.bpf)?;
     let mut resolved = resolve(args)?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
@@ -262,7 +280,6 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if args.read.is_some() {
         return Err(CliError("-r and -i/--af-packet cannot be combined: read a capture or capture live".into()));
     }
-    check_bpf_words(&args.bpf)?;
     let mut resolved = resolve(args)?;
     let mut interfaces: Vec<String> = Vec::new();
     for name in args.live.interfaces.iter().chain(args.live.af_packet.iter().filter(|n| !n.is_empty())) {
@@ -295,6 +312,7 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let overrides = CaptureOverrides {
         fanout: args.live.fanout.as_deref().map(live::parse_fanout).transpose().map_err(|e| CliError(format!("--fanout: {e}")))?,
         promiscuous: args.live.no_promisc.then_some(false),
+        bpf_filter: resolved.bpf_expression.clone(),
     };
     let (captures, warnings) = live::capture_configs(&resolved.config, &interfaces, &overrides, &stop).map_err(CliError)?;
     for w in warnings {
@@ -340,7 +358,10 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     };
     let described: Vec<String> = captures
         .iter()
-        .map(|c| format!("{} (fanout group {}, {})", c.interface, c.fanout_group, c.fanout_mode.name()))
+        .map(|c| {
+            let filter = c.bpf_filter.as_deref().map(|f| format!(", BPF filter '{f}'")).unwrap_or_default();
+            format!("{} (fanout group {}, {}{filter})", c.interface, c.fanout_group, c.fanout_mode.name())
+        })
         .collect();
     eprintln!(
         "picket: capturing on {} with {workers} workers, logs in {}{}; stop with Ctrl-C",
@@ -520,12 +541,38 @@ fn alert_log_options(config: &Config) -> AlertLogOptions {
     opts
 }
 
+/// The BPF filter of a run, from (in Suricata's order of precedence) the trailing words
+/// of the command line or `-F FILE`, else the YAML's top-level `bpf-filter` (which
+/// `--set bpf-filter=...` also sets). An empty expression is no filter.
+fn bpf_expression(args: &RunArgs, config: &Config) -> Result<Option<String>, CliError> {
+    let from_words = check_bpf_words(&args.bpf)?;
+    let from_file = match &args.bpf_file {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .map_err(|e| CliError(format!("-F: cannot read BPF filter file {}: {e}", path.display())))?;
+            Some(expression_from_file_text(&text))
+        }
+        None => None,
+    };
+    let expression = match (from_words, from_file) {
+        (Some(words), Some(_)) => {
+            return Err(CliError(format!(
+                "BPF filter given twice: '{words}' on the command line and a file with -F; use one of them"
+            )))
+        }
+        (Some(words), None) => Some(words),
+        (None, Some(file)) => Some(file),
+        (None, None) => config.get_str("bpf-filter"),
+    };
+    Ok(expression.map(|e| e.trim().to_string()).filter(|e| !e.is_empty()))
+}
+
 /// Trailing words are a BPF filter, as on Suricata's command line. A shell glob after `-S`
 /// (`-S rules/*.rules`) or an option after the filter lands here too: say so instead of
-/// silently ignoring the rule files and options.
-fn check_bpf_words(words: &[String]) -> Result<(), CliError> {
+/// silently taking rule files and options for filter words.
+fn check_bpf_words(words: &[String]) -> Result<Option<String>, CliError> {
     if words.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     if let Some(option) = words.iter().find(|w| w.starts_with('-')) {
         return Err(CliError(format!(
@@ -539,8 +586,7 @@ fn check_bpf_words(words: &[String]) -> Result<(), CliError> {
              (e.g. `$(printf -- '-S %s ' rules/*.rules)`) or list them under rule-files in the -c YAML"
         )));
     }
-    warn(format!("BPF filter '{}' is not supported yet and is ignored", words.join(" ")));
-    Ok(())
+    Ok(Some(words.join(" ")))
 }
 
 fn write_final_outputs(log_dir: &Path, eve: &mut dyn Write, summary: &RunSummary) -> Result<(), CliError> {
@@ -572,6 +618,14 @@ fn report_to_terminal(source: &dyn PacketSource, resolved: &Resolved, s: &RunSum
         s.wall.as_secs_f64(),
         s.events_written
     );
+    if let Some(filter) = &resolved.options.bpf_filter {
+        println!(
+            "picket: BPF filter '{}' passed {} packets and filtered out {}",
+            filter.expression(),
+            s.packets_read,
+            s.bpf_filtered
+        );
+    }
     if s.ring_full_waits > 0 {
         println!("picket: dispatcher waited on a full worker ring {} times", s.ring_full_waits);
     }

@@ -431,6 +431,90 @@ fn open_errors_name_the_problem() {
     }
 }
 
+/// A BPF filter attached to every socket of a fanout group: the kernel drops what it
+/// rejects before the ring (not counted as packets or drops), so the sockets only ever
+/// see the matching datagrams, and each of those exactly once across the group.
+#[test]
+fn bpf_filter_drops_non_matching_packets_in_the_kernel() {
+    skip_unless_possible!();
+    const PER_PORT: u32 = 40;
+    let lab = Lab::new("bpf");
+    let stop = Arc::new(AtomicBool::new(false));
+    let filter = format!("udp dst port {SERVER_PORT}");
+    let capture = |stop: &Arc<AtomicBool>| {
+        let cfg = AfPacketConfig { bpf_filter: Some(filter.clone()), ..socket_config(12, stop) };
+        let stop = Arc::clone(stop);
+        spawn_in(&lab.b, move || {
+            let mut socket = AfPacketSocket::open(&cfg).unwrap();
+            // (datagrams to the server port, anything else)
+            let mut seen = (0u32, 0u32);
+            let mut count = |p: RawPacket<'_>| match udp_ports(&p) {
+                Some((_, dst)) if dst == SERVER_PORT => seen.0 += 1,
+                _ => seen.1 += 1,
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                socket.poll_packets(Duration::from_millis(20), &mut count).unwrap();
+            }
+            socket.poll_packets(Duration::from_millis(50), &mut count).unwrap();
+            (seen, socket.stats().unwrap())
+        })
+    };
+    let captures = [capture(&stop), capture(&stop)];
+    thread::sleep(Duration::from_millis(300)); // sockets bound
+
+    // From A: datagrams to the server port and to the next port, interleaved, from
+    // several source ports so that the fanout hash uses both sockets. Nothing listens
+    // in B: the ICMP port-unreachable answers must be filtered out too.
+    spawn_in(&lab.a, move || {
+        for flow in 0..4u16 {
+            let socket = UdpSocket::bind(("10.99.0.1", FIRST_CLIENT_PORT + flow)).unwrap();
+            for seq in 0..PER_PORT / 4 {
+                for port in [SERVER_PORT, SERVER_PORT + 1] {
+                    let _ = socket.send_to(format!("datagram {seq}").as_bytes(), ("10.99.0.2", port));
+                }
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let results: Vec<_> = captures.into_iter().map(|c| c.join().unwrap()).collect();
+    drop(lab);
+
+    let matching: u32 = results.iter().map(|((m, _), _)| m).sum();
+    let other: u32 = results.iter().map(|((_, o), _)| o).sum();
+    assert_eq!(matching, PER_PORT, "every datagram to port {SERVER_PORT} captured once: {results:?}");
+    assert_eq!(other, 0, "the kernel filter let other packets through: {results:?}");
+    for ((m, _), stats) in &results {
+        assert_eq!(stats.delivered, *m as u64, "{stats:?}");
+        assert_eq!(stats.kernel_packets, stats.delivered, "filtered packets are not counted by the kernel: {stats:?}");
+        assert_eq!(stats.kernel_drops, 0, "{stats:?}");
+    }
+}
+
+#[test]
+fn bad_bpf_filter_fails_the_open_naming_the_filter() {
+    skip_unless_possible!();
+    let lab = Lab::new("bpfbad");
+    let stop = Arc::new(AtomicBool::new(false));
+    let err = spawn_in(&lab.b, move || {
+        let cfg = AfPacketConfig { bpf_filter: Some("udp port 99999".into()), ..socket_config(13, &stop) };
+        AfPacketSocket::open(&cfg).err()
+    })
+    .join()
+    .unwrap();
+    drop(lab);
+    match err {
+        Some(err @ AfPacketError::Filter { .. }) => {
+            let text = err.to_string();
+            assert!(text.contains("veth-b") && text.contains("'udp port 99999'"), "{text}");
+        }
+        other => panic!("expected a filter error, got {other:?}"),
+    }
+}
+
 #[test]
 fn fanout_group_with_another_mode_is_refused() {
     skip_unless_possible!();

@@ -214,3 +214,102 @@ fn survives_every_conformance_capture() {
     eprintln!("ran picket over {} conformance captures", pcaps.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// A little-endian microsecond pcap of Ethernet frames, one per second.
+fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let mut out = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    for word in [0u32, 0, 65535, 1] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    for (i, frame) in frames.iter().enumerate() {
+        for word in [1_700_000_000 + i as u32, 0, frame.len() as u32, frame.len() as u32] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(frame);
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+fn udp_frame(dst_port: u16, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        .udp(40000, dst_port)
+        .write(&mut out, payload)
+        .unwrap();
+    out
+}
+
+/// Alerts' (pcap_cnt, dest_port), and the stats event.
+fn alerts_and_stats(events: &[Value]) -> (Vec<(u64, u64)>, Value) {
+    let alerts = events
+        .iter()
+        .filter(|e| e["event_type"] == "alert")
+        .map(|e| (e["pcap_cnt"].as_u64().unwrap(), e["dest_port"].as_u64().unwrap()))
+        .collect();
+    (alerts, events.last().unwrap()["stats"].clone())
+}
+
+/// `picket -r x.pcap ... udp port 22`: only the matching packets are inspected, they are
+/// numbered 1, 2, 3 as Suricata numbers what libpcap hands it, and the rest are counted
+/// in `capture.bpf_filtered`. The same filter from `-F FILE` and `--set bpf-filter=`.
+#[test]
+fn bpf_filter_drops_packets_before_numbering() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("mixed.pcap");
+    let frames: Vec<_> = (0..6).map(|i| udp_frame(if i % 2 == 0 { 80 } else { 22 }, b"mark")).collect();
+    write_pcap(&pcap, &frames);
+    let rules = dir.path().join("r.rules");
+    std::fs::write(&rules, "alert udp any any -> any any (msg:\"mark\"; content:\"mark\"; sid:1;)\n").unwrap();
+    let filter_file = dir.path().join("filter.bpf");
+    std::fs::write(&filter_file, "# ssh only\nudp port 22 # the server\n").unwrap();
+    let run = |extra: &[&str]| -> Vec<Value> {
+        let logs = tempfile::tempdir().unwrap();
+        let mut args = vec!["-r", pcap.to_str().unwrap(), "-S", rules.to_str().unwrap(), "-l", logs.path().to_str().unwrap(), "-k", "none"];
+        args.extend_from_slice(extra);
+        run_ok(&args);
+        read_eve(logs.path())
+    };
+
+    let (alerts, stats) = alerts_and_stats(&run(&[]));
+    assert_eq!(alerts, vec![(1, 80), (2, 22), (3, 80), (4, 22), (5, 80), (6, 22)]);
+    assert!(stats["capture"]["bpf_filtered"].is_null(), "no filter, no counter: {}", stats["capture"]);
+
+    let filter_file = filter_file.to_str().unwrap();
+    for extra in [
+        &["--runmode", "single", "udp", "port", "22"][..],
+        &["--workers", "2", "udp", "port", "22"][..],
+        &["-F", filter_file][..],
+        &["--set", "bpf-filter=udp port 22"][..],
+    ] {
+        let (alerts, stats) = alerts_and_stats(&run(extra));
+        assert_eq!(alerts, vec![(1, 22), (2, 22), (3, 22)], "{extra:?}");
+        assert_eq!(stats["capture"]["bpf_filtered"], 3, "{extra:?}: {}", stats["capture"]);
+        assert_eq!(stats["decoder"]["pkts"], 3, "{extra:?}");
+    }
+    // A filter nothing matches: no packet is inspected, the run still succeeds.
+    let (alerts, stats) = alerts_and_stats(&run(&["udp", "port", "53"]));
+    assert!(alerts.is_empty());
+    assert_eq!(stats["capture"]["bpf_filtered"], 6);
+}
+
+#[test]
+fn bad_bpf_filter_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let sample = sample();
+    let s = sample.to_str().unwrap();
+    let err = run_err(&["-r", s, "-l", d, "port", "22", "andd", "host"]);
+    assert!(err.contains("'port 22 andd host'") && err.contains("syntax error"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    let err = run_err(&["-r", s, "-l", d, "port", "70000"]);
+    assert!(err.contains("'port 70000'") && err.contains("70000"), "{err}");
+    let filter_file = dir.path().join("f.bpf");
+    std::fs::write(&filter_file, "tcp\n").unwrap();
+    let err = run_err(&["-r", s, "-l", d, "-F", filter_file.to_str().unwrap(), "udp"]);
+    assert!(err.contains("BPF filter given twice"), "{err}");
+    let err = run_err(&["-r", s, "-l", d, "-F", "/nonexistent/filter"]);
+    assert!(err.contains("/nonexistent/filter"), "{err}");
+}

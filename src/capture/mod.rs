@@ -12,6 +12,7 @@
 //! Everything readable before the damage has already been delivered.
 
 pub mod afpacket;
+pub mod bpf;
 mod file;
 mod legacy;
 mod memory;

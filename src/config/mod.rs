@@ -69,6 +69,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "stats.*",
     "threading.*",
     "af-packet.*",
+    "bpf-filter",
 ];
 
 /// Whether `key` is covered by [`KNOWN_KEYS`].

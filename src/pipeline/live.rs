@@ -561,6 +561,9 @@ pub fn parse_fanout(name: &str) -> Result<FanoutMode, String> {
 pub struct CaptureOverrides {
     pub fanout: Option<FanoutMode>,
     pub promiscuous: Option<bool>,
+    /// The command line's BPF filter (or the top-level `bpf-filter`); it replaces the
+    /// interfaces' own `bpf-filter` settings, as in Suricata.
+    pub bpf_filter: Option<String>,
 }
 
 /// The interfaces listed in the YAML `af-packet:` section (Suricata's `--af-packet`
@@ -686,7 +689,13 @@ pub fn capture_configs(
         if let Some(v) = number("block-count", u32::MAX as u64)? {
             cfg.block_count = v as u32;
         }
-        for unsupported in ["copy-mode", "copy-iface", "bpf-filter", "ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
+        cfg.bpf_filter = overrides
+            .bpf_filter
+            .clone()
+            .or_else(|| text("bpf-filter"))
+            .map(|e| e.trim().to_string())
+            .filter(|e| !e.is_empty());
+        for unsupported in ["copy-mode", "copy-iface", "ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
             if get(unsupported).is_some() {
                 warnings.push(format!("af-packet.{unsupported} ({interface}) is not supported yet and is ignored"));
             }
@@ -759,9 +768,26 @@ mod tests {
         assert_eq!(warnings.len(), 2, "copy-mode warned for each interface: {warnings:?}");
         assert!(cfgs.iter().all(|c| c.promiscuous));
 
-        let forced = CaptureOverrides { fanout: Some(FanoutMode::Qm), promiscuous: Some(false) };
+        let forced = CaptureOverrides { fanout: Some(FanoutMode::Qm), promiscuous: Some(false), ..Default::default() };
         let (cfgs, _) = capture_configs(&config, &ifaces, &forced, &stop()).unwrap();
         assert!(cfgs.iter().all(|c| c.fanout_mode == FanoutMode::Qm && !c.promiscuous));
+    }
+
+    #[test]
+    fn bpf_filter_per_interface_and_from_the_command_line() {
+        let config = Config::from_yaml_str(
+            "af-packet:\n  - interface: eth0\n    bpf-filter: tcp port 22\n  - interface: eth1\n    bpf-filter: \"\"\n  - interface: default\n    bpf-filter: udp\n",
+        )
+        .unwrap();
+        let ifaces: Vec<String> = ["eth0", "eth1", "eth2"].iter().map(|s| s.to_string()).collect();
+        let (cfgs, warnings) = capture_configs(&config, &ifaces, &Default::default(), &stop()).unwrap();
+        assert!(warnings.is_empty(), "bpf-filter is applied, not warned about: {warnings:?}");
+        let filters: Vec<_> = cfgs.iter().map(|c| c.bpf_filter.as_deref()).collect();
+        // An empty filter is no filter (eth1 keeps its own, empty, setting).
+        assert_eq!(filters, vec![Some("tcp port 22"), None, Some("udp")]);
+        let overrides = CaptureOverrides { bpf_filter: Some("icmp".into()), ..Default::default() };
+        let (cfgs, _) = capture_configs(&config, &ifaces, &overrides, &stop()).unwrap();
+        assert!(cfgs.iter().all(|c| c.bpf_filter.as_deref() == Some("icmp")), "the command line wins");
     }
 
     #[test]

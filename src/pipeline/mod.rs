@@ -9,6 +9,7 @@
 pub mod live;
 mod worker;
 
+use crate::capture::bpf::{BpfError, BpfFilter};
 use crate::capture::{CaptureError, PacketSource, RawPacket};
 use crate::counters::CounterSet;
 use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
@@ -36,6 +37,9 @@ pub struct RunOptions {
     /// IP defragmentation in the reading thread, before dispatch, so that a reassembled
     /// datagram goes to the worker of its flow. `None` turns it off.
     pub defrag: Option<DefragConfig>,
+    /// The BPF capture filter: packets it rejects are dropped in the reading thread,
+    /// before numbering, defragmentation and dispatch, as libpcap drops them for Suricata.
+    pub bpf_filter: Option<BpfFilter>,
 }
 
 /// What a run did, for the stats outputs and the exit table.
@@ -52,6 +56,8 @@ pub struct RunSummary {
     pub capture_error: Option<CaptureError>,
     /// Counters of the reading thread (defragmentation), Suricata's "RX" thread.
     pub reader: WorkerReport,
+    /// Packets the BPF filter rejected; they are not in `packets_read`.
+    pub bpf_filtered: u64,
 }
 
 /// The log files workers' events are merged into.
@@ -73,19 +79,41 @@ pub fn run(
     }
 }
 
-/// The reading thread's own stage: pulls packets from the source and reassembles IP
-/// fragments. `on_packet(pcap_cnt, raw)` sees every captured packet, then, after the
-/// fragment that completed it, each reassembled datagram (with that fragment's `pcap_cnt`).
+/// The reading thread's own stage: pulls packets from the source, applies the BPF
+/// filter and reassembles IP fragments. `on_packet(pcap_cnt, raw)` sees every captured
+/// packet the filter passes, then, after the fragment that completed it, each reassembled
+/// datagram (with that fragment's `pcap_cnt`). Filtered packets get no `pcap_cnt`: with
+/// a filter, Suricata's libpcap never hands them over, so its numbering skips them.
 /// A capture error after some packets is returned, not raised, so what was read counts.
 struct Reader {
     defrag: Option<Defragmenter>,
     rebuilt: Vec<u8>,
     last_expiry_sec: u64,
+    bpf: Option<BpfFilter>,
+    bpf_filtered: u64,
+    /// The filter has no meaning for a link type met in the input: reading stopped.
+    bpf_error: Option<BpfError>,
 }
 
 impl Reader {
     fn new(opts: &RunOptions) -> Self {
-        Reader { defrag: opts.defrag.clone().map(Defragmenter::new), rebuilt: Vec::new(), last_expiry_sec: 0 }
+        Reader {
+            defrag: opts.defrag.clone().map(Defragmenter::new),
+            rebuilt: Vec::new(),
+            last_expiry_sec: 0,
+            bpf: opts.bpf_filter.clone(),
+            bpf_filtered: 0,
+            bpf_error: None,
+        }
+    }
+
+    /// The run's result once the workers are done: a filter that could not be compiled
+    /// for the input's link type fails the run (as Suricata fails to open the file).
+    fn finish(&mut self) -> std::io::Result<()> {
+        match self.bpf_error.take() {
+            Some(e) => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)),
+            None => Ok(()),
+        }
     }
 
     fn read_all(
@@ -97,6 +125,19 @@ impl Reader {
         loop {
             match source.next_packet() {
                 Ok(Some(raw)) => {
+                    if let Some(filter) = &mut self.bpf {
+                        match filter.matches(raw.link, raw.data, raw.wire_len) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                self.bpf_filtered += 1;
+                                continue;
+                            }
+                            Err(e) => {
+                                self.bpf_error = Some(e);
+                                return (pcap_cnt, None);
+                            }
+                        }
+                    }
                     pcap_cnt += 1;
                     on_packet(pcap_cnt, &raw);
                     let Some(defrag) = &mut self.defrag else { continue };
@@ -123,6 +164,9 @@ impl Reader {
             for (name, v) in d.counters() {
                 counters.add(name, v);
             }
+        }
+        if self.bpf.is_some() {
+            counters.add("capture.bpf_filtered", self.bpf_filtered);
         }
         WorkerReport { name: "RX#01".into(), counters, ..Default::default() }
     }
@@ -165,6 +209,7 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
         return Err(e);
     }
     write_events(&mut events, &mut sinks)?;
+    reader.finish()?;
     let report = WorkerReport { name: worker_name(0), packets, bytes, busy, counters: inspector.counters() };
     Ok(RunSummary {
         workers: vec![report],
@@ -176,6 +221,7 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
         ring_full_waits: 0,
         capture_error,
         reader: reader.report(),
+        bpf_filtered: reader.bpf_filtered,
     })
 }
 
@@ -257,6 +303,7 @@ fn run_workers(
             workers.push(h.join().expect("worker thread panicked"));
         }
         let events_written = merger.join().expect("output thread panicked")?;
+        reader.finish()?;
         Ok(RunSummary {
             workers,
             packets_read: packets,
@@ -272,6 +319,7 @@ fn run_workers(
                 report.counters.add("capture.dispatch_ring_full_waits", ring_full_waits);
                 report
             },
+            bpf_filtered: reader.bpf_filtered,
         })
     })
 }
@@ -309,6 +357,80 @@ impl Dispatcher {
                     worker::backoff(spins);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::EngineSettings;
+    use crate::dispatch::{make_policy, PolicyKind};
+    use crate::packet::LinkType;
+
+    /// Packets from a list, all stamped one second apart.
+    struct ListSource {
+        packets: Vec<(LinkType, Vec<u8>)>,
+        next: usize,
+    }
+
+    impl PacketSource for ListSource {
+        fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError> {
+            let Some((link, data)) = self.packets.get(self.next) else { return Ok(None) };
+            self.next += 1;
+            Ok(Some(RawPacket { ts: Timestamp::from_parts(self.next as u64, 0), link: *link, wire_len: data.len() as u32, data }))
+        }
+        fn describe(&self) -> String {
+            "list".into()
+        }
+    }
+
+    fn udp(dst_port: u16) -> Vec<u8> {
+        let mut out = Vec::new();
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .udp(5000, dst_port)
+            .write(&mut out, b"x")
+            .unwrap();
+        out
+    }
+
+    fn run_with(filter: &str, packets: Vec<(LinkType, Vec<u8>)>, single: bool) -> std::io::Result<RunSummary> {
+        let opts = RunOptions {
+            workers: 2,
+            single,
+            pin_cores: false,
+            inspect: InspectSettings::from_engine(&EngineSettings::default(), 2, false),
+            defrag: None,
+            bpf_filter: Some(BpfFilter::new(filter).unwrap()),
+        };
+        let (mut eve, mut fast) = (Vec::new(), Vec::new());
+        let mut source = ListSource { packets, next: 0 };
+        run(&mut source, make_policy(PolicyKind::Flow), &opts, LogWriters { eve: &mut eve, fast: &mut fast })
+    }
+
+    #[test]
+    fn filtered_packets_are_counted_and_not_numbered() {
+        for single in [true, false] {
+            let packets = [53, 80, 53, 443, 53].iter().map(|&p| (LinkType::Ethernet, udp(p))).collect();
+            let summary = run_with("udp port 53", packets, single).unwrap();
+            assert_eq!((summary.packets_read, summary.bpf_filtered), (3, 2));
+            assert_eq!(summary.reader.counters.get("capture.bpf_filtered"), Some(2));
+            let inspected: u64 = summary.workers.iter().map(|w| w.packets).sum();
+            assert_eq!(inspected, 3);
+        }
+    }
+
+    #[test]
+    fn filter_without_meaning_for_a_link_type_fails_the_run() {
+        let raw_ip = udp(53)[14..].to_vec();
+        let packets = vec![(LinkType::Ethernet, udp(53)), (LinkType::RawIp, raw_ip)];
+        for single in [true, false] {
+            let Err(err) = run_with("ether src 02:00:00:00:00:01", packets.clone(), single) else {
+                panic!("the raw IP packet must fail the run")
+            };
+            let text = err.to_string();
+            assert!(text.contains("'ether src 02:00:00:00:00:01'") && text.contains("RAW"), "{text}");
         }
     }
 }

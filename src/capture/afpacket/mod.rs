@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::bpf::{BpfError, BpfProgram, MAX_SOCKET_FILTER_INSTRUCTIONS};
 use super::{CaptureError, PacketSource, RawPacket};
 use crate::packet::{LinkType, Timestamp};
 
@@ -105,6 +106,9 @@ pub struct AfPacketConfig {
     /// Set to make [`PacketSource::next_packet`] return `Ok(None)`; checked before
     /// every packet and between waits.
     pub stop: Arc<AtomicBool>,
+    /// A BPF filter expression, compiled for the interface's link type and attached to
+    /// the socket before it is bound: rejected packets never reach the ring.
+    pub bpf_filter: Option<String>,
 }
 
 impl Default for AfPacketConfig {
@@ -121,6 +125,7 @@ impl Default for AfPacketConfig {
             block_count: 32,
             retire_timeout_ms: 10,
             stop: Arc::new(AtomicBool::new(false)),
+            bpf_filter: None,
         }
     }
 }
@@ -244,6 +249,12 @@ pub enum AfPacketError {
         interface: String,
         hardware_type: u16,
     },
+    /// The BPF filter does not compile for the interface's link type (or is too long
+    /// for a socket filter).
+    Filter {
+        interface: String,
+        error: BpfError,
+    },
     /// A setup step failed; `step` names it.
     Setup {
         interface: String,
@@ -264,6 +275,7 @@ pub enum SetupStep {
     Bind,
     JoinFanout { group: u16, mode: &'static str },
     AttachFanoutProgram,
+    AttachFilter,
 }
 
 impl fmt::Display for SetupStep {
@@ -286,6 +298,7 @@ impl fmt::Display for SetupStep {
                  with a different mode or rollover/defrag setting"
             ),
             SetupStep::AttachFanoutProgram => write!(f, "cannot attach the eBPF fanout program"),
+            SetupStep::AttachFilter => write!(f, "cannot attach the BPF filter to the socket"),
         }
     }
 }
@@ -306,6 +319,7 @@ impl fmt::Display for AfPacketError {
                 "interface {interface}: link type ARPHRD {hardware_type} is not supported \
                  (Ethernet, loopback and raw-IP interfaces are)"
             ),
+            AfPacketError::Filter { interface, error } => write!(f, "interface {interface}: {error}"),
             AfPacketError::Setup { interface, step, source } => write!(f, "interface {interface}: {step}: {source}"),
         }
     }
@@ -432,6 +446,28 @@ impl AfPacketSocket {
             };
             sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &membership)
                 .map_err(setup(SetupStep::Promiscuous))?;
+        }
+
+        if let Some(expression) = &cfg.bpf_filter {
+            // Before bind: the socket (protocol 0) receives nothing until bound, so no
+            // unfiltered packet can slip into the ring.
+            let hardware_type = sys::interface_hardware_type(&fd, &interface).map_err(setup(SetupStep::LookUpInterface))?;
+            let link = link_type_for(hardware_type)
+                .ok_or_else(|| AfPacketError::UnsupportedLinkType { interface: interface.clone(), hardware_type })?;
+            let program = BpfProgram::compile(expression, link)
+                .map_err(|error| AfPacketError::Filter { interface: interface.clone(), error })?;
+            if program.instructions().len() > MAX_SOCKET_FILTER_INSTRUCTIONS {
+                let error = BpfError {
+                    expression: expression.clone(),
+                    link,
+                    message: format!(
+                        "{} instructions; the kernel accepts at most {MAX_SOCKET_FILTER_INSTRUCTIONS} in a socket filter",
+                        program.instructions().len()
+                    ),
+                };
+                return Err(AfPacketError::Filter { interface, error });
+            }
+            sys::attach_filter(&fd, program.instructions()).map_err(setup(SetupStep::AttachFilter))?;
         }
 
         sys::bind_to_interface(&fd, ifindex).map_err(|source| match source.raw_os_error() {

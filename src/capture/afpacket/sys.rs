@@ -95,8 +95,8 @@ fn ifreq_for(name: &str) -> io::Result<libc::ifreq> {
 
 fn interface_ioctl(fd: &OwnedFd, name: &str, request: libc::Ioctl) -> io::Result<libc::ifreq> {
     let mut req = ifreq_for(name)?;
-    // SAFETY: SIOCGIFINDEX and SIOCGIFFLAGS read the NUL-terminated name from `req` and
-    // write one field of its union; `req` is a valid, writable `ifreq`.
+    // SAFETY: SIOCGIFINDEX, SIOCGIFFLAGS and SIOCGIFHWADDR read the NUL-terminated name
+    // from `req` and write one field of its union; `req` is a valid, writable `ifreq`.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request, &mut req as *mut libc::ifreq) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
@@ -116,6 +116,24 @@ pub(super) fn interface_flags(fd: &OwnedFd, name: &str) -> io::Result<i32> {
     let req = interface_ioctl(fd, name, libc::SIOCGIFFLAGS)?;
     // SAFETY: SIOCGIFFLAGS succeeded, so the kernel filled `ifru_flags`.
     Ok(unsafe { req.ifr_ifru.ifru_flags } as u16 as i32)
+}
+
+/// ARPHRD_* hardware type of interface `name`, known before the socket is bound.
+pub(super) fn interface_hardware_type(fd: &OwnedFd, name: &str) -> io::Result<u16> {
+    let req = interface_ioctl(fd, name, libc::SIOCGIFHWADDR)?;
+    // SAFETY: SIOCGIFHWADDR succeeded, so the kernel filled `ifru_hwaddr`, whose family
+    // field holds the hardware type.
+    Ok(unsafe { req.ifr_ifru.ifru_hwaddr.sa_family })
+}
+
+/// Attaches a classic BPF program as the socket filter: the kernel runs it on every
+/// packet before it reaches the ring and drops those it rejects. Also valid before bind.
+pub(super) fn attach_filter(fd: &OwnedFd, program: &[crate::capture::bpf::BpfInstruction]) -> io::Result<()> {
+    let len = u16::try_from(program.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let fprog = libc::sock_fprog { len, filter: program.as_ptr().cast_mut().cast::<libc::sock_filter>() };
+    // `BpfInstruction` has the layout of `sock_filter` (checked in bpf's tests); the kernel
+    // copies the program during the call and only reads it.
+    set_option(fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)
 }
 
 fn link_address(ifindex: i32) -> libc::sockaddr_ll {
