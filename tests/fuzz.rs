@@ -582,7 +582,7 @@ fn check_http(input: &[u8]) -> Result<(), String> {
     let recs = decode_session(input);
     let sel = fnv(input);
     let cfg = http_config(sel);
-    let (whole, events) = run_http(&recs, cfg, None, sel & (1 << 20) != 0)?;
+    let (_whole, events) = run_http(&recs, cfg, None, sel & (1 << 20) != 0)?;
     // Split-independence: the parser promises the same transactions however the stream is
     // cut. Checked without pruning (so both runs keep everything) on a share of inputs, and
     // only without gaps: whether a gap can be skipped depends on what is buffered.

@@ -683,7 +683,7 @@ mod tests {
     fn http_config_reaches_the_parser() {
         // A body limit of 4 bytes: the parser created on detection must use it.
         let cfg = HttpConfig { response_body_limit: 4, ..HttpConfig::default() };
-        let mut app = AppLayer::new(Arc::new(cfg));
+        let mut app = AppLayer::new(Arc::new(cfg), Arc::new(DetectionPorts::default()));
         let mut c = AppCounters::default();
         app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 80), &mut c);
         app.on_data(Direction::ToClient, b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n0123456789", (40000, 80), &mut c);
