@@ -343,7 +343,7 @@ pub(crate) struct CompiledRule {
     /// Fast pattern for the prefilter: (bytes, nocase).
     pub fast_pattern: Option<(Vec<u8>, bool)>,
     /// Fast pattern of an app-layer rule: (buffer, bytes, nocase); scanned in that buffer.
-    pub app_fast_pattern: Option<(Buffer, Vec<u8>, bool)>,
+    pub app_fast_pattern: Option<AppFastPattern>,
     pub rule_log: Arc<super::RuleLog>,
 }
 
@@ -597,7 +597,7 @@ pub(crate) fn compile_rule(
                             nocase: c.nocase,
                             explicit: c.fast_pattern.is_some(),
                             negated: c.negated,
-                            transformed: !content_chain.is_empty(),
+                            chain: content_chain.to_vec(),
                         });
                     }
                 }
@@ -887,18 +887,22 @@ pub(crate) fn compile_rule(
     let fast_pattern = if !app_buffers.is_empty() || !app_numbers.is_empty() || never_matches.is_some() {
         None
     } else {
-        choose_fast_pattern(fp_candidates.iter().filter(|c| c.buffer.is_none() && !c.transformed)).map(|c| (c.bytes.clone(), c.nocase))
+        choose_fast_pattern(fp_candidates.iter().filter(|c| c.buffer.is_none() && c.chain.is_empty())).map(|c| (c.bytes.clone(), c.nocase))
     };
     // A transactional rule ('=>') reads buffers of both directions, so its fast pattern may
     // not be in the buffers the prefilter scans: it is checked on every transaction instead.
     let app_fast_pattern = if never_matches.is_some() || header.direction == Direction::Transactional {
         None
     } else {
+        // The candidate's (buffer, transform chain) must be one the rule inspects.
         let prefilterable = |c: &FastPatternCandidate| {
-            !c.transformed && app_buffers.iter().any(|a| same_buffer(Some(a.buffer), c.buffer) && !a.is_transformed())
+            app_buffers.iter().any(|a| {
+                same_buffer(Some(a.buffer), c.buffer) && a.transforms.iter().map(|t| &t.spec).eq(c.chain.iter())
+            })
         };
-        choose_fast_pattern(fp_candidates.iter().filter(|c| prefilterable(c)))
-            .and_then(|c| Some((c.buffer?, c.bytes.clone(), c.nocase)))
+        choose_fast_pattern(fp_candidates.iter().filter(|c| prefilterable(c))).and_then(|c| {
+            Some(AppFastPattern { buffer: c.buffer?, transforms: c.chain.clone(), bytes: c.bytes.clone(), nocase: c.nocase })
+        })
     };
 
     let class = rule.classtype.as_deref().and_then(|c| classes.get(c));
@@ -970,6 +974,15 @@ pub(crate) fn compile_rule(
     })
 }
 
+/// The fast pattern of an app-layer rule and where the prefilter searches it: the buffer
+/// after the rule's transforms of it (`dns.query; dotprefix;` searches ".example.com").
+pub struct AppFastPattern {
+    pub buffer: Buffer,
+    pub transforms: Vec<Transform>,
+    pub bytes: Vec<u8>,
+    pub nocase: bool,
+}
+
 /// A content that could serve as a rule's fast pattern.
 struct FastPatternCandidate {
     /// `None`: pkt_data.
@@ -979,8 +992,8 @@ struct FastPatternCandidate {
     /// Marked `fast_pattern` in the rule.
     explicit: bool,
     negated: bool,
-    /// The content inspects transformed data, which the prefilter does not see.
-    transformed: bool,
+    /// The transforms of the content's buffer: the prefilter must search transformed data.
+    chain: Vec<Transform>,
 }
 
 /// An explicit `fast_pattern` wins (a negated one cannot prefilter: the rule matches when it

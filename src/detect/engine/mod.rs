@@ -27,10 +27,11 @@ mod headers_tests;
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};
 use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
-use crate::detect::rule::{Action, AppNumber, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry};
+use crate::detect::rule::{Action, AppNumber, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry, Transform};
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
 use compile::{AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
+use transform::TransformStep;
 use payload::Inspection;
 use state::{FlowVars, Hosts, ThresholdTable, XbitTable};
 use std::collections::BTreeMap;
@@ -155,6 +156,24 @@ pub trait BufferSource {
     }
 }
 
+/// Runs a transform chain over `data` using the two scratch buffers; `None` when a transform
+/// failed (the buffer then matches nothing). Without transforms, `data` itself.
+fn apply_transforms<'a>(steps: &[TransformStep], data: &'a [u8], scratch: &'a mut [Vec<u8>; 2]) -> Option<&'a [u8]> {
+    if steps.is_empty() {
+        return Some(data);
+    }
+    let [first, second] = scratch;
+    let (mut current, mut next) = (first, second);
+    for (i, step) in steps.iter().enumerate() {
+        let input: &[u8] = if i == 0 { data } else { current };
+        if !step.apply(input, next) {
+            return None;
+        }
+        std::mem::swap(&mut current, &mut next);
+    }
+    Some(current)
+}
+
 /// Instances of one buffer inspected at most (bounds work on hostile transactions).
 const MAX_BUFFER_INSTANCES: usize = 256;
 
@@ -266,7 +285,14 @@ struct Group {
     app_always: Vec<u32>,
     /// One prefilter per app buffer over the fast patterns of the app-layer rules that take
     /// their fast pattern from it: each buffer is scanned once per transaction inspection.
-    app_mpm: Vec<(Buffer, Arc<dyn MultiPatternMatcher>)>,
+    app_mpm: Vec<AppPrefilter>,
+}
+
+/// The prefilter of one app buffer as some rules transform it (most have no transforms).
+struct AppPrefilter {
+    buffer: Buffer,
+    transforms: Vec<TransformStep>,
+    mpm: Arc<dyn MultiPatternMatcher>,
 }
 
 /// Index of IP-only rules by the IPv4 addresses of their most selective side.
@@ -504,8 +530,8 @@ impl DetectEngine {
         let mut packet_only_patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         let mut always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         let mut app_always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
-        // [transport][direction] -> buffer name -> (buffer, patterns)
-        type AppPatterns = BTreeMap<&'static str, (Buffer, Vec<Pattern>)>;
+        // [transport][direction] -> buffer and transforms -> (buffer, transforms, patterns)
+        type AppPatterns = BTreeMap<String, (Buffer, Vec<Transform>, Vec<Pattern>)>;
         let mut app_patterns: Vec<[AppPatterns; 2]> = (0..TRANSPORTS).map(|_| [BTreeMap::new(), BTreeMap::new()]).collect();
         let mut ip_entries_src = Vec::new();
         let mut ip_entries_dst = Vec::new();
@@ -561,11 +587,11 @@ impl DetectEngine {
                             continue;
                         }
                         match &rule.app_fast_pattern {
-                            Some((buffer, bytes, nocase)) => app_patterns[t][d]
-                                .entry(buffer.name)
-                                .or_insert_with(|| (*buffer, Vec::new()))
-                                .1
-                                .push(Pattern::new(idx, bytes.clone(), *nocase)),
+                            Some(fp) => app_patterns[t][d]
+                                .entry(format!("{}{:?}", fp.buffer.name, fp.transforms))
+                                .or_insert_with(|| (fp.buffer, fp.transforms.clone(), Vec::new()))
+                                .2
+                                .push(Pattern::new(idx, fp.bytes.clone(), fp.nocase)),
                             None => app_always[t][d].push(idx),
                         }
                     } else if let Some((bytes, nocase)) = &rule.fast_pattern {
@@ -585,7 +611,7 @@ impl DetectEngine {
             .count();
         // Every pattern set of every group, compiled on all cores, each distinct set once.
         let mut sets: Vec<Vec<Pattern>> = Vec::new();
-        let mut layout: Vec<[(usize, usize, Vec<(Buffer, usize)>); 2]> = Vec::with_capacity(TRANSPORTS);
+        let mut layout: Vec<[(usize, usize, Vec<(Buffer, Vec<Transform>, usize)>); 2]> = Vec::with_capacity(TRANSPORTS);
         for t in 0..TRANSPORTS {
             let mut per_dir = |d: usize| {
                 let mut add = |set: Vec<Pattern>| {
@@ -594,8 +620,10 @@ impl DetectEngine {
                 };
                 let all = add(std::mem::take(&mut patterns[t][d]));
                 let packet_only = add(std::mem::take(&mut packet_only_patterns[t][d]));
-                let app: Vec<(Buffer, usize)> =
-                    std::mem::take(&mut app_patterns[t][d]).into_values().map(|(buffer, set)| (buffer, add(set))).collect();
+                let app: Vec<(Buffer, Vec<Transform>, usize)> = std::mem::take(&mut app_patterns[t][d])
+                    .into_values()
+                    .map(|(buffer, transforms, set)| (buffer, transforms, add(set)))
+                    .collect();
                 (all, packet_only, app)
             };
             layout.push([per_dir(0), per_dir(1)]);
@@ -612,14 +640,21 @@ impl DetectEngine {
         let mut groups = Vec::with_capacity(TRANSPORTS);
         for (t, dirs) in layout.into_iter().enumerate() {
             let [d0, d1] = dirs;
-            let mut make = |d: usize, (all, packet_only, app): (usize, usize, Vec<(Buffer, usize)>)| Group {
-                mpm: matchers[all].clone(),
-                mpm_packet_only: matchers[packet_only].clone(),
-                always: std::mem::take(&mut always[t][d]),
-                app_always: std::mem::take(&mut app_always[t][d]),
-                app_mpm: app.into_iter().map(|(buffer, i)| (buffer, matchers[i].clone())).collect(),
+            let mut make = |d: usize, (all, packet_only, app): (usize, usize, Vec<(Buffer, Vec<Transform>, usize)>)| {
+                let mut app_mpm = Vec::with_capacity(app.len());
+                for (buffer, transforms, i) in app {
+                    let transforms = transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
+                    app_mpm.push(AppPrefilter { buffer, transforms, mpm: matchers[i].clone() });
+                }
+                Ok::<Group, String>(Group {
+                    mpm: matchers[all].clone(),
+                    mpm_packet_only: matchers[packet_only].clone(),
+                    always: std::mem::take(&mut always[t][d]),
+                    app_always: std::mem::take(&mut app_always[t][d]),
+                    app_mpm,
+                })
             };
-            groups.push([make(0, d0), make(1, d1)]);
+            groups.push([make(0, d0)?, make(1, d1)?]);
         }
         let ip_only = IpOnly {
             by_src: V4Index::build(&ip_entries_src),
@@ -679,7 +714,7 @@ impl DetectEngine {
                 // Sizing errors surface again (and are counted) on the first scan.
                 let _ = g.mpm.prepare_scratch(&mut ctx.scratch);
                 let _ = g.mpm_packet_only.prepare_scratch(&mut ctx.scratch);
-                for (_, m) in &g.app_mpm {
+                for m in g.app_mpm.iter().map(|p| &p.mpm) {
                     let _ = m.prepare_scratch(&mut ctx.scratch);
                 }
             }
@@ -749,7 +784,7 @@ impl DetectEngine {
 
         let group = &self.groups[facts.transport][facts.dir];
         {
-            let DetectCtx { candidates, seen, scratch, counters, .. } = &mut *ctx;
+            let DetectCtx { candidates, seen, scratch, counters, transform_scratch, .. } = &mut *ctx;
             let mut on_match = |id: u32| {
                 if let Some(s) = seen.get_mut(id as usize) {
                     if *s != stamp {
@@ -780,14 +815,15 @@ impl DetectEngine {
                 for &id in &group.app_always {
                     on_match(id);
                 }
-                for (buffer, mpm) in &group.app_mpm {
+                for prefilter in &group.app_mpm {
                     for index in 0..MAX_BUFFER_INSTANCES {
-                        let Some(data) = source.get_nth(buffer, index) else { break };
+                        let Some(data) = source.get_nth(prefilter.buffer, index) else { break };
+                        let Some(data) = apply_transforms(&prefilter.transforms, data, transform_scratch) else { continue };
                         if data.is_empty() {
                             continue;
                         }
                         counters.prefilter_scans += 1;
-                        if mpm.scan(data, scratch, &mut on_match).is_err() {
+                        if prefilter.mpm.scan(data, scratch, &mut on_match).is_err() {
                             counters.prefilter_errors += 1;
                         }
                     }
@@ -1000,18 +1036,12 @@ impl DetectEngine {
         if !app.is_transformed() {
             return self.run_program(ctx, &app.program, data, 0);
         }
-        let [mut current, mut next] = std::mem::take(&mut ctx.transform_scratch);
-        let mut ok = true;
-        for (i, step) in app.transforms.iter().enumerate() {
-            let input: &[u8] = if i == 0 { data } else { &current };
-            if !step.apply(input, &mut next) {
-                ok = false;
-                break;
-            }
-            std::mem::swap(&mut current, &mut next);
-        }
-        let matched = ok && self.run_program(ctx, &app.program, &current, 0);
-        ctx.transform_scratch = [current, next];
+        let mut scratch = std::mem::take(&mut ctx.transform_scratch);
+        let matched = match apply_transforms(&app.transforms, data, &mut scratch) {
+            Some(transformed) => self.run_program(ctx, &app.program, transformed, 0),
+            None => false,
+        };
+        ctx.transform_scratch = scratch;
         matched
     }
 
