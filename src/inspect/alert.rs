@@ -299,6 +299,9 @@ impl Detection {
                     // Suricata's flow-end pseudo packets count as established, except for a
                     // session torn down by a RST.
                     established: rec.tcp.is_none_or(|t| t.tcp_flags & crate::decode::tcp::RST == 0),
+                    // ...but the transactions such a RST leaves behind are inspected as established
+                    // (Suricata flushes them to detection with the RST).
+                    tx_established: true,
                     pkts_toserver: rec.pkts_toserver,
                     pkts_toclient: rec.pkts_toclient,
                     bytes_toserver: rec.bytes_toserver,

@@ -343,6 +343,7 @@ impl Inspector {
             flow_id: flow.flow_id,
             to_server: verdict.to_server,
             established: verdict.established,
+            tx_established: false,
             pkts_toserver: flow.pkts_toserver,
             pkts_toclient: flow.pkts_toclient,
             bytes_toserver: flow.bytes_toserver,

@@ -75,6 +75,9 @@ pub struct FlowInfo {
     pub to_server: bool,
     /// Suricata's `established` (TCP after the handshake; others once both sides spoke).
     pub established: bool,
+    /// App-layer rules see the flow as established even though `established` is false (the
+    /// flow-end pseudo packet of a session torn down by a RST).
+    pub tx_established: bool,
     pub pkts_toserver: u64,
     pub pkts_toclient: u64,
     pub bytes_toserver: u64,
@@ -933,7 +936,11 @@ impl DetectEngine {
             return None;
         }
         if let Some(f) = &rule.flow {
-            if !flow_matches(f, pkt.flow.as_ref()) {
+            let mut info = pkt.flow;
+            if let Some(i) = info.as_mut().filter(|_| rule.inspects_app_layer()) {
+                i.established |= i.tx_established;
+            }
+            if !flow_matches(f, info.as_ref()) {
                 return None;
             }
         }

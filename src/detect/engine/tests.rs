@@ -393,6 +393,22 @@ fn app_layer_buffers_need_a_source() {
     assert_eq!(inspect_with(&e, &mut ctx, &frame, Opts { buffers: Some(&src), ..Default::default() }, None).len(), 1);
 }
 
+#[test]
+fn rst_closed_flow_end_is_established_for_transactions_only() {
+    let e = engine(
+        r#"alert http any any -> any any (msg:"uri"; flow:established,to_server; http.uri; content:"/admin"; sid:1;)
+alert tcp any any -> any any (msg:"raw"; flow:established,to_server; content:"admin"; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = tcp(CLIENT, 1, SERVER, 80, b"GET /admin.php HTTP/1.1\r\n\r\n");
+    let src = FakeHttp;
+    let torn_down = Some(FlowInfo { to_server: true, established: false, tx_established: true, ..Default::default() });
+    let alerts = inspect_with(&e, &mut ctx, &frame, Opts { flow: torn_down, buffers: Some(&src), ..Default::default() }, None);
+    assert_eq!(alerts.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![1], "the transaction is inspected, the raw data is not");
+    let not_established = Some(FlowInfo { to_server: true, ..Default::default() });
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: not_established, buffers: Some(&src), ..Default::default() }, None).is_empty());
+}
+
 /// One direction of a TLS session: its hello's hash under `name`.
 struct FakeHello(&'static str, &'static [u8]);
 impl BufferSource for FakeHello {
