@@ -283,7 +283,7 @@ struct Group {
     /// `tcp-pkt`): a payload that already went into the TCP stream is scanned with this one,
     /// since the other rules see those bytes in the reassembled stream (Suricata does the same).
     mpm_packet_only: Arc<dyn MultiPatternMatcher>,
-    always: Vec<u32>,
+    always: PortIndexed,
     /// App-layer rules without a usable fast pattern, checked whenever a `BufferSource` is given.
     app_always: Vec<u32>,
     /// One prefilter per app buffer over the fast patterns of the app-layer rules that take
@@ -296,6 +296,54 @@ struct AppPrefilter {
     buffer: Buffer,
     transforms: Vec<TransformStep>,
     mpm: Arc<dyn MultiPatternMatcher>,
+}
+
+/// Rules without a fast pattern, indexed by the ports they need: most name one or a few
+/// server ports (`-> $HOME_NET 22 (flags:S; threshold...)`), so a packet only looks at the
+/// rules its ports can satisfy instead of all of them.
+#[derive(Default)]
+struct PortIndexed {
+    any_port: Vec<u32>,
+    by_dst_port: std::collections::HashMap<u16, Vec<u32>>,
+    by_src_port: std::collections::HashMap<u16, Vec<u32>>,
+}
+
+/// A side with more ports than this is not indexed (its rule is looked at for every packet).
+const PORT_INDEX_MAX_PORTS: u32 = 64;
+
+impl PortIndexed {
+    fn insert(&mut self, idx: u32, rule: &CompiledRule) {
+        let few = |p: &crate::detect::rule::PortSet| -> Option<Vec<u16>> {
+            let ranges = p.ranges.as_slice();
+            let count: u32 = ranges.iter().map(|&(lo, hi)| u32::from(hi) - u32::from(lo) + 1).sum();
+            (count <= PORT_INDEX_MAX_PORTS).then(|| ranges.iter().flat_map(|&(lo, hi)| lo..=hi).collect())
+        };
+        // A bidirectional rule may match with the sides swapped: keep it simple.
+        if rule.ports_any || rule.bidirectional {
+            self.any_port.push(idx);
+        } else if let Some(ports) = few(&rule.dst_ports) {
+            for port in ports {
+                self.by_dst_port.entry(port).or_default().push(idx);
+            }
+        } else if let Some(ports) = few(&rule.src_ports) {
+            for port in ports {
+                self.by_src_port.entry(port).or_default().push(idx);
+            }
+        } else {
+            self.any_port.push(idx);
+        }
+    }
+
+    /// The rules whose port requirements this packet may meet (each once).
+    fn for_packet(&self, facts: &PacketFacts, mut f: impl FnMut(u32)) {
+        self.any_port.iter().for_each(|&id| f(id));
+        // Rules with ports never match a packet without them (header_matches).
+        if facts.has_ports {
+            for map_hit in [self.by_dst_port.get(&facts.dp), self.by_src_port.get(&facts.sp)].into_iter().flatten() {
+                map_hit.iter().for_each(|&id| f(id));
+            }
+        }
+    }
 }
 
 /// Index of IP-only rules by the IPv4 addresses of their most selective side.
@@ -531,7 +579,7 @@ impl DetectEngine {
 
         let mut patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         let mut packet_only_patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
-        let mut always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
+        let mut always: Vec<[PortIndexed; 2]> = (0..TRANSPORTS).map(|_| Default::default()).collect();
         let mut app_always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
         // [transport][direction] -> buffer and transforms -> (buffer, transforms, patterns)
         type AppPatterns = BTreeMap<String, (Buffer, Vec<Transform>, Vec<Pattern>)>;
@@ -603,7 +651,7 @@ impl DetectEngine {
                             packet_only_patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
                         }
                     } else {
-                        always[t][d].push(idx);
+                        always[t][d].insert(idx, rule);
                     }
                 }
             }
@@ -811,9 +859,7 @@ impl DetectEngine {
                     }
                 }
             }
-            for &id in &group.always {
-                on_match(id);
-            }
+            group.always.for_packet(&facts, &mut on_match);
             if let Some(source) = pkt.buffers {
                 for &id in &group.app_always {
                     on_match(id);
