@@ -929,21 +929,22 @@ impl DnsState {
     }
 }
 
+/// Test support: a dotted name as uncompressed labels.
+#[cfg(test)]
+pub(crate) fn labels(name: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for label in name.split('.').filter(|l| !l.is_empty()) {
+        out.push(label.len() as u8);
+        out.extend_from_slice(label.as_bytes());
+    }
+    out.push(0);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    /// Encodes a dotted name as uncompressed labels.
-    fn labels(name: &str) -> Vec<u8> {
-        let mut out = Vec::new();
-        for label in name.split('.').filter(|l| !l.is_empty()) {
-            out.push(label.len() as u8);
-            out.extend_from_slice(label.as_bytes());
-        }
-        out.push(0);
-        out
-    }
 
     fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16, ar: u16) -> Vec<u8> {
         [id, flags, qd, an, ns, ar].iter().flat_map(|w| w.to_be_bytes()).collect()

@@ -179,17 +179,8 @@ pub(crate) fn write_dns(o: &mut crate::output::json::JsonObject<'_>, tx: &DnsTra
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::applayer::dns::labels;
     use crate::detect::rule::buffers::buffer_by_name;
-
-    fn labels(name: &str) -> Vec<u8> {
-        let mut out = Vec::new();
-        for label in name.split('.').filter(|l| !l.is_empty()) {
-            out.push(label.len() as u8);
-            out.extend_from_slice(label.as_bytes());
-        }
-        out.push(0);
-        out
-    }
 
     fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16) -> Vec<u8> {
         [id, flags, qd, an, ns, 0].iter().flat_map(|w| w.to_be_bytes()).collect()
