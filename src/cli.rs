@@ -468,11 +468,20 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
             println!("  {n:>6}  {keyword}");
         }
     }
+    if !loaded.build.rules_inactive.is_empty() {
+        // Loaded (and counted above) but unable to match yet: say so rather than let a user
+        // believe they are covered.
+        println!("\nloaded but inactive (cannot match yet):");
+        for (reason, n) in &loaded.build.rules_inactive {
+            println!("  {n:>6}  {reason}");
+        }
+    }
     if loaded.build.prefilter_patterns > 0 {
         println!(
-            "\nprefilter: {} patterns ({}), engine memory {:.1} MB",
+            "\nprefilter: {} patterns ({}), {} rules checked without a fast pattern, engine memory {:.1} MB",
             loaded.build.prefilter_patterns,
             loaded.build.mpm_algo,
+            loaded.build.rules_always_checked,
             loaded.build.memory_bytes as f64 / 1e6
         );
     }
