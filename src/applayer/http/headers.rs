@@ -149,6 +149,9 @@ pub(crate) fn next_line(buf: &[u8], from: usize, side: Side, eof: bool, memo: &m
     }
 }
 
+/// Longest run of CR/SP/HT after `CR LF CR` still read as part of one deformed line ending.
+const MAX_DEFORMED_RUN: usize = 64;
+
 /// Length of the response line ending at the start of `eol` (which begins with CR or LF).
 fn response_eol_len(eol: &[u8], empty_line: bool, eof: bool) -> Option<usize> {
     let at = |k: usize| eol.get(k).copied();
@@ -207,6 +210,11 @@ fn response_eol_len(eol: &[u8], empty_line: bool, eof: bool) -> Option<usize> {
     let mut k = 3;
     while matches!(at(k), Some(b'\r' | b' ' | b'\t')) {
         k += 1;
+        if k - 3 > MAX_DEFORMED_RUN {
+            // Too long to be a line ending: decided without waiting for the run's end,
+            // so the look-ahead (and what is buffered for it) stays bounded.
+            return Some(2);
+        }
     }
     need!(k);
     if k == 3 {

@@ -1216,8 +1216,15 @@ impl HttpParser {
             let Some(line) = next_line(&half.buf, half.pos, half.side, half.closed, &mut half.eol) else {
                 // Held to the same limit as a complete line (below), so the outcome does
                 // not depend on where the stream was cut.
+                // Only the line's content counts: a response line ending may need a
+                // (bounded) look-ahead that a complete line would not keep.
                 let block_len = half.block.as_ref().map_or(0, |b| b.raw_len);
-                let over = block_len + unterminated_len(half.pending()) > field_limit;
+                let cr_ends_lines = half.side == Side::Response;
+                let line_len = match find_eol(&half.buf, half.pos, cr_ends_lines, &mut half.eol) {
+                    Some(eol) => eol - half.pos,
+                    None => unterminated_len(half.pending()),
+                };
+                let over = block_len + line_len > field_limit;
                 let closed = half.closed;
                 if over {
                     self.field_too_long(dir);

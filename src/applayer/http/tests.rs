@@ -475,6 +475,25 @@ fn long_trailer_is_too_long_however_it_arrives() {
     }
 }
 
+/// A `CR LF CR` + whitespace line ending needs look-ahead; the bytes waiting for it are
+/// not the line's and must not count against `field_limit` (nor grow without bound).
+#[test]
+fn deformed_line_ending_look_ahead_is_bounded_and_cut_independent() {
+    let cfg = HttpConfig { field_limit: 40, ..HttpConfig::default() };
+    for run_len in [10, 64, 65, 200] {
+        let mut resp = b"HTTP/1.1 200 OK\r\nA: 1\r\n\r".to_vec();
+        resp.extend(std::iter::repeat_n(b' ', run_len));
+        resp.extend(b"\r\n\r\nbody");
+        let (whole, _) = run(GET, &resp, usize::MAX, cfg);
+        assert_eq!(whole.counters().fields_too_long, 0, "run {run_len}");
+        assert_eq!(whole.tx(0).unwrap().response_header("a"), Some(&b"1"[..]), "run {run_len}");
+        for step in [1, 2, 7] {
+            let (split, _) = run(GET, &resp, step, cfg);
+            assert_eq!(snapshot(&whole), snapshot(&split), "run {run_len} step {step}");
+        }
+    }
+}
+
 /// A line arriving one byte per call is searched for its ending once per byte, not once
 /// per byte per call (which was quadratic), on both sides and in every line state.
 #[test]
