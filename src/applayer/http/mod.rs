@@ -428,6 +428,11 @@ struct Half {
     last_complete: Option<u64>,
     /// How far the search for the next line ending got in `buf`.
     eol: EolMemo,
+    /// Bytes dropped from the front of `buf` so far (`consumed + pos` is a stream offset).
+    consumed: u64,
+    /// Chunk-size line starting at this stream offset: how many leading blank bytes it is
+    /// known to have.
+    chunk_blank_run: (u64, usize),
 }
 
 impl Half {
@@ -443,11 +448,14 @@ impl Half {
             decoder: None,
             last_complete: None,
             eol: EolMemo::default(),
+            consumed: 0,
+            chunk_blank_run: (0, 0),
         }
     }
 
     /// Drops everything buffered (the direction is no longer parsed).
     fn discard(&mut self) {
+        self.consumed += self.buf.len() as u64;
         self.buf = Vec::new();
         self.pos = 0;
         self.eol.reset();
@@ -461,6 +469,7 @@ impl Half {
         if self.pos > 0 {
             self.buf.drain(..self.pos);
             self.eol.shift(self.pos);
+            self.consumed += self.pos as u64;
             self.pos = 0;
         }
         // Don't keep a large allocation around after a big line.
@@ -1473,10 +1482,16 @@ impl HttpParser {
         let pending = half.pending();
         let Some(lf) = lf else {
             // Without a full line yet, leading junk already decides: not chunked after all.
-            let first_non_ctl = pending.iter().find(|&&b| !is_ctl(b));
-            if first_non_ctl.is_some_and(|b| !b.is_ascii_hexdigit())
-                || unterminated_len(pending) > self.cfg.field_limit
-            {
+            // The blank run before it is remembered, so a long one arriving byte by byte is
+            // not rescanned on every call.
+            let line_start = half.consumed + half.pos as u64;
+            let (run_start, run_len) = half.chunk_blank_run;
+            let known = if run_start == line_start { run_len.min(pending.len()) } else { 0 };
+            let first_non_ctl = pending[known..].iter().position(|&b| !is_ctl(b)).map(|i| known + i);
+            let junk = first_non_ctl.is_some_and(|i| !pending[i].is_ascii_hexdigit());
+            let over = unterminated_len(pending) > self.cfg.field_limit;
+            half.chunk_blank_run = (line_start, first_non_ctl.unwrap_or(pending.len()));
+            if junk || over {
                 self.chunked_fallback(dir);
                 return true;
             }
