@@ -586,11 +586,7 @@ fn check_http(input: &[u8]) -> Result<(), String> {
     // Split-independence: the parser promises the same transactions however the stream is
     // cut. Checked without pruning (so both runs keep everything) on a share of inputs, and
     // only without gaps: whether a gap can be skipped depends on what is buffered.
-    // Off by default: open findings remain (response body length and trailer progress
-    // still depend on the cut in rare cases, see the saved inputs in the report); set
-    // PICKET_FUZZ_HTTP_SPLIT=1 to hunt them.
-    let split_check = std::env::var_os("PICKET_FUZZ_HTTP_SPLIT").is_some();
-    if split_check && sel & (3 << 21) == 0 && sel & (1 << 20) == 0 && !has_gap(&recs) {
+    if sel & (3 << 21) == 0 && sel & (1 << 20) == 0 && !has_gap(&recs) {
         let n = [1usize, 2, 3, 7, 64][(sel >> 23) as usize % 5];
         // Data after `on_close` is outside the contract (a closed parser treats every piece
         // as a last, unterminated line): compare up to the close.

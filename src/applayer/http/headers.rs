@@ -65,33 +65,92 @@ pub(crate) struct Line {
     pub next: usize,
 }
 
-/// Finds the line starting at `from`. `None` means more data is needed to decide.
-pub(crate) fn next_line(buf: &[u8], from: usize, side: Side, eof: bool) -> Option<Line> {
-    let data = buf.get(from..)?;
+/// Where an unsuccessful search for a line ending stopped, so that a line arriving one
+/// byte per `on_data` call has each byte examined once, not once per call (which made
+/// long lines quadratic). Valid for one direction's buffer; [`EolMemo::shift`] keeps it in
+/// step when the buffer's front is dropped.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct EolMemo {
+    /// The search that got this far started here (searches only move forward).
+    searched_from: usize,
+    /// `buf[searched_from..clean_to]` holds no LF (and no CR if `cr_too`).
+    clean_to: usize,
+    cr_too: bool,
+    /// Bytes examined in total, so tests can assert the work is linear.
+    #[cfg(test)]
+    pub scanned: u64,
+}
+
+impl EolMemo {
+    /// The first `n` bytes of the buffer were dropped.
+    pub fn shift(&mut self, n: usize) {
+        self.searched_from = self.searched_from.saturating_sub(n);
+        self.clean_to = self.clean_to.saturating_sub(n);
+    }
+
+    /// The buffer was emptied.
+    pub fn reset(&mut self) {
+        self.searched_from = 0;
+        self.clean_to = 0;
+        self.cr_too = false;
+    }
+}
+
+/// Offset of the first LF (or CR too, with `cr_too`) at or after `from`.
+pub(crate) fn find_eol(buf: &[u8], from: usize, cr_too: bool, memo: &mut EolMemo) -> Option<usize> {
+    // A memo for CR-or-LF also proves there is no LF; one for LF alone says nothing about CR.
+    let memo_applies = memo.searched_from <= from && (memo.cr_too || !cr_too);
+    let start = if memo_applies { from.max(memo.clean_to) } else { from };
+    let data = buf.get(start..)?;
+    let found = if cr_too {
+        data.iter().position(|&b| b == b'\n' || b == b'\r')
+    } else {
+        data.iter().position(|&b| b == b'\n')
+    };
+    #[cfg(test)]
+    {
+        memo.scanned += found.map_or(data.len(), |i| i + 1) as u64;
+    }
+    let clean_to = found.map_or(buf.len(), |i| start + i);
+    *memo = EolMemo {
+        searched_from: from,
+        clean_to,
+        cr_too,
+        ..*memo
+    };
+    found.map(|i| start + i)
+}
+
+/// Finds the line starting at `from`. `None` means more data is needed to decide. `memo`
+/// carries the search state of `buf` between calls (see [`EolMemo`]).
+pub(crate) fn next_line(buf: &[u8], from: usize, side: Side, eof: bool, memo: &mut EolMemo) -> Option<Line> {
     match side {
         Side::Request => {
-            let lf = data.iter().position(|&b| b == b'\n')?;
-            let mut end = from + lf;
+            let lf = find_eol(buf, from, false, memo)?;
+            let mut end = lf;
             if end > from && buf[end - 1] == b'\r' {
                 end -= 1;
             }
             Some(Line {
                 start: from,
                 end,
-                next: from + lf + 1,
+                next: lf + 1,
             })
         }
         Side::Response => {
-            let i = data.iter().position(|&b| b == b'\n' || b == b'\r')?;
-            let eol_len = response_eol_len(&data[i..], i == 0, eof)?;
+            let eol = find_eol(buf, from, true, memo)?;
+            let eol_len = response_eol_len(&buf[eol..], eol == from, eof)?;
             Some(Line {
                 start: from,
-                end: from + i,
-                next: from + i + eol_len,
+                end: eol,
+                next: eol + eol_len,
             })
         }
     }
 }
+
+/// Longest run of CR/SP/HT after `CR LF CR` still read as part of one deformed line ending.
+const MAX_DEFORMED_RUN: usize = 64;
 
 /// Length of the response line ending at the start of `eol` (which begins with CR or LF).
 fn response_eol_len(eol: &[u8], empty_line: bool, eof: bool) -> Option<usize> {
@@ -151,6 +210,11 @@ fn response_eol_len(eol: &[u8], empty_line: bool, eof: bool) -> Option<usize> {
     let mut k = 3;
     while matches!(at(k), Some(b'\r' | b' ' | b'\t')) {
         k += 1;
+        if k - 3 > MAX_DEFORMED_RUN {
+            // Too long to be a line ending: decided without waiting for the run's end,
+            // so the look-ahead (and what is buffered for it) stays bounded.
+            return Some(2);
+        }
     }
     need!(k);
     if k == 3 {
@@ -192,6 +256,8 @@ pub(crate) struct HeaderBlock {
     pending_missing_colon: bool,
     pub headers: Vec<Header>,
     pub max_headers: usize,
+    /// Bytes of the block consumed so far, line endings included (held to `field_limit`).
+    pub raw_len: usize,
 }
 
 impl HeaderBlock {
@@ -202,6 +268,7 @@ impl HeaderBlock {
             pending_missing_colon: false,
             headers: Vec::new(),
             max_headers,
+            raw_len: 0,
         }
     }
 
@@ -393,7 +460,8 @@ mod tests {
         let mut hb = HeaderBlock::new(side, 100);
         let mut anomalies = Vec::new();
         let mut pos = 0;
-        while let Some(line) = next_line(block, pos, side, true) {
+        let mut memo = EolMemo::default();
+        while let Some(line) = next_line(block, pos, side, true, &mut memo) {
             match hb.on_line(line, block, true, &mut anomalies) {
                 LineOutcome::End { body_start } => return (hb.headers, Some(body_start)),
                 LineOutcome::NeedMore => unreachable!("eof given"),
@@ -492,18 +560,18 @@ mod tests {
 
     #[test]
     fn incomplete_lines_wait_for_more_data() {
-        assert_eq!(next_line(b"A: 1\r", 0, Side::Response, false), None);
-        assert_eq!(next_line(b"A: 1\n", 0, Side::Response, false), None);
-        assert!(next_line(b"A: 1\n", 0, Side::Response, true).is_some());
-        assert!(next_line(b"A: 1\n", 0, Side::Request, false).is_some());
+        assert_eq!(next_line(b"A: 1\r", 0, Side::Response, false, &mut EolMemo::default()), None);
+        assert_eq!(next_line(b"A: 1\n", 0, Side::Response, false, &mut EolMemo::default()), None);
+        assert!(next_line(b"A: 1\n", 0, Side::Response, true, &mut EolMemo::default()).is_some());
+        assert!(next_line(b"A: 1\n", 0, Side::Request, false, &mut EolMemo::default()).is_some());
         // An empty line only waits to see whether a CR is followed by LF.
-        assert_eq!(next_line(b"\r", 0, Side::Response, false), None);
+        assert_eq!(next_line(b"\r", 0, Side::Response, false, &mut EolMemo::default()), None);
         assert_eq!(
-            next_line(b"\rX", 0, Side::Response, false).map(|l| l.next),
+            next_line(b"\rX", 0, Side::Response, false, &mut EolMemo::default()).map(|l| l.next),
             Some(1)
         );
         assert_eq!(
-            next_line(b"\n", 0, Side::Response, false).map(|l| l.next),
+            next_line(b"\n", 0, Side::Response, false, &mut EolMemo::default()).map(|l| l.next),
             Some(1)
         );
     }

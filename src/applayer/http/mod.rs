@@ -41,7 +41,8 @@ use std::collections::VecDeque;
 use decompress::{BodyDecoder, Codec, DecompressLimits};
 pub use headers::Header;
 use headers::{
-    find, name_matches, next_line, parse_content_length, parse_content_length_exact, HeaderBlock, Line, LineOutcome, Side,
+    find, find_eol, name_matches, next_line, parse_content_length, parse_content_length_exact, EolMemo, HeaderBlock, Line,
+    LineOutcome, Side,
 };
 pub use uri::ParsedUri;
 
@@ -243,7 +244,7 @@ pub struct HttpTx {
     pub request_chunked: bool,
     /// `http.request_body` (`http.client_body`): dechunked, up to `request_body_limit`.
     pub request_body: Vec<u8>,
-    /// Body bytes seen in total (also past the limit).
+    /// Body bytes seen in total (also past the limit), dechunked but before content decoding.
     pub request_body_len: u64,
     pub request_body_truncated: bool,
     pub request_progress: Progress,
@@ -267,6 +268,7 @@ pub struct HttpTx {
     pub response_encodings: Vec<Codec>,
     /// `http.response_body` / `file_data`: dechunked and decoded, up to the limit.
     pub response_body: Vec<u8>,
+    /// Body bytes seen in total, dechunked but before content decoding (eve `length`).
     pub response_body_len: u64,
     pub response_body_truncated: bool,
     pub response_progress: Progress,
@@ -424,6 +426,13 @@ struct Half {
     /// Response side: the last completed response; non-HTTP lines that follow it are
     /// appended to its body (libhtp's finalize step), not made into a new transaction.
     last_complete: Option<u64>,
+    /// How far the search for the next line ending got in `buf`.
+    eol: EolMemo,
+    /// Bytes dropped from the front of `buf` so far (`consumed + pos` is a stream offset).
+    consumed: u64,
+    /// Chunk-size line starting at this stream offset: how many leading blank bytes it is
+    /// known to have.
+    chunk_blank_run: (u64, usize),
 }
 
 impl Half {
@@ -438,7 +447,18 @@ impl Half {
             closed: false,
             decoder: None,
             last_complete: None,
+            eol: EolMemo::default(),
+            consumed: 0,
+            chunk_blank_run: (0, 0),
         }
+    }
+
+    /// Drops everything buffered (the direction is no longer parsed).
+    fn discard(&mut self) {
+        self.consumed += self.buf.len() as u64;
+        self.buf = Vec::new();
+        self.pos = 0;
+        self.eol.reset();
     }
 
     fn pending(&self) -> &[u8] {
@@ -448,6 +468,8 @@ impl Half {
     fn compact(&mut self) {
         if self.pos > 0 {
             self.buf.drain(..self.pos);
+            self.eol.shift(self.pos);
+            self.consumed += self.pos as u64;
             self.pos = 0;
         }
         // Don't keep a large allocation around after a big line.
@@ -479,14 +501,7 @@ fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
 }
 
 /// Appends `data` to a stored body, respecting its limit.
-fn store_body(
-    body: &mut Vec<u8>,
-    total: &mut u64,
-    truncated: &mut bool,
-    limit: usize,
-    data: &[u8],
-) {
-    *total += data.len() as u64;
+fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8]) {
     let room = limit.saturating_sub(body.len());
     if data.len() > room {
         *truncated = true;
@@ -672,8 +687,7 @@ impl HttpParser {
             }
             None => {
                 half.state = State::Lost;
-                half.buf = Vec::new();
-                half.pos = 0;
+                half.discard();
                 self.anomaly(tx_id, HttpAnomaly::GapInHeaders);
             }
         }
@@ -770,8 +784,7 @@ impl HttpParser {
         }
         let half = &mut self.halves[idx];
         if matches!(half.state, State::Tunnel | State::Lost) {
-            half.buf = Vec::new();
-            half.pos = 0;
+            half.discard();
         } else {
             half.compact();
         }
@@ -790,7 +803,7 @@ impl HttpParser {
 
     fn request_line(&mut self) -> bool {
         let half = &mut self.halves[0];
-        let Some(line) = next_line(&half.buf, half.pos, Side::Request, half.closed).or_else(|| {
+        let Some(line) = next_line(&half.buf, half.pos, Side::Request, half.closed, &mut half.eol).or_else(|| {
             // At close, an unterminated last line still counts.
             (half.closed && half.pos < half.buf.len()).then_some(Line {
                 start: half.pos,
@@ -961,11 +974,12 @@ impl HttpParser {
     }
 
     fn response_line(&mut self) -> bool {
-        let half = &self.halves[1];
+        let half = &mut self.halves[1];
         let eof = half.closed;
+        let eol = find_eol(&half.buf, half.pos, true, &mut half.eol).map(|at| at - half.pos);
         let data = half.pending();
         // libhtp's take_till_eol: CRLF, CR or LF; a trailing CR waits for the next byte.
-        let line_len = match data.iter().position(|&b| b == b'\n' || b == b'\r') {
+        let line_len = match eol {
             Some(i) if data[i] == b'\r' => match data.get(i + 1) {
                 Some(b'\n') => Some((i, i + 2)),
                 Some(_) => Some((i, i + 1)),
@@ -1031,9 +1045,9 @@ impl HttpParser {
                 if tx.response_progress != Progress::Complete {
                     tx.response_progress = Progress::Body;
                 }
+                tx.response_body_len += line_with_eol.len() as u64;
                 store_body(
                     &mut tx.response_body,
-                    &mut tx.response_body_len,
                     &mut tx.response_body_truncated,
                     cfg.response_body_limit,
                     &line_with_eol,
@@ -1208,8 +1222,18 @@ impl HttpParser {
         let field_limit = self.cfg.field_limit;
         loop {
             let half = &mut self.halves[idx];
-            let Some(line) = next_line(&half.buf, half.pos, half.side, half.closed) else {
-                let over = half.pending().len() > field_limit;
+            let Some(line) = next_line(&half.buf, half.pos, half.side, half.closed, &mut half.eol) else {
+                // Held to the same limit as a complete line (below), so the outcome does
+                // not depend on where the stream was cut.
+                // Only the line's content counts: a response line ending may need a
+                // (bounded) look-ahead that a complete line would not keep.
+                let block_len = half.block.as_ref().map_or(0, |b| b.raw_len);
+                let cr_ends_lines = half.side == Side::Response;
+                let line_len = match find_eol(&half.buf, half.pos, cr_ends_lines, &mut half.eol) {
+                    Some(eol) => eol - half.pos,
+                    None => unterminated_len(half.pending()),
+                };
+                let over = block_len + line_len > field_limit;
                 let closed = half.closed;
                 if over {
                     self.field_too_long(dir);
@@ -1234,6 +1258,13 @@ impl HttpParser {
             };
             let raw = &half.buf[half.pos..raw_end.max(half.pos)];
             let tx_id = half.tx;
+            // Trailers too: a block only ever grows up to the limit, whatever the cut.
+            if block.raw_len + raw.len() > field_limit {
+                self.take_line_anomalies(tx_id);
+                self.field_too_long(dir);
+                return false;
+            }
+            block.raw_len += raw.len();
             if !trailers {
                 if let Some(tx) = tx_mut(&mut self.txs, tx_id) {
                     let raw_store = if idx == 0 {
@@ -1241,11 +1272,6 @@ impl HttpParser {
                     } else {
                         &mut tx.response_headers_raw
                     };
-                    if raw_store.len() + raw.len() > field_limit {
-                        self.take_line_anomalies(tx_id);
-                        self.field_too_long(dir);
-                        return false;
-                    }
                     raw_store.extend_from_slice(raw);
                 }
             }
@@ -1328,6 +1354,10 @@ impl HttpParser {
                 ev,
             )
         };
+        // Counted before content decoding, as libhtp's message length (Suricata's eve
+        // `length`): decoding stops at the body limit, and how much it had produced by then
+        // depends on how the stream was cut.
+        *total += data.len() as u64;
         let was_truncated = *truncated;
         let mut bomb = false;
         match half.decoder.as_mut() {
@@ -1336,12 +1366,10 @@ impl HttpParser {
             Some(_) if was_truncated => {}
             Some(decoder) => {
                 let was_bomb = decoder.bomb_detected();
-                decoder.write(data, &mut |piece| {
-                    store_body(body, total, truncated, limit, piece)
-                });
+                decoder.write(data, &mut |piece| store_body(body, truncated, limit, piece));
                 bomb = !was_bomb && decoder.bomb_detected();
             }
-            None => store_body(body, total, truncated, limit, data),
+            None => store_body(body, truncated, limit, data),
         }
         if *truncated && !was_truncated {
             if idx == 0 {
@@ -1450,13 +1478,20 @@ impl HttpParser {
         let is_ctl = |b: u8| matches!(b, b'\r' | b'\n' | b' ' | b'\t' | 0x0b | 0x0c);
         let half = &mut self.halves[idx];
         let tx = half.tx;
+        let lf = find_eol(&half.buf, half.pos, false, &mut half.eol).map(|at| at - half.pos);
         let pending = half.pending();
-        let Some(lf) = pending.iter().position(|&b| b == b'\n') else {
+        let Some(lf) = lf else {
             // Without a full line yet, leading junk already decides: not chunked after all.
-            let first_non_ctl = pending.iter().find(|&&b| !is_ctl(b));
-            if first_non_ctl.is_some_and(|b| !b.is_ascii_hexdigit())
-                || unterminated_len(pending) > self.cfg.field_limit
-            {
+            // The blank run before it is remembered, so a long one arriving byte by byte is
+            // not rescanned on every call.
+            let line_start = half.consumed + half.pos as u64;
+            let (run_start, run_len) = half.chunk_blank_run;
+            let known = if run_start == line_start { run_len.min(pending.len()) } else { 0 };
+            let first_non_ctl = pending[known..].iter().position(|&b| !is_ctl(b)).map(|i| known + i);
+            let junk = first_non_ctl.is_some_and(|i| !pending[i].is_ascii_hexdigit());
+            let over = unterminated_len(pending) > self.cfg.field_limit;
+            half.chunk_blank_run = (line_start, first_non_ctl.unwrap_or(pending.len()));
+            if junk || over {
                 self.chunked_fallback(dir);
                 return true;
             }

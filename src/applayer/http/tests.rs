@@ -333,11 +333,9 @@ fn decompression_bomb_is_limited() {
     let (p, events) = run(GET, &resp, 1000, cfg);
     let tx = p.tx(0).unwrap();
     // Stops once past both the limit and 100x the ~1000 encoded bytes seen so far.
-    assert!(
-        tx.response_body_len >= 64 * 1024 && tx.response_body_len < 200 * 1024,
-        "{}",
-        tx.response_body_len
-    );
+    let decoded = tx.response_body.len();
+    assert!(decoded >= 64 * 1024 && decoded < 200 * 1024, "{decoded}");
+    assert_eq!(tx.response_body_len, bomb.len() as u64, "the length counts encoded bytes");
     assert_eq!(p.counters().decompression_bombs, 1);
     assert!(events.contains(&HttpEvent::Anomaly {
         tx: Some(0),
@@ -350,7 +348,7 @@ fn decompression_bomb_is_limited() {
         ..HttpConfig::default()
     };
     let (p, _) = run(GET, &resp, usize::MAX, cfg);
-    assert_eq!(p.tx(0).unwrap().response_body_len, 4 * 1024 * 1024);
+    assert_eq!(p.tx(0).unwrap().response_body.len(), 4 * 1024 * 1024);
 }
 
 #[test]
@@ -426,6 +424,111 @@ fn long_chunk_size_line_is_invalid_however_it_arrives() {
         let (p, events) = run(GET, &resp, step, cfg);
         assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::InvalidChunkLength, .. })), "step {step}");
         assert!(p.tx(0).unwrap().response_body.starts_with(b"4\r000"), "step {step}");
+    }
+}
+
+/// Found by the fuzz target `http` (a deflate body until close, past the body limit): the
+/// length counted decoded bytes, and decoding stops at the limit, so the length depended on
+/// how much one `on_data` call had carried past it.
+#[test]
+fn encoded_body_length_does_not_depend_on_the_cut() {
+    let plain: Vec<u8> = (0..20_000u32).map(|i| b"eicar "[i as usize % 6]).collect();
+    let encoded = deflate_raw(&plain);
+    let resp = response_with_body("Content-Encoding: deflate\r\nConnection: close\r\n", &encoded);
+    let cfg = HttpConfig { response_body_limit: 100, ..HttpConfig::default() };
+    for step in [usize::MAX, 1, 2, 64] {
+        let (p, _) = run(GET, &resp, step, cfg);
+        let tx = p.tx(0).unwrap();
+        assert_eq!(tx.response_body, plain[..100], "step {step}");
+        assert!(tx.response_body_truncated, "step {step}");
+        assert_eq!(tx.response_body_len, encoded.len() as u64, "step {step}");
+    }
+}
+
+/// Found by the fuzz target `http`: a trailer line longer than `field_limit` was accepted
+/// when it arrived whole (the response completed) but ended the direction in pieces (the
+/// response stayed in `Trailers`). Trailers are now held to the limit headers are.
+#[test]
+fn long_trailer_is_too_long_however_it_arrives() {
+    let cfg = HttpConfig { field_limit: 100, ..HttpConfig::default() };
+    let mut resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\nT: ".to_vec();
+    resp.extend([b'A'; 200]);
+    resp.extend(b"\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    for step in [usize::MAX, 1, 7] {
+        let (p, events) = run(GET, &resp, step, cfg);
+        assert_eq!(p.txs().count(), 1, "step {step}: nothing parsed after the trailer");
+        assert_eq!(p.tx(0).unwrap().response_body, b"abcd", "step {step}");
+        assert_eq!(p.counters().fields_too_long, 1, "step {step}");
+        let too_long = events.iter().position(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. }));
+        let completed = events.iter().position(|e| matches!(e, HttpEvent::ResponseComplete { .. }));
+        assert!(too_long.is_some_and(|t| completed.is_some_and(|c| t < c)), "step {step}: lost in the trailer, completed only at close");
+    }
+    // Trailer lines that together outgrow the limit count as one block.
+    let mut resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".to_vec();
+    for i in 0..10 {
+        resp.extend(format!("T{i}: 0123456789\r\n").bytes());
+    }
+    resp.extend(b"\r\n");
+    for step in [usize::MAX, 1] {
+        let (p, _) = run(GET, &resp, step, cfg);
+        assert_eq!(p.counters().fields_too_long, 1, "step {step}");
+    }
+}
+
+/// A `CR LF CR` + whitespace line ending needs look-ahead; the bytes waiting for it are
+/// not the line's and must not count against `field_limit` (nor grow without bound).
+#[test]
+fn deformed_line_ending_look_ahead_is_bounded_and_cut_independent() {
+    let cfg = HttpConfig { field_limit: 40, ..HttpConfig::default() };
+    for run_len in [10, 64, 65, 200] {
+        let mut resp = b"HTTP/1.1 200 OK\r\nA: 1\r\n\r".to_vec();
+        resp.extend(std::iter::repeat_n(b' ', run_len));
+        resp.extend(b"\r\n\r\nbody");
+        let (whole, _) = run(GET, &resp, usize::MAX, cfg);
+        assert_eq!(whole.counters().fields_too_long, 0, "run {run_len}");
+        assert_eq!(whole.tx(0).unwrap().response_header("a"), Some(&b"1"[..]), "run {run_len}");
+        for step in [1, 2, 7] {
+            let (split, _) = run(GET, &resp, step, cfg);
+            assert_eq!(snapshot(&whole), snapshot(&split), "run {run_len} step {step}");
+        }
+    }
+}
+
+/// A line arriving one byte per call is searched for its ending once per byte, not once
+/// per byte per call (which was quadratic), on both sides and in every line state.
+#[test]
+fn line_search_work_is_linear_when_fed_byte_by_byte() {
+    let cfg = HttpConfig { field_limit: 100_000, ..HttpConfig::default() };
+    let long = vec![b'a'; 30_000];
+    let mut req = b"GET /".to_vec();
+    req.extend(&long);
+    req.extend(b" HTTP/1.1\r\nX-Long: ");
+    req.extend(&long);
+    req.extend(b"\r\n\r\n");
+    let mut resp = b"HTTP/1.1 200 OK".to_vec();
+    resp.extend(&long);
+    resp.extend(b"\r\nX-Long: ");
+    resp.extend(&long);
+    resp.extend(b"\r\nTransfer-Encoding: chunked\r\n\r\n4");
+    resp.extend(std::iter::repeat_n(b' ', 30_000));
+    resp.extend(b"\r\nabcd\r\n");
+    // A blank run before a chunk size is waited out without rescanning it either.
+    resp.extend(std::iter::repeat_n(b' ', 30_000));
+    resp.extend(b"0\r\nT: ");
+    resp.extend(&long);
+    resp.extend(b"\r\n\r\n");
+    let (p, _) = run(&req, &resp, 1, cfg);
+    let tx = p.tx(0).unwrap();
+    assert_eq!(tx.request_header("x-long").map(<[u8]>::len), Some(long.len()));
+    assert_eq!(tx.response_header("x-long").map(<[u8]>::len), Some(long.len()));
+    assert_eq!(tx.response_body, b"abcd");
+    assert_eq!(tx.response_progress, Progress::Complete);
+    for (half, input) in p.halves.iter().zip([&req, &resp]) {
+        let scanned = half.eol.scanned;
+        assert_eq!(half.chunk_blank_run.1, if half.side == Side::Response { 30_000 } else { 0 });
+        // Every byte is looked at about once; a rescan per call would be ~30000x that.
+        assert!(scanned <= 2 * input.len() as u64, "{scanned} bytes scanned for {} fed", input.len());
+        assert!(scanned >= input.len() as u64 / 2, "the counter counts: {scanned}");
     }
 }
 
