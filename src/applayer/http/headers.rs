@@ -112,12 +112,9 @@ pub(crate) fn find_eol(buf: &[u8], from: usize, cr_too: bool, memo: &mut EolMemo
         memo.scanned += found.map_or(data.len(), |i| i + 1) as u64;
     }
     let clean_to = found.map_or(buf.len(), |i| start + i);
-    *memo = EolMemo {
-        searched_from: from,
-        clean_to,
-        cr_too,
-        ..*memo
-    };
+    memo.searched_from = from;
+    memo.clean_to = clean_to;
+    memo.cr_too = cr_too;
     found.map(|i| start + i)
 }
 
