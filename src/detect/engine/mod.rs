@@ -180,6 +180,11 @@ fn apply_transforms<'a>(steps: &[TransformStep], data: &'a [u8], scratch: &'a mu
 /// Instances of one buffer inspected at most (bounds work on hostile transactions).
 const MAX_BUFFER_INSTANCES: usize = 256;
 
+/// The instances of `buffer` in a transaction, at most `MAX_BUFFER_INSTANCES`.
+fn buffer_instances<'a>(source: &'a dyn BufferSource, buffer: Buffer) -> impl Iterator<Item = &'a [u8]> + 'a {
+    (0..MAX_BUFFER_INSTANCES).map_while(move |index| source.get_nth(buffer, index))
+}
+
 /// Buffers that some app-layer parser fills; rules on other buffers load but cannot match.
 fn buffer_has_source(buffer: Buffer) -> bool {
     matches!(buffer.app_proto, Some("http" | "dns" | "tls")) || matches!(buffer.name, "file.data")
@@ -865,8 +870,7 @@ impl DetectEngine {
                     on_match(id);
                 }
                 for prefilter in &group.app_mpm {
-                    for index in 0..MAX_BUFFER_INSTANCES {
-                        let Some(data) = source.get_nth(prefilter.buffer, index) else { break };
+                    for data in buffer_instances(source, prefilter.buffer) {
                         let Some(data) = apply_transforms(&prefilter.transforms, data, transform_scratch) else { continue };
                         if data.is_empty() {
                             continue;
@@ -1029,15 +1033,7 @@ impl DetectEngine {
                 };
                 // A multi-instance buffer (one dns.query per question) matches when any
                 // instance satisfies the whole program, as Suricata's multi-buffers do.
-                let mut matched = false;
-                for index in 0..MAX_BUFFER_INSTANCES {
-                    let Some(data) = source.get_nth(app.buffer, index) else { break };
-                    if self.inspect_app_buffer(ctx, app, data) {
-                        matched = true;
-                        break;
-                    }
-                }
-                if !matched {
+                if !buffer_instances(source, app.buffer).any(|data| self.inspect_app_buffer(ctx, app, data)) {
                     return None;
                 }
             }
@@ -1046,15 +1042,8 @@ impl DetectEngine {
                     Some(o) if this_direction.number(*field, 0).is_none() => o,
                     _ => this_direction,
                 };
-                let mut matched = false;
-                for index in 0..MAX_BUFFER_INSTANCES {
-                    let Some(value) = source.number(*field, index) else { break };
-                    if cmp.matches(value) {
-                        matched = true;
-                        break;
-                    }
-                }
-                if !matched {
+                let mut values = (0..MAX_BUFFER_INSTANCES).map_while(|index| source.number(*field, index));
+                if !values.any(|value| cmp.matches(value)) {
                     return None;
                 }
             }
