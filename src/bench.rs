@@ -54,7 +54,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     };
     let mut base = resolve(&run_args)?;
     if !args.rules.is_empty() {
-        let sources = crate::detect::load::RuleSources { exclusive: args.rules.clone(), extra: vec![] };
+        let sources = crate::rules::RuleSources { exclusive: args.rules.clone(), extra: vec![] };
         let loaded = crate::cli::load_rules(&base.config, &base.engine, &sources, false, false)?;
         println!("rules: {}", loaded.summary());
         base.options.inspect.detect = loaded.engine.map(std::sync::Arc::new);
@@ -72,7 +72,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             "single" => (true, 1),
             n => (false, n.parse::<usize>().map_err(|_| CliError(format!("--workers: '{n}' is not a number or 'single'")))?),
         };
-        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), defrag: base.options.defrag.clone(), bpf_filter: base.options.bpf_filter.clone() };
+        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), eve: base.options.eve.clone(), defrag: base.options.defrag.clone(), bpf_filter: base.options.bpf_filter.clone() };
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {
             source.reset();

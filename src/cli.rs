@@ -6,8 +6,9 @@ use crate::capture::bpf::{expression_from_file_text, BpfFilter};
 use crate::capture::{self, PacketSource};
 use crate::config::{Config, EngineSettings};
 use crate::dispatch::{make_policy, PolicyKind};
-use crate::detect::{self, load::{LoadedRules, RuleSources}};
-use crate::inspect::{AlertLogOptions, InspectSettings};
+use crate::rules::{self, LoadedRules, RuleSources};
+use crate::inspect::InspectSettings;
+use crate::config::{alert_log_options, http_config, EngineSettingsExt};
 use std::sync::Arc;
 use crate::output::stats::{stats_event, write_load_table, write_stats_log};
 use crate::pipeline::{self, RunOptions, RunSummary};
@@ -226,8 +227,8 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     };
     let policy = args.dispatch.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?;
     let mut inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers }, args.simulate_ips);
-    inspect.alert_log = alert_log_options(&config);
-    inspect.http = Arc::new(crate::applayer::http::HttpConfig::from_config(&config)?);
+    inspect.http = Arc::new(http_config(&config)?);
+    let eve = Arc::new(alert_log_options(&config));
     let defrag = defrag_config(&config)?;
     let bpf_expression = bpf_expression(args, &config)?;
     let bpf_filter = match &bpf_expression {
@@ -235,7 +236,7 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
         None => None,
     };
     Ok(Resolved {
-        options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, defrag, bpf_filter },
+        options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, eve, defrag, bpf_filter },
         policy,
         config,
         engine,
@@ -306,7 +307,6 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let workers = resolved.options.workers;
     // Memory caps are split between the workers that will really run.
     let mut inspect = crate::inspect::InspectSettings::from_engine(&resolved.engine, workers, args.simulate_ips);
-    inspect.alert_log = std::mem::take(&mut resolved.options.inspect.alert_log);
     inspect.http = resolved.options.inspect.http.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let overrides = CaptureOverrides {
@@ -352,6 +352,7 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         workers,
         pin_cores: !args.no_pin,
         inspect,
+        eve: resolved.options.eve.clone(),
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
@@ -422,7 +423,7 @@ fn live_checksum_mode(config: &Config, interfaces: &[String]) -> Result<crate::c
 /// Loads rules for a run: prints the summary, every failed rule with file and line, and
 /// (verbose) the skipped-by-keyword table. Bad rules never stop the rest from loading.
 pub fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, announce: bool, verbose: bool) -> Result<LoadedRules, CliError> {
-    let loaded = detect::load::load(config, engine, sources).map_err(CliError)?;
+    let loaded = rules::load(config, engine, sources).map_err(CliError)?;
     for w in &loaded.warnings {
         warn(w);
     }
@@ -509,45 +510,6 @@ fn defrag_config(config: &Config) -> Result<Option<crate::defrag::DefragConfig>,
             .ok_or_else(|| CliError(format!("defrag.default-policy: unknown policy '{policy}'")))?;
     }
     Ok(Some(cfg))
-}
-
-/// The `alert:` options of the first `eve-log` output in the YAML (payload, packet, ...).
-fn alert_log_options(config: &Config) -> AlertLogOptions {
-    let mut opts = AlertLogOptions::default();
-    let yes = |v: Option<&serde_yaml::Value>| match v {
-        Some(serde_yaml::Value::Bool(b)) => *b,
-        Some(serde_yaml::Value::String(s)) => crate::config::parse_bool(s).unwrap_or(false),
-        _ => false,
-    };
-    let Some(serde_yaml::Value::Sequence(outputs)) = config.node("outputs") else { return opts };
-    for output in outputs {
-        let Some(eve) = output.get("eve-log") else { continue };
-        opts.ethernet = yes(eve.get("ethernet"));
-        if let Some(serde_yaml::Value::Sequence(types)) = eve.get("types") {
-            for t in types {
-                if let Some(alert) = t.get("alert") {
-                    if let Some(metadata) = alert.get("metadata") {
-                        opts.set_metadata(metadata);
-                    }
-                    if let Some(xff) = alert.get("xff") {
-                        opts.xff = crate::inspect::XffOptions::from_yaml(xff);
-                    }
-                    opts.payload = yes(alert.get("payload"));
-                    opts.payload_printable = yes(alert.get("payload-printable"));
-                    opts.packet = yes(alert.get("packet"));
-                    if let Some(size) = alert.get("payload-buffer-size").and_then(|v| match v {
-                        serde_yaml::Value::Number(n) => n.as_u64(),
-                        serde_yaml::Value::String(s) => crate::config::parse_size(s),
-                        _ => None,
-                    }) {
-                        opts.payload_buffer_size = size.min(usize::MAX as u64) as usize;
-                    }
-                }
-            }
-        }
-        break;
-    }
-    opts
 }
 
 /// The BPF filter of a run, from (in Suricata's order of precedence) the trailing words

@@ -2,27 +2,23 @@
 //!
 //! ```text
 //! capture (source) ─▶ dispatch (policy picks a worker) ─▶ SPSC ring ─▶ pipeline::worker
-//!                                                                      └─ inspect: decode ─▶ flow ─▶ (detect) ─▶ events
+//!                                                                      └─ picket_core::inspect ─▶ events ─▶ output::eve
 //!                                                        output (eve.json merge, stats.log, load table) ◀─┘
 //! ```
 //!
-//! `decode`, `flow` and `inspect` are sans-IO: they see byte slices and timestamps, never
-//! sockets or files. `capture` and `output` are the only modules that touch the outside world.
+//! Everything that inspects packets lives in the `picket-core` crate, which touches no
+//! sockets, files, threads or YAML. This crate is the edge around it: capture sources,
+//! dispatch and worker threads, configuration, output files, the command line and tools.
+//! The core's modules are re-exported here under their own names.
 
-pub mod applayer;
+pub use picket_core::{applayer, counters, decode, defrag, detect, flow, inspect, packet, settings, stream};
+
 pub mod bench;
 pub mod capture;
 pub mod cli;
 pub mod config;
-pub mod counters;
-pub mod decode;
-pub mod defrag;
-pub mod detect;
 pub mod dispatch;
-pub mod flow;
-pub mod inspect;
 pub mod output;
-pub mod packet;
 pub mod pipeline;
-pub mod stream;
+pub mod rules;
 pub mod tools;

@@ -31,8 +31,10 @@ use picket::decode::{decode, flow_hash_with, DecodeOptions, IpLayer, PortList, L
 use picket::defrag::{is_fragment, DefragConfig, DefragOutcome, DefragPolicy, Defragmenter};
 use picket::detect::engine::{DetectConfig, DetectEngine};
 use picket::detect::rule::{load_rules_str, parse_rule, RuleVars};
-use picket::inspect::{ChecksumMode, InspectSettings, Inspector};
-use picket::output::merge::EventBuf;
+use picket::inspect::{InspectSettings, Inspector};
+use picket::settings::ChecksumMode;
+use picket::output::eve::EveSink;
+use picket::output::json::JsonObject;
 use picket::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
 use picket::stream::{
     AppData, Direction, OverlapPolicy, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly,
@@ -639,12 +641,10 @@ fn http() {
 fn check_dns_tx(state: &DnsState, cfg: &DnsConfig, from: &mut u64) -> Result<(), String> {
     let n = state.transactions().count();
     ensure(n <= cfg.max_transactions, || format!("{n} DNS transactions kept, max {}", cfg.max_transactions))?;
-    let mut out = Vec::new();
     let first_new = *from;
     *from = state.next_tx_id();
     for tx in state.transactions().filter(|t| t.tx_id >= first_new) {
-        out.clear();
-        tx.write_eve(&mut out);
+        let out = eve_object(|o| tx.write_record(o));
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(&out) {
             return Err(format!("eve dns object is not JSON ({e}): {}", String::from_utf8_lossy(&out)));
         }
@@ -780,13 +780,21 @@ fn run_tls(recs: &[Rec], cfg: &TlsConfig, split: Option<usize>) -> Result<TlsSta
             ensure(stored <= cfg.max_cert_bytes, || format!("{stored} certificate bytes kept, max {}", cfg.max_cert_bytes))?;
         }
     }
-    let mut out = Vec::new();
-    state.write_eve(&mut out, true);
-    if !out.is_empty() {
+    let out = eve_object(|o| state.write_record(o, true));
+    {
         serde_json::from_slice::<serde_json::Value>(&out).map_err(|e| format!("eve tls object is not JSON ({e}): {}", String::from_utf8_lossy(&out)))?;
     }
     let _ = (state.sni(), state.ja3(), state.ja3s(), state.client_alpns(), state.server_alpn(), state.version(), state.server_cert(), state.handshake_done());
     Ok(state)
+}
+
+/// A protocol record written as the eve JSON object it becomes.
+fn eve_object(write: impl FnOnce(&mut JsonObject<'_>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut o = JsonObject::begin(&mut out);
+    write(&mut o);
+    o.finish();
+    out
 }
 
 fn check_tls(input: &[u8]) -> Result<(), String> {
@@ -801,9 +809,8 @@ fn check_tls(input: &[u8]) -> Result<(), String> {
     if sel & 6 == 0 && !has_gap(&recs) {
         let n = [1usize, 3, 5, 1000][(sel >> 3) as usize % 4];
         let pieces = run_tls(&recs, &cfg, Some(n))?;
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        whole.write_eve(&mut a, true);
-        pieces.write_eve(&mut b, true);
+        let a = eve_object(|o| whole.write_record(o, true));
+        let b = eve_object(|o| pieces.write_record(o, true));
         ensure(a == b, || format!("TLS state differs when fed in {n}-byte pieces:\n{}\n{}", String::from_utf8_lossy(&a), String::from_utf8_lossy(&b)))?;
     }
     Ok(())
@@ -966,15 +973,14 @@ fn check_inspect(input: &[u8]) -> Result<(), String> {
     let mut inspector = Inspector::new(&settings);
     let mut defrag = Defragmenter::new(DefragConfig::default());
     let mut rebuilt = Vec::new();
-    let mut events = EventBuf::default();
-    let check_events = |events: &mut EventBuf| -> Result<(), String> {
-        for (_, _, line) in events.lines() {
+    let mut events = EveSink::new(Default::default());
+    let check_events = |sink: &mut EveSink| -> Result<(), String> {
+        for (_, _, line) in sink.take().lines() {
             let text = String::from_utf8_lossy(line);
             for l in text.lines().filter(|l| !l.trim().is_empty() && l.trim_start().starts_with('{')) {
                 serde_json::from_str::<serde_json::Value>(l).map_err(|e| format!("eve line is not JSON ({e}): {l}"))?;
             }
         }
-        *events = EventBuf::default();
         Ok(())
     };
     for (i, p) in cap.packets.iter().enumerate() {
@@ -985,7 +991,7 @@ fn check_inspect(input: &[u8]) -> Result<(), String> {
             let meta = PacketMeta::standalone(i as u64 + 1, ts, link, rebuilt.len() as u32, rebuilt.len());
             inspector.packet(PacketRef { meta: &meta, data: &rebuilt }, &mut events);
         }
-        if events.len() > 64 {
+        if events.events.len() > 64 {
             check_events(&mut events)?;
         }
     }

@@ -14,11 +14,14 @@
 //! typed getters convert and report bad values with the key and the value. [`EngineSettings`]
 //! gathers the settings the engine uses, with Suricata's defaults.
 
-mod scalars;
+mod eve;
 mod settings;
 
-pub use scalars::{parse_bool, parse_size};
-pub use settings::{ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline};
+pub use picket_core::settings::{
+    parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
+};
+pub use eve::{alert_log_options, apply_metadata, xff_options};
+pub use settings::{http_config, EngineSettingsExt, HTTP_CONFIG_PREFIX};
 
 use serde::de::{self, Deserialize, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess};
 use serde_yaml::{Mapping, Value};

@@ -1,237 +1,9 @@
-//! The typed, validated settings the engine reads, with Suricata's defaults.
+//! Reading the engine's typed settings ([`picket_core::settings`]) from the YAML tree.
 
-use super::{parse_bool, Config, ConfigError};
+use super::{Config, ConfigError};
+use picket_core::applayer::http::HttpConfig;
+use picket_core::settings::*;
 use std::path::PathBuf;
-
-/// `stream.inline`: whether TCP is reassembled as an inline (IPS) engine would.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamInline {
-    /// Follow the run mode: inline when running as an IPS.
-    Auto,
-    Yes,
-    No,
-}
-
-/// Checksum validation of captured packets (`pcap-file.checksum-checks`, `-k`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChecksumMode {
-    /// Validate unless the capture looks checksum-offloaded (Suricata's `auto`).
-    Auto,
-    /// Validate every packet (`-k all`, `yes`).
-    Always,
-    /// Never validate (`-k none`, `no`).
-    Never,
-}
-
-impl ChecksumMode {
-    /// Accepts `auto`, `all`, `none` and the boolean spellings (yes = all, no = none).
-    pub fn parse(text: &str) -> Option<ChecksumMode> {
-        let text = text.trim();
-        if text.eq_ignore_ascii_case("auto") {
-            Some(ChecksumMode::Auto)
-        } else if text.eq_ignore_ascii_case("all") {
-            Some(ChecksumMode::Always)
-        } else if text.eq_ignore_ascii_case("none") {
-            Some(ChecksumMode::Never)
-        } else {
-            parse_bool(text).map(|on| {
-                if on {
-                    ChecksumMode::Always
-                } else {
-                    ChecksumMode::Never
-                }
-            })
-        }
-    }
-}
-
-/// What the engine does when it meets an exception condition (Suricata's exception
-/// policies: `exception-policy` master switch, `stream.midstream-policy`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExceptionPolicy {
-    /// IPS: drop the flow (or the packet where flows do not apply); IDS: ignore.
-    Auto,
-    /// Carry on as if nothing happened (Suricata's `ignore`, its internal "not set").
-    Ignore,
-    PassPacket,
-    PassFlow,
-    /// Pass the flow and ask the capture to bypass it.
-    Bypass,
-    DropPacket,
-    DropFlow,
-    Reject,
-}
-
-impl ExceptionPolicy {
-    pub fn parse(text: &str) -> Option<ExceptionPolicy> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "auto" => ExceptionPolicy::Auto,
-            "ignore" => ExceptionPolicy::Ignore,
-            "pass-packet" => ExceptionPolicy::PassPacket,
-            "pass-flow" => ExceptionPolicy::PassFlow,
-            "bypass" => ExceptionPolicy::Bypass,
-            "drop-packet" => ExceptionPolicy::DropPacket,
-            "drop-flow" => ExceptionPolicy::DropFlow,
-            "reject" => ExceptionPolicy::Reject,
-            _ => return None,
-        })
-    }
-
-    /// `auto` resolved the way Suricata does for a policy that can act on flows: drop the
-    /// flow in IPS mode unless midstream pickup is on, otherwise ignore.
-    fn pick_auto(midstream: bool, ips: bool) -> ExceptionPolicy {
-        if ips && !midstream {
-            ExceptionPolicy::DropFlow
-        } else {
-            ExceptionPolicy::Ignore
-        }
-    }
-}
-
-/// Timeouts in seconds for one protocol (`flow-timeouts.<proto>.*`). `closed` only matters
-/// for protocols with a closing handshake (TCP) but is read for all, like Suricata.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProtoTimeouts {
-    pub new: u32,
-    pub established: u32,
-    pub closed: u32,
-    pub bypassed: u32,
-    pub emergency_new: u32,
-    pub emergency_established: u32,
-    pub emergency_closed: u32,
-    pub emergency_bypassed: u32,
-}
-
-impl ProtoTimeouts {
-    const OTHER: ProtoTimeouts = ProtoTimeouts {
-        new: 30,
-        established: 300,
-        closed: 0,
-        bypassed: 100,
-        emergency_new: 10,
-        emergency_established: 100,
-        emergency_closed: 0,
-        emergency_bypassed: 50,
-    };
-    const TCP: ProtoTimeouts = ProtoTimeouts {
-        closed: 10,
-        emergency_closed: 5,
-        ..Self::OTHER
-    };
-}
-
-/// `flow-timeouts`: `default` applies to protocols other than TCP, UDP and ICMP.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FlowTimeouts {
-    pub default: ProtoTimeouts,
-    pub tcp: ProtoTimeouts,
-    pub udp: ProtoTimeouts,
-    pub icmp: ProtoTimeouts,
-}
-
-impl Default for FlowTimeouts {
-    fn default() -> Self {
-        FlowTimeouts {
-            default: ProtoTimeouts::OTHER,
-            tcp: ProtoTimeouts::TCP,
-            udp: ProtoTimeouts::OTHER,
-            icmp: ProtoTimeouts::OTHER,
-        }
-    }
-}
-
-/// Everything the engine reads from the configuration, validated.
-///
-/// File paths are kept as written: Suricata resolves relative ones against the working
-/// directory, and so does picket (rule files excepted, see [`EngineSettings::rule_paths`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct EngineSettings {
-    /// `stream.midstream`: pick up TCP sessions without seeing their handshake.
-    pub midstream: bool,
-    /// `stream.midstream-policy`, if set.
-    pub midstream_policy: Option<ExceptionPolicy>,
-    /// `exception-policy`: the master switch, default for every policy not set itself.
-    pub exception_policy: Option<ExceptionPolicy>,
-    /// `host-os-policy`: (policy name, address or CIDR) pairs in file order.
-    pub host_os_policy: Vec<(String, String)>,
-    /// `stream.async-oneside`: accept TCP sessions seen in one direction only.
-    pub async_oneside: bool,
-    pub stream_inline: StreamInline,
-    /// `stream.memcap`, bytes.
-    pub stream_memcap: u64,
-    /// `stream.reassembly.memcap`, bytes.
-    pub stream_reassembly_memcap: u64,
-    /// `stream.reassembly.depth`, bytes per direction; 0 means unlimited.
-    pub stream_reassembly_depth: u64,
-    /// `stream.checksum-validation`: drop TCP segments with bad checksums from the stream.
-    pub stream_checksum_validation: bool,
-    /// `pcap-file.checksum-checks`, overridden by `-k` (see [`EngineSettings::apply_checksum_flag`]).
-    pub checksum_mode: ChecksumMode,
-    /// `flow.memcap`, bytes.
-    pub flow_memcap: u64,
-    /// `flow.hash-size`, buckets (at least 1).
-    pub flow_hash_size: u32,
-    /// `flow.prealloc`, flows.
-    pub flow_prealloc: u32,
-    pub flow_timeouts: FlowTimeouts,
-    /// `vlan.use-for-tracking`: VLAN ids are part of the flow key.
-    pub vlan_use_for_tracking: bool,
-    /// `mpm-algo` (`auto`, `ac`, `ac-bs`, `ac-ks`, `hs`); `None` = engine's choice.
-    pub mpm_algo: Option<String>,
-    /// `spm-algo` (`auto`, `bm`, `hs`); `None` = engine's choice.
-    pub spm_algo: Option<String>,
-    pub default_rule_path: Option<PathBuf>,
-    /// `rule-files`, as written.
-    pub rule_files: Vec<String>,
-    pub classification_file: Option<PathBuf>,
-    pub reference_config_file: Option<PathBuf>,
-    pub threshold_file: Option<PathBuf>,
-    /// `max-pending-packets`, 1..=65534.
-    pub max_pending_packets: u32,
-    /// `packet-alert-max`: alerts kept per packet, 1..=255 (outside that range Suricata warns
-    /// and keeps the default, and so do we).
-    pub packet_alert_max: u16,
-    pub runmode: Option<String>,
-    pub default_log_dir: Option<PathBuf>,
-    /// `app-layer.protocols.dns.{tcp,udp}.detection-ports.dp` (or the key without the
-    /// transport): server ports on which DNS is recognised; `None` keeps port 53.
-    pub dns_detection_ports: [Option<Vec<u16>>; 2],
-}
-
-impl Default for EngineSettings {
-    fn default() -> Self {
-        EngineSettings {
-            midstream: false,
-            midstream_policy: None,
-            exception_policy: None,
-            host_os_policy: Vec::new(),
-            async_oneside: false,
-            stream_inline: StreamInline::Auto,
-            stream_memcap: 64 << 20,
-            stream_reassembly_memcap: 256 << 20,
-            stream_reassembly_depth: 1 << 20,
-            stream_checksum_validation: true,
-            checksum_mode: ChecksumMode::Auto,
-            flow_memcap: 32 << 20,
-            flow_hash_size: 65536,
-            flow_prealloc: 10000,
-            flow_timeouts: FlowTimeouts::default(),
-            vlan_use_for_tracking: true,
-            mpm_algo: None,
-            spm_algo: None,
-            default_rule_path: None,
-            rule_files: Vec::new(),
-            classification_file: None,
-            reference_config_file: None,
-            threshold_file: None,
-            max_pending_packets: 1024,
-            packet_alert_max: 15,
-            runmode: None,
-            default_log_dir: None,
-            dns_detection_ports: [None, None],
-        }
-    }
-}
 
 /// `host-os-policy:` maps each policy name to a list of addresses (or one address).
 fn host_os_policy(cfg: &Config) -> Vec<(String, String)> {
@@ -260,28 +32,22 @@ fn host_os_policy(cfg: &Config) -> Vec<(String, String)> {
 const MPM_ALGOS: &[&str] = &["auto", "ac", "ac-bs", "ac-ks", "hs"];
 const SPM_ALGOS: &[&str] = &["auto", "bm", "hs"];
 
-impl EngineSettings {
-    /// `stream.midstream-policy` as Suricata resolves it: the key itself, else the master
-    /// switch, else the built-in default (drop the flow in IPS mode without midstream
-    /// pickup, ignore otherwise). In IDS mode dropping is not possible and becomes ignore.
-    pub fn effective_midstream_policy(&self, ips: bool) -> ExceptionPolicy {
-        let policy = match (self.midstream_policy, self.exception_policy) {
-            (Some(p), _) | (None, Some(p)) => p,
-            (None, None) => ExceptionPolicy::Auto,
-        };
-        let policy = if policy == ExceptionPolicy::Auto { ExceptionPolicy::pick_auto(self.midstream, ips) } else { policy };
-        match policy {
-            ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket if !ips => ExceptionPolicy::Ignore,
-            // A midstream pickup concerns the whole flow: per-packet variants act on it.
-            ExceptionPolicy::DropPacket => ExceptionPolicy::DropFlow,
-            ExceptionPolicy::PassPacket => ExceptionPolicy::PassFlow,
-            p => p,
-        }
-    }
-
+/// The engine's settings read from the configuration.
+pub trait EngineSettingsExt: Sized {
     /// Reads and validates every setting; absent ones keep Suricata's default. Values that
     /// Suricata tolerates with a warning come back as warnings; the rest are errors.
-    pub fn from_config(cfg: &Config) -> Result<(Self, Vec<String>), ConfigError> {
+    fn from_config(cfg: &Config) -> Result<(Self, Vec<String>), ConfigError>;
+    /// Applies the `-k` command-line flag (`all` or `none`; `auto` also accepted), which
+    /// overrides the YAML for both packet and stream checksum validation.
+    fn apply_checksum_flag(&mut self, value: &str) -> Result<(), ConfigError>;
+    /// Rule files with relative names placed under `default-rule-path`, as Suricata does.
+    fn rule_paths(&self) -> Vec<PathBuf>;
+}
+
+impl EngineSettingsExt for EngineSettings {
+    /// Reads and validates every setting; absent ones keep Suricata's default. Values that
+    /// Suricata tolerates with a warning come back as warnings; the rest are errors.
+    fn from_config(cfg: &Config) -> Result<(Self, Vec<String>), ConfigError> {
         let mut warnings = Vec::new();
         let mut s = EngineSettings::default();
         set_opt(&mut s.midstream, cfg.get_bool("stream.midstream")?);
@@ -377,7 +143,7 @@ impl EngineSettings {
 
     /// Applies the `-k` command-line flag (`all` or `none`; `auto` also accepted), which
     /// overrides the YAML for both packet and stream checksum validation.
-    pub fn apply_checksum_flag(&mut self, value: &str) -> Result<(), ConfigError> {
+    fn apply_checksum_flag(&mut self, value: &str) -> Result<(), ConfigError> {
         let mode = match value.trim() {
             v if v.eq_ignore_ascii_case("all") => ChecksumMode::Always,
             v if v.eq_ignore_ascii_case("none") => ChecksumMode::Never,
@@ -394,7 +160,7 @@ impl EngineSettings {
     }
 
     /// Rule files with relative names placed under `default-rule-path`, as Suricata does.
-    pub fn rule_paths(&self) -> Vec<PathBuf> {
+    fn rule_paths(&self) -> Vec<PathBuf> {
         self.rule_files
             .iter()
             .map(|file| match &self.default_rule_path {
@@ -519,4 +285,29 @@ fn rule_files(cfg: &Config) -> Result<Vec<String>, ConfigError> {
         )),
         Some(other) => Ok(super::scalar_text(other).into_iter().collect()),
     }
+}
+
+/// Where Suricata keeps the libhtp settings that apply to every server.
+pub const HTTP_CONFIG_PREFIX: &str = "app-layer.protocols.http.libhtp.default-config";
+
+/// The defaults overridden by what `config` sets under [`HTTP_CONFIG_PREFIX`]
+/// (`request-body-limit`, `response-body-limit`, `response-body-decompress-layer-limit`,
+/// `compression-bomb-limit`). A limit of 0 means unlimited, as in Suricata.
+pub fn http_config(config: &Config) -> Result<HttpConfig, ConfigError> {
+    let mut c = HttpConfig::default();
+    let key = |name: &str| format!("{}.{name}", HTTP_CONFIG_PREFIX);
+    let unlimited_if_zero = |v: u64| if v == 0 { usize::MAX } else { v.min(usize::MAX as u64) as usize };
+    if let Some(v) = config.get_size(&key("request-body-limit"))? {
+        c.request_body_limit = unlimited_if_zero(v);
+    }
+    if let Some(v) = config.get_size(&key("response-body-limit"))? {
+        c.response_body_limit = unlimited_if_zero(v);
+    }
+    if let Some(v) = config.get_u64(&key("response-body-decompress-layer-limit"))? {
+        c.decompress_layer_limit = v.min(u32::MAX as u64) as u32;
+    }
+    if let Some(v) = config.get_size(&key("compression-bomb-limit"))? {
+        c.compression_bomb_limit = if v == 0 { u64::MAX } else { v };
+    }
+    Ok(c)
 }

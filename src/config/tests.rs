@@ -749,3 +749,17 @@ fn dns_detection_ports_per_transport_generic_key_and_lists() {
     assert_eq!(bad.dns_detection_ports, [None, None]);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
 }
+
+#[test]
+fn config_from_libhtp_default_config() {
+    let yaml = "app-layer:\n  protocols:\n    http:\n      libhtp:\n        default-config:\n          request-body-limit: 3kb\n          response-body-limit: 0\n          response-body-decompress-layer-limit: 3\n";
+    let config = Config::from_yaml_str(yaml).expect("yaml");
+    let c = http_config(&config).expect("valid");
+    assert_eq!(c.request_body_limit, 3 * 1024);
+    assert_eq!(c.response_body_limit, usize::MAX, "0 is unlimited");
+    assert_eq!(c.decompress_layer_limit, 3);
+    assert_eq!(c.compression_bomb_limit, picket_core::applayer::http::HttpConfig::default().compression_bomb_limit);
+    let mut bad = Config::from_yaml_str("{}").expect("yaml");
+    bad.set(&format!("{}.response-body-limit", HTTP_CONFIG_PREFIX), "lots").expect("set");
+    assert!(http_config(&bad).is_err());
+}

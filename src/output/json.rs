@@ -1,28 +1,73 @@
 //! A tiny JSON object writer that keeps fields in the order Suricata writes them (serde_json's
-//! maps would sort them) and writes straight into the worker's output buffer.
+//! maps would sort them) and writes straight into the worker's output buffer. It is eve's
+//! byte codec: the core's records ([`RecordWriter`]) become JSON here and nowhere else.
 
+use picket_core::record::{lossy_text, RecordWriter};
 use std::io::Write as _;
 
 pub struct JsonObject<'a> {
     out: &'a mut Vec<u8>,
-    /// One entry per open object: whether it already has a field (to place commas).
-    has_field: Vec<bool>,
+    /// One entry per open object or list: whether it already has a member (to place commas)
+    /// and whether it is a list.
+    open: Vec<Frame>,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    has_member: bool,
+    list: bool,
 }
 
 impl<'a> JsonObject<'a> {
     pub fn begin(out: &'a mut Vec<u8>) -> Self {
         out.push(b'{');
-        JsonObject { out, has_field: vec![false] }
+        JsonObject { out, open: vec![Frame { has_member: false, list: false }] }
+    }
+
+    /// The comma before a member of the innermost open object or list.
+    fn separate(&mut self) {
+        if let Some(top) = self.open.last_mut() {
+            if top.has_member {
+                self.out.push(b',');
+            }
+            top.has_member = true;
+        }
     }
 
     fn key(&mut self, key: &str) {
-        let top = self.has_field.last_mut().expect("object open");
-        if *top {
-            self.out.push(b',');
-        }
-        *top = true;
+        self.separate();
         write_str(self.out, key);
         self.out.push(b':');
+    }
+
+    fn push_frame(&mut self, list: bool) {
+        self.out.push(if list { b'[' } else { b'{' });
+        self.open.push(Frame { has_member: false, list });
+    }
+
+    /// Starts a list-valued field; end it with [`JsonObject::close_list`].
+    pub fn open_list(&mut self, key: &str) -> &mut Self {
+        self.key(key);
+        self.push_frame(true);
+        self
+    }
+
+    pub fn close_list(&mut self) -> &mut Self {
+        self.close()
+    }
+
+    /// A number item of the innermost open list.
+    pub fn item_u64(&mut self, value: u64) -> &mut Self {
+        self.separate();
+        let _ = write!(self.out, "{value}");
+        self
+    }
+
+    /// A string item of the innermost open list.
+    pub fn item_str(&mut self, value: &str) -> &mut Self {
+        self.separate();
+        write_str(self.out, value);
+        self
     }
 
     pub fn str(&mut self, key: &str, value: &str) -> &mut Self {
@@ -68,23 +113,61 @@ impl<'a> JsonObject<'a> {
 
     pub fn open(&mut self, key: &str) -> &mut Self {
         self.key(key);
-        self.out.push(b'{');
-        self.has_field.push(false);
+        self.push_frame(false);
         self
     }
 
+    /// Ends the innermost open object or list.
     pub fn close(&mut self) -> &mut Self {
-        self.has_field.pop();
-        self.out.push(b'}');
+        if let Some(frame) = self.open.pop() {
+            self.out.push(if frame.list { b']' } else { b'}' });
+        }
         self
     }
 
-    /// Closes every open object and ends the line.
+    /// Closes everything still open and ends the line.
     pub fn finish(mut self) {
-        while !self.has_field.is_empty() {
+        while !self.open.is_empty() {
             self.close();
         }
         self.out.push(b'\n');
+    }
+}
+
+impl RecordWriter for JsonObject<'_> {
+    fn str(&mut self, key: &str, value: &str) {
+        JsonObject::str(self, key, value);
+    }
+    fn bytes(&mut self, key: &str, value: &[u8]) {
+        JsonObject::str(self, key, &lossy_text(value));
+    }
+    fn u64(&mut self, key: &str, value: u64) {
+        JsonObject::u64(self, key, value);
+    }
+    fn bool(&mut self, key: &str, value: bool) {
+        JsonObject::bool(self, key, value);
+    }
+    fn open(&mut self, key: &str) {
+        JsonObject::open(self, key);
+    }
+    fn close(&mut self) {
+        JsonObject::close(self);
+    }
+    fn open_list(&mut self, key: &str) {
+        JsonObject::open_list(self, key);
+    }
+    fn close_list(&mut self) {
+        JsonObject::close_list(self);
+    }
+    fn open_item(&mut self) {
+        self.separate();
+        self.push_frame(false);
+    }
+    fn item_str(&mut self, value: &str) {
+        JsonObject::item_str(self, value);
+    }
+    fn item_bytes(&mut self, value: &[u8]) {
+        JsonObject::item_str(self, &lossy_text(value));
     }
 }
 
@@ -132,5 +215,34 @@ mod tests {
         assert_eq!(v["b"], "x\"y\n\u{1}");
         assert_eq!(v["inner"]["f"], 1.5);
         assert!(text.starts_with("{\"b\":"), "field order kept: {text}");
+    }
+
+    #[test]
+    fn records_nest_lists_and_items() {
+        let mut buf = Vec::new();
+        let mut o = JsonObject::begin(&mut buf);
+        {
+            let w: &mut dyn RecordWriter = &mut o;
+            w.open_list("answers");
+            for (name, ttl) in [(&b"a"[..], 1), (&b"b\xff"[..], 2)] {
+                w.open_item();
+                w.bytes("rrname", name);
+                w.u64("ttl", ttl);
+                w.close();
+            }
+            w.close_list();
+            w.open_list("alpns");
+            w.item_bytes(b"h2\xff");
+            w.item_str("http/1.1");
+            w.close_list();
+            w.open("soa");
+            w.bool("ok", true);
+            w.close();
+        }
+        o.finish();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "{\"answers\":[{\"rrname\":\"a\",\"ttl\":1},{\"rrname\":\"b\\\\xff\",\"ttl\":2}],\"alpns\":[\"h2\\\\xff\",\"http/1.1\"],\"soa\":{\"ok\":true}}\n"
+        );
     }
 }

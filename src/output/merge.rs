@@ -10,19 +10,7 @@ use crossbeam_channel::{Receiver, Select};
 use std::collections::VecDeque;
 use std::io::{self, Write};
 
-/// Key for events raised by the packet with this `pcap_cnt`.
-pub fn packet_key(pcap_cnt: u64) -> u64 {
-    pcap_cnt << 1
-}
-
-/// Key for events raised by the dispatcher's clock after packet `pcap_cnt` (flow
-/// timeouts): they sort after that packet's own events and before the next packet's.
-pub fn clock_key(pcap_cnt: u64) -> u64 {
-    (pcap_cnt << 1) | 1
-}
-
-/// Key for events written at shutdown (flows still open, final records).
-pub const SHUTDOWN_KEY: u64 = u64::MAX;
+pub use picket_core::inspect::{clock_key, packet_key, SHUTDOWN_KEY};
 
 /// Which log file a line goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! stats.log, and the per-worker load table printed at exit.
 
 pub mod eve;
+pub mod fast;
 pub mod json;
 pub mod merge;
 pub mod metrics;

@@ -57,13 +57,13 @@ pub fn write_stats_log(out: &mut dyn Write, wall: Duration, date: &str, workers:
 /// object with each worker's counters.
 pub fn stats_event(ts: Timestamp, uptime_secs: u64, workers: &[WorkerReport]) -> Vec<u8> {
     let total = CounterSet::sum(workers.iter().map(|w| &w.counters));
-    let mut stats = match total.to_nested_json() {
+    let mut stats = match nested_json(&total) {
         serde_json::Value::Object(m) => m,
         _ => unreachable!("nested json is an object"),
     };
     let mut threads = serde_json::Map::new();
     for w in workers {
-        threads.insert(w.name.clone(), w.counters.to_nested_json());
+        threads.insert(w.name.clone(), nested_json(&w.counters));
     }
     let mut with_uptime = serde_json::Map::new();
     with_uptime.insert("uptime".into(), uptime_secs.into());
@@ -113,9 +113,44 @@ fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// The counters as a nested JSON object ("decoder.event.ipv4.trunc_pkt" becomes
+/// decoder → event → ipv4 → trunc_pkt), as Suricata's eve `stats` event nests them.
+pub fn nested_json(counters: &CounterSet) -> serde_json::Value {
+    let mut root = serde_json::Map::new();
+    for (name, value) in counters.iter() {
+        let mut node = &mut root;
+        let mut parts = name.split('.').peekable();
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                node.insert(part.to_string(), value.into());
+            } else {
+                let child = node
+                    .entry(part.to_string())
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                if !child.is_object() {
+                    // A counter and a group share a name; keep the group.
+                    *child = serde_json::Value::Object(Default::default());
+                }
+                node = child.as_object_mut().expect("object just ensured");
+            }
+        }
+    }
+    serde_json::Value::Object(root)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counters_nest_by_dotted_name() {
+        let mut c = CounterSet::new();
+        c.add("decoder.pkts", 7);
+        c.add("decoder.event.ipv4.trunc_pkt", 1);
+        let j = nested_json(&c);
+        assert_eq!(j["decoder"]["event"]["ipv4"]["trunc_pkt"], 1);
+        assert_eq!(j["decoder"]["pkts"], 7);
+    }
 
     fn report(i: usize, pkts: u64) -> WorkerReport {
         let mut counters = CounterSet::new();

@@ -23,6 +23,7 @@ use crate::capture::RawPacket;
 use crate::config::{parse_bool, parse_size, Config};
 use crate::counters::CounterSet;
 use crate::inspect::{InspectSettings, Inspector};
+use crate::output::eve::{AlertLogOptions, EveSink};
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
@@ -51,6 +52,8 @@ pub struct LiveOptions {
     pub workers: usize,
     pub pin_cores: bool,
     pub inspect: InspectSettings,
+    /// What eve alerts carry (the eve-log `alert:` options).
+    pub eve: Arc<AlertLogOptions>,
     /// Periodic eve `stats` events and stats.log records; `None` writes them only at exit.
     pub stats_interval: Option<Duration>,
     /// Where picket-stats.json is rewritten every second (for `picket top --stats`).
@@ -120,12 +123,13 @@ pub fn run_live(
         for (i, socks) in sockets.into_iter().enumerate() {
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let settings = opts.inspect.clone();
+            let eve = EveSink::new(opts.eve.clone());
             let (gauges, shared, stop, events_tx) = (&gauges.workers[i].1, &shared[i], &*stop, events_tx.clone());
             let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
-                let mut worker = LiveWorker::new(i, socks, Inspector::new(&settings), gauges, shared, events_tx);
+                let mut worker = LiveWorker::new(i, socks, Inspector::new(&settings), eve, gauges, shared, events_tx);
                 worker.run(stop);
                 worker.finish()
             });
@@ -290,7 +294,7 @@ struct LiveWorker<'a> {
 /// The part of a worker the per-packet callback borrows (apart from the sockets).
 struct WorkerCore {
     inspector: Inspector,
-    events: EventBuf,
+    events: EveSink,
     /// Arrival number of the last packet on this worker.
     pcap_cnt: u64,
     bytes: u64,
@@ -323,6 +327,7 @@ impl<'a> LiveWorker<'a> {
         index: usize,
         sockets: Vec<AfPacketSocket>,
         inspector: Inspector,
+        events: EveSink,
         gauges: &'a WorkerGauges,
         shared: &'a WorkerShared,
         events_tx: Sender<EventBuf>,
@@ -333,7 +338,7 @@ impl<'a> LiveWorker<'a> {
             gauges,
             shared,
             events_tx,
-            core: WorkerCore { inspector, events: EventBuf::default(), pcap_cnt: 0, bytes: 0, busy: Duration::ZERO, batch_started: None },
+            core: WorkerCore { inspector, events, pcap_cnt: 0, bytes: 0, busy: Duration::ZERO, batch_started: None },
             poll_errors: 0,
             output_waits: 0,
         }
@@ -399,10 +404,10 @@ impl<'a> LiveWorker<'a> {
     }
 
     fn send_events(&mut self) {
-        if self.core.events.is_empty() {
+        if self.core.events.events.is_empty() {
             return;
         }
-        let chunk = std::mem::take(&mut self.core.events);
+        let chunk = self.core.events.take();
         match self.events_tx.try_send(chunk) {
             Ok(()) => {}
             Err(TrySendError::Full(chunk)) => {

@@ -15,6 +15,8 @@ use crate::counters::CounterSet;
 use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
 use crate::dispatch::DispatchPolicy;
 use crate::inspect::{InspectSettings, Inspector};
+use crate::output::eve::{AlertLogOptions, EveSink};
+use std::sync::Arc;
 use crate::output::merge::{merge_ordered, EventBuf, OutputChunk, SINKS};
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::{ClockTick, PacketBatch, PacketMeta, PacketRef, Timestamp};
@@ -34,6 +36,8 @@ pub struct RunOptions {
     pub single: bool,
     pub pin_cores: bool,
     pub inspect: InspectSettings,
+    /// What eve alerts carry (the eve-log `alert:` options).
+    pub eve: Arc<AlertLogOptions>,
     /// IP defragmentation in the reading thread, before dispatch, so that a reassembled
     /// datagram goes to the worker of its flow. `None` turns it off.
     pub defrag: Option<DefragConfig>,
@@ -176,7 +180,7 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
     let mut sinks: [&mut dyn Write; SINKS] = [logs.eve, logs.fast];
     let start = Instant::now();
     let mut inspector = Inspector::new(&opts.inspect);
-    let mut events = EventBuf::default();
+    let mut events = EveSink::new(opts.eve.clone());
     let mut busy = Duration::ZERO;
     let mut bytes = 0u64;
     let mut written = 0u64;
@@ -195,20 +199,20 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
         if pcap_cnt % BATCH_PACKETS as u64 == 0 {
             let now = Instant::now();
             busy += now - group_started;
-            if events.len() >= 256 && io_error.is_none() {
-                written += events.len() as u64;
-                io_error = write_events(&mut events, &mut sinks).err();
+            if events.events.len() >= 256 && io_error.is_none() {
+                written += events.events.len() as u64;
+                io_error = write_events(&mut events.events, &mut sinks).err();
             }
             group_started = Instant::now();
         }
     });
     busy += group_started.elapsed();
     inspector.finish(&mut events);
-    written += events.len() as u64;
+    written += events.events.len() as u64;
     if let Some(e) = io_error {
         return Err(e);
     }
-    write_events(&mut events, &mut sinks)?;
+    write_events(&mut events.events, &mut sinks)?;
     reader.finish()?;
     let report = WorkerReport { name: worker_name(0), packets, bytes, busy, counters: inspector.counters() };
     Ok(RunSummary {
@@ -253,11 +257,12 @@ fn run_workers(
             outputs.push(out_rx);
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let settings = opts.inspect.clone();
+            let eve = EveSink::new(opts.eve.clone());
             handles.push(scope.spawn(move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
-                worker::run(i, Inspector::new(&settings), from_dispatcher, to_pool, out_tx)
+                worker::run(i, Inspector::new(&settings), eve, from_dispatcher, to_pool, out_tx)
             }));
             lanes.push(Lane { ring: to_worker, pool: from_worker, pending: PacketBatch::with_capacity(BATCH_PACKETS, BATCH_PACKETS * 1600) });
         }
@@ -401,6 +406,7 @@ mod tests {
             single,
             pin_cores: false,
             inspect: InspectSettings::from_engine(&EngineSettings::default(), 2, false),
+            eve: Default::default(),
             defrag: None,
             bpf_filter: Some(BpfFilter::new(filter).unwrap()),
         };

@@ -1,7 +1,8 @@
 //! The worker loop: pop a batch, inspect its packets, pass events on, recycle the batch.
 
 use crate::inspect::Inspector;
-use crate::output::merge::{clock_key, EventBuf, OutputChunk};
+use crate::output::eve::EveSink;
+use crate::output::merge::{clock_key, OutputChunk};
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::PacketBatch;
 use crossbeam_channel::Sender;
@@ -10,12 +11,12 @@ use std::time::{Duration, Instant};
 pub(super) fn run(
     index: usize,
     mut inspector: Inspector,
+    mut events: EveSink,
     mut input: rtrb::Consumer<PacketBatch>,
     mut pool: rtrb::Producer<PacketBatch>,
     output: Sender<OutputChunk>,
 ) -> WorkerReport {
     let mut report = WorkerReport { name: worker_name(index), ..Default::default() };
-    let mut events = EventBuf::default();
     let mut idle_spins = 0u32;
     loop {
         let mut batch = match input.pop() {
@@ -40,10 +41,10 @@ pub(super) fn run(
             watermark = clock_key(tick.pcap_cnt);
         }
         report.busy += started.elapsed();
-        if !events.is_empty() || watermark != 0 {
+        if !events.events.is_empty() || watermark != 0 {
             // A closed output means the merger failed; keep consuming so the
             // dispatcher is never blocked, the error surfaces from the merger.
-            let _ = output.send(OutputChunk { events: std::mem::take(&mut events), watermark });
+            let _ = output.send(OutputChunk { events: events.take(), watermark });
         }
         batch.clear();
         let _ = pool.push(batch);
@@ -51,7 +52,7 @@ pub(super) fn run(
     let started = Instant::now();
     inspector.finish(&mut events);
     report.busy += started.elapsed();
-    let _ = output.send(OutputChunk { events, watermark: u64::MAX });
+    let _ = output.send(OutputChunk { events: events.take(), watermark: u64::MAX });
     report.counters = inspector.counters();
     report
 }

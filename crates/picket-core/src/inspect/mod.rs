@@ -3,29 +3,29 @@
 //! [`EventBuf`]; it knows nothing of threads, rings, sockets or files, so the single-thread
 //! run mode, the worker threads and the tests all drive the same code.
 
+use crate::applayer::http::HttpConfig;
+use crate::applayer::probe::{DetectionPorts, Transport};
 use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
-use crate::config::{EngineSettings, ExceptionPolicy};
-use crate::flow::{FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
-use crate::output::eve::{format_timestamp, tcp_flags_hex, EventHeader};
-use crate::output::merge::{clock_key, packet_key, EventBuf, SHUTDOWN_KEY};
-use crate::config::StreamInline;
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
+use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
+use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeouts, StreamInline};
 use crate::stream::{Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
-use crate::applayer::probe::{DetectionPorts, Transport};
 use std::sync::Arc;
 
-mod alert;
 mod app;
+mod detection;
 mod dns;
+pub mod event;
 mod tls;
-pub use alert::{AlertLogOptions, XffOptions};
-pub use app::AppLayer;
+pub use app::{AppLayer, AppTx};
 use app::AppCounters;
-use alert::{write_drop_event, WirePacket};
-
-pub use crate::config::ChecksumMode;
+use detection::{Out, RunVerdict};
+pub use event::{
+    clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
+    RejectTarget, Verdict, WirePacket, SHUTDOWN_KEY,
+};
 
 const AUTO_CHECKSUM_SAMPLE: u64 = 1000;
 
@@ -40,7 +40,6 @@ pub struct InspectSettings {
     pub detect: Option<Arc<DetectEngine>>,
     /// `--simulate-ips`: drop and reject rules block the packet and the rest of its flow.
     pub simulate_ips: bool,
-    pub alert_log: AlertLogOptions,
     /// `stream.midstream-policy` resolved for this run mode.
     pub midstream_policy: ExceptionPolicy,
     /// `host-os-policy`: overlap policy per receiving host.
@@ -48,7 +47,7 @@ pub struct InspectSettings {
     /// App-layer `detection-ports` (DNS).
     pub detection_ports: Arc<DetectionPorts>,
     /// `app-layer.protocols.http.libhtp.default-config`.
-    pub http: Arc<crate::applayer::http::HttpConfig>,
+    pub http: Arc<HttpConfig>,
 }
 
 impl InspectSettings {
@@ -56,7 +55,7 @@ impl InspectSettings {
     /// configuration and split evenly between workers, each of which owns its share.
     pub fn from_engine(engine: &EngineSettings, workers: usize, simulate_ips: bool) -> Self {
         let workers = workers.max(1) as u64;
-        let per_proto = |t: &crate::config::ProtoTimeouts, emergency: bool| StateTimeouts {
+        let per_proto = |t: &ProtoTimeouts, emergency: bool| StateTimeouts {
             new: if emergency { t.emergency_new } else { t.new },
             established: if emergency { t.emergency_established } else { t.established },
             closed: if emergency { t.emergency_closed } else { t.closed },
@@ -100,11 +99,10 @@ impl InspectSettings {
             stream_memcap: engine.stream_reassembly_memcap / workers,
             detect: None,
             simulate_ips,
-            alert_log: AlertLogOptions::default(),
             midstream_policy,
             host_os: Arc::new(host_os),
             detection_ports: Arc::new(detection_ports(engine)),
-            http: Arc::new(crate::applayer::http::HttpConfig::default()),
+            http: Arc::new(HttpConfig::default()),
         }
     }
 }
@@ -193,11 +191,8 @@ pub struct Inspector {
     checksum_sampled: u64,
     checksum_bad_in_sample: u64,
     decoder: DecoderCounters,
-    stream_cfg: StreamConfig,
+    stages: Stages,
     midstream_policy: ExceptionPolicy,
-    host_os: Arc<HostOsPolicy>,
-    detection_ports: Arc<DetectionPorts>,
-    http_config: Arc<crate::applayer::http::HttpConfig>,
     stream_mem: ReassemblyMemory,
     detection: Detection,
     /// Flows that ended while a packet was processed (evicted, port reused).
@@ -214,7 +209,6 @@ struct Detection {
     ctx: DetectCtx,
     alerts: Vec<Alert>,
     simulate_ips: bool,
-    log: AlertLogOptions,
     counters: AlertCounters,
     app_counters: AppCounters,
     /// JA3/JA3S go into eve's `tls` object: Suricata computes them when rules use them.
@@ -239,19 +233,20 @@ impl Inspector {
             checksum_sampled: 0,
             checksum_bad_in_sample: 0,
             decoder: DecoderCounters::default(),
-            // App-layer parsers run with detection; they consume what the stream retains.
-            stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
+            stages: Stages {
+                // App-layer parsers run with detection; they consume what the stream retains.
+                stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
+                host_os: settings.host_os.clone(),
+                detection_ports: settings.detection_ports.clone(),
+                http_config: settings.http.clone(),
+            },
             midstream_policy: settings.midstream_policy,
-            host_os: settings.host_os.clone(),
-            detection_ports: settings.detection_ports.clone(),
-            http_config: settings.http.clone(),
             stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
             detection: Detection {
                 engine,
                 ctx,
                 alerts: Vec::new(),
                 simulate_ips: settings.simulate_ips,
-                log: settings.alert_log.clone(),
                 counters: AlertCounters::default(),
                 app_counters: AppCounters::default(),
                 log_ja3: settings.detect.as_ref().is_some_and(|e| {
@@ -264,10 +259,12 @@ impl Inspector {
         }
     }
 
-    /// Inspects one packet; events it raises go to `out` keyed by its `pcap_cnt`.
-    pub fn packet(&mut self, pkt: PacketRef<'_>, out: &mut EventBuf) {
+    /// Inspects one packet. Events it raises go to `sink` keyed by its `pcap_cnt`; the
+    /// returned verdict says whether the packet may go on (inline modes act on it).
+    pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {
         let meta = pkt.meta;
-        self.advance_clock(meta.ts, packet_key(meta.pcap_cnt), out);
+        let out = &mut Out { key: packet_key(meta.pcap_cnt), sink };
+        self.advance_clock(meta.ts, out);
         self.decoder.pkts += 1;
         self.decoder.bytes += meta.wire_len as u64;
         match meta.link {
@@ -280,105 +277,43 @@ impl Inspector {
         // As in Suricata, a packet with a bad checksum still counts in its flow and is
         // inspected (checksum keywords need it), but it does not touch TCP state or the stream.
         let skip_stream = d.bad_checksum && self.reject_bad_checksum();
-        let Some(tuple) = d.tuple() else { return };
-        let key = packet_key(meta.pcap_cnt);
+        let Some(tuple) = d.tuple() else { return Verdict::Pass };
         let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
         if d.fragment {
             // Fragments are not reassembled yet: they are inspected on their own, without a flow.
-            self.detection.run(&wire, None, None, None, None, key, out);
-            return;
+            return self.detection.run(&wire, None, None, None, None, out).verdict;
         }
-        let tcp = match &d.l4 {
-            L4::Tcp(t) if !skip_stream => Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() }),
-            _ => None,
-        };
-        let fp = FlowPacket {
-            src: tuple.src,
-            dst: tuple.dst,
-            src_port: tuple.src_port,
-            dst_port: tuple.dst_port,
-            proto: tuple.proto,
-            is_v4: tuple.is_v4,
-            vlan: d.vlan,
-            ts: meta.ts,
-            pcap_cnt: meta.pcap_cnt,
-            wire_len: meta.wire_len,
-            payload_len: d.payload.len() as u32,
-            tcp,
-        };
         let ended = &mut self.ended;
-        let verdict = self.flows.process(&fp, &mut |rec| ended.push(rec));
+        let verdict = self.flows.process(&flow_packet(&wire, skip_stream), &mut |rec| ended.push(rec));
         for rec in self.ended.drain(..) {
-            self.detection.end_flow(rec, &mut self.stream_mem, key, out);
+            self.detection.end_flow(rec, &mut self.stream_mem, out);
         }
         let Some(verdict) = verdict else {
-            self.detection.run(&wire, None, None, None, None, key, out);
-            return;
+            return self.detection.run(&wire, None, None, None, None, out).verdict;
         };
-        let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return };
-        if verdict.midstream_exception {
-            match self.midstream_policy {
-                ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,
-                ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket => ext.dropped = true,
-                // Reject blocks only as an IPS; in IDS mode it leaves the packet alone.
-                ExceptionPolicy::Reject if self.detection.simulate_ips => ext.dropped = true,
-                _ => {}
-            }
-            if ext.dropped && !ext.passed {
-                self.detection.counters.blocked_packets += 1;
-                write_drop_event(&wire, flow.flow_id, "stream midstream", key, out);
-                return;
-            }
-        }
-        if ext.passed {
-            return;
-        }
-        if ext.dropped {
-            self.detection.counters.blocked_packets += 1;
-            write_drop_event(&wire, flow.flow_id, "flow drop", key, out);
-            return;
+        let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
+        if let Some(blocked) = self.detection.flow_gate(&wire, flow.flow_id, ext, verdict.midstream_exception, self.midstream_policy, out) {
+            return blocked;
         }
         let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
-        let mut info = FlowInfo {
-            flow_id: flow.flow_id,
-            to_server: verdict.to_server,
-            established: verdict.established,
-            tx_established: false,
-            pkts_toserver: flow.pkts_toserver,
-            pkts_toclient: flow.pkts_toclient,
-            bytes_toserver: flow.bytes_toserver,
-            bytes_toclient: flow.bytes_toclient,
-            stream_bytes: [0, 0],
-            stream_size: [0, 0],
-        };
+        let mut facts = FlowFacts { info: flow_info(flow, &verdict), client: flow.client(), server: flow.server(), start: flow.first_ts };
         let FlowExt { stream, detect, alerted, dropped, app, .. } = ext;
+        let mut run = RunVerdict::default();
         let mut inspected = false;
         let mut app_layer = None;
         let mut first_tx = None;
-        if let (L4::Tcp(t), true) = (&d.l4, self.detection.engine.is_some() && !skip_stream) {
-            let host_os = &self.host_os;
-            let reassembly = stream.get_or_insert_with(|| {
-                let mut r = Box::new(TcpReassembly::new(self.stream_cfg));
-                if !host_os.is_empty() {
-                    // Each direction's overlaps are resolved as its receiving host would.
-                    if let Some(p) = host_os.lookup(&flow.server().0) {
-                        r.set_policy(Direction::ToServer, p);
-                    }
-                    if let Some(p) = host_os.lookup(&flow.client().0) {
-                        r.set_policy(Direction::ToClient, p);
-                    }
-                }
-                r
-            });
+        let has_engine = self.detection.engine.is_some();
+        if let (L4::Tcp(t), true) = (&d.l4, has_engine && !skip_stream) {
+            let stages = &self.stages;
+            let reassembly = stream.get_or_insert_with(|| stages.new_reassembly(flow));
             let seg = Segment { seq: t.seq(), ack: t.ack(), flags: TcpFlags(t.flags()), window: t.window(), payload: d.payload };
             let outcome = reassembly.on_segment(dir, &seg, &mut self.stream_mem);
             wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
-            info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
-            info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
+            facts.info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
+            facts.info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
             // This packet may release data in its own direction (inline mode, or the
             // other side's ACKs arrived earlier) and, by acking, in the opposite one.
-            let (http_config, detection_ports) = (&self.http_config, &self.detection_ports);
-            let al = app.get_or_insert_with(|| Box::new(AppLayer::new(http_config.clone(), detection_ports.clone())));
+            let al = app.get_or_insert_with(|| stages.new_app_layer());
             let ports = (flow.client().1, flow.server().1);
             for side in [dir, dir.opposite()] {
                 al.feed(reassembly, side, ports, &mut self.stream_mem, &mut self.detection.app_counters);
@@ -388,20 +323,17 @@ impl Inspector {
             reassembly.inspect_raw_held(dir, &mut self.stream_mem, |chunk, held| {
                 inspected = true;
                 let mut view = al.view(first_tx, dir);
-                let verdict = det.run(&wire, Some((info, flow)), Some((chunk, held)), Some(detect), Some(&mut view), key, out);
-                *alerted |= verdict.alerted;
-                *dropped |= verdict.drop_flow;
+                run.merge(det.run(&wire, Some(facts), Some((chunk, held)), Some(detect), Some(&mut view), out));
             });
             app_layer = Some(al);
-        } else if let (L4::Udp(_), true) = (&d.l4, self.detection.engine.is_some()) {
+        } else if let (L4::Udp(_), true) = (&d.l4, has_engine) {
             // UDP: each datagram is parsed as it arrives and its transaction inspected on
             // this packet. App state exists only for flows that may carry a UDP protocol.
             // A bad UDP checksum does not keep the datagram from the parser (Suricata
             // checks UDP checksums only for the checksum keywords).
             let ports = (flow.client().1, flow.server().1);
-            if app.is_some() || self.detection_ports.dns(Transport::Udp, ports) {
-                let (http_config, detection_ports) = (&self.http_config, &self.detection_ports);
-                let al = app.get_or_insert_with(|| Box::new(AppLayer::new(http_config.clone(), detection_ports.clone())));
+            if app.is_some() || self.stages.detection_ports.dns(Transport::Udp, ports) {
+                let al = app.get_or_insert_with(|| self.stages.new_app_layer());
                 al.on_datagram(dir, d.payload, ports, &mut self.detection.app_counters);
                 first_tx = al.take_pending(dir);
                 app_layer = Some(al);
@@ -409,35 +341,30 @@ impl Inspector {
         }
         if !inspected {
             let mut view = app_layer.as_deref_mut().map(|al| al.view(first_tx, dir));
-            let verdict = self.detection.run(&wire, Some((info, flow)), None, Some(detect), view.as_mut(), key, out);
-            *alerted |= verdict.alerted;
-            *dropped |= verdict.drop_flow;
+            run.merge(self.detection.run(&wire, Some(facts), None, Some(detect), view.as_mut(), out));
         }
         if let Some(al) = app_layer {
-            // Further transactions that progressed (pipelining): their rules only.
-            while let Some(tx) = al.take_pending(dir) {
-                let mut view = al.view(Some(tx), dir);
-                view.app_only = true;
-                let verdict = self.detection.run(&wire, Some((info, flow)), None, Some(detect), Some(&mut view), key, out);
-                *alerted |= verdict.alerted;
-                *dropped |= verdict.drop_flow;
-            }
+            run.merge(self.detection.run_pending(&wire, facts, al, dir, detect, out));
             al.prune();
         }
+        *alerted |= run.alerted;
+        *dropped |= run.drop_flow;
+        run.verdict
     }
 
     /// The dispatcher's clock: expire flows even when this worker gets no packets.
-    pub fn clock(&mut self, tick: ClockTick, out: &mut EventBuf) {
-        self.advance_clock(tick.ts, clock_key(tick.pcap_cnt), out);
+    pub fn clock(&mut self, tick: ClockTick, sink: &mut dyn EventSink) {
+        self.advance_clock(tick.ts, &mut Out { key: clock_key(tick.pcap_cnt), sink });
     }
 
-    /// End of input: every flow still open is logged with reason "shutdown".
-    pub fn finish(&mut self, out: &mut EventBuf) {
+    /// End of input: every flow still open is reported with reason "shutdown".
+    pub fn finish(&mut self, sink: &mut dyn EventSink) {
         let (det, mem) = (&mut self.detection, &mut self.stream_mem);
-        self.flows.flush_all(&mut |rec| det.end_flow(rec, mem, SHUTDOWN_KEY, out));
+        let out = &mut Out { key: SHUTDOWN_KEY, sink };
+        self.flows.flush_all(&mut |rec| det.end_flow(rec, mem, out));
     }
 
-    fn advance_clock(&mut self, ts: Timestamp, key: u64, out: &mut EventBuf) {
+    fn advance_clock(&mut self, ts: Timestamp, out: &mut Out<'_>) {
         if ts <= self.now {
             return;
         }
@@ -446,7 +373,7 @@ impl Inspector {
         if ts.secs() > self.last_expiry_sec {
             self.last_expiry_sec = ts.secs();
             let (det, mem) = (&mut self.detection, &mut self.stream_mem);
-            self.flows.expire(ts, &mut |rec| det.end_flow(rec, mem, key, out));
+            self.flows.expire(ts, &mut |rec| det.end_flow(rec, mem, out));
         }
     }
 
@@ -570,60 +497,72 @@ impl Inspector {
     }
 }
 
-/// Writes Suricata's eve `flow` event for a finished flow.
-pub fn write_flow_event(rec: &FlowRecord<FlowExt>, key: u64, out: &mut EventBuf) {
-    out.push(key, |buf| {
-        let header = EventHeader {
-            ts: rec.end,
-            flow_id: Some(rec.flow_id),
-            pcap_cnt: None,
-            event_type: "flow",
-            src_ip: ip_addr(&rec.src_ip, rec.is_v4),
-            src_port: rec.src_port,
-            dest_ip: ip_addr(&rec.dst_ip, rec.is_v4),
-            dest_port: rec.dst_port,
-            proto: rec.proto,
-            icmp: rec.icmp_toserver.or(matches!(rec.proto, 1 | 58).then_some((0, 0))),
-        };
-        let mut o = header.write(buf);
-        if let Some(p) = rec.ext.app.as_ref().and_then(|a| a.proto) {
-            o.str("app_proto", p.name());
-        }
-        if let Some((t, c)) = rec.icmp_toclient {
-            o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
-        }
-        let vlans: Vec<String> = rec.vlan.iter().filter(|&&v| v != 0).map(|v| v.to_string()).collect();
-        if !vlans.is_empty() {
-            o.raw("vlan", &format!("[{}]", vlans.join(",")));
-        }
-        o.open("flow")
-            .u64("pkts_toserver", rec.pkts_toserver)
-            .u64("pkts_toclient", rec.pkts_toclient)
-            .u64("bytes_toserver", rec.bytes_toserver)
-            .u64("bytes_toclient", rec.bytes_toclient)
-            .str("start", &format_timestamp(rec.start))
-            .str("end", &format_timestamp(rec.end))
-            .u64("age", rec.end.secs().saturating_sub(rec.start.secs()))
-            .str("state", rec.state.as_str())
-            .str("reason", rec.reason.as_str())
-            .bool("alerted", rec.ext.alerted)
-            .close();
-        if let Some(tcp) = &rec.tcp {
-            o.open("tcp")
-                .str("tcp_flags", &tcp_flags_hex(tcp.tcp_flags))
-                .str("tcp_flags_ts", &tcp_flags_hex(tcp.tcp_flags_ts))
-                .str("tcp_flags_tc", &tcp_flags_hex(tcp.tcp_flags_tc));
-            for (bit, name) in
-                [(0x02, "syn"), (0x01, "fin"), (0x04, "rst"), (0x08, "psh"), (0x10, "ack"), (0x20, "urg"), (0x40, "ecn"), (0x80, "cwr")]
-            {
-                if tcp.tcp_flags & bit != 0 {
-                    o.bool(name, true);
-                }
+/// The flow-table view of a decoded packet.
+fn flow_packet(wire: &WirePacket<'_>, skip_stream: bool) -> FlowPacket {
+    let (t, d) = (&wire.tuple, wire.decoded);
+    let tcp = match &d.l4 {
+        L4::Tcp(t) if !skip_stream => Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() }),
+        _ => None,
+    };
+    FlowPacket {
+        src: t.src,
+        dst: t.dst,
+        src_port: t.src_port,
+        dst_port: t.dst_port,
+        proto: t.proto,
+        is_v4: t.is_v4,
+        vlan: d.vlan,
+        ts: wire.meta.ts,
+        pcap_cnt: wire.meta.pcap_cnt,
+        wire_len: wire.meta.wire_len,
+        payload_len: d.payload.len() as u32,
+        tcp,
+    }
+}
+
+/// What the rules may ask of the flow on this packet (stream figures come later).
+fn flow_info(flow: &Flow, verdict: &crate::flow::PacketVerdict) -> FlowInfo {
+    FlowInfo {
+        flow_id: flow.flow_id,
+        to_server: verdict.to_server,
+        established: verdict.established,
+        tx_established: false,
+        pkts_toserver: flow.pkts_toserver,
+        pkts_toclient: flow.pkts_toclient,
+        bytes_toserver: flow.bytes_toserver,
+        bytes_toclient: flow.bytes_toclient,
+        stream_bytes: [0, 0],
+        stream_size: [0, 0],
+    }
+}
+
+/// Per-run settings the per-flow stages are created with (shared by the worker's flows).
+struct Stages {
+    stream_cfg: StreamConfig,
+    host_os: Arc<HostOsPolicy>,
+    detection_ports: Arc<DetectionPorts>,
+    http_config: Arc<HttpConfig>,
+}
+
+impl Stages {
+    /// TCP reassembly for a new flow, each direction's overlaps resolved as its receiving
+    /// host would (`host-os-policy`).
+    fn new_reassembly(&self, flow: &Flow) -> Box<TcpReassembly> {
+        let mut r = Box::new(TcpReassembly::new(self.stream_cfg));
+        if !self.host_os.is_empty() {
+            if let Some(p) = self.host_os.lookup(&flow.server().0) {
+                r.set_policy(Direction::ToServer, p);
             }
-            o.str("state", tcp.state.as_str()).close();
+            if let Some(p) = self.host_os.lookup(&flow.client().0) {
+                r.set_policy(Direction::ToClient, p);
+            }
         }
-        o.finish();
-    });
+        r
+    }
+
+    fn new_app_layer(&self) -> Box<AppLayer> {
+        Box::new(AppLayer::new(self.http_config.clone(), self.detection_ports.clone()))
+    }
 }
 
 /// An address stored as 16 bytes (IPv4 v4-mapped) back to `IpAddr`.

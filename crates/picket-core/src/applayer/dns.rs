@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use crate::output::json::write_str;
+use crate::record::RecordWriter;
 use crate::stream::Direction;
 
 pub const HEADER_LEN: usize = 12;
@@ -502,34 +502,31 @@ impl DnsTransaction {
         self.message.header.rcode()
     }
 
-    /// Writes the `dns` object of an eve record (Suricata 8 "version 3" layout) as one JSON
-    /// object value, e.g. `{"version":3,"type":"request",...}`.
-    pub fn write_eve(&self, out: &mut Vec<u8>) {
+    /// Writes the fields of the `dns` object of an eve record (Suricata 8 "version 3"
+    /// layout) into the open object of `w`.
+    pub fn write_record(&self, w: &mut dyn RecordWriter) {
         let h = &self.message.header;
-        out.extend_from_slice(b"{\"version\":3,\"type\":");
-        write_str(out, if self.is_request() { "request" } else { "response" });
-        push_fmt(out, format_args!(",\"tx_id\":{},\"id\":{},\"flags\":", self.tx_id, h.id));
-        write_str(out, &format!("{:x}", h.flags));
+        w.u64("version", 3);
+        w.str("type", if self.is_request() { "request" } else { "response" });
+        w.u64("tx_id", self.tx_id);
+        w.u64("id", h.id.into());
+        w.str("flags", &format!("{:x}", h.flags));
         for (set, key) in [(h.qr(), "qr"), (h.aa(), "aa"), (h.tc(), "tc"), (h.rd(), "rd"), (h.ra(), "ra"), (h.z(), "z")] {
             if set {
-                push_fmt(out, format_args!(",\"{key}\":true"));
+                w.bool(key, true);
             }
         }
-        push_fmt(out, format_args!(",\"opcode\":{},\"rcode\":", h.opcode()));
-        write_str(out, &rcode_name(h.rcode()));
+        w.u64("opcode", h.opcode().into());
+        w.str("rcode", &rcode_name(h.rcode()));
         if !self.message.questions.is_empty() {
-            out.extend_from_slice(b",\"queries\":[");
-            for (i, q) in self.message.questions.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(b"{\"rrname\":");
-                write_bytes_str(out, &q.name.bytes);
-                out.extend_from_slice(b",\"rrtype\":");
-                write_str(out, &rrtype_name(q.rrtype));
-                out.push(b'}');
+            w.open_list("queries");
+            for q in &self.message.questions {
+                w.open_item();
+                w.bytes("rrname", &q.name.bytes);
+                w.str("rrtype", &rrtype_name(q.rrtype));
+                w.close();
             }
-            out.push(b']');
+            w.close_list();
         }
         for (key, records) in [
             ("answers", &self.message.answers),
@@ -539,113 +536,67 @@ impl DnsTransaction {
             if records.is_empty() {
                 continue;
             }
-            push_fmt(out, format_args!(",\"{key}\":["));
-            let mut first = true;
+            w.open_list(key);
             for rec in records.iter() {
-                write_record(out, rec, &mut first);
+                write_answer(w, rec);
             }
-            out.push(b']');
+            w.close_list();
         }
-        out.push(b'}');
     }
-}
-
-fn push_fmt(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
-    use std::io::Write as _;
-    let _ = out.write_fmt(args);
 }
 
 /// One eve answer object per record; a TXT record gives one object per string, as Suricata.
-fn write_record(out: &mut Vec<u8>, rec: &DnsRecord, first: &mut bool) {
-    let mut open = |out: &mut Vec<u8>| {
-        if !*first {
-            out.push(b',');
-        }
-        *first = false;
-        out.extend_from_slice(b"{\"rrname\":");
-        write_bytes_str(out, &rec.name.bytes);
-        out.extend_from_slice(b",\"rrtype\":");
-        write_str(out, &rrtype_name(rec.rrtype));
-        push_fmt(out, format_args!(",\"ttl\":{}", rec.ttl));
+fn write_answer(w: &mut dyn RecordWriter, rec: &DnsRecord) {
+    let open = |w: &mut dyn RecordWriter| {
+        w.open_item();
+        w.bytes("rrname", &rec.name.bytes);
+        w.str("rrtype", &rrtype_name(rec.rrtype));
+        w.u64("ttl", rec.ttl.into());
     };
-    match &rec.rdata {
-        RData::Txt(strings) if !strings.is_empty() => {
+    if let RData::Txt(strings) = &rec.rdata {
+        if !strings.is_empty() {
             for s in strings {
-                open(out);
-                out.extend_from_slice(b",\"rdata\":");
-                write_bytes_str(out, s);
-                out.push(b'}');
+                open(w);
+                w.bytes("rdata", s);
+                w.close();
             }
             return;
         }
-        _ => open(out),
     }
+    open(w);
     match &rec.rdata {
-        RData::A(a) => {
-            out.extend_from_slice(b",\"rdata\":");
-            write_str(out, &format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]));
-        }
-        RData::Aaaa(a) => {
-            out.extend_from_slice(b",\"rdata\":");
-            write_str(out, &format_ipv6_full(a));
-        }
-        RData::Name(n) | RData::Mx { exchange: n, .. } => {
-            out.extend_from_slice(b",\"rdata\":");
-            write_bytes_str(out, &n.bytes);
-        }
+        RData::A(a) => w.str("rdata", &format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])),
+        RData::Aaaa(a) => w.str("rdata", &format_ipv6_full(a)),
+        RData::Name(n) | RData::Mx { exchange: n, .. } => w.bytes("rdata", &n.bytes),
         RData::Soa(soa) => {
-            out.extend_from_slice(b",\"soa\":{\"mname\":");
-            write_bytes_str(out, &soa.mname.bytes);
-            out.extend_from_slice(b",\"rname\":");
-            write_bytes_str(out, &soa.rname.bytes);
-            push_fmt(
-                out,
-                format_args!(
-                    ",\"serial\":{},\"refresh\":{},\"retry\":{},\"expire\":{},\"minimum\":{}}}",
-                    soa.serial, soa.refresh, soa.retry, soa.expire, soa.minimum
-                ),
-            );
+            w.open("soa");
+            w.bytes("mname", &soa.mname.bytes);
+            w.bytes("rname", &soa.rname.bytes);
+            w.u64("serial", soa.serial.into());
+            w.u64("refresh", soa.refresh.into());
+            w.u64("retry", soa.retry.into());
+            w.u64("expire", soa.expire.into());
+            w.u64("minimum", soa.minimum.into());
+            w.close();
         }
         RData::Srv(srv) => {
-            push_fmt(
-                out,
-                format_args!(",\"srv\":{{\"priority\":{},\"weight\":{},\"port\":{},\"name\":", srv.priority, srv.weight, srv.port),
-            );
-            write_bytes_str(out, &srv.target.bytes);
-            out.push(b'}');
+            w.open("srv");
+            w.u64("priority", srv.priority.into());
+            w.u64("weight", srv.weight.into());
+            w.u64("port", srv.port.into());
+            w.bytes("name", &srv.target.bytes);
+            w.close();
         }
-        RData::Raw(raw) if rec.rrtype == RRTYPE_NULL => {
-            out.extend_from_slice(b",\"rdata\":");
-            write_bytes_str(out, raw);
-        }
+        RData::Raw(raw) if rec.rrtype == RRTYPE_NULL => w.bytes("rdata", raw),
         RData::Txt(_) | RData::Raw(_) => {}
     }
-    out.push(b'}');
+    w.close();
 }
 
 /// IPv6 as Suricata's DNS log prints it: eight groups of four hex digits, no compression.
 fn format_ipv6_full(a: &[u8; 16]) -> String {
     let groups: Vec<String> = a.chunks(2).map(|g| format!("{:02x}{:02x}", g[0], g[1])).collect();
     groups.join(":")
-}
-
-/// Writes bytes as a JSON string the way Suricata's eve does: valid UTF-8 as is, otherwise
-/// ASCII as is and every byte ≥ 0x80 as the four characters `\xNN`.
-pub fn write_bytes_str(out: &mut Vec<u8>, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => write_str(out, s),
-        Err(_) => {
-            let mut s = String::with_capacity(bytes.len() + 8);
-            for &b in bytes {
-                if b < 0x80 {
-                    s.push(b as char);
-                } else {
-                    s.push_str(&format!("\\x{b:02x}"));
-                }
-            }
-            write_str(out, &s);
-        }
-    }
 }
 
 /// Record type mnemonic as Suricata logs it; unknown types as their number.
@@ -945,6 +896,7 @@ pub(crate) fn labels(name: &str) -> Vec<u8> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use crate::record::value::record;
 
     fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16, ar: u16) -> Vec<u8> {
         [id, flags, qd, an, ns, ar].iter().flat_map(|w| w.to_be_bytes()).collect()
@@ -1006,33 +958,19 @@ mod tests {
         let mut s = DnsState::default();
         udp(&mut s, Direction::ToServer, &query(0, "www.suricata.io", 1));
         udp(&mut s, Direction::ToClient, &response(0));
-        let mut out = Vec::new();
-        s.tx(0).unwrap().write_eve(&mut out);
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v = record(|w| s.tx(0).unwrap().write_record(w));
         assert_eq!(
             v,
             serde_json::json!({"version":3,"type":"request","tx_id":0,"id":0,"flags":"100","rd":true,
                 "opcode":0,"rcode":"NOERROR","queries":[{"rrname":"www.suricata.io","rrtype":"A"}]})
         );
-        assert!(out.starts_with(b"{\"version\":3,\"type\":\"request\",\"tx_id\":0"), "field order");
-        out.clear();
-        s.tx(1).unwrap().write_eve(&mut out);
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v = record(|w| s.tx(1).unwrap().write_record(w));
         assert_eq!(v["type"], "response");
         assert_eq!(v["flags"], "8180");
         assert_eq!(v["qr"], true);
         assert_eq!(v["ra"], true);
         assert_eq!(v["answers"][0], serde_json::json!({"rrname":"www.suricata.io","rrtype":"CNAME","ttl":3597,"rdata":"suricata.io"}));
         assert_eq!(v["answers"][1]["rdata"], "35.212.0.44");
-    }
-
-    #[test]
-    fn eve_escapes_non_utf8_like_suricata() {
-        let mut out = Vec::new();
-        write_bytes_str(&mut out, b"a\xffb");
-        assert_eq!(out, b"\"a\\\\xffb\"");
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v, "a\\xffb");
     }
 
     #[test]
@@ -1145,9 +1083,7 @@ mod tests {
             }
             other => panic!("expected SOA, got {other:?}"),
         }
-        let mut out = Vec::new();
-        tx.write_eve(&mut out);
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v = record(|w| tx.write_record(w));
         assert_eq!(v["answers"][0]["soa"]["rname"], "stephane.bortzmeyer.org");
         assert_eq!(v["answers"][0]["rrtype"], "SOA");
     }
@@ -1185,9 +1121,7 @@ mod tests {
         assert!(matches!(msg.answers[3].rdata, RData::Aaaa(_)));
         assert_eq!(msg.answers[4].rdata, RData::Raw(vec![1, 2, 3]));
         let tx = DnsTransaction { tx_id: 0, direction: Direction::ToClient, message: msg, request_tx: None };
-        let mut out = Vec::new();
-        tx.write_eve(&mut out);
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v = record(|w| tx.write_record(w));
         assert_eq!(v["answers"][1]["rdata"], "hi");
         assert_eq!(v["answers"][2]["rdata"], "yo", "one eve answer per TXT string");
         assert_eq!(v["answers"][3]["srv"]["port"], 443);
@@ -1279,11 +1213,9 @@ mod tests {
             s.parse_udp(Direction::ToClient, &data, &mut c);
             s.parse_tcp(Direction::ToServer, &data, &mut c);
             let _ = probe_message(&data, data.len());
-            let mut out = Vec::new();
             for tx in s.transactions() {
-                tx.write_eve(&mut out);
-                prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
-                out.clear();
+                // Every open object or list is closed again (the test writer checks).
+                let _ = record(|w| tx.write_record(w));
             }
         }
 

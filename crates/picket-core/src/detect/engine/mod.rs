@@ -18,8 +18,6 @@ mod payload;
 mod state;
 pub mod transform;
 #[cfg(test)]
-mod bench;
-#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod headers_tests;

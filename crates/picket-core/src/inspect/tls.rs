@@ -6,7 +6,6 @@
 use crate::applayer::tls::{Certificate, TlsState, VERSION_TLS13};
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::{AppNumber, Buffer};
-use crate::output::json::JsonObject;
 use crate::stream::Direction;
 
 /// The only transaction id a TLS flow has.
@@ -122,17 +121,6 @@ impl<'a> BufferSource for TlsBuffers<'a> {
     }
 }
 
-/// Suricata's `tls` object of an alert (subject, issuerdn, serial, fingerprint, sni,
-/// version, validity, ja3/ja3s when JA3 is on, ALPNs).
-pub(crate) fn write_tls(o: &mut JsonObject<'_>, state: &TlsState, with_ja3: bool) {
-    let mut value = Vec::with_capacity(256);
-    state.write_eve(&mut value, with_ja3);
-    // `write_eve` writes valid UTF-8 JSON (every string goes through the JSON escaper).
-    if let Ok(json) = std::str::from_utf8(&value) {
-        o.raw("tls", json);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,20 +197,5 @@ mod tests {
         assert_ne!(after_hello, none);
         st.parse(Direction::ToClient, &server[120..], &mut c);
         assert_ne!(TlsProgress::of(&st, Direction::ToClient), after_hello);
-    }
-
-    #[test]
-    fn alert_object_is_json() {
-        let st = session();
-        let mut buf = Vec::new();
-        let mut o = JsonObject::begin(&mut buf);
-        write_tls(&mut o, &st, true);
-        o.finish();
-        let v: serde_json::Value = serde_json::from_slice(&buf).expect("valid json");
-        assert_eq!(v["tls"]["sni"], "example.com");
-        assert_eq!(v["tls"]["subject"], "CN=www.example.org");
-        assert_eq!(v["tls"]["version"], "TLS 1.2");
-        assert_eq!(v["tls"]["client_alpns"][1], "http/1.1");
-        assert!(v["tls"]["ja3"]["hash"].is_string());
     }
 }

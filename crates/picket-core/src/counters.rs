@@ -37,31 +37,6 @@ impl CounterSet {
         }
         total
     }
-
-    /// The counters as a nested JSON object ("decoder.event.ipv4.trunc_pkt" becomes
-    /// decoder → event → ipv4 → trunc_pkt), as Suricata's eve `stats` event nests them.
-    pub fn to_nested_json(&self) -> serde_json::Value {
-        let mut root = serde_json::Map::new();
-        for (name, value) in self.iter() {
-            let mut node = &mut root;
-            let mut parts = name.split('.').peekable();
-            while let Some(part) = parts.next() {
-                if parts.peek().is_none() {
-                    node.insert(part.to_string(), value.into());
-                } else {
-                    let child = node
-                        .entry(part.to_string())
-                        .or_insert_with(|| serde_json::Value::Object(Default::default()));
-                    if !child.is_object() {
-                        // A counter and a group share a name; keep the group.
-                        *child = serde_json::Value::Object(Default::default());
-                    }
-                    node = child.as_object_mut().expect("object just ensured");
-                }
-            }
-        }
-        serde_json::Value::Object(root)
-    }
 }
 
 #[cfg(test)]
@@ -69,7 +44,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sums_by_name_and_nests() {
+    fn sums_by_name() {
         let mut a = CounterSet::new();
         a.add("decoder.pkts", 3);
         a.add("decoder.event.ipv4.trunc_pkt", 1);
@@ -79,8 +54,5 @@ mod tests {
         let t = CounterSet::sum([&a, &b]);
         assert_eq!(t.get("decoder.pkts"), Some(7));
         assert_eq!(t.get("flow.memcap"), Some(2));
-        let j = t.to_nested_json();
-        assert_eq!(j["decoder"]["event"]["ipv4"]["trunc_pkt"], 1);
-        assert_eq!(j["decoder"]["pkts"], 7);
     }
 }

@@ -38,6 +38,8 @@ pub mod uri;
 
 use std::collections::VecDeque;
 
+use crate::record::RecordWriter;
+
 use decompress::{BodyDecoder, Codec, DecompressLimits};
 pub use headers::Header;
 use headers::{
@@ -90,30 +92,36 @@ impl Default for HttpConfig {
     }
 }
 
-impl HttpConfig {
-    /// Where Suricata keeps the libhtp settings that apply to every server.
-    pub const CONFIG_PREFIX: &'static str = "app-layer.protocols.http.libhtp.default-config";
-
-    /// The defaults overridden by what `config` sets under [`Self::CONFIG_PREFIX`]
-    /// (`request-body-limit`, `response-body-limit`, `response-body-decompress-layer-limit`,
-    /// `compression-bomb-limit`). A limit of 0 means unlimited, as in Suricata.
-    pub fn from_config(config: &crate::config::Config) -> Result<HttpConfig, crate::config::ConfigError> {
-        let mut c = HttpConfig::default();
-        let key = |name: &str| format!("{}.{name}", Self::CONFIG_PREFIX);
-        let unlimited_if_zero = |v: u64| if v == 0 { usize::MAX } else { v.min(usize::MAX as u64) as usize };
-        if let Some(v) = config.get_size(&key("request-body-limit"))? {
-            c.request_body_limit = unlimited_if_zero(v);
+impl HttpTx {
+    /// Writes the fields of Suricata's `http` object of an eve record: what is known of
+    /// the transaction so far.
+    pub fn write_record(&self, w: &mut dyn RecordWriter) {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        if let Some(h) = &self.host {
+            w.str("hostname", &text(h));
         }
-        if let Some(v) = config.get_size(&key("response-body-limit"))? {
-            c.response_body_limit = unlimited_if_zero(v);
+        if !self.uri_raw.is_empty() {
+            w.str("url", &text(&self.uri_raw));
         }
-        if let Some(v) = config.get_u64(&key("response-body-decompress-layer-limit"))? {
-            c.decompress_layer_limit = v.min(u32::MAX as u64) as u32;
+        if let Some(ua) = self.user_agent() {
+            w.str("http_user_agent", &text(ua));
         }
-        if let Some(v) = config.get_size(&key("compression-bomb-limit"))? {
-            c.compression_bomb_limit = if v == 0 { u64::MAX } else { v };
+        if let Some(ct) = self.content_type(Direction::ToClient) {
+            // Logged without parameters, as Suricata does.
+            let bare = ct.split(|&b| b == b';').next().unwrap_or(ct);
+            w.str("http_content_type", &text(bare.trim_ascii()));
         }
-        Ok(c)
+        if !self.method.is_empty() {
+            w.str("http_method", &text(&self.method));
+        }
+        if !self.request_protocol.is_empty() {
+            w.str("protocol", &text(&self.request_protocol));
+        }
+        if let Some(code) = self.status_code {
+            w.u64("status", code.into());
+        }
+        // Always present, as in Suricata: 0 until a response body arrives.
+        w.u64("length", self.response_body_len);
     }
 }
 

@@ -19,8 +19,7 @@
 use md5::{Digest as _, Md5};
 use sha1::Sha1;
 
-use crate::applayer::dns::write_bytes_str;
-use crate::output::json::write_str;
+use crate::record::RecordWriter;
 use crate::stream::Direction;
 
 pub const CONTENT_CHANGE_CIPHER_SPEC: u8 = 20;
@@ -493,10 +492,9 @@ impl TlsState {
             || self.encrypted_records.iter().all(|&n| n > 0)
     }
 
-    /// Writes the `tls` object of an eve alert as one JSON object value, with fields in
-    /// Suricata's order; fields with no data are left out.
-    pub fn write_eve(&self, out: &mut Vec<u8>, with_ja3: bool) {
-        let mut w = ObjectWriter::new(out);
+    /// Writes the fields of the `tls` object of an eve record, in Suricata's order, into the
+    /// open object of `w`; fields with no data are left out.
+    pub fn write_record(&self, w: &mut dyn RecordWriter, with_ja3: bool) {
         let leaf = self.certs[1].first();
         if let Some(info) = leaf.and_then(|c| c.info.as_ref()) {
             w.str("subject", &info.subject);
@@ -507,8 +505,7 @@ impl TlsState {
             w.str("fingerprint", &cert.fingerprint);
         }
         if let Some(sni) = self.sni() {
-            w.key("sni");
-            write_bytes_str(w.out, sni);
+            w.bytes("sni", sni);
         }
         w.str("version", &version_name(self.version().unwrap_or(0)));
         if let Some(info) = leaf.and_then(|c| c.info.as_ref()) {
@@ -520,72 +517,28 @@ impl TlsState {
             }
         }
         if with_ja3 {
-            if let Some((s, h)) = self.ja3() {
-                w.key("ja3");
-                write_hash_object(w.out, h, s);
-            }
-            if let Some((s, h)) = self.ja3s() {
-                w.key("ja3s");
-                write_hash_object(w.out, h, s);
+            for (key, fingerprint) in [("ja3", self.ja3()), ("ja3s", self.ja3s())] {
+                if let Some((string, hash)) = fingerprint {
+                    w.open(key);
+                    w.str("hash", hash);
+                    w.str("string", string);
+                    w.close();
+                }
             }
         }
         if !self.client_alpns().is_empty() {
-            w.key("client_alpns");
-            write_bytes_array(w.out, self.client_alpns().iter().map(|a| a.as_slice()));
+            w.open_list("client_alpns");
+            for alpn in self.client_alpns() {
+                w.item_bytes(alpn);
+            }
+            w.close_list();
         }
         if let Some(alpn) = self.server_alpn() {
-            w.key("server_alpns");
-            write_bytes_array(w.out, std::iter::once(alpn));
+            w.open_list("server_alpns");
+            w.item_bytes(alpn);
+            w.close_list();
         }
-        w.finish();
     }
-}
-
-/// Minimal writer for one JSON object value with a comma between fields.
-struct ObjectWriter<'a> {
-    out: &'a mut Vec<u8>,
-    first: bool,
-}
-
-impl<'a> ObjectWriter<'a> {
-    fn new(out: &'a mut Vec<u8>) -> Self {
-        out.push(b'{');
-        ObjectWriter { out, first: true }
-    }
-    fn key(&mut self, key: &str) {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        write_str(self.out, key);
-        self.out.push(b':');
-    }
-    fn str(&mut self, key: &str, value: &str) {
-        self.key(key);
-        write_str(self.out, value);
-    }
-    fn finish(self) {
-        self.out.push(b'}');
-    }
-}
-
-fn write_hash_object(out: &mut Vec<u8>, hash: &str, string: &str) {
-    out.extend_from_slice(b"{\"hash\":");
-    write_str(out, hash);
-    out.extend_from_slice(b",\"string\":");
-    write_str(out, string);
-    out.push(b'}');
-}
-
-fn write_bytes_array<'b>(out: &mut Vec<u8>, items: impl Iterator<Item = &'b [u8]>) {
-    out.push(b'[');
-    for (i, item) in items.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_bytes_str(out, item);
-    }
-    out.push(b']');
 }
 
 /// Version as Suricata's eve writes it.
@@ -1315,9 +1268,7 @@ pub(crate) mod tests {
     #[test]
     fn eve_object() {
         let (st, _) = parsed(&client_stream(), &server_stream());
-        let mut out = Vec::new();
-        st.write_eve(&mut out, true);
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v = crate::record::value::record(|w| st.write_record(w, true));
         assert_eq!(v["subject"], "CN=www.example.org");
         assert_eq!(v["issuerdn"], "C=US, O=Let's Encrypt, CN=R3");
         assert_eq!(v["serial"], "00:5C:19:B7");
@@ -1327,15 +1278,11 @@ pub(crate) mod tests {
         assert_eq!(v["ja3"]["string"], "771,4865-49195-47,0-10-11-16-43,29-23,0");
         assert_eq!(v["client_alpns"], serde_json::json!(["h2", "http/1.1"]));
         assert_eq!(v["server_alpns"], serde_json::json!(["http/1.1"]));
-        assert!(out.starts_with(b"{\"subject\":"));
-        out.clear();
-        st.write_eve(&mut out, false);
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v = crate::record::value::record(|w| st.write_record(w, false));
         assert!(v.get("ja3").is_none());
         // Nothing seen: only the version.
-        out.clear();
-        TlsState::default().write_eve(&mut out, true);
-        assert_eq!(out, b"{\"version\":\"UNDETERMINED\"}");
+        let v = crate::record::value::record(|w| TlsState::default().write_record(w, true));
+        assert_eq!(v, serde_json::json!({"version": "UNDETERMINED"}));
     }
 
     #[test]
@@ -1560,9 +1507,8 @@ pub(crate) mod tests {
             let _ = parse_server_hello(&data);
             let _ = parse_certificate(&data);
             let _ = parse_sslv2_client_hello(&data);
-            let mut out = Vec::new();
-            st.write_eve(&mut out, true);
-            prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+            // Every open object or list is closed again (the test writer checks).
+            let _ = crate::record::value::record(|w| st.write_record(w, true));
         }
 
         #[test]
@@ -1574,9 +1520,8 @@ pub(crate) mod tests {
             let j = pos % client.len();
             client[j] = byte;
             let (st, _) = parsed(&client, &server);
-            let mut out = Vec::new();
-            st.write_eve(&mut out, true);
-            prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+            // Every open object or list is closed again (the test writer checks).
+            let _ = crate::record::value::record(|w| st.write_record(w, true));
         }
 
         #[test]

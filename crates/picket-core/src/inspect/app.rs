@@ -394,7 +394,7 @@ impl AppView<'_> {
 
 /// One transaction of whichever protocol the flow speaks.
 #[derive(Clone, Copy)]
-pub(crate) enum AppTx<'a> {
+pub enum AppTx<'a> {
     Http(&'a HttpTx),
     Dns(&'a DnsTransaction),
     /// A TLS session is its own (only) transaction.
@@ -403,7 +403,7 @@ pub(crate) enum AppTx<'a> {
 
 impl AppTx<'_> {
     /// The transaction's number in its flow (eve's `tx_id`).
-    pub(crate) fn id(&self) -> u64 {
+    pub fn id(&self) -> u64 {
         match self {
             AppTx::Http(t) => t.id,
             AppTx::Dns(t) => t.tx_id,

@@ -1,13 +1,13 @@
 //! Throughput harness (ignored by default; run in release):
-//! `cargo test --release --lib detect::engine::bench -- --ignored --nocapture`
+//! `cargo test --release --test engine_bench -- --ignored --nocapture`
 //! Replays bench.pcap (in the repository root; see the README to generate it) from memory: decode, a minimal flow table (direction and
 //! "both sides seen" as established), then `inspect` with the full ET Open set.
 
-use super::*;
-use crate::capture::MemorySource;
-use crate::capture::PacketSource;
-use crate::decode::{decode, DecodeOptions};
-use crate::detect::rule::{RuleSetLoad, RuleVars};
+use picket::capture::MemorySource;
+use picket::capture::PacketSource;
+use picket::decode::{decode, DecodeOptions};
+use picket::detect::engine::{DetectConfig, DetectEngine, DetectFlow, DetectPacket, FlowInfo};
+use picket::detect::rule::{RuleSetLoad, RuleVars};
 use std::collections::HashMap;
 use std::time::Instant;
 

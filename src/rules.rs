@@ -2,7 +2,7 @@
 //! the rule files (`-S` replaces the configured ones, `-s` adds to them), classification
 //! and threshold files, then the engine build. Shared by `picket -r` and `picket rules check`.
 
-use crate::config::{Config, EngineSettings};
+use crate::config::{Config, EngineSettings, EngineSettingsExt};
 use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine};
 use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleVars, ThresholdConfig};
 use std::path::{Path, PathBuf};

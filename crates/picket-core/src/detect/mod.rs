@@ -2,6 +2,5 @@
 //! engine that compiles rules and runs them against packets and streams (`engine`).
 
 pub mod engine;
-pub mod load;
 pub mod mpm;
 pub mod rule;

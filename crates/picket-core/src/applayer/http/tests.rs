@@ -735,17 +735,3 @@ mod properties {
         }
     }
 }
-
-#[test]
-fn config_from_libhtp_default_config() {
-    let yaml = "app-layer:\n  protocols:\n    http:\n      libhtp:\n        default-config:\n          request-body-limit: 3kb\n          response-body-limit: 0\n          response-body-decompress-layer-limit: 3\n";
-    let config = crate::config::Config::from_yaml_str(yaml).expect("yaml");
-    let c = HttpConfig::from_config(&config).expect("valid");
-    assert_eq!(c.request_body_limit, 3 * 1024);
-    assert_eq!(c.response_body_limit, usize::MAX, "0 is unlimited");
-    assert_eq!(c.decompress_layer_limit, 3);
-    assert_eq!(c.compression_bomb_limit, HttpConfig::default().compression_bomb_limit);
-    let mut bad = crate::config::Config::from_yaml_str("{}").expect("yaml");
-    bad.set(&format!("{}.response-body-limit", HttpConfig::CONFIG_PREFIX), "lots").expect("set");
-    assert!(HttpConfig::from_config(&bad).is_err());
-}

@@ -1,0 +1,290 @@
+//! Running the detection engine on a packet (or on the stream data a flow still holds when
+//! it ends) and reporting what it found as [`Event`]s: alerts, drops, and the flow record.
+
+use super::app::{AppBuffers, AppLayer, AppView};
+use super::event::{AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Verdict, WirePacket};
+use super::{Detection, FlowExt};
+use crate::decode::FiveTuple;
+use crate::detect::engine::{DetectFlow, DetectPacket, FlowInfo};
+use crate::detect::rule::Action;
+use crate::flow::FlowRecord;
+use crate::packet::Timestamp;
+use crate::settings::ExceptionPolicy;
+use crate::stream::{Direction, HeldStream, ReassemblyMemory, StreamChunk};
+
+/// Where events go: the sink and the sort key of the packet (or tick) being handled.
+pub(super) struct Out<'o> {
+    pub key: u64,
+    pub sink: &'o mut dyn EventSink,
+}
+
+impl Out<'_> {
+    pub fn emit(&mut self, event: Event<'_>) {
+        self.sink.event(self.key, &event);
+    }
+}
+
+/// Where the inspected bytes came from.
+enum Origin<'a> {
+    Wire(&'a WirePacket<'a>),
+    /// Stream data released at flow end, in the direction of `tuple`.
+    FlowEnd { ts: Timestamp, tuple: FiveTuple, vlan: [u16; 2] },
+}
+
+/// The outcome of one detection run for the caller's flow state.
+#[derive(Default)]
+pub(super) struct RunVerdict {
+    pub alerted: bool,
+    /// A drop or reject rule matched (IPS mode): the rest of the flow is dropped.
+    pub drop_flow: bool,
+    /// What to do with this packet.
+    pub verdict: Verdict,
+}
+
+impl RunVerdict {
+    /// Folds in the outcome of a further run on the same packet.
+    pub fn merge(&mut self, other: RunVerdict) {
+        self.alerted |= other.alerted;
+        self.drop_flow |= other.drop_flow;
+        self.verdict = self.verdict.and(other.verdict);
+    }
+}
+
+/// A rule action that blocks the packet in IPS mode.
+fn blocks(action: Action) -> bool {
+    matches!(action, Action::Drop | Action::Reject | Action::RejectSrc | Action::RejectDst | Action::RejectBoth)
+}
+
+impl Detection {
+    /// Runs the rules on a packet, reports alerts, and (in IPS mode) blocks.
+    pub(super) fn run(
+        &mut self,
+        wire: &WirePacket<'_>,
+        facts: Option<FlowFacts>,
+        stream: Option<(StreamChunk<'_>, HeldStream<'_>)>,
+        detect: Option<&mut DetectFlow>,
+        app: Option<&mut AppView<'_>>,
+        out: &mut Out<'_>,
+    ) -> RunVerdict {
+        let mut run = self.detect(Origin::Wire(wire), facts, stream, detect, app, out);
+        let blocking = || self.alerts.iter().filter(|a| blocks(a.action));
+        if run.drop_flow || (self.simulate_ips && blocking().next().is_some()) {
+            run.verdict =
+                blocking().fold(Verdict::Drop, |v, a| v.and(Verdict::for_action(a.action, wire.tuple.proto)));
+            self.counters.blocked_packets += 1;
+            let flow_id = facts.map(|f| f.info.flow_id).unwrap_or(0);
+            out.emit(Event::Drop(DropEvent { wire, flow_id, reason: "rules" }));
+        }
+        run
+    }
+
+    /// Further transactions of `dir` that progressed on this packet (pipelining): a run
+    /// each, in which only their transaction rules may alert.
+    pub(super) fn run_pending(
+        &mut self,
+        wire: &WirePacket<'_>,
+        facts: FlowFacts,
+        app: &mut AppLayer,
+        dir: Direction,
+        detect: &mut DetectFlow,
+        out: &mut Out<'_>,
+    ) -> RunVerdict {
+        let mut run = RunVerdict::default();
+        while let Some(tx) = app.take_pending(dir) {
+            let mut view = app.view(Some(tx), dir);
+            view.app_only = true;
+            run.merge(self.run(wire, Some(facts), None, Some(detect), Some(&mut view), out));
+        }
+        run
+    }
+
+    /// Flow-wide decisions taken before any inspection: an exception policy for a session
+    /// picked up midstream, and flows already passed or dropped. `Some` ends the packet.
+    pub(super) fn flow_gate(
+        &mut self,
+        wire: &WirePacket<'_>,
+        flow_id: u64,
+        ext: &mut FlowExt,
+        midstream_exception: bool,
+        policy: ExceptionPolicy,
+        out: &mut Out<'_>,
+    ) -> Option<Verdict> {
+        if midstream_exception {
+            match policy {
+                ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,
+                ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket => ext.dropped = true,
+                // Reject blocks only as an IPS; in IDS mode it leaves the packet alone.
+                ExceptionPolicy::Reject if self.simulate_ips => ext.dropped = true,
+                _ => {}
+            }
+            if ext.dropped && !ext.passed {
+                return Some(self.block(wire, flow_id, "stream midstream", out));
+            }
+        }
+        if ext.passed {
+            return Some(Verdict::Pass);
+        }
+        ext.dropped.then(|| self.block(wire, flow_id, "flow drop", out))
+    }
+
+    fn block(&mut self, wire: &WirePacket<'_>, flow_id: u64, reason: &'static str, out: &mut Out<'_>) -> Verdict {
+        self.counters.blocked_packets += 1;
+        out.emit(Event::Drop(DropEvent { wire, flow_id, reason }));
+        Verdict::Drop
+    }
+
+    fn detect(
+        &mut self,
+        origin: Origin<'_>,
+        facts: Option<FlowFacts>,
+        stream: Option<(StreamChunk<'_>, HeldStream<'_>)>,
+        mut detect: Option<&mut DetectFlow>,
+        mut app: Option<&mut AppView<'_>>,
+        out: &mut Out<'_>,
+    ) -> RunVerdict {
+        let Some(engine) = self.engine.clone() else { return RunVerdict::default() };
+        let (ts, pcap_cnt, decoded, tuple, vlan, payload, payload_in_stream) = match &origin {
+            Origin::Wire(w) => {
+                (w.meta.ts, w.meta.pcap_cnt, Some(w.decoded), w.tuple, w.decoded.vlan, w.decoded.payload, w.payload_in_stream)
+            }
+            Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
+        };
+        let tx = app.as_ref().and_then(|a| a.tx);
+        let tx_buffers = tx.map(|(tx, dir)| AppBuffers::new(tx, dir));
+        // Transactional rules complete on the to-client side; they also read request buffers.
+        let other_buffers = tx
+            .filter(|(_, dir)| *dir == Direction::ToClient && engine.has_transactional_rules())
+            .map(|(tx, dir)| AppBuffers::new(tx, dir.opposite()));
+        let app_facts = AppFacts {
+            proto: app.as_ref().and_then(|a| a.proto),
+            tx: tx.map(|(tx, _)| tx),
+            tls: app.as_ref().and_then(|a| a.tls),
+            log_ja3: self.log_ja3,
+        };
+        let pkt = DetectPacket {
+            ts,
+            pcap_cnt,
+            decoded,
+            tuple,
+            vlan,
+            payload,
+            flow: facts.map(|f| f.info),
+            stream: stream.as_ref().map(|(chunk, _)| *chunk),
+            app_proto: app_facts.proto.map(|p| p.name()),
+            payload_in_stream,
+            buffers: tx_buffers.as_ref().map(|b| b.source()),
+            buffers_other: other_buffers.as_ref().map(|b| b.source()),
+        };
+        self.alerts.clear();
+        engine.inspect(&mut self.ctx, &pkt, detect.as_deref_mut(), &mut self.alerts);
+        let mut verdict = RunVerdict::default();
+        let flowbits = detect.as_deref().map(|d| FlowBits::new(&engine, d));
+        let wire = match origin {
+            Origin::Wire(w) => Some(w),
+            Origin::FlowEnd { .. } => None,
+        };
+        for alert in &self.alerts {
+            if let Some(a) = app.as_deref_mut() {
+                if a.app_only && !alert.app_tx {
+                    continue;
+                }
+                // Suricata alerts once per transaction and rule.
+                if alert.app_tx && !a.first_alert(alert.sid, &mut self.app_counters) {
+                    continue;
+                }
+            }
+            let blocked = self.simulate_ips && blocks(alert.action);
+            verdict.drop_flow |= blocked;
+            if alert.silent || alert.action == Action::Pass {
+                continue;
+            }
+            verdict.alerted = true;
+            self.counters.alerts += 1;
+            let (payload, held) = match (&stream, alert.in_stream) {
+                (Some((chunk, held)), true) => (chunk.data, Some(held)),
+                _ => (payload, None),
+            };
+            let event =
+                AlertEvent { alert, ts, pcap_cnt, tuple, vlan, wire, flow: facts, blocked, payload, held, app: app_facts, flowbits };
+            out.emit(Event::Alert(event));
+        }
+        verdict
+    }
+
+    /// A flow has ended: inspect what its streams still hold, then report the flow.
+    pub(super) fn end_flow(&mut self, mut rec: FlowRecord<FlowExt>, mem: &mut ReassemblyMemory, out: &mut Out<'_>) {
+        if let Some(mut stream) = rec.ext.stream.take() {
+            if self.engine.is_some() && !rec.ext.dropped && !rec.ext.passed {
+                self.inspect_flow_end(&mut rec, &mut stream, mem, out);
+            }
+            stream.release(mem);
+        }
+        out.emit(Event::Flow(&rec));
+    }
+
+    /// Suricata's flow-end pseudo packets: the data each direction still holds (including
+    /// what the peer never acked) and the transactions still waiting, inspected once more.
+    fn inspect_flow_end(
+        &mut self,
+        rec: &mut FlowRecord<FlowExt>,
+        stream: &mut crate::stream::TcpReassembly,
+        mem: &mut ReassemblyMemory,
+        out: &mut Out<'_>,
+    ) {
+        stream.close();
+        let client = (rec.src_ip, rec.src_port);
+        let server = (rec.dst_ip, rec.dst_port);
+        // The close releases what the app layer had not seen yet (unacked data).
+        if let Some(app) = rec.ext.app.as_deref_mut() {
+            for dir in [Direction::ToServer, Direction::ToClient] {
+                app.feed(stream, dir, (client.1, server.1), mem, &mut self.app_counters);
+            }
+            app.close(&mut self.app_counters);
+        }
+        let info = FlowInfo {
+            flow_id: rec.flow_id,
+            to_server: true,
+            // Suricata's flow-end pseudo packets count as established, except for a
+            // session torn down by a RST.
+            established: rec.tcp.is_none_or(|t| t.tcp_flags & crate::decode::tcp::RST == 0),
+            // ...but the transactions such a RST leaves behind are inspected as established
+            // (Suricata flushes them to detection with the RST).
+            tx_established: true,
+            pkts_toserver: rec.pkts_toserver,
+            pkts_toclient: rec.pkts_toclient,
+            bytes_toserver: rec.bytes_toserver,
+            bytes_toclient: rec.bytes_toclient,
+            stream_bytes: [stream.inspected(Direction::ToServer), stream.inspected(Direction::ToClient)],
+            stream_size: [stream.seq_space_seen(Direction::ToServer), stream.seq_space_seen(Direction::ToClient)],
+        };
+        for dir in [Direction::ToServer, Direction::ToClient] {
+            let to_server = dir == Direction::ToServer;
+            let ((src, sp), (dst, dp)) = if to_server { (client, server) } else { (server, client) };
+            let tuple = FiveTuple { src, dst, src_port: sp, dst_port: dp, proto: rec.proto, is_v4: rec.is_v4 };
+            let facts = FlowFacts { info: FlowInfo { to_server, ..info }, client, server, start: rec.start };
+            let origin = || Origin::FlowEnd { ts: rec.end, tuple, vlan: rec.vlan };
+            let FlowExt { detect, app, .. } = &mut rec.ext;
+            let mut app = app.as_deref_mut();
+            let first_tx = app.as_deref_mut().and_then(|a| a.take_pending(dir));
+            let mut alerted = false;
+            let mut ran = false;
+            stream.inspect_raw_held(dir, mem, |chunk, held| {
+                ran = true;
+                self.counters.stream_pseudo_packets += 1;
+                let mut view = app.as_deref_mut().map(|a| a.view(first_tx, dir));
+                alerted |= self.detect(origin(), Some(facts), Some((chunk, held)), Some(detect), view.as_mut(), out).alerted;
+            });
+            // Transactions still waiting: a pseudo packet with their buffers only.
+            if let Some(app) = app {
+                let mut next = if ran { app.take_pending(dir) } else { first_tx };
+                while let Some(tx) = next {
+                    let mut view = app.view(Some(tx), dir);
+                    view.app_only = true;
+                    alerted |= self.detect(origin(), Some(facts), None, Some(detect), Some(&mut view), out).alerted;
+                    next = app.take_pending(dir);
+                }
+            }
+            rec.ext.alerted |= alerted;
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The eve-log output's settings: what alerts carry (`types: - alert: {...}`), read from
+//! the YAML into [`AlertLogOptions`].
+
+use super::{parse_bool, parse_size, Config};
+use crate::output::eve::{AlertLogOptions, XffOptions};
+use serde_yaml::Value;
+
+/// The `alert:` options of the first `eve-log` output in the YAML (payload, packet, ...).
+pub fn alert_log_options(config: &Config) -> AlertLogOptions {
+    let mut opts = AlertLogOptions::default();
+    let yes = |v: Option<&Value>| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
+        _ => false,
+    };
+    let Some(Value::Sequence(outputs)) = config.node("outputs") else { return opts };
+    for output in outputs {
+        let Some(eve) = output.get("eve-log") else { continue };
+        opts.ethernet = yes(eve.get("ethernet"));
+        if let Some(Value::Sequence(types)) = eve.get("types") {
+            for t in types {
+                if let Some(alert) = t.get("alert") {
+                    if let Some(metadata) = alert.get("metadata") {
+                        apply_metadata(&mut opts, metadata);
+                    }
+                    if let Some(xff) = alert.get("xff") {
+                        opts.xff = xff_options(xff);
+                    }
+                    opts.payload = yes(alert.get("payload"));
+                    opts.payload_printable = yes(alert.get("payload-printable"));
+                    opts.packet = yes(alert.get("packet"));
+                    if let Some(size) = alert.get("payload-buffer-size").and_then(|v| match v {
+                        Value::Number(n) => n.as_u64(),
+                        Value::String(s) => parse_size(s),
+                        _ => None,
+                    }) {
+                        opts.payload_buffer_size = size.min(usize::MAX as u64) as usize;
+                    }
+                }
+            }
+        }
+        break;
+    }
+    opts
+}
+
+/// Applies an eve-log `alert:` `metadata:` setting: `no` turns every part off; a
+/// mapping (`app-layer`, `flow`, `rule: {metadata, raw}`) sets them one by one.
+pub fn apply_metadata(opts: &mut AlertLogOptions, metadata: &Value) {
+    let flag = |v: Option<&Value>, default: bool| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(default),
+        _ => default,
+    };
+    match metadata {
+        Value::Mapping(_) => {
+            opts.app_layer = flag(metadata.get("app-layer"), true);
+            opts.flow = flag(metadata.get("flow"), true);
+            let rule = metadata.get("rule");
+            opts.rule_metadata = flag(rule.and_then(|r| r.get("metadata")), true);
+            opts.rule_raw = flag(rule.and_then(|r| r.get("raw")), false);
+            opts.flow_vars = true;
+        }
+        other => {
+            let on = flag(Some(other), true);
+            opts.app_layer = on;
+            opts.flow = on;
+            opts.rule_metadata = on;
+            opts.flow_vars = on;
+            opts.rule_raw = false;
+        }
+    }
+}
+
+/// Reads an `xff:` mapping; `None` unless `enabled` is true.
+pub fn xff_options(xff: &Value) -> Option<XffOptions> {
+    let text = |key: &str| match xff.get(key) {
+        Some(Value::String(s)) => Some(s.trim().to_ascii_lowercase()),
+        Some(Value::Bool(b)) => Some(b.to_string()),
+        _ => None,
+    };
+    let enabled = text("enabled").and_then(|v| parse_bool(&v)).unwrap_or(false);
+    if !enabled {
+        return None;
+    }
+    let header = match xff.get("header") {
+        Some(Value::String(h)) if !h.trim().is_empty() => h.trim().to_string(),
+        _ => "X-Forwarded-For".to_string(),
+    };
+    Some(XffOptions {
+        overwrite: text("mode").as_deref() == Some("overwrite"),
+        reverse: text("deployment").as_deref() != Some("forward"),
+        header,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xff_options_from_yaml() {
+        let yaml = |t: &str| serde_yaml::from_str::<serde_yaml::Value>(t).expect("yaml");
+        assert_eq!(xff_options(&yaml("enabled: no\nmode: overwrite\n")), None);
+        let reverse = xff_options(&yaml("enabled: yes\n")).expect("enabled");
+        assert!(reverse.reverse && !reverse.overwrite && reverse.header == "X-Forwarded-For");
+        let forward = xff_options(&yaml("enabled: yes\nmode: overwrite\ndeployment: forward\nheader: X-Real-IP\n")).expect("enabled");
+        assert!(!forward.reverse && forward.overwrite && forward.header == "X-Real-IP");
+    }
+
+    #[test]
+    fn metadata_option_forms() {
+        let yaml = |t: &str| serde_yaml::from_str::<serde_yaml::Value>(t).expect("yaml");
+        let mut o = AlertLogOptions::default();
+        assert!(o.app_layer && o.flow && o.rule_metadata && !o.rule_raw);
+        apply_metadata(&mut o, &yaml("false"));
+        assert!(!o.app_layer && !o.flow && !o.rule_metadata && !o.rule_raw && !o.flow_vars);
+        apply_metadata(&mut o, &yaml("rule:\n  raw: true\n"));
+        assert!(o.app_layer && o.flow && o.rule_metadata && o.rule_raw);
+        apply_metadata(&mut o, &yaml("app-layer: no\nrule:\n  metadata: no\n"));
+        assert!(!o.app_layer && o.flow && !o.rule_metadata && !o.rule_raw);
+    }
+}

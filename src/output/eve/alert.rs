@@ -1,0 +1,335 @@
+//! eve `alert` records, as Suricata writes them.
+
+use super::options::AlertLogOptions;
+use super::{format_timestamp, proto_name, EventHeader};
+use crate::output::json::JsonObject;
+use picket_core::decode::{Decoded, FiveTuple};
+use picket_core::inspect::{ip_addr, AlertEvent, AppTx, FlowBits, WirePacket};
+use picket_core::packet::LinkType;
+use picket_core::stream::HeldStream;
+use std::net::IpAddr;
+
+/// One eve `alert` line for `a`.
+pub fn write_alert(buf: &mut Vec<u8>, a: &AlertEvent<'_>, opts: &AlertLogOptions) {
+    let xff = match (&opts.xff, a.app.tx) {
+        (Some(x), Some(AppTx::Http(tx))) => x.address(tx).map(|ip| (x.overwrite, ip)),
+        _ => None,
+    };
+    let mut o = header(buf, a, xff);
+    o.u64("ip_v", if a.tuple.is_v4 { 4 } else { 6 });
+    o.str("pkt_src", if a.wire.is_some() { "wire/pcap" } else { "stream (flow timeout)" });
+    write_vlan(&mut o, &a.vlan);
+    if let Some(w) = a.wire {
+        write_link(&mut o, w, opts);
+    }
+    if let (Some(tx), true) = (a.app.tx, a.alert.app_tx) {
+        o.u64("tx_id", tx.id());
+    }
+    write_alert_object(&mut o, a, opts, xff);
+    if let Some(f) = a.flow {
+        o.str("direction", if f.info.to_server { "to_server" } else { "to_client" });
+    }
+    if opts.flow {
+        write_flow_object(&mut o, a);
+    }
+    write_app_layer(&mut o, a, opts);
+    if let (Some(bits), true) = (a.flowbits, opts.flow_vars) {
+        write_flowbits(&mut o, bits);
+    }
+    write_payload(&mut o, a, opts);
+    o.finish();
+}
+
+/// The event header; with `xff` in overwrite mode the proxy's client replaces the event's
+/// client side: the source of a request packet, the destination of a response packet.
+fn header<'b>(buf: &'b mut Vec<u8>, a: &AlertEvent<'_>, xff: Option<(bool, IpAddr)>) -> JsonObject<'b> {
+    let tuple = &a.tuple;
+    let (mut src_ip, mut dest_ip) = (tuple.src_ip(), tuple.dst_ip());
+    if let Some((true, ip)) = xff {
+        if a.flow.is_none_or(|f| f.info.to_server) {
+            src_ip = ip;
+        } else {
+            dest_ip = ip;
+        }
+    }
+    EventHeader {
+        ts: a.ts,
+        flow_id: a.flow.map(|f| f.info.flow_id),
+        pcap_cnt: (a.pcap_cnt > 0).then_some(a.pcap_cnt),
+        event_type: "alert",
+        src_ip,
+        src_port: tuple.src_port,
+        dest_ip,
+        dest_port: tuple.dst_port,
+        proto: tuple.proto,
+        icmp: icmp_type_code(tuple),
+    }
+    .write(buf)
+}
+
+/// ICMP carries type and code where other protocols have ports.
+pub(super) fn icmp_type_code(tuple: &FiveTuple) -> Option<(u8, u8)> {
+    matches!(tuple.proto, 1 | 58).then_some((tuple.src_port as u8, tuple.dst_port as u8))
+}
+
+pub(super) fn write_vlan(o: &mut JsonObject<'_>, vlan: &[u16; 2]) {
+    if vlan.iter().any(|&v| v != 0) {
+        o.open_list("vlan");
+        for v in vlan.iter().filter(|&&v| v != 0) {
+            o.item_u64((*v).into());
+        }
+        o.close_list();
+    }
+}
+
+/// The outer header of a tunnelled packet, and the MAC addresses when asked for.
+fn write_link(o: &mut JsonObject<'_>, w: &WirePacket<'_>, opts: &AlertLogOptions) {
+    if let Decoded { tunnel: Some(t), .. } = w.decoded {
+        let outer = &t.outer;
+        o.open("tunnel")
+            .str("src_ip", &outer.src_ip().to_string())
+            .u64("src_port", outer.src_port.into())
+            .str("dest_ip", &outer.dst_ip().to_string())
+            .u64("dest_port", outer.dst_port.into())
+            .str("proto", &proto_name(outer.proto))
+            .u64("depth", t.depth.into())
+            .u64("pcap_cnt", w.meta.pcap_cnt)
+            .str("pkt_src", "wire/pcap")
+            .close();
+    }
+    if opts.ethernet && w.meta.link == LinkType::Ethernet && w.frame.len() >= 14 {
+        o.open("ether").str("src_mac", &mac(&w.frame[6..12])).str("dest_mac", &mac(&w.frame[0..6])).close();
+    }
+}
+
+fn write_alert_object(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOptions, xff: Option<(bool, IpAddr)>) {
+    let alert = a.alert;
+    o.open("alert")
+        .str("action", if a.blocked { "blocked" } else { "allowed" })
+        .u64("gid", alert.gid.into())
+        .u64("signature_id", alert.sid.into())
+        .u64("rev", alert.rev.into())
+        .str("signature", &alert.msg)
+        .str("category", &alert.category)
+        .u64("severity", alert.severity.into());
+    if opts.rule_metadata && !alert.rule_log.metadata.is_empty() {
+        write_rule_metadata(o, &alert.rule_log.metadata);
+    }
+    if opts.rule_raw {
+        o.str("rule", &alert.rule_log.text);
+    }
+    if let Some((false, ip)) = xff {
+        o.str("xff", &ip.to_string());
+    }
+    o.close();
+}
+
+/// The alert's `flow` object: counters so far and the flow's own orientation.
+fn write_flow_object(o: &mut JsonObject<'_>, a: &AlertEvent<'_>) {
+    let Some(f) = a.flow else { return };
+    let v4 = a.tuple.is_v4;
+    o.open("flow")
+        .u64("pkts_toserver", f.info.pkts_toserver)
+        .u64("pkts_toclient", f.info.pkts_toclient)
+        .u64("bytes_toserver", f.info.bytes_toserver)
+        .u64("bytes_toclient", f.info.bytes_toclient)
+        .str("start", &format_timestamp(f.start))
+        .str("src_ip", &ip_addr(&f.client.0, v4).to_string())
+        .str("dest_ip", &ip_addr(&f.server.0, v4).to_string());
+    if icmp_type_code(&a.tuple).is_none() {
+        o.u64("src_port", f.client.1.into()).u64("dest_port", f.server.1.into());
+    }
+    o.close();
+}
+
+/// `app_proto`, and the transaction's (and the flow's TLS session's) objects.
+fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOptions) {
+    if let Some(p) = a.app.proto {
+        o.str("app_proto", p.name());
+    }
+    if !opts.app_layer {
+        return;
+    }
+    match a.app.tx {
+        Some(AppTx::Http(tx)) => {
+            o.open("http");
+            tx.write_record(o);
+            o.close();
+        }
+        Some(AppTx::Dns(tx)) => {
+            o.open("dns");
+            tx.write_record(o);
+            o.close();
+        }
+        Some(AppTx::Tls(_)) | None => {}
+    }
+    if let Some(st) = a.app.tls {
+        o.open("tls");
+        st.write_record(o, a.app.log_ja3);
+        o.close();
+    }
+}
+
+/// `alert.metadata`: each key of the rule's `metadata:` with its values in rule order.
+fn write_rule_metadata(o: &mut JsonObject<'_>, pairs: &[(String, String)]) {
+    o.open("metadata");
+    let mut done: Vec<&str> = Vec::new();
+    for (key, _) in pairs {
+        if done.contains(&key.as_str()) {
+            continue;
+        }
+        done.push(key);
+        o.open_list(key);
+        for (_, v) in pairs.iter().filter(|(k, _)| k == key) {
+            o.item_str(v);
+        }
+        o.close_list();
+    }
+    o.close();
+}
+
+/// Suricata's `traffic` object (flowbits named `traffic/id/X` or `traffic/label/X`) and
+/// `metadata.flowbits` (every other flowbit set on the flow).
+fn write_flowbits(o: &mut JsonObject<'_>, bits: FlowBits<'_>) {
+    let names: Vec<&str> = bits.names().collect();
+    let ids: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/id/")).collect();
+    let labels: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/label/")).collect();
+    let others: Vec<&str> = names.iter().copied().filter(|n| !n.starts_with("traffic/")).collect();
+    let list = |o: &mut JsonObject<'_>, key: &str, items: &[&str]| {
+        o.open_list(key);
+        for item in items {
+            o.item_str(item);
+        }
+        o.close_list();
+    };
+    if !others.is_empty() {
+        o.open("metadata");
+        list(o, "flowbits", &others);
+        o.close();
+    }
+    if !ids.is_empty() || !labels.is_empty() {
+        o.open("traffic");
+        if !ids.is_empty() {
+            list(o, "id", &ids);
+        }
+        if !labels.is_empty() {
+            list(o, "label", &labels);
+        }
+        o.close();
+    }
+}
+
+/// `payload`, `payload_printable` and `packet`, when the eve-log options ask for them.
+fn write_payload(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOptions) {
+    if opts.payload || opts.payload_printable {
+        let stream_log;
+        let payload: &[u8] = match a.held {
+            Some(held) => {
+                stream_log = stream_payload(held, opts.payload_buffer_size);
+                &stream_log
+            }
+            None => a.payload,
+        };
+        if opts.payload {
+            o.str("payload", &base64(payload));
+        }
+        if opts.payload_printable {
+            o.str("payload_printable", &printable(payload));
+        }
+        o.u64("payload_length", payload.len() as u64);
+        o.u64("stream", a.alert.in_stream as u64);
+    }
+    if let (true, Some(w)) = (opts.packet, a.wire) {
+        // A tunnelled packet is logged from its inner IP header on, as raw IP.
+        let (frame, link) = match &w.decoded.tunnel {
+            Some(t) => (w.frame.get(t.inner_offset as usize..).unwrap_or(&[]), LinkType::RawIp),
+            None => (w.frame, w.meta.link),
+        };
+        o.str("packet", &base64(frame));
+        o.open("packet_info").u64("linktype", link.suricata_number().into()).str("linktype_name", link.suricata_name()).close();
+    }
+}
+
+/// The stream data of an alert's direction as Suricata logs it: every byte still held,
+/// holes written as `[N bytes missing]`, cut at `limit` bytes.
+fn stream_payload(held: &HeldStream<'_>, limit: usize) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out = Vec::new();
+    let mut at = held.start();
+    for (offset, bytes) in held.runs() {
+        if out.len() >= limit {
+            break;
+        }
+        if offset > at {
+            let _ = write!(out, "[{} bytes missing]", offset - at);
+        }
+        out.extend_from_slice(bytes);
+        at = offset + bytes.len() as u64;
+    }
+    out.truncate(limit);
+    out
+}
+
+fn mac(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// Suricata's lossy printable form: printable ASCII kept, everything else as '.'.
+fn printable(data: &[u8]) -> String {
+    data.iter().map(|&b| if (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\r' || b == b'\t' { b as char } else { '.' }).collect()
+}
+
+pub(crate) fn base64(data: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                s.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(f: impl FnOnce(&mut JsonObject<'_>)) -> String {
+        let mut buf = Vec::new();
+        let mut o = JsonObject::begin(&mut buf);
+        f(&mut o);
+        o.finish();
+        String::from_utf8(buf).expect("utf-8").trim_end().to_string()
+    }
+
+    #[test]
+    fn rule_metadata_groups_values_by_key() {
+        let pairs = [("tag", "a"), ("created_at", "2018-01-30"), ("tag", "b\"q")].map(|(k, v)| (k.to_string(), v.to_string()));
+        let got = json(|o| write_rule_metadata(o, &pairs));
+        assert_eq!(got, r#"{"metadata":{"tag":["a","b\"q"],"created_at":["2018-01-30"]}}"#);
+    }
+
+    #[test]
+    fn vlan_list_skips_unset_ids() {
+        assert_eq!(json(|o| write_vlan(o, &[0, 0])), "{}");
+        assert_eq!(json(|o| write_vlan(o, &[10, 0])), r#"{"vlan":[10]}"#);
+        assert_eq!(json(|o| write_vlan(o, &[10, 20])), r#"{"vlan":[10,20]}"#);
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (input, want) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("GOOD", "R09PRA==")] {
+            assert_eq!(base64(input.as_bytes()), want);
+        }
+    }
+
+    #[test]
+    fn printable_masks_binary() {
+        assert_eq!(printable(b"GET /\x00\xff"), "GET /..");
+    }
+}

@@ -1,0 +1,57 @@
+//! eve `flow` records, written when a flow ends.
+
+use super::alert::write_vlan;
+use super::{format_timestamp, tcp_flags_hex, EventHeader};
+use picket_core::flow::FlowRecord;
+use picket_core::inspect::{ip_addr, FlowExt};
+
+/// One eve `flow` line for a finished flow.
+pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
+    let header = EventHeader {
+        ts: rec.end,
+        flow_id: Some(rec.flow_id),
+        pcap_cnt: None,
+        event_type: "flow",
+        src_ip: ip_addr(&rec.src_ip, rec.is_v4),
+        src_port: rec.src_port,
+        dest_ip: ip_addr(&rec.dst_ip, rec.is_v4),
+        dest_port: rec.dst_port,
+        proto: rec.proto,
+        icmp: rec.icmp_toserver.or(matches!(rec.proto, 1 | 58).then_some((0, 0))),
+    };
+    let mut o = header.write(buf);
+    if let Some(p) = rec.ext.app.as_ref().and_then(|a| a.proto) {
+        o.str("app_proto", p.name());
+    }
+    if let Some((t, c)) = rec.icmp_toclient {
+        o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
+    }
+    write_vlan(&mut o, &rec.vlan);
+    o.open("flow")
+        .u64("pkts_toserver", rec.pkts_toserver)
+        .u64("pkts_toclient", rec.pkts_toclient)
+        .u64("bytes_toserver", rec.bytes_toserver)
+        .u64("bytes_toclient", rec.bytes_toclient)
+        .str("start", &format_timestamp(rec.start))
+        .str("end", &format_timestamp(rec.end))
+        .u64("age", rec.end.secs().saturating_sub(rec.start.secs()))
+        .str("state", rec.state.as_str())
+        .str("reason", rec.reason.as_str())
+        .bool("alerted", rec.ext.alerted)
+        .close();
+    if let Some(tcp) = &rec.tcp {
+        o.open("tcp")
+            .str("tcp_flags", &tcp_flags_hex(tcp.tcp_flags))
+            .str("tcp_flags_ts", &tcp_flags_hex(tcp.tcp_flags_ts))
+            .str("tcp_flags_tc", &tcp_flags_hex(tcp.tcp_flags_tc));
+        for (bit, name) in
+            [(0x02, "syn"), (0x01, "fin"), (0x04, "rst"), (0x08, "psh"), (0x10, "ack"), (0x20, "urg"), (0x40, "ecn"), (0x80, "cwr")]
+        {
+            if tcp.tcp_flags & bit != 0 {
+                o.bool(name, true);
+            }
+        }
+        o.str("state", tcp.state.as_str()).close();
+    }
+    o.finish();
+}

@@ -1,0 +1,93 @@
+//! What eve-log writes: the `alert:` options of Suricata's eve-log output and `xff:`.
+
+use picket_core::applayer::http::HttpTx;
+use std::net::IpAddr;
+
+/// Which optional parts eve alerts carry (the `alert:` options of Suricata's eve-log).
+#[derive(Clone, Debug)]
+pub struct AlertLogOptions {
+    /// Base64 of the matched payload (or stream data), plus `stream` and `payload_length`.
+    pub payload: bool,
+    pub payload_printable: bool,
+    /// Base64 of the whole captured frame, with `packet_info`.
+    pub packet: bool,
+    /// `ether` object with MAC addresses.
+    pub ethernet: bool,
+    pub fast_log: bool,
+    /// `payload-buffer-size`: most bytes of stream data an alert logs.
+    pub payload_buffer_size: usize,
+    /// `metadata.app-layer`: the transaction's object (`http`).
+    pub app_layer: bool,
+    /// `metadata.flow`: the `flow` object.
+    pub flow: bool,
+    /// `metadata.rule.metadata`: `alert.metadata` from the rule's `metadata:` keyword.
+    pub rule_metadata: bool,
+    /// `metadata.rule.raw`: `alert.rule`, the rule's text.
+    pub rule_raw: bool,
+    /// Flowbits set on the flow: `traffic` for `traffic/id/..` and `traffic/label/..`,
+    /// the others under `metadata.flowbits` (part of Suricata's alert metadata).
+    pub flow_vars: bool,
+    /// `xff:` with `enabled: yes`: the client address from a proxy header.
+    pub xff: Option<XffOptions>,
+}
+
+/// Suricata's X-Forwarded-For handling for alerts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XffOptions {
+    /// `mode: overwrite` replaces the client-side address of the event; `extra-data`
+    /// (the default) adds `alert.xff`.
+    pub overwrite: bool,
+    /// `deployment: reverse` (default) takes the last address of the list, `forward` the first.
+    pub reverse: bool,
+    /// `header:` (default X-Forwarded-For).
+    pub header: String,
+}
+
+impl XffOptions {
+    /// The address the proxy header names for `tx`, if it holds a valid one.
+    pub fn address(&self, tx: &HttpTx) -> Option<IpAddr> {
+        let value = tx.request_header(&self.header)?;
+        let value = std::str::from_utf8(value).ok()?;
+        let mut parts = value.split(',').map(str::trim).filter(|p| !p.is_empty());
+        let pick = if self.reverse { parts.next_back() } else { parts.next() }?;
+        pick.parse().ok()
+    }
+}
+
+impl Default for AlertLogOptions {
+    fn default() -> Self {
+        AlertLogOptions {
+            payload: false,
+            payload_printable: false,
+            packet: false,
+            ethernet: false,
+            fast_log: true,
+            payload_buffer_size: 4096,
+            app_layer: true,
+            flow: true,
+            rule_metadata: true,
+            rule_raw: false,
+            flow_vars: true,
+            xff: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use picket_core::stream::Direction;
+
+    #[test]
+    fn xff_address_choice() {
+        let reverse = XffOptions { overwrite: false, reverse: true, header: "X-Forwarded-For".into() };
+        let forward = XffOptions { overwrite: true, reverse: false, header: "X-Real-IP".into() };
+        let mut p = picket_core::applayer::http::HttpParser::new(Default::default());
+        p.on_data(Direction::ToServer, b"GET / HTTP/1.1\r\nx-forwarded-for: 10.2.2.2, 10.3.3.3\r\nX-Real-IP: junk\r\n\r\n", &mut |_| {});
+        let tx = p.tx(0).expect("tx");
+        assert_eq!(reverse.address(tx), Some("10.3.3.3".parse().unwrap()));
+        let first = XffOptions { reverse: false, ..reverse.clone() };
+        assert_eq!(first.address(tx), Some("10.2.2.2".parse().unwrap()));
+        assert_eq!(forward.address(tx), None, "not an address");
+    }
+}
