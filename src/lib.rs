@@ -11,6 +11,7 @@
 
 pub mod applayer;
 pub mod bench;
+pub mod bytes;
 pub mod capture;
 pub mod cli;
 pub mod config;
