@@ -11,7 +11,7 @@
 //! dispatch and worker threads, configuration, output files, the command line and tools.
 //! The core's modules are re-exported here under their own names.
 
-pub use picket_core::{applayer, counters, decode, defrag, detect, flow, inspect, packet, settings, stream};
+pub use picket_core::{applayer, bytes, counters, decode, defrag, detect, flow, inspect, packet, settings, stream};
 
 pub mod bench;
 pub mod capture;

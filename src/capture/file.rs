@@ -1,4 +1,7 @@
 //! Offline sources: one capture file, or a directory of them read as one stream.
+//!
+//! This module picks a reader by the file's magic; the readers (`legacy`, `pcapng`)
+//! depend only on `record` and `stream`, never on this module or on each other.
 
 use std::fs::{self, File};
 use std::io::Read;
@@ -7,22 +10,12 @@ use std::path::{Path, PathBuf};
 
 use super::legacy::{LegacyFlavor, LegacyReader};
 use super::pcapng::{PcapNgReader, SHB_TYPE};
+use super::record::PacketLocation;
 use super::stream::ByteStream;
 use super::{CaptureError, PacketSource, RawPacket};
-use crate::packet::{LinkType, Timestamp};
 
 /// Initial read buffer; it grows when a record is larger (bounded by the record limits).
 const DEFAULT_BUFFER_LEN: usize = 128 * 1024;
-
-/// A packet found by a reader: its metadata and where its bytes sit in the reader's buffer.
-/// Readers return this instead of a borrowed slice so that callers can loop over files and
-/// blocks and only borrow the buffer once they have a packet in hand.
-pub(crate) struct PacketLocation {
-    pub ts: Timestamp,
-    pub link: LinkType,
-    pub wire_len: u32,
-    pub range: Range<usize>,
-}
 
 /// Opens a capture file or a directory of capture files (read in name order as one
 /// stream). Errors here are fatal for the input: missing, unreadable, not a capture, or a

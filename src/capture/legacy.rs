@@ -5,9 +5,10 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use super::file::PacketLocation;
+use super::record::PacketLocation;
 use super::stream::ByteStream;
 use super::{CaptureError, MAX_CAPLEN};
+use crate::bytes::{Cursor, Endian};
 use crate::packet::{LinkType, Timestamp};
 
 const FILE_HEADER_LEN: usize = 24;
@@ -20,7 +21,7 @@ pub(crate) const MAGIC_NANOS: u32 = 0xa1b2_3c4d;
 /// Which variant of the format the magic announced.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LegacyFlavor {
-    pub big_endian: bool,
+    pub order: Endian,
     pub nanos: bool,
 }
 
@@ -30,10 +31,10 @@ impl LegacyFlavor {
         let le = u32::from_le_bytes(magic);
         let be = u32::from_be_bytes(magic);
         match (le, be) {
-            (MAGIC_MICROS, _) => Some(LegacyFlavor { big_endian: false, nanos: false }),
-            (MAGIC_NANOS, _) => Some(LegacyFlavor { big_endian: false, nanos: true }),
-            (_, MAGIC_MICROS) => Some(LegacyFlavor { big_endian: true, nanos: false }),
-            (_, MAGIC_NANOS) => Some(LegacyFlavor { big_endian: true, nanos: true }),
+            (MAGIC_MICROS, _) => Some(LegacyFlavor { order: Endian::Little, nanos: false }),
+            (MAGIC_NANOS, _) => Some(LegacyFlavor { order: Endian::Little, nanos: true }),
+            (_, MAGIC_MICROS) => Some(LegacyFlavor { order: Endian::Big, nanos: false }),
+            (_, MAGIC_NANOS) => Some(LegacyFlavor { order: Endian::Big, nanos: true }),
             _ => None,
         }
     }
@@ -51,21 +52,21 @@ pub(crate) struct LegacyReader<R> {
 impl<R: Read> LegacyReader<R> {
     /// Reads the file header; `stream` must be at offset 0.
     pub(crate) fn open(mut stream: ByteStream<R>, path: PathBuf, flavor: LegacyFlavor) -> Result<Self, CaptureError> {
-        match stream.fill(FILE_HEADER_LEN) {
-            Ok(true) => {}
-            Ok(false) => {
-                let have = stream.available().len();
-                return Err(CaptureError::Truncated {
-                    path,
-                    offset: 0,
-                    packets: 0,
-                    what: format!("only {have} of {FILE_HEADER_LEN} bytes of the pcap file header"),
-                });
-            }
+        let filled = match stream.fill(FILE_HEADER_LEN) {
+            Ok(filled) => filled,
             Err(source) => return Err(CaptureError::Io { path, offset: 0, source }),
-        }
-        let header = stream.available();
-        let linktype_field = read_u32(header, 20, flavor.big_endian);
+        };
+        // The link type is the header's last field.
+        let linktype_field = if filled { flavor.order.u32(stream.available(), 20) } else { None };
+        let Some(linktype_field) = linktype_field else {
+            let have = stream.available().len();
+            return Err(CaptureError::Truncated {
+                path,
+                offset: 0,
+                packets: 0,
+                what: format!("only {have} of {FILE_HEADER_LEN} bytes of the pcap file header"),
+            });
+        };
         // The upper bits may carry FCS information; the link type is the low 16 bits.
         let link = LinkType::from_pcap(linktype_field & 0xffff);
         stream.take(FILE_HEADER_LEN);
@@ -77,7 +78,9 @@ impl<R: Read> LegacyReader<R> {
             return Ok(None);
         }
         let record_offset = self.stream.offset();
-        if !self.fill(RECORD_HEADER_LEN)? {
+        let filled = self.fill(RECORD_HEADER_LEN)?;
+        let header = if filled { record_header(self.stream.available(), self.flavor.order) } else { None };
+        let Some([secs, fraction, caplen, wire_len]) = header else {
             let have = self.stream.available().len();
             if have == 0 {
                 self.finished = true;
@@ -86,13 +89,7 @@ impl<R: Read> LegacyReader<R> {
             return Err(
                 self.truncated(record_offset, format!("only {have} of {RECORD_HEADER_LEN} bytes of the record header"))
             );
-        }
-        let header = self.stream.available();
-        let big_endian = self.flavor.big_endian;
-        let secs = read_u32(header, 0, big_endian);
-        let fraction = read_u32(header, 4, big_endian);
-        let caplen = read_u32(header, 8, big_endian);
-        let wire_len = read_u32(header, 12, big_endian);
+        };
         if caplen > MAX_CAPLEN {
             return Err(
                 self.corrupt(record_offset, format!("record caplen {caplen} exceeds the {MAX_CAPLEN}-byte limit"))
@@ -139,27 +136,10 @@ impl<R: Read> LegacyReader<R> {
     }
 }
 
-/// Reads a u32 at `at`; callers have checked that `bytes` holds `at + 4` bytes.
-pub(crate) fn read_u32(bytes: &[u8], at: usize, big_endian: bool) -> u32 {
-    let mut word = [0u8; 4];
-    if let Some(src) = bytes.get(at..at + 4) {
-        word.copy_from_slice(src);
-    }
-    if big_endian {
-        u32::from_be_bytes(word)
-    } else {
-        u32::from_le_bytes(word)
-    }
-}
-
-pub(crate) fn read_u16(bytes: &[u8], at: usize, big_endian: bool) -> u16 {
-    let mut word = [0u8; 2];
-    if let Some(src) = bytes.get(at..at + 2) {
-        word.copy_from_slice(src);
-    }
-    if big_endian {
-        u16::from_be_bytes(word)
-    } else {
-        u16::from_le_bytes(word)
-    }
+/// A record header: seconds, fraction of a second, captured length, length on the wire.
+/// `None` when `bytes` holds less than a header.
+#[inline]
+fn record_header(bytes: &[u8], order: Endian) -> Option<[u32; 4]> {
+    let mut c = Cursor::new(bytes);
+    Some([c.u32_in(order)?, c.u32_in(order)?, c.u32_in(order)?, c.u32_in(order)?])
 }

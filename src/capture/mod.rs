@@ -17,6 +17,7 @@ mod file;
 mod legacy;
 mod memory;
 mod pcapng;
+mod record;
 mod stream;
 #[cfg(test)]
 mod tests;

@@ -12,10 +12,10 @@ use pcap_parser::pcapng::{
     parse_interfacedescriptionblock_be, parse_interfacedescriptionblock_le, parse_sectionheaderblock, OptionCode,
 };
 
-use super::file::PacketLocation;
-use super::legacy::read_u32;
+use super::record::PacketLocation;
 use super::stream::ByteStream;
 use super::{CaptureError, MAX_CAPLEN};
+use crate::bytes::{self, Cursor, Endian};
 use crate::packet::{LinkType, Timestamp};
 
 pub(crate) const SHB_TYPE: u32 = 0x0a0d_0d0a;
@@ -64,6 +64,22 @@ impl Interface {
     }
 }
 
+/// Interface id, timestamp units, captured length and original length of an EPB or an
+/// obsolete PB (whose interface id is a u16 followed by a drop count).
+fn packet_block_fields(block: &[u8], block_type: u32, order: Endian) -> Option<(u32, u64, u32, u32)> {
+    let mut c = Cursor::new(block);
+    c.skip(8)?; // block type and length
+    let if_id = if block_type == EPB_TYPE {
+        c.u32_in(order)?
+    } else {
+        let id = c.u16_in(order)?;
+        c.skip(2)?;
+        u32::from(id)
+    };
+    let ts_units = (u64::from(c.u32_in(order)?) << 32) | u64::from(c.u32_in(order)?);
+    Some((if_id, ts_units, c.u32_in(order)?, c.u32_in(order)?))
+}
+
 /// Decodes `if_tsresol`: the high bit selects a power of 2, otherwise a power of 10, of
 /// units per second. (Done here because pcap-parser 0.17's `build_ts_resolution` rejects
 /// every power-of-2 resolution.)
@@ -79,7 +95,8 @@ fn units_per_second(tsresol: u8) -> Option<u64> {
 pub(crate) struct PcapNgReader<R> {
     stream: ByteStream<R>,
     path: PathBuf,
-    big_endian: bool,
+    /// The current section's byte order.
+    order: Endian,
     interfaces: Vec<Interface>,
     packets: u64,
     /// Simple packet blocks carry no time; they get the previous packet's, so flow
@@ -94,7 +111,7 @@ impl<R: Read> PcapNgReader<R> {
         let mut reader = PcapNgReader {
             stream,
             path,
-            big_endian: false,
+            order: Endian::Little,
             interfaces: Vec::new(),
             packets: 0,
             last_ts: Timestamp(0),
@@ -114,22 +131,22 @@ impl<R: Read> PcapNgReader<R> {
         }
         loop {
             let block_offset = self.stream.offset();
-            if !self.fill(8)? {
+            let filled = self.fill(8)?;
+            let head = self.stream.available();
+            let fields = if filled { self.order.u32(head, 0).zip(self.order.u32(head, 4)) } else { None };
+            let Some((block_type, block_len)) = fields else {
                 let have = self.stream.available().len();
                 if have == 0 {
                     self.finished = true;
                     return Ok(None);
                 }
                 return Err(self.truncated(block_offset, format!("only {have} of 8 bytes of the block header")));
-            }
-            let head = self.stream.available();
+            };
             // The SHB type reads the same in both byte orders; its body says which applies.
-            if read_u32(head, 0, false) == SHB_TYPE {
+            if block_type == SHB_TYPE {
                 self.read_section_header()?;
                 continue;
             }
-            let block_type = read_u32(head, 0, self.big_endian);
-            let block_len = read_u32(head, 4, self.big_endian);
             if block_len < 12 || !block_len.is_multiple_of(4) {
                 return Err(
                     self.corrupt(block_offset, format!("block type {block_type:#x} has invalid length {block_len}"))
@@ -155,25 +172,27 @@ impl<R: Read> PcapNgReader<R> {
 
     fn read_section_header(&mut self) -> Result<(), CaptureError> {
         let block_offset = self.stream.offset();
-        if !self.fill(12)? {
+        let filled = self.fill(12)?;
+        let head = self.stream.available();
+        // Magic and length as little-endian; a big-endian section reads them swapped.
+        let fields = if filled { bytes::le_u32(head, 8).zip(bytes::le_u32(head, 4)) } else { None };
+        let Some((magic, le_len)) = fields else {
             let have = self.stream.available().len();
             return Err(self.truncated(block_offset, format!("only {have} of 12 bytes of the section header block")));
-        }
-        let head = self.stream.available();
-        let big_endian = match read_u32(head, 8, false) {
-            BYTE_ORDER_MAGIC => false,
-            m if m.swap_bytes() == BYTE_ORDER_MAGIC => true,
+        };
+        let (order, block_len) = match magic {
+            BYTE_ORDER_MAGIC => (Endian::Little, le_len),
+            m if m.swap_bytes() == BYTE_ORDER_MAGIC => (Endian::Big, le_len.swap_bytes()),
             other => {
                 return Err(
                     self.corrupt(block_offset, format!("section header has unknown byte-order magic {other:#010x}"))
                 );
             }
         };
-        let block_len = read_u32(head, 4, big_endian);
         if block_len < 28 || !block_len.is_multiple_of(4) {
             return Err(self.corrupt(block_offset, format!("section header block has invalid length {block_len}")));
         }
-        let range = self.read_whole_block(block_offset, block_len, big_endian, "section header block")?;
+        let range = self.read_whole_block(block_offset, block_len, order, "section header block")?;
         let version = match parse_sectionheaderblock(self.stream.bytes(range)) {
             Ok((_, shb)) => Ok((shb.major_version, shb.minor_version)),
             Err(_) => Err(()),
@@ -185,7 +204,7 @@ impl<R: Read> PcapNgReader<R> {
             }
             Err(()) => return Err(self.corrupt(block_offset, "unparsable section header block".to_string())),
         }
-        self.big_endian = big_endian;
+        self.order = order;
         self.interfaces.clear();
         Ok(())
     }
@@ -196,13 +215,12 @@ impl<R: Read> PcapNgReader<R> {
                 self.corrupt(block_offset, format!("interface description block has invalid length {block_len}"))
             );
         }
-        let range = self.read_whole_block(block_offset, block_len, self.big_endian, "interface description block")?;
-        let big_endian = self.big_endian;
+        let range = self.read_whole_block(block_offset, block_len, self.order, "interface description block")?;
+        let order = self.order;
         let block = self.stream.bytes(range);
-        let parsed = if big_endian {
-            parse_interfacedescriptionblock_be(block)
-        } else {
-            parse_interfacedescriptionblock_le(block)
+        let parsed = match order {
+            Endian::Big => parse_interfacedescriptionblock_be(block),
+            Endian::Little => parse_interfacedescriptionblock_le(block),
         };
         // Pull plain values out so the borrow of the buffer ends before any error path.
         let fields = parsed.ok().map(|(_, idb)| {
@@ -211,8 +229,9 @@ impl<R: Read> PcapNgReader<R> {
                 .iter()
                 .find(|opt| opt.code == OptionCode::IfTsoffset)
                 .and_then(|opt| opt.as_bytes().ok())
-                .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
-                .map(|raw| if big_endian { i64::from_be_bytes(raw) } else { i64::from_le_bytes(raw) })
+                .filter(|value| value.len() == 8)
+                .and_then(|value| order.u64(value, 0))
+                .map(|units| units as i64)
                 .unwrap_or(0);
             (idb.linktype.0 as u32 & 0xffff, idb.if_tsresol, offset_secs)
         });
@@ -248,17 +267,11 @@ impl<R: Read> PcapNgReader<R> {
         if (block_len as usize) < PACKET_BLOCK_DATA_AT + 4 {
             return Err(self.corrupt(block_offset, format!("{name} has invalid length {block_len}")));
         }
-        let range = self.read_whole_block(block_offset, block_len, self.big_endian, name)?;
-        let block = self.stream.bytes(range.clone());
-        let be = self.big_endian;
-        let if_id = if block_type == EPB_TYPE {
-            read_u32(block, 8, be)
-        } else {
-            u32::from(super::legacy::read_u16(block, 8, be))
+        let range = self.read_whole_block(block_offset, block_len, self.order, name)?;
+        let fields = packet_block_fields(self.stream.bytes(range.clone()), block_type, self.order);
+        let Some((if_id, ts_units, caplen, wire_len)) = fields else {
+            return Err(self.corrupt(block_offset, format!("{name} has invalid length {block_len}")));
         };
-        let ts_units = (u64::from(read_u32(block, 12, be)) << 32) | u64::from(read_u32(block, 16, be));
-        let caplen = read_u32(block, 20, be);
-        let wire_len = read_u32(block, 24, be);
         if caplen > MAX_CAPLEN {
             return Err(
                 self.corrupt(block_offset, format!("{name} caplen {caplen} exceeds the {MAX_CAPLEN}-byte limit"))
@@ -288,8 +301,10 @@ impl<R: Read> PcapNgReader<R> {
         if block_len < 16 {
             return Err(self.corrupt(block_offset, format!("simple packet block has invalid length {block_len}")));
         }
-        let range = self.read_whole_block(block_offset, block_len, self.big_endian, "simple packet block")?;
-        let wire_len = read_u32(self.stream.bytes(range.clone()), 8, self.big_endian);
+        let range = self.read_whole_block(block_offset, block_len, self.order, "simple packet block")?;
+        let Some(wire_len) = self.order.u32(self.stream.bytes(range.clone()), 8) else {
+            return Err(self.corrupt(block_offset, format!("simple packet block has invalid length {block_len}")));
+        };
         // The captured length is implied: the original length, unless the block is shorter.
         let caplen = (wire_len as usize).min(block_len as usize - 16);
         let Some(interface) = self.interfaces.first() else {
@@ -307,7 +322,7 @@ impl<R: Read> PcapNgReader<R> {
         &mut self,
         block_offset: u64,
         block_len: u32,
-        big_endian: bool,
+        order: Endian,
         name: &str,
     ) -> Result<Range<usize>, CaptureError> {
         if block_len > MAX_PARSED_BLOCK_LEN {
@@ -317,11 +332,13 @@ impl<R: Read> PcapNgReader<R> {
             ));
         }
         let len = block_len as usize;
-        if !self.fill(len)? {
+        let filled = self.fill(len)?;
+        let trailer =
+            if filled { len.checked_sub(4).and_then(|at| order.u32(self.stream.available(), at)) } else { None };
+        let Some(trailer) = trailer else {
             let have = self.stream.available().len();
             return Err(self.truncated(block_offset, format!("only {have} of {block_len} bytes of the {name}")));
-        }
-        let trailer = read_u32(self.stream.available(), len - 4, big_endian);
+        };
         if trailer != block_len {
             return Err(
                 self.corrupt(block_offset, format!("{name} length {block_len} does not match its trailer {trailer}"))

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use picket::bytes::Endian;
 use picket::decode::{decode, DecodeOptions, L4};
 use picket::packet::LinkType;
 
@@ -93,17 +94,14 @@ fn load() -> Corpus {
 
 pub fn parse_pcap(b: &[u8]) -> Option<Capture> {
     let magic = b.get(..4)?;
-    let (be, nanos) = match magic {
-        [0xd4, 0xc3, 0xb2, 0xa1] => (false, false),
-        [0x4d, 0x3c, 0xb2, 0xa1] => (false, true),
-        [0xa1, 0xb2, 0xc3, 0xd4] => (true, false),
-        [0xa1, 0xb2, 0x3c, 0x4d] => (true, true),
+    let (order, nanos) = match magic {
+        [0xd4, 0xc3, 0xb2, 0xa1] => (Endian::Little, false),
+        [0x4d, 0x3c, 0xb2, 0xa1] => (Endian::Little, true),
+        [0xa1, 0xb2, 0xc3, 0xd4] => (Endian::Big, false),
+        [0xa1, 0xb2, 0x3c, 0x4d] => (Endian::Big, true),
         _ => return None,
     };
-    let u32_at = |at: usize| -> Option<u32> {
-        let s: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
-        Some(if be { u32::from_be_bytes(s) } else { u32::from_le_bytes(s) })
-    };
+    let u32_at = |at: usize| order.u32(b, at);
     let linktype = u32_at(20)? & 0xffff;
     let mut packets = Vec::new();
     let mut at = 24;

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod applayer;
+pub mod bytes;
 pub mod counters;
 pub mod decode;
 pub mod defrag;

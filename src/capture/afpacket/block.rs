@@ -9,6 +9,8 @@ use std::mem::offset_of;
 
 use libc::{tpacket3_hdr, tpacket_block_desc, tpacket_hdr_v1};
 
+use crate::bytes::{ne_u16, ne_u32};
+
 const BLOCK_HEADER: usize = offset_of!(tpacket_block_desc, hdr);
 /// Where `block_status` sits in a block; the ring reads and writes it atomically.
 pub(super) const BLOCK_STATUS_OFFSET: usize = BLOCK_HEADER + offset_of!(tpacket_hdr_v1, block_status);
@@ -33,16 +35,6 @@ const ETH_P_8021Q: u16 = 0x8100;
 /// Destination and source MAC addresses: the tag goes right after them.
 const MAC_ADDRESSES_LEN: usize = 12;
 
-fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    let raw = bytes.get(at..at.checked_add(4)?)?;
-    Some(u32::from_ne_bytes(raw.try_into().ok()?))
-}
-
-fn read_u16(bytes: &[u8], at: usize) -> Option<u16> {
-    let raw = bytes.get(at..at.checked_add(2)?)?;
-    Some(u16::from_ne_bytes(raw.try_into().ok()?))
-}
-
 /// What a block holds: how many packets and where the first one starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct BlockHeader {
@@ -51,8 +43,8 @@ pub(super) struct BlockHeader {
 }
 
 pub(super) fn read_block_header(block: &[u8]) -> Option<BlockHeader> {
-    let num_packets = read_u32(block, NUM_PKTS_OFFSET)?;
-    let first_offset = read_u32(block, FIRST_PKT_OFFSET)? as usize;
+    let num_packets = ne_u32(block, NUM_PKTS_OFFSET)?;
+    let first_offset = ne_u32(block, FIRST_PKT_OFFSET)? as usize;
     if num_packets > 0 && first_offset < BLOCK_DESC_LEN {
         return None;
     }
@@ -83,9 +75,9 @@ pub(super) fn read_frame(block: &[u8], offset: usize) -> Option<FrameLocation> {
     if end_of_header > block.len() {
         return None;
     }
-    let status = read_u32(block, offset + STATUS)?;
-    let snaplen = read_u32(block, offset + SNAPLEN)? as usize;
-    let mac = read_u16(block, offset + MAC)? as usize;
+    let status = ne_u32(block, offset + STATUS)?;
+    let snaplen = ne_u32(block, offset + SNAPLEN)? as usize;
+    let mac = ne_u16(block, offset + MAC)? as usize;
     let data_start = offset.checked_add(mac)?;
     let data_end = data_start.checked_add(snaplen)?;
     if mac < FRAME_HEADER_LEN || data_end > block.len() {
@@ -93,23 +85,23 @@ pub(super) fn read_frame(block: &[u8], offset: usize) -> Option<FrameLocation> {
     }
     let vlan = if status & libc::TP_STATUS_VLAN_VALID != 0 {
         let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-            read_u16(block, offset + VLAN_TPID)?
+            ne_u16(block, offset + VLAN_TPID)?
         } else {
             ETH_P_8021Q
         };
         // The kernel field is 32 bits wide but a TCI is 16: priority, DEI and VLAN id.
-        Some((tpid, read_u32(block, offset + VLAN_TCI)? as u16))
+        Some((tpid, ne_u32(block, offset + VLAN_TCI)? as u16))
     } else {
         None
     };
     Some(FrameLocation {
-        sec: read_u32(block, offset + SEC)?,
-        nsec: read_u32(block, offset + NSEC)?,
-        wire_len: read_u32(block, offset + LEN)?,
+        sec: ne_u32(block, offset + SEC)?,
+        nsec: ne_u32(block, offset + NSEC)?,
+        wire_len: ne_u32(block, offset + LEN)?,
         data_start,
         data_end,
         vlan,
-        next_offset: read_u32(block, offset + NEXT_OFFSET)?,
+        next_offset: ne_u32(block, offset + NEXT_OFFSET)?,
     })
 }
 

@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 
+use crate::bytes::{self, Cursor};
 use crate::record::RecordWriter;
 use crate::stream::Direction;
 
@@ -117,18 +118,16 @@ pub struct DnsHeader {
 }
 
 impl DnsHeader {
+    /// The first [`HEADER_LEN`] bytes of `buf`; `None` when it is shorter.
     pub fn parse(buf: &[u8]) -> Option<DnsHeader> {
-        if buf.len() < HEADER_LEN {
-            return None;
-        }
-        let word = |i: usize| u16::from_be_bytes([buf[i], buf[i + 1]]);
+        let mut c = Cursor::new(buf);
         Some(DnsHeader {
-            id: word(0),
-            flags: word(2),
-            qdcount: word(4),
-            ancount: word(6),
-            nscount: word(8),
-            arcount: word(10),
+            id: c.be_u16()?,
+            flags: c.be_u16()?,
+            qdcount: c.be_u16()?,
+            ancount: c.be_u16()?,
+            nscount: c.be_u16()?,
+            arcount: c.be_u16()?,
         })
     }
     pub fn qr(&self) -> bool {
@@ -230,34 +229,6 @@ pub struct ParseNotes {
     pub records_skipped: u32,
 }
 
-/// Big-endian reader over one message; `pos` never exceeds `buf.len()`.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn u8(&mut self) -> Result<u8, DnsError> {
-        let b = *self.buf.get(self.pos).ok_or(DnsError::Truncated)?;
-        self.pos += 1;
-        Ok(b)
-    }
-    fn u16(&mut self) -> Result<u16, DnsError> {
-        let s = self.take(2)?;
-        Ok(u16::from_be_bytes([s[0], s[1]]))
-    }
-    fn u32(&mut self) -> Result<u32, DnsError> {
-        let s = self.take(4)?;
-        Ok(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-    }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DnsError> {
-        let end = self.pos.checked_add(n).ok_or(DnsError::Truncated)?;
-        let s = self.buf.get(self.pos..end).ok_or(DnsError::Truncated)?;
-        self.pos = end;
-        Ok(s)
-    }
-}
-
 /// Reads the name starting at `start` in `message`, following compression pointers.
 /// Returns the name and the offset just past it in the original position (after the first
 /// pointer, if any).
@@ -310,9 +281,14 @@ pub fn parse_name(message: &[u8], start: usize) -> Result<(DnsName, usize), DnsE
     Ok((name, resume.unwrap_or(pos)))
 }
 
-fn read_name(r: &mut Reader<'_>, notes: &mut ParseNotes) -> Result<DnsName, DnsError> {
-    let (name, next) = parse_name(r.buf, r.pos)?;
-    r.pos = next;
+/// A read past the end of the message (or of the section being read).
+fn truncated<T>(value: Option<T>) -> Result<T, DnsError> {
+    value.ok_or(DnsError::Truncated)
+}
+
+fn read_name(r: &mut Cursor<'_>, notes: &mut ParseNotes) -> Result<DnsName, DnsError> {
+    let (name, next) = parse_name(r.data(), r.pos())?;
+    truncated(r.seek(next))?;
     notes.names_truncated += u32::from(name.truncated);
     Ok(name)
 }
@@ -321,8 +297,9 @@ fn read_name(r: &mut Reader<'_>, notes: &mut ParseNotes) -> Result<DnsName, DnsE
 /// Known types whose data is inconsistent fall back to [`RData::Raw`].
 fn parse_rdata(message: &[u8], start: usize, end: usize, rrtype: u16, notes: &mut ParseNotes) -> RData {
     let raw = &message[start..end];
-    let parsed: Result<RData, DnsError> = (|| {
-        let mut r = Reader { buf: &message[..end], pos: start };
+    let parsed: Option<RData> = (|| {
+        let mut r = Cursor::new(&message[..end]);
+        r.seek(start)?;
         let data = match rrtype {
             RRTYPE_A if raw.len() == 4 => RData::A([raw[0], raw[1], raw[2], raw[3]]),
             RRTYPE_AAAA if raw.len() == 16 => {
@@ -332,14 +309,13 @@ fn parse_rdata(message: &[u8], start: usize, end: usize, rrtype: u16, notes: &mu
             }
             RRTYPE_CNAME | RRTYPE_NS | RRTYPE_PTR => RData::Name(read_name_in(message, &mut r, notes)?),
             RRTYPE_MX => {
-                let preference = r.u16()?;
+                let preference = r.be_u16()?;
                 RData::Mx { preference, exchange: read_name_in(message, &mut r, notes)? }
             }
             RRTYPE_TXT => {
                 let mut strings = Vec::new();
-                while r.pos < end {
-                    let n = r.u8()? as usize;
-                    strings.push(r.take(n)?.to_vec());
+                while !r.is_empty() {
+                    strings.push(r.u8_prefixed()?.to_vec());
                 }
                 RData::Txt(strings)
             }
@@ -349,43 +325,40 @@ fn parse_rdata(message: &[u8], start: usize, end: usize, rrtype: u16, notes: &mu
                 RData::Soa(Soa {
                     mname,
                     rname,
-                    serial: r.u32()?,
-                    refresh: r.u32()?,
-                    retry: r.u32()?,
-                    expire: r.u32()?,
-                    minimum: r.u32()?,
+                    serial: r.be_u32()?,
+                    refresh: r.be_u32()?,
+                    retry: r.be_u32()?,
+                    expire: r.be_u32()?,
+                    minimum: r.be_u32()?,
                 })
             }
             RRTYPE_SRV => RData::Srv(Srv {
-                priority: r.u16()?,
-                weight: r.u16()?,
-                port: r.u16()?,
+                priority: r.be_u16()?,
+                weight: r.be_u16()?,
+                port: r.be_u16()?,
                 target: read_name_in(message, &mut r, notes)?,
             }),
             _ => RData::Raw(raw.to_vec()),
         };
-        Ok(data)
+        Some(data)
     })();
-    parsed.unwrap_or_else(|_| RData::Raw(raw.to_vec()))
+    parsed.unwrap_or_else(|| RData::Raw(raw.to_vec()))
 }
 
 /// A name inside rdata: pointers may reach the whole message, but the name itself must start
-/// inside the rdata (the reader is bounded by the rdata end).
-fn read_name_in(message: &[u8], r: &mut Reader<'_>, notes: &mut ParseNotes) -> Result<DnsName, DnsError> {
-    if r.pos >= r.buf.len() {
-        return Err(DnsError::Truncated);
+/// inside the rdata (the cursor is bounded by the rdata end). `None` when it does not.
+fn read_name_in(message: &[u8], r: &mut Cursor<'_>, notes: &mut ParseNotes) -> Option<DnsName> {
+    if r.is_empty() {
+        return None;
     }
-    let (name, next) = parse_name(message, r.pos)?;
-    if next > r.buf.len() {
-        return Err(DnsError::Truncated);
-    }
-    r.pos = next;
+    let (name, next) = parse_name(message, r.pos()).ok()?;
+    r.seek(next)?;
     notes.names_truncated += u32::from(name.truncated);
-    Ok(name)
+    Some(name)
 }
 
 fn parse_records(
-    r: &mut Reader<'_>,
+    r: &mut Cursor<'_>,
     count: u16,
     keep: usize,
     notes: &mut ParseNotes,
@@ -393,17 +366,17 @@ fn parse_records(
     let mut records = Vec::with_capacity(usize::from(count).min(keep).min(16));
     for _ in 0..count {
         let name = read_name(r, notes)?;
-        let rrtype = r.u16()?;
-        let rrclass = r.u16()?;
-        let ttl = r.u32()?;
-        let rdlen = r.u16()? as usize;
-        let start = r.pos;
-        r.take(rdlen)?;
+        let rrtype = truncated(r.be_u16())?;
+        let rrclass = truncated(r.be_u16())?;
+        let ttl = truncated(r.be_u32())?;
+        let rdlen = truncated(r.be_u16())? as usize;
+        let start = r.pos();
+        truncated(r.skip(rdlen))?;
         if records.len() >= keep {
             notes.records_skipped += 1;
             continue;
         }
-        let rdata = parse_rdata(r.buf, start, start + rdlen, rrtype, notes);
+        let rdata = parse_rdata(r.data(), start, start + rdlen, rrtype, notes);
         records.push(DnsRecord { name, rrtype, rrclass, ttl, rdata });
     }
     Ok(records)
@@ -413,13 +386,14 @@ fn parse_records(
 pub fn parse_message(buf: &[u8], max_records_per_section: usize) -> Result<(DnsMessage, ParseNotes), DnsError> {
     let header = DnsHeader::parse(buf).ok_or(DnsError::ShortHeader)?;
     let mut notes = ParseNotes::default();
-    let mut r = Reader { buf, pos: HEADER_LEN };
+    let mut r = Cursor::new(buf);
+    truncated(r.skip(HEADER_LEN))?;
     // Each question takes at least 5 bytes, so the count is bounded by the message size.
     let mut questions = Vec::with_capacity(usize::from(header.qdcount).min(buf.len() / 5));
     for _ in 0..header.qdcount {
         let name = read_name(&mut r, &mut notes)?;
-        let rrtype = r.u16()?;
-        let rrclass = r.u16()?;
+        let rrtype = truncated(r.be_u16())?;
+        let rrclass = truncated(r.be_u16())?;
         questions.push(DnsQuestion { name, rrtype, rrclass });
     }
     let keep = max_records_per_section;
@@ -427,6 +401,12 @@ pub fn parse_message(buf: &[u8], max_records_per_section: usize) -> Result<(DnsM
     let authorities = parse_records(&mut r, header.nscount, keep, &mut notes)?;
     let additionals = parse_records(&mut r, header.arcount, keep, &mut notes)?;
     Ok((DnsMessage { header, questions, answers, authorities, additionals }, notes))
+}
+
+/// The length prefix of a DNS-over-TCP frame at the start of `buf`, if `buf` holds it.
+#[inline]
+pub(crate) fn tcp_frame_len(buf: &[u8]) -> Option<usize> {
+    bytes::be_u16(buf, 0).map(usize::from)
 }
 
 /// Cheap check that `buf` (a UDP payload, or a TCP frame body whose declared length is
@@ -448,10 +428,11 @@ pub fn probe_message(buf: &[u8], declared_len: usize) -> Option<bool> {
     // With the whole message at hand, the questions must parse too.
     if buf.len() >= declared_len {
         let mut notes = ParseNotes::default();
-        let mut r = Reader { buf: &buf[..declared_len], pos: HEADER_LEN };
+        let mut r = Cursor::new(&buf[..declared_len]);
+        r.skip(HEADER_LEN)?;
         for _ in 0..header.qdcount {
             read_name(&mut r, &mut notes).ok()?;
-            r.take(4).ok()?;
+            r.skip(4)?;
         }
     }
     Some(!header.qr())
@@ -751,8 +732,9 @@ impl DnsState {
                     joined = [framer.partial.as_slice(), data].concat();
                     &joined
                 };
-                let len = usize::from(u16::from_be_bytes([start[0], start[1]]));
-                if len < HEADER_LEN || probe_message(&start[2..], len).is_none() {
+                let plausible = tcp_frame_len(start)
+                    .is_some_and(|len| len >= HEADER_LEN && probe_message(&start[2..], len).is_some());
+                if !plausible {
                     counters.gap_bytes_skipped += start.len() as u64;
                     framer.partial.clear();
                     return created;
@@ -762,29 +744,28 @@ impl DnsState {
             }
             let framer = &mut self.tcp[d];
             // Fast path: whole frames directly from `data` when nothing is pending.
-            if framer.partial.is_empty() && data.len() >= 2 {
-                let len = usize::from(u16::from_be_bytes([data[0], data[1]]));
-                if data.len() >= 2 + len {
-                    let (frame, rest) = data.split_at(2 + len);
-                    data = rest;
-                    if len > 0 && self.handle_message(direction, &frame[2..], counters).is_some() {
-                        created += 1;
+            if framer.partial.is_empty() {
+                if let Some(len) = tcp_frame_len(data) {
+                    if data.len() >= 2 + len {
+                        let (frame, rest) = data.split_at(2 + len);
+                        data = rest;
+                        if len > 0 && self.handle_message(direction, &frame[2..], counters).is_some() {
+                            created += 1;
+                        }
+                        continue;
                     }
-                    continue;
                 }
             }
             // Slow path: collect the length prefix, then the body.
             let have = framer.partial.len();
-            let need = if have < 2 {
-                2 - have
-            } else {
-                2 + usize::from(u16::from_be_bytes([framer.partial[0], framer.partial[1]])) - have
+            let need = match tcp_frame_len(&framer.partial) {
+                None => 2 - have,
+                Some(len) => 2 + len - have,
             };
             let n = need.min(data.len());
             framer.partial.extend_from_slice(&data[..n]);
             data = &data[n..];
-            if framer.partial.len() >= 2 {
-                let len = usize::from(u16::from_be_bytes([framer.partial[0], framer.partial[1]]));
+            if let Some(len) = tcp_frame_len(&framer.partial) {
                 if framer.partial.len() == 2 + len {
                     let frame = std::mem::take(&mut self.tcp[d].partial);
                     if len > 0 && self.handle_message(direction, &frame[2..], counters).is_some() {

@@ -8,6 +8,7 @@
 //! verdict; [`probe`] is the stateless check of one direction's first bytes.
 
 use crate::applayer::dns;
+use crate::bytes;
 use crate::stream::Direction;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -142,10 +143,9 @@ fn check_tls(direction: Direction, data: &[u8]) -> Check {
         if direction != Direction::ToServer {
             return Check::NoMatch;
         }
-        if data.len() < 5 {
+        let Some(version) = bytes::be_u16(data, 3) else {
             return Check::NeedMore;
-        }
-        let version = u16::from_be_bytes([data[3], data[4]]);
+        };
         let version_ok = version == 0x0002 || (0x0300..=0x0303).contains(&version);
         return if data[2] == 1 && version_ok { Check::Match } else { Check::NoMatch };
     }
@@ -153,11 +153,10 @@ fn check_tls(direction: Direction, data: &[u8]) -> Check {
     if !(20..=23).contains(&first) {
         return Check::NoMatch;
     }
-    if data.len() < 5 {
+    let Some(len) = bytes::be_u16(data, 3) else {
         let ok = data.get(1).is_none_or(|&b| b == 3) && data.get(2).is_none_or(|&b| b <= 4);
         return if ok { Check::NeedMore } else { Check::NoMatch };
-    }
-    let len = u16::from_be_bytes([data[3], data[4]]);
+    };
     if data[1] != 3 || data[2] > 4 || len == 0 || len > 16384 + 2048 {
         return Check::NoMatch;
     }
@@ -192,10 +191,10 @@ fn check_dns_tcp(data: &[u8], dns_port: bool) -> Check {
     if data.len() < 2 + dns::HEADER_LEN {
         return Check::NeedMore;
     }
-    let len = usize::from(u16::from_be_bytes([data[0], data[1]]));
-    if len < dns::HEADER_LEN {
-        return Check::NoMatch;
-    }
+    let len = match dns::tcp_frame_len(data) {
+        Some(len) if len >= dns::HEADER_LEN => len,
+        _ => return Check::NoMatch,
+    };
     match dns::probe_message(&data[2..], len) {
         Some(_) => Check::Match,
         None => Check::NoMatch,

@@ -19,6 +19,7 @@
 use md5::{Digest as _, Md5};
 use sha1::Sha1;
 
+use crate::bytes::{self, Cursor};
 use crate::record::RecordWriter;
 use crate::stream::Direction;
 
@@ -319,8 +320,10 @@ impl TlsState {
                 None => counters.invalid_handshake += 1,
             },
             // SSLv2 ServerHello: type, session-id-hit, certificate type, version.
-            (Some(&4), 1) if record.len() >= 5 => {
-                self.sslv2_server_version = Some(u16::from_be_bytes([record[3], record[4]]));
+            (Some(&4), 1) => {
+                if let Some(version) = bytes::be_u16(&record, 3) {
+                    self.sslv2_server_version = Some(version);
+                }
             }
             _ => {}
         }
@@ -340,24 +343,27 @@ impl TlsState {
             // Fast path: whole messages straight from the record when nothing is pending.
             // An oversized one takes the slow path, which skips it: how the stream was cut
             // must not decide whether it is parsed.
-            if p.handshake.is_empty() && body.len() >= 4 {
-                let len = read_u24(&body[1..4]);
-                if body.len() >= 4 + len && len <= max {
-                    let (msg, rest) = body.split_at(4 + len);
-                    body = rest;
-                    self.handshake_message(d, msg[0], &msg[4..], counters);
-                    continue;
+            if p.handshake.is_empty() {
+                if let Some(len) = bytes::be_u24(body, 1) {
+                    let len = len as usize;
+                    if body.len() >= 4 + len && len <= max {
+                        let (msg, rest) = body.split_at(4 + len);
+                        body = rest;
+                        self.handshake_message(d, msg[0], &msg[4..], counters);
+                        continue;
+                    }
                 }
             }
             let p = &mut self.dirs[d];
             let have = p.handshake.len();
-            if have < 4 {
+            // Type and 3-byte length first.
+            let Some(len) = bytes::be_u24(&p.handshake, 1) else {
                 let n = (4 - have).min(body.len());
                 p.handshake.extend_from_slice(&body[..n]);
                 body = &body[n..];
                 continue;
-            }
-            let len = read_u24(&p.handshake[1..4]);
+            };
+            let len = len as usize;
             if len > max {
                 counters.handshake_too_large += 1;
                 p.handshake_skip = len;
@@ -399,18 +405,17 @@ impl TlsState {
     }
 
     fn store_chain(&mut self, d: usize, body: &[u8], counters: &mut TlsCounters) {
-        let Some(list) = body.get(3..).and_then(|rest| rest.get(..read_u24(&body[..3]))) else {
+        let Some(list) = Cursor::new(body).be_u24_prefixed() else {
             counters.invalid_handshake += 1;
             return;
         };
-        let mut rest = list;
-        while rest.len() >= 3 {
-            let len = read_u24(&rest[..3]);
-            let Some(der) = rest.get(3..3 + len) else {
+        let mut certs = Cursor::new(list);
+        while certs.remaining() >= 3 {
+            let Some(der) = certs.be_u24_prefixed() else {
                 counters.invalid_handshake += 1;
                 return;
             };
-            rest = &rest[3 + len..];
+            let len = der.len();
             let p = &mut self.dirs[d];
             if self.certs[d].len() >= self.config.max_certs || p.cert_bytes_stored + len > self.config.max_cert_bytes {
                 counters.certs_not_stored += 1;
@@ -556,47 +561,9 @@ pub fn version_name(version: u16) -> String {
     }
 }
 
-fn read_u24(b: &[u8]) -> usize {
-    usize::from(b[0]) << 16 | usize::from(b[1]) << 8 | usize::from(b[2])
-}
-
 /// GREASE values (RFC 8701): 0x0a0a, 0x1a1a, ..., 0xfafa. JA3 leaves them out.
 pub fn is_grease(v: u16) -> bool {
     v & 0x0f0f == 0x0a0a && v >> 8 == v & 0xff
-}
-
-/// Bounds-checked big-endian reader.
-struct Cursor<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Cursor<'a> {
-    fn u8(&mut self) -> Option<u8> {
-        let (&b, rest) = self.buf.split_first()?;
-        self.buf = rest;
-        Some(b)
-    }
-    fn u16(&mut self) -> Option<u16> {
-        let s = self.take(2)?;
-        Some(u16::from_be_bytes([s[0], s[1]]))
-    }
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.buf.len() < n {
-            return None;
-        }
-        let (head, rest) = self.buf.split_at(n);
-        self.buf = rest;
-        Some(head)
-    }
-    /// A vector with a u8 length prefix.
-    fn vec8(&mut self) -> Option<&'a [u8]> {
-        let n = self.u8()? as usize;
-        self.take(n)
-    }
-    fn vec16(&mut self) -> Option<&'a [u8]> {
-        let n = self.u16()? as usize;
-        self.take(n)
-    }
 }
 
 fn u16_list(bytes: &[u8]) -> Vec<u16> {
@@ -621,26 +588,26 @@ fn md5_hex(s: &str) -> String {
 
 /// Parses a ClientHello body (after the 4-byte handshake header).
 pub fn parse_client_hello(body: &[u8]) -> Option<ClientHello> {
-    let mut c = Cursor { buf: body };
-    let mut hello = ClientHello { version: c.u16()?, ..Default::default() };
+    let mut c = Cursor::new(body);
+    let mut hello = ClientHello { version: c.be_u16()?, ..Default::default() };
     c.take(32)?; // random
-    c.vec8()?; // session id
-    hello.ciphers = u16_list(c.vec16()?);
-    c.vec8()?; // compression methods
+    c.u8_prefixed()?; // session id
+    hello.ciphers = u16_list(c.be_u16_prefixed()?);
+    c.u8_prefixed()?; // compression methods
     // Extensions are optional (SSLv3, old TLS 1.0 clients).
-    if !c.buf.is_empty() {
-        let mut exts = Cursor { buf: c.vec16()? };
-        while !exts.buf.is_empty() {
-            let ext_type = exts.u16()?;
-            let data = exts.vec16()?;
+    if !c.is_empty() {
+        let mut exts = Cursor::new(c.be_u16_prefixed()?);
+        while !exts.is_empty() {
+            let ext_type = exts.be_u16()?;
+            let data = exts.be_u16_prefixed()?;
             hello.extensions.push(ext_type);
-            let mut e = Cursor { buf: data };
+            let mut e = Cursor::new(data);
             // A malformed extension body is tolerated: the type still counts for JA3.
             match ext_type {
                 EXT_SERVER_NAME if hello.sni.is_none() => {
-                    if let Some(list) = e.vec16() {
-                        let mut names = Cursor { buf: list };
-                        while let (Some(kind), Some(name)) = (names.u8(), names.vec16()) {
+                    if let Some(list) = e.be_u16_prefixed() {
+                        let mut names = Cursor::new(list);
+                        while let (Some(kind), Some(name)) = (names.u8(), names.be_u16_prefixed()) {
                             if kind == 0 {
                                 hello.sni = Some(name.to_vec());
                                 break;
@@ -648,20 +615,22 @@ pub fn parse_client_hello(body: &[u8]) -> Option<ClientHello> {
                         }
                     }
                 }
-                EXT_SUPPORTED_GROUPS => hello.groups = e.vec16().map(u16_list).unwrap_or_default(),
-                EXT_EC_POINT_FORMATS => hello.ec_point_formats = e.vec8().map(<[u8]>::to_vec).unwrap_or_default(),
+                EXT_SUPPORTED_GROUPS => hello.groups = e.be_u16_prefixed().map(u16_list).unwrap_or_default(),
+                EXT_EC_POINT_FORMATS => {
+                    hello.ec_point_formats = e.u8_prefixed().map(<[u8]>::to_vec).unwrap_or_default()
+                }
                 EXT_SIGNATURE_ALGORITHMS => {
-                    hello.signature_algorithms = e.vec16().map(u16_list).unwrap_or_default()
+                    hello.signature_algorithms = e.be_u16_prefixed().map(u16_list).unwrap_or_default()
                 }
                 EXT_ALPN => {
-                    if let Some(list) = e.vec16() {
-                        let mut protos = Cursor { buf: list };
-                        while let Some(p) = protos.vec8() {
+                    if let Some(list) = e.be_u16_prefixed() {
+                        let mut protos = Cursor::new(list);
+                        while let Some(p) = protos.u8_prefixed() {
                             hello.alpn.push(p.to_vec());
                         }
                     }
                 }
-                EXT_SUPPORTED_VERSIONS => hello.supported_versions = e.vec8().map(u16_list).unwrap_or_default(),
+                EXT_SUPPORTED_VERSIONS => hello.supported_versions = e.u8_prefixed().map(u16_list).unwrap_or_default(),
                 _ => {}
             }
         }
@@ -677,23 +646,24 @@ pub fn parse_client_hello(body: &[u8]) -> Option<ClientHello> {
 
 /// Parses a ServerHello body (after the 4-byte handshake header).
 pub fn parse_server_hello(body: &[u8]) -> Option<ServerHello> {
-    let mut c = Cursor { buf: body };
-    let mut hello = ServerHello { version: c.u16()?, ..Default::default() };
+    let mut c = Cursor::new(body);
+    let mut hello = ServerHello { version: c.be_u16()?, ..Default::default() };
     c.take(32)?;
-    c.vec8()?;
-    hello.cipher = c.u16()?;
+    c.u8_prefixed()?;
+    hello.cipher = c.be_u16()?;
     c.u8()?; // compression
-    if !c.buf.is_empty() {
-        let mut exts = Cursor { buf: c.vec16()? };
-        while !exts.buf.is_empty() {
-            let ext_type = exts.u16()?;
-            let data = exts.vec16()?;
+    if !c.is_empty() {
+        let mut exts = Cursor::new(c.be_u16_prefixed()?);
+        while !exts.is_empty() {
+            let ext_type = exts.be_u16()?;
+            let data = exts.be_u16_prefixed()?;
             hello.extensions.push(ext_type);
-            let mut e = Cursor { buf: data };
+            let mut e = Cursor::new(data);
             match ext_type {
-                EXT_SUPPORTED_VERSIONS => hello.selected_version = e.u16(),
+                EXT_SUPPORTED_VERSIONS => hello.selected_version = e.be_u16(),
                 EXT_ALPN => {
-                    hello.alpn = e.vec16().and_then(|list| Cursor { buf: list }.vec8()).map(<[u8]>::to_vec)
+                    hello.alpn =
+                        e.be_u16_prefixed().and_then(|list| Cursor::new(list).u8_prefixed()).map(<[u8]>::to_vec)
                 }
                 _ => {}
             }
@@ -707,14 +677,14 @@ pub fn parse_server_hello(body: &[u8]) -> Option<ServerHello> {
 
 /// Parses an SSLv2 CLIENT-HELLO record body (message type byte included).
 pub fn parse_sslv2_client_hello(record: &[u8]) -> Option<ClientHello> {
-    let mut c = Cursor { buf: record };
+    let mut c = Cursor::new(record);
     if c.u8()? != 1 {
         return None;
     }
-    let version = c.u16()?;
-    let cipher_len = c.u16()? as usize;
-    let session_len = c.u16()? as usize;
-    let challenge_len = c.u16()? as usize;
+    let version = c.be_u16()?;
+    let cipher_len = c.be_u16()? as usize;
+    let session_len = c.be_u16()? as usize;
+    let challenge_len = c.be_u16()? as usize;
     let specs = c.take(cipher_len)?;
     c.take(session_len)?;
     c.take(challenge_len)?;
@@ -756,26 +726,23 @@ struct Tlv<'a> {
 /// Reads one element; returns it and the bytes after it. Single-byte tags, definite lengths
 /// of up to 4 length bytes.
 fn read_tlv(buf: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
-    let (&tag, rest) = buf.split_first()?;
+    let mut c = Cursor::new(buf);
+    let tag = c.u8()?;
     if tag & 0x1f == 0x1f {
         return None;
     }
-    let (&first, mut rest) = rest.split_first()?;
+    let first = c.u8()?;
     let len = if first < 0x80 {
         usize::from(first)
     } else {
         let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 || rest.len() < n {
+        if n == 0 || n > 4 {
             return None;
         }
-        let len = rest[..n].iter().fold(0usize, |acc, &b| acc << 8 | usize::from(b));
-        rest = &rest[n..];
-        len
+        c.take(n)?.iter().fold(0usize, |acc, &b| acc << 8 | usize::from(b))
     };
-    if rest.len() < len {
-        return None;
-    }
-    Some((Tlv { tag, content: &rest[..len] }, &rest[len..]))
+    let content = c.take(len)?;
+    Some((Tlv { tag, content }, c.rest()))
 }
 
 fn expect(buf: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {

@@ -56,6 +56,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod tunnel_tests;
 
+use crate::bytes;
 use crate::packet::LinkType;
 
 pub use events::{DecodeEvent, EventSet};
@@ -320,7 +321,7 @@ pub fn decode<'a>(link: LinkType, data: &'a [u8], opts: &DecodeOptions) -> Decod
                 d.events.insert(DecodeEvent::LtnullPktTooSmall);
             } else {
                 let rest = &data[NULL_HEADER_LEN..];
-                match null_family(link, [data[0], data[1], data[2], data[3]]) {
+                match null_family(link, data) {
                     Some(IpVersion::V4) => decode_ipv4(w, &mut d, rest),
                     Some(IpVersion::V6) => decode_ipv6(w, &mut d, rest),
                     None => d.events.insert(DecodeEvent::LtnullUnsupportedType),
@@ -338,25 +339,27 @@ pub fn decode<'a>(link: LinkType, data: &'a [u8], opts: &DecodeOptions) -> Decod
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum IpVersion {
+pub(crate) enum IpVersion {
     V4,
     V6,
 }
 
-/// BSD Null carries the address family in the capturing host's byte order, which the
-/// reader cannot know, so both orders are tried; Loop is always network order.
-fn null_family(link: LinkType, header: [u8; 4]) -> Option<IpVersion> {
+/// The IP version a BSD Null or Loop header (the first 4 bytes of `frame`) announces;
+/// `None` for another family or a shorter frame. Null carries the address family in the
+/// capturing host's byte order, which the reader cannot know, so both orders are tried;
+/// Loop is always network order.
+pub(crate) fn null_family(link: LinkType, frame: &[u8]) -> Option<IpVersion> {
     let family = |value: u32| match value {
         2 => Some(IpVersion::V4),
         // AF_INET6 on BSD (24), FreeBSD/DragonFly (28), macOS (30).
         24 | 28 | 30 => Some(IpVersion::V6),
         _ => None,
     };
-    let big = family(u32::from_be_bytes(header));
+    let big = family(bytes::be_u32(frame, 0)?);
     if link == LinkType::Loop {
         return big;
     }
-    family(u32::from_le_bytes(header)).or(big)
+    family(bytes::le_u32(frame, 0)?).or(big)
 }
 
 fn is_vlan_tag(ethertype: u16) -> bool {
@@ -944,9 +947,9 @@ fn vlan_word(vlan: [u16; 2]) -> u64 {
 
 fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
     let header = match link {
-        LinkType::Ethernet => read_u16(data, 12).zip(data.get(ETHERNET_HEADER_LEN..)),
-        LinkType::LinuxSll => read_u16(data, 14).zip(data.get(SLL_HEADER_LEN..)),
-        LinkType::LinuxSll2 => read_u16(data, 0).zip(data.get(SLL2_HEADER_LEN..)),
+        LinkType::Ethernet => bytes::be_u16(data, 12).zip(data.get(ETHERNET_HEADER_LEN..)),
+        LinkType::LinuxSll => bytes::be_u16(data, 14).zip(data.get(SLL_HEADER_LEN..)),
+        LinkType::LinuxSll2 => bytes::be_u16(data, 0).zip(data.get(SLL2_HEADER_LEN..)),
         LinkType::RawIp => {
             return match data.first().map(|b| b >> 4) {
                 Some(4) => Located::Ip(NetworkLayer::V4(data), [0; 2]),
@@ -957,11 +960,10 @@ fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
         LinkType::RawIpv4 => return Located::Ip(NetworkLayer::V4(data), [0; 2]),
         LinkType::RawIpv6 => return Located::Ip(NetworkLayer::V6(data), [0; 2]),
         LinkType::Null | LinkType::Loop => {
-            let Some(header) = data.get(..NULL_HEADER_LEN) else {
+            let Some(rest) = data.get(NULL_HEADER_LEN..) else {
                 return Located::NoIp;
             };
-            let rest = &data[NULL_HEADER_LEN..];
-            return match null_family(link, [header[0], header[1], header[2], header[3]]) {
+            return match null_family(link, data) {
                 Some(IpVersion::V4) => Located::Ip(NetworkLayer::V4(rest), [0; 2]),
                 Some(IpVersion::V6) => Located::Ip(NetworkLayer::V6(rest), [0; 2]),
                 None => Located::NoIp,
@@ -979,7 +981,7 @@ fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
         if depth == vlan.len() {
             return Located::NoIp; // decode stops here too
         }
-        let (Some(tag), Some(next)) = (read_u16(rest, 0), read_u16(rest, 2)) else {
+        let (Some(tag), Some(next)) = (bytes::be_u16(rest, 0), bytes::be_u16(rest, 2)) else {
             return Located::NoIp;
         };
         vlan[depth] = tag & 0x0fff;
@@ -998,17 +1000,11 @@ fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
     }
 }
 
-#[inline]
-fn read_u16(data: &[u8], at: usize) -> Option<u16> {
-    let bytes = data.get(at..at + 2)?;
-    Some(u16::from_be_bytes([bytes[0], bytes[1]]))
-}
-
 /// Ports of a TCP/UDP header at the start of `l4`, or 0s.
 #[inline]
 fn ports(proto: u8, l4: &[u8]) -> (u16, u16) {
-    match (proto, l4.get(..4)) {
-        (PROTO_TCP | PROTO_UDP, Some(p)) => (u16::from_be_bytes([p[0], p[1]]), u16::from_be_bytes([p[2], p[3]])),
+    match (proto, bytes::be_u32(l4, 0)) {
+        (PROTO_TCP | PROTO_UDP, Some(p)) => ((p >> 16) as u16, p as u16),
         _ => (0, 0),
     }
 }

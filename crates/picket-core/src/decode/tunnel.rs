@@ -8,6 +8,7 @@
 
 use super::events::DecodeEvent;
 use super::FiveTuple;
+use crate::bytes;
 
 pub const PROTO_IPIP: u8 = 4;
 pub const PROTO_IPV6_IN_IP: u8 = 41;
@@ -126,12 +127,6 @@ impl PortList {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-}
-
-#[inline]
-fn be16(data: &[u8], at: usize) -> Option<u16> {
-    let b = data.get(at..at + 2)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -427,10 +422,9 @@ const MPLS_MAX_RESERVED_LABEL: u32 = 15;
 /// Pops the label stack and guesses the payload. `Err` is an event that ends decoding.
 pub fn parse_mpls(mut data: &[u8]) -> Result<MplsPayload<'_>, DecodeEvent> {
     let label = loop {
-        let Some(shim) = data.get(..4) else {
+        let Some(shim) = bytes::be_u32(data, 0) else {
             return Err(DecodeEvent::MplsHeaderTooSmall);
         };
-        let shim = u32::from_be_bytes([shim[0], shim[1], shim[2], shim[3]]);
         data = &data[4..];
         if (shim >> 8) & 1 == 1 {
             break shim >> 12;
@@ -474,7 +468,7 @@ pub fn parse_ppp_protocol(data: &[u8], at: usize) -> Option<(u16, usize)> {
     if first & 1 == 1 {
         return Some((first as u16, at + 1));
     }
-    Some((be16(data, at)?, at + 2))
+    Some((bytes::be_u16(data, at)?, at + 2))
 }
 
 /// Valid PPP protocols that carry no IP for us: control protocols and other network

@@ -3,6 +3,7 @@
 //! shared conformance suite is present, its captures.
 
 use super::*;
+use crate::bytes::Endian;
 use etherparse::{Ipv4Header, Ipv6Header, PacketBuilder};
 use proptest::prelude::*;
 use std::net::IpAddr;
@@ -462,23 +463,19 @@ const CONFORMANCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/confor
 pub(crate) fn conformance_pcap(test: &str) -> Option<(LinkType, Vec<Vec<u8>>)> {
     let spec = std::fs::read_to_string(format!("{CONFORMANCE}/tests/{test}/test.json")).ok()?;
     let spec: serde_json::Value = serde_json::from_str(&spec).ok()?;
-    let bytes = std::fs::read(format!("{CONFORMANCE}/{}", spec["pcap"].as_str()?)).ok()?;
-    let magic = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
-    let little = match magic {
-        0xa1b2c3d4 | 0xa1b23c4d => true,
-        0xd4c3b2a1 | 0x4d3cb2a1 => false,
+    let file = std::fs::read(format!("{CONFORMANCE}/{}", spec["pcap"].as_str()?)).ok()?;
+    let order = match bytes::le_u32(&file, 0)? {
+        0xa1b2c3d4 | 0xa1b23c4d => Endian::Little,
+        0xd4c3b2a1 | 0x4d3cb2a1 => Endian::Big,
         _ => panic!("{test}: not a classic pcap"),
     };
-    let read = |at: usize| -> Option<u32> {
-        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-        Some(if little { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) })
-    };
+    let read = |at: usize| order.u32(&file, at);
     let link = LinkType::from_pcap(read(20)? & 0xffff);
     let mut packets = Vec::new();
     let mut at = 24;
     while let Some(caplen) = read(at + 8) {
         let start = at + 16;
-        packets.push(bytes.get(start..start + caplen as usize)?.to_vec());
+        packets.push(file.get(start..start + caplen as usize)?.to_vec());
         at = start + caplen as usize;
     }
     Some((link, packets))

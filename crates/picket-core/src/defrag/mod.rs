@@ -29,9 +29,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::bytes;
 use crate::decode::checksum;
 use crate::decode::tunnel;
-use crate::decode::{DecodeEvent, EventSet};
+use crate::decode::{null_family, DecodeEvent, EventSet, IpVersion};
 use crate::packet::{LinkType, Timestamp};
 
 #[cfg(test)]
@@ -619,12 +620,11 @@ enum IpAt {
 
 /// Where the IP header starts, and the VLAN ids on the way.
 fn locate_ip(link: LinkType, data: &[u8]) -> Option<(IpAt, [u16; 2])> {
-    let read = |at: usize| data.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let (ethertype, at) = match link {
-        LinkType::Ethernet => (read(12)?, 14),
-        LinkType::LinuxSll => (read(14)?, 16),
-        LinkType::LinuxSll2 => (read(0)?, 20),
-        LinkType::CiscoHdlc => (read(2)?, 4),
+        LinkType::Ethernet => (bytes::be_u16(data, 12)?, 14),
+        LinkType::LinuxSll => (bytes::be_u16(data, 14)?, 16),
+        LinkType::LinuxSll2 => (bytes::be_u16(data, 0)?, 20),
+        LinkType::CiscoHdlc => (bytes::be_u16(data, 2)?, 4),
         LinkType::RawIp => {
             return match data.first()? >> 4 {
                 4 => Some((IpAt::V4(0), [0; 2])),
@@ -635,19 +635,10 @@ fn locate_ip(link: LinkType, data: &[u8]) -> Option<(IpAt, [u16; 2])> {
         LinkType::RawIpv4 => return Some((IpAt::V4(0), [0; 2])),
         LinkType::RawIpv6 => return Some((IpAt::V6(0), [0; 2])),
         LinkType::Null | LinkType::Loop => {
-            let h = data.get(..4)?;
-            let family = |v: u32| match v {
-                2 => Some(false),
-                24 | 28 | 30 => Some(true),
-                _ => None,
+            return match null_family(link, data)? {
+                IpVersion::V4 => Some((IpAt::V4(4), [0; 2])),
+                IpVersion::V6 => Some((IpAt::V6(4), [0; 2])),
             };
-            let big = family(u32::from_be_bytes([h[0], h[1], h[2], h[3]]));
-            let v6 = if link == LinkType::Loop {
-                big?
-            } else {
-                family(u32::from_le_bytes([h[0], h[1], h[2], h[3]])).or(big)?
-            };
-            return Some((if v6 { IpAt::V6(4) } else { IpAt::V4(4) }, [0; 2]));
         }
         LinkType::Ppp => {
             let (protocol, len) = tunnel::parse_ppp_header(data)?;
@@ -667,8 +658,8 @@ fn locate_ip(link: LinkType, data: &[u8]) -> Option<(IpAt, [u16; 2])> {
         if depth == 2 {
             return None;
         }
-        vlan[depth] = read(at)? & 0x0fff;
-        ethertype = read(at + 2)?;
+        vlan[depth] = bytes::be_u16(data, at)? & 0x0fff;
+        ethertype = bytes::be_u16(data, at + 2)?;
         at += 4;
         depth += 1;
     }

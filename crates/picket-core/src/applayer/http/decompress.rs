@@ -15,6 +15,8 @@
 
 use flate2::{Decompress, FlushDecompress, Status};
 
+use crate::bytes;
+
 /// One content coding we can undo.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Codec {
@@ -87,10 +89,10 @@ fn parse_gzip_header(buf: &[u8]) -> GzipHeader {
     let flags = buf[3];
     let mut pos = 10;
     if flags & FEXTRA != 0 {
-        let Some(len_bytes) = buf.get(pos..pos + 2) else {
+        let Some(xlen) = bytes::le_u16(buf, pos) else {
             return GzipHeader::Incomplete;
         };
-        let xlen = u16::from_le_bytes([len_bytes[0], len_bytes[1]]) as usize;
+        let xlen = xlen as usize;
         pos += 2 + xlen;
         if buf.len() < pos {
             return GzipHeader::Incomplete;
