@@ -9,6 +9,13 @@
 //! ```text
 //! packet ─▶ decode ─▶ defrag ─▶ flow ─▶ stream ─▶ applayer ─▶ detect ─▶ inspect: events + verdict
 //! ```
+//!
+//! The fences are enforced, not promised: this crate forbids `unsafe`, does not depend on
+//! `serde_yaml` or `libc`, and `clippy.toml` beside its manifest denies file, socket,
+//! thread, process and environment APIs (clippy runs with `-D warnings` in `.ci/run`).
+//! Only tests may read fixture files.
+
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 pub mod applayer;
 pub mod bytes;

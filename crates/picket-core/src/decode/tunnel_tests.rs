@@ -456,7 +456,7 @@ fn udp_on_a_tunnel_port_that_is_not_a_tunnel_hashes_like_plain_udp() {
 // ---------------------------------------------------------------------------------------
 // Conformance captures (skipped when the shared suite is absent).
 
-const CONFORMANCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance");
+const CONFORMANCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance");
 
 /// Link type and packets of a conformance test's capture (classic pcap, either byte
 /// order), or `None` when the suite is not on this machine.

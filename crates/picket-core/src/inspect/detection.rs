@@ -73,7 +73,7 @@ impl Detection {
                 blocking().fold(Verdict::Drop, |v, a| v.and(Verdict::for_action(a.action, wire.tuple.proto)));
             self.counters.blocked_packets += 1;
             let flow_id = facts.map(|f| f.info.flow_id).unwrap_or(0);
-            out.emit(Event::Drop(DropEvent { wire, flow_id, reason: "rules" }));
+            out.emit(Event::Drop(&DropEvent { wire, flow_id, reason: "rules" }));
         }
         run
     }
@@ -129,7 +129,7 @@ impl Detection {
 
     fn block(&mut self, wire: &WirePacket<'_>, flow_id: u64, reason: &'static str, out: &mut Out<'_>) -> Verdict {
         self.counters.blocked_packets += 1;
-        out.emit(Event::Drop(DropEvent { wire, flow_id, reason }));
+        out.emit(Event::Drop(&DropEvent { wire, flow_id, reason }));
         Verdict::Drop
     }
 
@@ -206,7 +206,7 @@ impl Detection {
             };
             let event =
                 AlertEvent { alert, ts, pcap_cnt, tuple, vlan, wire, flow: facts, blocked, payload, held, app: app_facts, flowbits };
-            out.emit(Event::Alert(event));
+            out.emit(Event::Alert(&event));
         }
         verdict
     }

@@ -44,9 +44,9 @@ impl EventSink for () {
 /// One thing the inspector found.
 pub enum Event<'a> {
     /// A rule matched.
-    Alert(AlertEvent<'a>),
+    Alert(&'a AlertEvent<'a>),
     /// A packet was blocked (IPS mode).
-    Drop(DropEvent<'a>),
+    Drop(&'a DropEvent<'a>),
     /// A flow ended (timeout, eviction, shutdown).
     Flow(&'a FlowRecord<FlowExt>),
 }

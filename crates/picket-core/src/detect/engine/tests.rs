@@ -512,7 +512,7 @@ alert udp any any -> any any (msg:"p"; pcre:"/(a|aa)+$/"; sid:3;)"#,
 /// Loads ET Open (if present) and prints what the build did: `--nocapture` to see it.
 #[test]
 fn et_open_builds() {
-    let dir = &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/rules/et-open-2024-04-21");
+    let dir = &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/rules/et-open-2024-04-21");
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
     files.sort();

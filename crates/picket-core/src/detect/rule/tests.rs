@@ -3,12 +3,12 @@
 use super::*;
 use std::path::Path;
 
-const ET_OPEN_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/rules/et-open-2024-04-21");
+const ET_OPEN_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/rules/et-open-2024-04-21");
 
 fn et_open_dir() -> Option<std::path::PathBuf> {
     // Relative to the crate first (../shared from a worktree), then the absolute location.
     let candidates = [
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/rules/et-open-2024-04-21"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/rules/et-open-2024-04-21"),
         Path::new(ET_OPEN_DIR).to_path_buf(),
     ];
     candidates.into_iter().find(|p| p.is_dir())
