@@ -13,7 +13,6 @@
 
 pub use picket_core::{applayer, bytes, counters, decode, defrag, detect, flow, inspect, packet, settings, stream};
 
-pub mod bench;
 pub mod capture;
 pub mod cli;
 pub mod config;

@@ -33,7 +33,7 @@ use picket::detect::engine::{DetectConfig, DetectEngine};
 use picket::detect::rule::{load_rules_str, parse_rule, RuleVars};
 use picket::inspect::{InspectSettings, Inspector};
 use picket::settings::ChecksumMode;
-use picket::output::eve::EveSink;
+use picket::output::sink::LogSink;
 use picket::output::json::JsonObject;
 use picket::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
 use picket::stream::{
@@ -973,8 +973,8 @@ fn check_inspect(input: &[u8]) -> Result<(), String> {
     let mut inspector = Inspector::new(&settings);
     let mut defrag = Defragmenter::new(DefragConfig::default());
     let mut rebuilt = Vec::new();
-    let mut events = EveSink::new(Default::default());
-    let check_events = |sink: &mut EveSink| -> Result<(), String> {
+    let mut events = LogSink::new(Default::default());
+    let check_events = |sink: &mut LogSink| -> Result<(), String> {
         for (_, _, line) in sink.take().lines() {
             let text = String::from_utf8_lossy(line);
             for l in text.lines().filter(|l| !l.trim().is_empty() && l.trim_start().starts_with('{')) {

@@ -5,7 +5,7 @@ use picket::config::{EngineSettings, StreamInline};
 use picket::detect::engine::{DetectConfig, DetectEngine};
 use picket::detect::rule::{load_rules_str, RuleVars};
 use picket::inspect::{InspectSettings, Inspector};
-use picket::output::eve::EveSink;
+use picket::output::sink::LogSink;
 use picket::output::merge::Sink;
 use picket::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
 use etherparse::PacketBuilder;
@@ -39,7 +39,7 @@ fn udp(to_server: bool, client_port: u16, payload: &[u8]) -> Vec<u8> {
 }
 
 fn run(insp: &mut Inspector, frames: &[Vec<u8>]) -> Vec<Value> {
-    let mut out = EveSink::new(Default::default());
+    let mut out = LogSink::new(Default::default());
     for (i, frame) in frames.iter().enumerate() {
         let meta = PacketMeta::standalone(i as u64 + 1, Timestamp(1_000_000_000 * (i as u64 + 1)), LinkType::Ethernet, frame.len() as u32, frame.len());
         insp.packet(PacketRef { meta: &meta, data: frame }, &mut out);

@@ -6,4 +6,5 @@ pub mod fast;
 pub mod json;
 pub mod merge;
 pub mod metrics;
+pub mod sink;
 pub mod stats;

@@ -23,7 +23,8 @@ use crate::capture::RawPacket;
 use crate::config::{parse_bool, parse_size, Config};
 use crate::counters::CounterSet;
 use crate::inspect::{InspectSettings, Inspector};
-use crate::output::eve::{AlertLogOptions, EveSink};
+use crate::output::eve::AlertLogOptions;
+use crate::output::sink::LogSink;
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
@@ -123,7 +124,7 @@ pub fn run_live(
         for (i, socks) in sockets.into_iter().enumerate() {
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let settings = opts.inspect.clone();
-            let eve = EveSink::new(opts.eve.clone());
+            let eve = LogSink::new(opts.eve.clone());
             let (gauges, shared, stop, events_tx) = (&gauges.workers[i].1, &shared[i], &*stop, events_tx.clone());
             let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
                 if let Some(core) = core {
@@ -294,7 +295,7 @@ struct LiveWorker<'a> {
 /// The part of a worker the per-packet callback borrows (apart from the sockets).
 struct WorkerCore {
     inspector: Inspector,
-    events: EveSink,
+    events: LogSink,
     /// Arrival number of the last packet on this worker.
     pcap_cnt: u64,
     bytes: u64,
@@ -327,7 +328,7 @@ impl<'a> LiveWorker<'a> {
         index: usize,
         sockets: Vec<AfPacketSocket>,
         inspector: Inspector,
-        events: EveSink,
+        events: LogSink,
         gauges: &'a WorkerGauges,
         shared: &'a WorkerShared,
         events_tx: Sender<EventBuf>,

@@ -15,7 +15,8 @@ use crate::counters::CounterSet;
 use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
 use crate::dispatch::DispatchPolicy;
 use crate::inspect::{InspectSettings, Inspector};
-use crate::output::eve::{AlertLogOptions, EveSink};
+use crate::output::eve::AlertLogOptions;
+use crate::output::sink::LogSink;
 use std::sync::Arc;
 use crate::output::merge::{merge_ordered, EventBuf, OutputChunk, SINKS};
 use crate::output::stats::{worker_name, WorkerReport};
@@ -180,7 +181,7 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
     let mut sinks: [&mut dyn Write; SINKS] = [logs.eve, logs.fast];
     let start = Instant::now();
     let mut inspector = Inspector::new(&opts.inspect);
-    let mut events = EveSink::new(opts.eve.clone());
+    let mut events = LogSink::new(opts.eve.clone());
     let mut busy = Duration::ZERO;
     let mut bytes = 0u64;
     let mut written = 0u64;
@@ -257,7 +258,7 @@ fn run_workers(
             outputs.push(out_rx);
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let settings = opts.inspect.clone();
-            let eve = EveSink::new(opts.eve.clone());
+            let eve = LogSink::new(opts.eve.clone());
             handles.push(scope.spawn(move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);

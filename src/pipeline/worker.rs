@@ -1,7 +1,7 @@
 //! The worker loop: pop a batch, inspect its packets, pass events on, recycle the batch.
 
 use crate::inspect::Inspector;
-use crate::output::eve::EveSink;
+use crate::output::sink::LogSink;
 use crate::output::merge::{clock_key, OutputChunk};
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::PacketBatch;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub(super) fn run(
     index: usize,
     mut inspector: Inspector,
-    mut events: EveSink,
+    mut events: LogSink,
     mut input: rtrb::Consumer<PacketBatch>,
     mut pool: rtrb::Producer<PacketBatch>,
     output: Sender<OutputChunk>,

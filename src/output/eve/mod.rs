@@ -1,10 +1,9 @@
-//! Suricata EVE JSON: the one place where the inspector's events become eve.json lines
-//! (and fast.log lines). [`EveSink`] receives a worker's [`Event`]s and formats them on the
-//! worker thread into its [`EventBuf`], which the merger writes in capture order.
+//! Suricata EVE JSON: the one place where the inspector's events become eve.json lines.
+//! `output::sink::LogSink` hands each event to the writer of its record:
 //!
 //! | event | record | module |
 //! |---|---|---|
-//! | `Event::Alert` | `alert` (+ a fast.log line) | [`alert`], `output::fast` |
+//! | `Event::Alert` | `alert` | [`alert`] |
 //! | `Event::Drop` | `drop` | [`drop`] |
 //! | `Event::Flow` | `flow` | [`flow`] |
 //!
@@ -20,44 +19,8 @@ pub mod options;
 pub use options::{AlertLogOptions, XffOptions};
 
 use super::json::JsonObject;
-use super::merge::{EventBuf, Sink};
 use crate::packet::Timestamp;
-use picket_core::inspect::{Event, EventSink};
 use std::net::IpAddr;
-use std::sync::Arc;
-
-/// A worker's eve writer: formats each event into the worker's buffer as it arrives.
-#[derive(Default)]
-pub struct EveSink {
-    pub events: EventBuf,
-    opts: Arc<AlertLogOptions>,
-}
-
-impl EveSink {
-    pub fn new(opts: Arc<AlertLogOptions>) -> Self {
-        EveSink { events: EventBuf::default(), opts }
-    }
-
-    /// The lines formatted so far; the sink starts a new buffer.
-    pub fn take(&mut self) -> EventBuf {
-        std::mem::take(&mut self.events)
-    }
-}
-
-impl EventSink for EveSink {
-    fn event(&mut self, key: u64, event: &Event<'_>) {
-        match event {
-            Event::Alert(a) => {
-                self.events.push(key, |buf| alert::write_alert(buf, a, &self.opts));
-                if self.opts.fast_log {
-                    self.events.push_to(Sink::FastLog, key, |buf| super::fast::write_fast_line(buf, a));
-                }
-            }
-            Event::Drop(d) => self.events.push(key, |buf| drop::write_drop(buf, d)),
-            Event::Flow(rec) => self.events.push(key, |buf| flow::write_flow(buf, rec)),
-        }
-    }
-}
 
 /// Formats a capture timestamp the way Suricata's eve.json does:
 /// `2009-11-24T21:27:09.534255+0000` (microseconds, UTC offset spelled out).

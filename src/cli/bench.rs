@@ -2,7 +2,8 @@
 //! and page cache do not show. Reports packets/s and Gbit/s per run mode / worker count.
 
 use crate::capture::MemorySource;
-use crate::cli::{resolve, CliError, RunArgs};
+use super::args::RunArgs;
+use super::resolve::{load_rules, resolve, CliError};
 use crate::dispatch::make_policy;
 use crate::pipeline::{self, RunOptions};
 use clap::Args;
@@ -55,7 +56,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     let mut base = resolve(&run_args)?;
     if !args.rules.is_empty() {
         let sources = crate::rules::RuleSources { exclusive: args.rules.clone(), extra: vec![] };
-        let loaded = crate::cli::load_rules(&base.config, &base.engine, &sources, false, false)?;
+        let loaded = load_rules(&base.config, &base.engine, &sources, false, false)?;
         println!("rules: {}", loaded.summary());
         base.options.inspect.detect = loaded.engine.map(std::sync::Arc::new);
     }

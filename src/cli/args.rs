@@ -1,0 +1,90 @@
+//! The command line of a run (`picket -r ...`, `picket -i ...`), in Suricata's spelling.
+
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Read packets from a pcap/pcapng file, or every capture in a directory.
+    #[arg(short = 'r', value_name = "FILE|DIR")]
+    pub read: Option<PathBuf>,
+    /// Directory for eve.json, stats.log and the other logs.
+    #[arg(short = 'l', value_name = "LOGDIR")]
+    pub log_dir: Option<PathBuf>,
+    /// Suricata-format YAML configuration.
+    #[arg(short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Rule file, used exclusively (replaces the configured rule files).
+    #[arg(short = 'S', value_name = "FILE")]
+    pub rules_exclusive: Vec<PathBuf>,
+    /// Rule file, added to the configured rule files.
+    #[arg(short = 's', value_name = "FILE")]
+    pub rules_extra: Vec<PathBuf>,
+    /// Checksum validation: none, all or auto.
+    #[arg(short = 'k', value_name = "none|all|auto")]
+    pub checksum: Option<String>,
+    /// Override a configuration value (Suricata's dotted keys); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// single: one thread does everything. workers (or autofp): a reader dispatching to N pinned workers.
+    #[arg(long, value_name = "single|workers|autofp")]
+    pub runmode: Option<String>,
+    /// Number of worker threads (default: one per CPU core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Dispatch policy: flow (symmetric flow hash), roundrobin or random.
+    #[arg(long, value_name = "POLICY", default_value = "flow")]
+    pub dispatch: String,
+    /// Do not pin worker threads to CPU cores.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Act on drop/reject rules as an inline IPS would, while reading a capture.
+    #[arg(long)]
+    pub simulate_ips: bool,
+    /// Test the configuration and rules, then exit (Suricata's -T).
+    #[arg(short = 'T')]
+    pub test_config: bool,
+    /// More log output.
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Read the BPF filter from FILE ('#' starts a comment); instead of trailing words.
+    #[arg(short = 'F', value_name = "FILE")]
+    pub bpf_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// A BPF capture filter, as for tcpdump (e.g. `port 22 and host 10.0.0.1`): packets it
+    /// rejects are not inspected, not numbered and not logged.
+    #[arg(trailing_var_arg = true, value_name = "BPF")]
+    pub bpf: Vec<String>,
+}
+
+/// Live capture flags (`picket -i eth0 ...`).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Live capture")]
+pub struct LiveArgs {
+    /// Capture live from an interface through AF_PACKET rings (repeatable).
+    #[arg(short = 'i', value_name = "IFACE")]
+    pub interfaces: Vec<String>,
+    /// Suricata's spelling of -i: `--af-packet=IFACE`, or `--af-packet` alone for the
+    /// interfaces of the YAML `af-packet:` list.
+    #[arg(long = "af-packet", value_name = "IFACE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub af_packet: Vec<String>,
+    /// Live capture: how the kernel spreads packets over the workers: hash (flow, the
+    /// default), lb (round robin), cpu, rnd or qm; or Suricata's cluster_* names.
+    #[arg(long, value_name = "MODE")]
+    pub fanout: Option<String>,
+    /// Live capture: leave the interfaces out of promiscuous mode.
+    #[arg(long)]
+    pub no_promisc: bool,
+    /// Live capture: serve Prometheus metrics at http://ADDR/metrics (PORT alone binds 127.0.0.1).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub metrics: Option<String>,
+}
+
+impl RunArgs {
+    /// Whether an interface was named (`-i`, `--af-packet`).
+    pub fn is_live(&self) -> bool {
+        !self.live.interfaces.is_empty() || !self.live.af_packet.is_empty()
+    }
+}
+

@@ -1,0 +1,43 @@
+//! The inspector's events into log lines: [`LogSink`] is the [`EventSink`] a worker hands
+//! its inspector. It formats every event on the worker thread (eve.json records through
+//! `output::eve`, alerts also as fast.log lines) into the worker's [`EventBuf`], which the
+//! merger writes in capture order.
+
+use super::eve::{self, AlertLogOptions};
+use super::fast;
+use super::merge::{EventBuf, Sink};
+use picket_core::inspect::{Event, EventSink};
+use std::sync::Arc;
+
+/// A worker's log writer: formats each event into the worker's buffer as it arrives.
+#[derive(Default)]
+pub struct LogSink {
+    pub events: EventBuf,
+    opts: Arc<AlertLogOptions>,
+}
+
+impl LogSink {
+    pub fn new(opts: Arc<AlertLogOptions>) -> Self {
+        LogSink { events: EventBuf::default(), opts }
+    }
+
+    /// The lines formatted so far; the sink starts a new buffer.
+    pub fn take(&mut self) -> EventBuf {
+        std::mem::take(&mut self.events)
+    }
+}
+
+impl EventSink for LogSink {
+    fn event(&mut self, key: u64, event: &Event<'_>) {
+        match event {
+            Event::Alert(a) => {
+                self.events.push(key, |buf| eve::alert::write_alert(buf, a, &self.opts));
+                if self.opts.fast_log {
+                    self.events.push_to(Sink::FastLog, key, |buf| fast::write_fast_line(buf, a));
+                }
+            }
+            Event::Drop(d) => self.events.push(key, |buf| eve::drop::write_drop(buf, d)),
+            Event::Flow(rec) => self.events.push(key, |buf| eve::flow::write_flow(buf, rec)),
+        }
+    }
+}
