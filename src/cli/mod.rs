@@ -9,7 +9,6 @@ mod resolve;
 pub use args::{LiveArgs, RunArgs};
 pub use bench::BenchArgs;
 pub use resolve::{load_rules, resolve, warn, CliError, Resolved};
-use resolve::live_checksum_mode;
 
 use crate::capture::{self, PacketSource};
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
@@ -129,7 +128,7 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
 fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     use crate::output::metrics::{self, LiveGauges};
     use crate::output::stats::worker_name;
-    use crate::pipeline::live::{self, CaptureOverrides, LiveLogs, LiveOptions};
+    use crate::pipeline::live::{self, LiveLogs, LiveOptions};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     if args.read.is_some() {
@@ -143,7 +142,7 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         }
     }
     if args.live.af_packet.iter().any(|n| n.is_empty()) {
-        for name in live::configured_interfaces(&resolved.config) {
+        for name in crate::config::configured_interfaces(&resolved.config) {
             if !interfaces.contains(&name) {
                 interfaces.push(name);
             }
@@ -156,23 +155,23 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         warn("--runmode single does not apply to live capture; running workers");
     }
     if args.checksum.is_none() {
-        resolved.engine.checksum_mode = live_checksum_mode(&resolved.config, &interfaces)?;
+        resolved.engine.checksum_mode = crate::config::live_checksum_mode(&resolved.config, &interfaces).map_err(CliError)?;
     }
     let workers = resolved.options.workers;
     // Memory caps are split between the workers that will really run.
     let mut inspect = crate::inspect::InspectSettings::from_engine(&resolved.engine, workers, args.simulate_ips);
     inspect.http = resolved.options.inspect.http.clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let overrides = CaptureOverrides {
-        fanout: args.live.fanout.as_deref().map(live::parse_fanout).transpose().map_err(|e| CliError(format!("--fanout: {e}")))?,
+    let overrides = crate::config::CaptureOverrides {
+        fanout: args.live.fanout.as_deref().map(crate::config::parse_fanout).transpose().map_err(|e| CliError(format!("--fanout: {e}")))?,
         promiscuous: args.live.no_promisc.then_some(false),
         bpf_filter: resolved.bpf_expression.clone(),
     };
-    let (captures, warnings) = live::capture_configs(&resolved.config, &interfaces, &overrides, &stop).map_err(CliError)?;
+    let (captures, warnings) = crate::config::capture_configs(&resolved.config, &interfaces, &overrides, &stop).map_err(CliError)?;
     for w in warnings {
         warn(w);
     }
-    let stats_interval = live::stats_interval(&resolved.config).map_err(CliError)?;
+    let stats_interval = crate::config::stats_interval(&resolved.config).map_err(CliError)?;
     let metrics_addr = args.live.metrics.as_deref().map(metrics::parse_listen_address).transpose().map_err(|e| CliError(format!("--metrics: {e}")))?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;

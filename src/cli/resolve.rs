@@ -79,37 +79,6 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     })
 }
 
-/// Suricata's `af-packet.checksum-checks` (default `kernel`). Packets this host sends
-/// itself, or that reach a veth from a local sender, carry checksums the NIC or the
-/// kernel has not filled in yet; the kernel already verified what it received. picket does
-/// not read the per-packet "checksum not ready" flag yet, so `kernel` means: no checksum
-/// validation in the engine. `yes` validates everything, `auto` samples as with `-k auto`.
-pub(super) fn live_checksum_mode(config: &Config, interfaces: &[String]) -> Result<crate::config::ChecksumMode, CliError> {
-    use crate::config::ChecksumMode;
-    let key = match config.node("af-packet") {
-        Some(serde_yaml::Value::Sequence(items)) => interfaces
-            .first()
-            .and_then(|first| {
-                let position = |name: &str| {
-                    items.iter().position(|i| i.get("interface").and_then(|v| v.as_str()) == Some(name))
-                };
-                position(first).or_else(|| position("default"))
-            })
-            .map(|i| format!("af-packet.{i}.checksum-checks")),
-        _ => Some("af-packet.checksum-checks".to_string()),
-    };
-    let value = key.as_deref().and_then(|k| config.get_str(k));
-    match value.as_deref().map(str::trim) {
-        None | Some("kernel") => Ok(ChecksumMode::Never),
-        Some("auto") => Ok(ChecksumMode::Auto),
-        Some(v) => match crate::config::parse_bool(v) {
-            Some(true) => Ok(ChecksumMode::Always),
-            Some(false) => Ok(ChecksumMode::Never),
-            None => Err(CliError(format!("af-packet.checksum-checks: '{v}' is not kernel, yes, no or auto"))),
-        },
-    }
-}
-
 /// Loads rules for a run: prints the summary, every failed rule with file and line, and
 /// (verbose) the skipped-by-keyword table. Bad rules never stop the rest from loading.
 pub fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, announce: bool, verbose: bool) -> Result<LoadedRules, CliError> {

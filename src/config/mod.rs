@@ -14,11 +14,15 @@
 //! typed getters convert and report bad values with the key and the value. [`EngineSettings`]
 //! gathers the settings the engine uses, with Suricata's defaults.
 
+mod afpacket;
 mod eve;
 mod settings;
 
 pub use picket_core::settings::{
     parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
+};
+pub use afpacket::{
+    capture_configs, configured_interfaces, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
 pub use eve::{alert_log_options, apply_metadata, xff_options};
 pub use settings::{http_config, EngineSettingsExt, HTTP_CONFIG_PREFIX};

@@ -18,9 +18,8 @@
 //! thread turns them into picket-stats.json (every second), eve `stats` events and
 //! stats.log records (every `stats.interval`), and the final stats at exit.
 
-use crate::capture::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket, FanoutMode, RingStats};
+use crate::capture::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket, RingStats};
 use crate::capture::RawPacket;
-use crate::config::{parse_bool, parse_size, Config};
 use crate::counters::CounterSet;
 use crate::inspect::{InspectSettings, Inspector};
 use crate::output::eve::AlertLogOptions;
@@ -31,7 +30,6 @@ use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerRepo
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
 use crate::tools::snapshot::{write_snapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
-use serde_yaml::Value;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,9 +42,6 @@ const POLL_WAIT: Duration = Duration::from_millis(100);
 const TICK: Duration = Duration::from_secs(1);
 /// Event chunks queued for the writer thread before a worker waits for it.
 const EVENT_QUEUE: usize = 1024;
-/// Suricata's default `stats.interval`.
-pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(8);
-
 pub struct LiveOptions {
     /// One socket template per interface; every worker opens one socket from each.
     pub captures: Vec<AfPacketConfig>,
@@ -541,295 +536,9 @@ pub fn write_live_load_table(out: &mut dyn Write, workers: &[LiveWorkerReport], 
     )
 }
 
-// ---------------------------------------------------------------------------------
-// Settings: Suricata's `af-packet:` section and picket's flags.
-
-/// Suricata's `cluster-type` names, and picket's short `--fanout` names.
-pub fn parse_fanout(name: &str) -> Result<FanoutMode, String> {
-    match name.trim() {
-        "cluster_flow" | "hash" | "flow" => Ok(FanoutMode::Hash),
-        "cluster_round_robin" | "lb" | "roundrobin" => Ok(FanoutMode::Lb),
-        "cluster_cpu" | "cpu" => Ok(FanoutMode::Cpu),
-        "cluster_random" | "rnd" | "random" => Ok(FanoutMode::Rnd),
-        "cluster_qm" | "qm" => Ok(FanoutMode::Qm),
-        "cluster_ebpf" | "ebpf" => {
-            Err("cluster_ebpf needs an eBPF load-balancing program, which picket cannot load yet".into())
-        }
-        other => Err(format!(
-            "unknown fanout '{other}' (cluster_flow, cluster_round_robin, cluster_cpu, cluster_random, cluster_qm; \
-             or hash, lb, cpu, rnd, qm)"
-        )),
-    }
-}
-
-/// Command-line choices that override the YAML for every interface.
-#[derive(Clone, Debug, Default)]
-pub struct CaptureOverrides {
-    pub fanout: Option<FanoutMode>,
-    pub promiscuous: Option<bool>,
-    /// The command line's BPF filter (or the top-level `bpf-filter`); it replaces the
-    /// interfaces' own `bpf-filter` settings, as in Suricata.
-    pub bpf_filter: Option<String>,
-}
-
-/// The interfaces listed in the YAML `af-packet:` section (Suricata's `--af-packet`
-/// without a value), the `default` entry excepted.
-pub fn configured_interfaces(config: &Config) -> Vec<String> {
-    let Some(Value::Sequence(items)) = config.node("af-packet") else { return Vec::new() };
-    items
-        .iter()
-        .filter_map(|item| item.get("interface").and_then(scalar))
-        .filter(|name| name != "default")
-        .collect()
-}
-
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-/// A setting of `interface` in the `af-packet:` section: its own list entry, else the
-/// `default` entry; or, when the section is a mapping (made by `--set af-packet.x=y`
-/// without a YAML list), the mapping's value for every interface.
-fn af_packet_value<'a>(config: &'a Config, interface: &str, key: &str) -> Option<&'a Value> {
-    match config.node("af-packet")? {
-        Value::Mapping(map) => map.get(key),
-        Value::Sequence(items) => {
-            let entry = |name: &str| {
-                items.iter().find(|item| item.get("interface").and_then(scalar).as_deref() == Some(name))
-            };
-            entry(interface).and_then(|e| e.get(key)).or_else(|| entry("default").and_then(|e| e.get(key)))
-        }
-        _ => None,
-    }
-}
-
-/// Socket settings per interface from the `af-packet:` section and the overrides.
-/// Returns the configs and warnings about settings picket does not act on.
-///
-/// Mapping (Suricata key → [`AfPacketConfig`]): `cluster-id` → `fanout_group` (default
-/// 99 + the interface's position, as a group belongs to one interface), `cluster-type` →
-/// `fanout_mode`, `defrag`, `rollover`, `disable-promisc` → `!promiscuous`, `block-size`,
-/// `block-timeout` → `retire_timeout_ms`, `ring-size` (frames per socket) → `block_count`
-/// (enough blocks of `block-size` for that many `frame-size` frames); picket's own
-/// `block-count` and `frame-size` set those fields directly.
-pub fn capture_configs(
-    config: &Config,
-    interfaces: &[String],
-    overrides: &CaptureOverrides,
-    stop: &Arc<AtomicBool>,
-) -> Result<(Vec<AfPacketConfig>, Vec<String>), String> {
-    let mut configs = Vec::with_capacity(interfaces.len());
-    let mut warnings = Vec::new();
-    for (position, interface) in interfaces.iter().enumerate() {
-        let get = |key: &str| af_packet_value(config, interface, key);
-        let text = |key: &str| get(key).and_then(scalar);
-        let bad = |key: &str, value: &str, expected: &str| {
-            format!("af-packet.{key} ({interface}): invalid value '{value}' (expected {expected})")
-        };
-        let boolean = |key: &str| -> Result<Option<bool>, String> {
-            match text(key) {
-                None => Ok(None),
-                Some(t) => parse_bool(&t).map(Some).ok_or_else(|| bad(key, &t, "yes or no")),
-            }
-        };
-        let number = |key: &str, max: u64| -> Result<Option<u64>, String> {
-            match text(key) {
-                None => Ok(None),
-                Some(t) => match t.trim().parse::<u64>() {
-                    Ok(v) if v <= max => Ok(Some(v)),
-                    _ => Err(bad(key, &t, &format!("an integer up to {max}"))),
-                },
-            }
-        };
-        let size = |key: &str| -> Result<Option<u64>, String> {
-            match text(key) {
-                None => Ok(None),
-                Some(t) => match parse_size(&t) {
-                    Some(v) if v <= u32::MAX as u64 => Ok(Some(v)),
-                    _ => Err(bad(key, &t, "a size such as 1mb")),
-                },
-            }
-        };
-
-        let mut cfg = AfPacketConfig { stop: Arc::clone(stop), ..AfPacketConfig::for_interface(interface) };
-        cfg.fanout_group = match number("cluster-id", u16::MAX as u64)? {
-            Some(id) => id as u16,
-            None => 99u16.wrapping_add(position as u16),
-        };
-        if let Some(t) = text("cluster-type") {
-            cfg.fanout_mode = parse_fanout(&t).map_err(|e| format!("af-packet.cluster-type ({interface}): {e}"))?;
-        }
-        if let Some(mode) = overrides.fanout {
-            cfg.fanout_mode = mode;
-        }
-        if let Some(v) = boolean("defrag")? {
-            cfg.defrag = v;
-        }
-        if let Some(v) = boolean("rollover")? {
-            cfg.rollover = v;
-        }
-        if let Some(v) = boolean("disable-promisc")? {
-            cfg.promiscuous = !v;
-        }
-        if let Some(v) = overrides.promiscuous {
-            cfg.promiscuous = v;
-        }
-        if let Some(v) = size("block-size")? {
-            cfg.block_size = v as u32;
-        }
-        if let Some(v) = size("frame-size")? {
-            cfg.frame_size = v as u32;
-        }
-        if let Some(v) = number("block-timeout", u32::MAX as u64)? {
-            cfg.retire_timeout_ms = v as u32;
-        }
-        if let Some(frames) = number("ring-size", 1 << 24)? {
-            let bytes = frames * cfg.frame_size as u64;
-            cfg.block_count = bytes.div_ceil(cfg.block_size.max(1) as u64).clamp(2, u32::MAX as u64) as u32;
-        }
-        if let Some(v) = number("block-count", u32::MAX as u64)? {
-            cfg.block_count = v as u32;
-        }
-        cfg.bpf_filter = overrides
-            .bpf_filter
-            .clone()
-            .or_else(|| text("bpf-filter"))
-            .map(|e| e.trim().to_string())
-            .filter(|e| !e.is_empty());
-        for unsupported in ["copy-mode", "copy-iface", "ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
-            if get(unsupported).is_some() {
-                warnings.push(format!("af-packet.{unsupported} ({interface}) is not supported yet and is ignored"));
-            }
-        }
-        cfg.validate().map_err(|e| format!("{e} (interface {interface})"))?;
-        configs.push(cfg);
-    }
-    Ok((configs, warnings))
-}
-
-/// `stats.interval` in seconds (Suricata's default 8); 0 turns periodic stats off.
-pub fn stats_interval(config: &Config) -> Result<Option<Duration>, String> {
-    match config.get_u64("stats.interval").map_err(|e| e.message().to_string())? {
-        None => Ok(Some(DEFAULT_STATS_INTERVAL)),
-        Some(0) => Ok(None),
-        Some(secs) => Ok(Some(Duration::from_secs(secs.min(86_400)))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn stop() -> Arc<AtomicBool> {
-        Arc::new(AtomicBool::new(false))
-    }
-
-    #[test]
-    fn set_keys_map_to_socket_settings() {
-        let sets: Vec<String> = [
-            "af-packet.cluster-type=cluster_round_robin",
-            "af-packet.cluster-id=42",
-            "af-packet.block-size=64kb",
-            "af-packet.ring-size=1000",
-            "af-packet.block-timeout=25",
-            "af-packet.disable-promisc=yes",
-            "af-packet.defrag=no",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let (config, warnings) = Config::load(None, &sets).unwrap();
-        assert!(warnings.is_empty(), "{warnings:?}");
-        let (cfgs, _) = capture_configs(&config, &["eth0".into(), "eth1".into()], &Default::default(), &stop()).unwrap();
-        let c = &cfgs[0];
-        assert_eq!(c.fanout_mode, FanoutMode::Lb);
-        assert_eq!(c.fanout_group, 42);
-        assert_eq!(c.block_size, 64 << 10);
-        // 1000 frames of 2048 bytes in 64 KiB blocks: 31.25, rounded up.
-        assert_eq!(c.block_count, 32);
-        assert_eq!(c.retire_timeout_ms, 25);
-        assert!(!c.promiscuous);
-        assert!(!c.defrag);
-        assert_eq!(cfgs[1].interface, "eth1");
-    }
-
-    #[test]
-    fn yaml_list_entries_and_default_and_overrides() {
-        let config = Config::from_yaml_str(
-            "af-packet:\n  - interface: eth0\n    cluster-type: cluster_cpu\n    cluster-id: 7\n  - interface: eth1\n  - interface: default\n    block-size: 131072\n    copy-mode: ips\n",
-        )
-        .unwrap();
-        assert_eq!(configured_interfaces(&config), vec!["eth0".to_string(), "eth1".to_string()]);
-        let ifaces = configured_interfaces(&config);
-        let (cfgs, warnings) = capture_configs(&config, &ifaces, &Default::default(), &stop()).unwrap();
-        assert_eq!((cfgs[0].fanout_mode, cfgs[0].fanout_group), (FanoutMode::Cpu, 7));
-        // eth1 has no cluster-id: a group of its own, not eth0's.
-        assert_eq!((cfgs[1].fanout_mode, cfgs[1].fanout_group), (FanoutMode::Hash, 100));
-        assert_eq!(cfgs[1].block_size, 131072);
-        assert_eq!(warnings.len(), 2, "copy-mode warned for each interface: {warnings:?}");
-        assert!(cfgs.iter().all(|c| c.promiscuous));
-
-        let forced = CaptureOverrides { fanout: Some(FanoutMode::Qm), promiscuous: Some(false), ..Default::default() };
-        let (cfgs, _) = capture_configs(&config, &ifaces, &forced, &stop()).unwrap();
-        assert!(cfgs.iter().all(|c| c.fanout_mode == FanoutMode::Qm && !c.promiscuous));
-    }
-
-    #[test]
-    fn bpf_filter_per_interface_and_from_the_command_line() {
-        let config = Config::from_yaml_str(
-            "af-packet:\n  - interface: eth0\n    bpf-filter: tcp port 22\n  - interface: eth1\n    bpf-filter: \"\"\n  - interface: default\n    bpf-filter: udp\n",
-        )
-        .unwrap();
-        let ifaces: Vec<String> = ["eth0", "eth1", "eth2"].iter().map(|s| s.to_string()).collect();
-        let (cfgs, warnings) = capture_configs(&config, &ifaces, &Default::default(), &stop()).unwrap();
-        assert!(warnings.is_empty(), "bpf-filter is applied, not warned about: {warnings:?}");
-        let filters: Vec<_> = cfgs.iter().map(|c| c.bpf_filter.as_deref()).collect();
-        // An empty filter is no filter (eth1 keeps its own, empty, setting).
-        assert_eq!(filters, vec![Some("tcp port 22"), None, Some("udp")]);
-        let overrides = CaptureOverrides { bpf_filter: Some("icmp".into()), ..Default::default() };
-        let (cfgs, _) = capture_configs(&config, &ifaces, &overrides, &stop()).unwrap();
-        assert!(cfgs.iter().all(|c| c.bpf_filter.as_deref() == Some("icmp")), "the command line wins");
-    }
-
-    #[test]
-    fn bad_settings_are_one_line_errors() {
-        for (set, needle) in [
-            ("af-packet.cluster-type=cluster_magic", "unknown fanout"),
-            ("af-packet.cluster-type=cluster_ebpf", "eBPF"),
-            ("af-packet.cluster-id=70000", "cluster-id"),
-            ("af-packet.block-size=1000", "page size"),
-            ("af-packet.defrag=maybe", "yes or no"),
-        ] {
-            let (config, _) = Config::load(None, &[set.to_string()]).unwrap();
-            let err = capture_configs(&config, &["eth0".into()], &Default::default(), &stop()).unwrap_err();
-            assert!(err.contains(needle) && !err.contains('\n'), "{set}: {err}");
-        }
-    }
-
-    #[test]
-    fn fanout_names() {
-        assert_eq!(parse_fanout("cluster_flow").unwrap(), FanoutMode::Hash);
-        assert_eq!(parse_fanout("hash").unwrap(), FanoutMode::Hash);
-        assert_eq!(parse_fanout("cluster_random").unwrap(), FanoutMode::Rnd);
-        assert_eq!(parse_fanout("rnd").unwrap(), FanoutMode::Rnd);
-        assert!(parse_fanout("bogus").is_err());
-    }
-
-    #[test]
-    fn stats_interval_default_off_and_value() {
-        let interval = |sets: &[&str]| {
-            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-            stats_interval(&Config::load(None, &sets).unwrap().0).unwrap()
-        };
-        assert_eq!(interval(&[]), Some(Duration::from_secs(8)));
-        assert_eq!(interval(&["stats.interval=0"]), None);
-        assert_eq!(interval(&["stats.interval=2"]), Some(Duration::from_secs(2)));
-    }
 
     #[test]
     fn load_table_shows_kernel_drops() {
