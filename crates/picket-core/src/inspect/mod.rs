@@ -1,7 +1,16 @@
-//! The sans-IO inspection core a worker owns: decode, flow tracking, and (from the
-//! detection work on) rules. It is fed packets and clock ticks and writes eve lines into an
-//! [`EventBuf`]; it knows nothing of threads, rings, sockets or files, so the single-thread
-//! run mode, the worker threads and the tests all drive the same code.
+//! The sans-IO inspection core a worker owns: decode, flow tracking, TCP reassembly, the
+//! application layer and the rules. It is fed packets and clock ticks; for each packet it
+//! returns a [`Verdict`] and hands what it found ([`Event`]: alerts, drops, ended flows) to
+//! the caller's [`EventSink`]. It knows nothing of threads, rings, sockets, files or
+//! output formats, so the single-thread run mode, the worker threads, the live capture and
+//! the tests all drive the same code.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | [`Inspector`]: per packet, decode → flow → stream → app layer → detection |
+//! | `detection.rs` | running the engine on a packet or on flow-end stream data; alerts, drops |
+//! | `event.rs` | the events, the sink trait, the verdict, the events' sort keys |
+//! | `app.rs`, `dns.rs`, `tls.rs` | the per-flow app layer and the protocols' detection buffers |
 
 use crate::applayer::http::HttpConfig;
 use crate::applayer::probe::{DetectionPorts, Transport};
