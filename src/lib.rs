@@ -21,6 +21,7 @@ pub mod detect;
 pub mod dispatch;
 pub mod flow;
 pub mod inspect;
+pub mod matchers;
 pub mod output;
 pub mod packet;
 pub mod pipeline;
