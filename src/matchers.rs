@@ -185,6 +185,61 @@ mod tests {
         );
     }
 
+    /// Every backend built in (the mpm module's own tests cannot spawn threads).
+    fn builders() -> Vec<Arc<dyn MatcherBuilder>> {
+        vec![
+            Arc::new(AcBuilder),
+            #[cfg(feature = "hyperscan")]
+            Arc::new(hs::HsBuilder),
+        ]
+    }
+
+    /// One compiled matcher scanned by two worker threads at once, each with its own scratch.
+    #[test]
+    fn matcher_is_shared_across_worker_threads() {
+        let patterns: Arc<Vec<Pattern>> = Arc::new(
+            (0..300u32)
+                .map(|id| Pattern::new(id, format!("sig-{id}-").into_bytes(), id % 2 == 1))
+                .collect(),
+        );
+        for builder in builders() {
+            let algo = builder.algo();
+            let matcher: Arc<dyn MultiPatternMatcher> =
+                Arc::from(builder.build(&patterns).expect("build"));
+            let workers: Vec<_> = (0..2u32)
+                .map(|worker| {
+                    let matcher = Arc::clone(&matcher);
+                    std::thread::spawn(move || {
+                        let mut scratch = Scratch::new();
+                        let mut total_found = 0;
+                        for id in (0..300u32).filter(|id| id % 2 == worker) {
+                            let haystack = format!("..SIG-{id}-..sig-{}-", 299 - id);
+                            let mut found = Vec::new();
+                            matcher
+                                .scan(haystack.as_bytes(), &mut scratch, &mut |id| found.push(id))
+                                .expect("scan");
+                            found.sort_unstable();
+                            // The lowercase id always; the uppercase one only for odd (nocase) ids.
+                            let mut expected = vec![299 - id];
+                            if id % 2 == 1 {
+                                expected.push(id);
+                            }
+                            expected.sort_unstable();
+                            assert_eq!(found, expected, "{haystack}");
+                            total_found += found.len();
+                        }
+                        total_found
+                    })
+                })
+                .collect();
+            let total: usize = workers
+                .into_iter()
+                .map(|worker| worker.join().expect("worker panicked"))
+                .sum();
+            assert_eq!(total, 300 + 150, "{algo}");
+        }
+    }
+
     #[cfg(not(feature = "hyperscan"))]
     #[test]
     fn hyperscan_request_fails_when_not_built_in() {

@@ -2,7 +2,6 @@
 //! (`crate::matchers::hs`) moves with that backend when it becomes a crate of its own.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 use proptest::prelude::*;
 
@@ -427,45 +426,6 @@ fn fold_buffer_stays_bounded_on_huge_haystacks() {
         "scratch grew to {}",
         scratch.memory_bytes()
     );
-}
-
-#[test]
-fn matcher_is_shared_across_worker_threads() {
-    let patterns: Arc<Vec<Pattern>> = Arc::new(
-        (0..300u32)
-            .map(|id| Pattern::new(id, format!("sig-{id}-").into_bytes(), id % 2 == 1))
-            .collect(),
-    );
-    for algo in backends() {
-        let matcher: Arc<dyn MultiPatternMatcher> =
-            Arc::from(build(algo, &patterns).expect("build"));
-        let workers: Vec<_> = (0..2u32)
-            .map(|worker| {
-                let (matcher, patterns) = (Arc::clone(&matcher), Arc::clone(&patterns));
-                std::thread::spawn(move || {
-                    let mut scratch = Scratch::new();
-                    let mut total_found = 0;
-                    for id in (0..300u32).filter(|id| id % 2 == worker) {
-                        let haystack = format!("..SIG-{id}-..sig-{}-", 299 - id);
-                        let found = scan_ids(matcher.as_ref(), haystack.as_bytes(), &mut scratch);
-                        assert_eq!(
-                            found,
-                            reference_ids(&patterns, haystack.as_bytes()),
-                            "{haystack}"
-                        );
-                        total_found += found.len();
-                    }
-                    total_found
-                })
-            })
-            .collect();
-        let total: usize = workers
-            .into_iter()
-            .map(|worker| worker.join().expect("worker panicked"))
-            .sum();
-        // Every haystack matches its lowercase id; the uppercase one only for odd (nocase) ids.
-        assert_eq!(total, 300 + 150, "{algo}");
-    }
 }
 
 #[test]
