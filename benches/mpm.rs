@@ -9,7 +9,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use picket::detect::mpm::{build, MpmAlgo, Pattern, Scratch};
+use picket::detect::mpm::{MpmAlgo, Pattern, Scratch};
+use picket::matchers;
 
 const DEFAULT_RULES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/rules/et-open-2024-04-21");
 
@@ -159,7 +160,7 @@ fn time_for(budget: Duration, mut run: impl FnMut()) -> (u64, Duration) {
 fn bench_set(label: &str, patterns: &[Pattern], rng: &mut XorShift) {
     let buffer = mixed_buffer(rng, patterns);
     let mut algos = vec![MpmAlgo::AhoCorasick];
-    if MpmAlgo::HYPERSCAN_BUILT_IN {
+    if matchers::HYPERSCAN_BUILT_IN {
         algos.insert(0, MpmAlgo::Hyperscan);
     }
     // PICKET_BENCH_ALGO=hs|ac limits the run to one backend (e.g. for profiling).
@@ -167,11 +168,11 @@ fn bench_set(label: &str, patterns: &[Pattern], rng: &mut XorShift) {
         .ok()
         .and_then(|name| name.parse::<MpmAlgo>().ok())
     {
-        algos.retain(|algo| *algo == only.resolve());
+        algos.retain(|algo| *algo == matchers::resolve(only));
     }
     for algo in algos {
         let start = Instant::now();
-        let matcher = match build(algo, patterns) {
+        let matcher = match matchers::builder(algo).and_then(|builder| builder.build(patterns)) {
             Ok(matcher) => matcher,
             Err(error) => {
                 println!("{label} {algo}: build failed: {error}");

@@ -17,6 +17,7 @@ pub mod capture;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
+pub mod matchers;
 pub mod output;
 pub mod pipeline;
 pub mod rules;

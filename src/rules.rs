@@ -4,6 +4,7 @@
 
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
 use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine};
+use crate::detect::mpm::{MpmAlgo, UnknownMpmAlgo};
 use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleVars, ThresholdConfig};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -111,8 +112,12 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
     if files.is_empty() {
         return Ok(LoadedRules { engine: None, load, build: BuildReport::default(), files, warnings, elapsed: started.elapsed() });
     }
+    let algo: MpmAlgo = match settings.mpm_algo.as_deref() {
+        Some(a) => a.parse().map_err(|e: UnknownMpmAlgo| e.to_string())?,
+        None => MpmAlgo::Auto,
+    };
     let cfg = DetectConfig {
-        mpm_algo: settings.mpm_algo.clone(),
+        matchers: crate::matchers::builder(algo).map_err(|e| e.to_string())?,
         classification,
         thresholds,
         packet_alert_max: settings.packet_alert_max,

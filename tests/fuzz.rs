@@ -30,6 +30,7 @@ use picket::config::EngineSettings;
 use picket::decode::{decode, flow_hash_with, DecodeOptions, IpLayer, PortList, L4};
 use picket::defrag::{is_fragment, DefragConfig, DefragOutcome, DefragPolicy, Defragmenter};
 use picket::detect::engine::{DetectConfig, DetectEngine};
+use picket::detect::mpm::AcBuilder;
 use picket::detect::rule::{load_rules_str, parse_rule, RuleVars};
 use picket::inspect::{InspectSettings, Inspector};
 use picket::settings::ChecksumMode;
@@ -874,7 +875,7 @@ fn probe_protocols() {
 // ---------------------------------------------------------------- rules
 
 fn detect_config() -> DetectConfig {
-    DetectConfig { mpm_algo: Some("ac".into()), ..DetectConfig::default() }
+    DetectConfig { matchers: Arc::new(AcBuilder), ..DetectConfig::default() }
 }
 
 /// Arbitrary rule text never panics; an error carries a reason; a rule that parses also

@@ -23,7 +23,7 @@ mod tests;
 mod headers_tests;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
-use crate::detect::mpm::{self, MpmAlgo, MultiPatternMatcher, Pattern, Scratch};
+use crate::detect::mpm::{AcBuilder, MatcherBuilder, MultiPatternMatcher, Pattern, Scratch};
 use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
 use crate::detect::rule::{Action, AppNumber, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry, Transform};
 use crate::packet::Timestamp;
@@ -36,14 +36,26 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Build-time settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DetectConfig {
-    /// `mpm-algo`: "auto", "hs", "ac", ... (see `detect::mpm::MpmAlgo`).
-    pub mpm_algo: Option<String>,
+    /// Compiles the prefilter pattern sets; the caller picks the backend (`mpm-algo`, see
+    /// `crate::matchers`). Default: the pure-Rust Aho-Corasick, sequentially.
+    pub matchers: Arc<dyn MatcherBuilder>,
     pub classification: ClassificationTable,
     pub thresholds: ThresholdConfig,
     /// `packet-alert-max`: alerts logged per packet at most (Suricata default 15).
     pub packet_alert_max: u16,
+}
+
+impl Default for DetectConfig {
+    fn default() -> Self {
+        DetectConfig {
+            matchers: Arc::new(AcBuilder),
+            classification: ClassificationTable::default(),
+            thresholds: ThresholdConfig::default(),
+            packet_alert_max: 0,
+        }
+    }
 }
 
 /// What the build did, for `picket rules check` and start-up logs.
@@ -427,51 +439,30 @@ pub struct DetectEngine {
     flowbit_names: Vec<String>,
 }
 
-/// Compiles each distinct pattern set once, spread over the machine's cores (Hyperscan
-/// compilation is most of the start-up time with a large ruleset). Identical sets (a group's
-/// two directions often hold the same rules) share one matcher.
-fn build_matchers(algo: MpmAlgo, sets: &[Vec<Pattern>]) -> Result<Vec<Arc<dyn MultiPatternMatcher>>, String> {
+/// Compiles each distinct pattern set once with `builder` (whose `build_all` may spread them
+/// over cores). Identical sets (a group's two directions often hold the same rules) share one
+/// matcher.
+fn build_matchers(builder: &dyn MatcherBuilder, sets: &[Vec<Pattern>]) -> Result<Vec<Arc<dyn MultiPatternMatcher>>, String> {
     use std::collections::HashMap;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let mut first_of: HashMap<&[Pattern], usize> = HashMap::new();
-    let mut distinct: Vec<usize> = Vec::new();
+    let mut distinct: Vec<&[Pattern]> = Vec::new();
     let owner: Vec<usize> = sets
         .iter()
-        .enumerate()
-        .map(|(i, set)| {
+        .map(|set| {
             *first_of.entry(set.as_slice()).or_insert_with(|| {
-                distinct.push(i);
-                i
+                distinct.push(set.as_slice());
+                distinct.len() - 1
             })
         })
         .collect();
-    // Largest sets first so the long compilations start early.
-    distinct.sort_by_key(|&i| std::cmp::Reverse(sets[i].iter().map(|p| p.bytes.len()).sum::<usize>()));
-    let next = AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(distinct.len().max(1));
-    let mut built: HashMap<usize, Arc<dyn MultiPatternMatcher>> = HashMap::new();
-    let results: Vec<Vec<(usize, Result<Box<dyn MultiPatternMatcher>, String>)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&i) = distinct.get(k) else { break };
-                        out.push((i, mpm::build(algo, &sets[i]).map_err(|e| e.to_string())));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
-    });
-    for (i, result) in results.into_iter().flatten() {
-        built.insert(i, Arc::from(result?));
-    }
+    let built: Vec<Arc<dyn MultiPatternMatcher>> = builder
+        .build_all(&distinct)
+        .into_iter()
+        .map(|result| result.map(Arc::from).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
     owner
         .iter()
-        .map(|o| built.get(o).cloned().ok_or_else(|| "pattern compilation thread failed".to_string()))
+        .map(|&o| built.get(o).cloned().ok_or_else(|| "pattern compilation returned too few matchers".to_string()))
         .collect()
 }
 
@@ -524,10 +515,6 @@ struct PacketFacts {
 impl DetectEngine {
     pub fn build(rules: Vec<Rule>, cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
         let started = std::time::Instant::now();
-        let algo: MpmAlgo = match cfg.mpm_algo.as_deref() {
-            Some(a) => a.parse().map_err(|e: mpm::UnknownMpmAlgo| e.to_string())?,
-            None => MpmAlgo::Auto,
-        };
         let mut report = BuildReport::default();
         let mut names = compile::Names::default();
         let mut compiled: Vec<(usize, CompiledRule)> = Vec::with_capacity(rules.len());
@@ -682,7 +669,7 @@ impl DetectEngine {
             };
             layout.push([per_dir(0), per_dir(1)]);
         }
-        let matchers = build_matchers(algo, &sets)?;
+        let matchers = build_matchers(cfg.matchers.as_ref(), &sets)?;
         let mut memory = 0usize;
         let mut seen_matchers = std::collections::HashSet::new();
         for m in &matchers {
@@ -690,7 +677,7 @@ impl DetectEngine {
                 memory += m.memory_bytes();
             }
         }
-        let algo_used = matchers.first().map(|m| m.algo()).unwrap_or_else(|| algo.resolve());
+        let algo_used = cfg.matchers.algo();
         let mut groups = Vec::with_capacity(TRANSPORTS);
         for (t, dirs) in layout.into_iter().enumerate() {
             let [d0, d1] = dirs;

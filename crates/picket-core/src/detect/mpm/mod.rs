@@ -4,34 +4,37 @@
 //! possibly `nocase`). Per packet, the engine scans the payload once against all fast patterns of
 //! the rule group and only evaluates the rules whose pattern occurred.
 //!
-//! Two backends sit behind [`MultiPatternMatcher`]:
-//! - **Hyperscan** (cargo feature `hyperscan`, default on): the system `libhs` in literal mode
-//!   (`hs_compile_lit_multi`), declared by `hyperscan-sys` and wrapped safely in `hs/ffi.rs`, the
-//!   only `unsafe` of this module. The `hyperscan` crate was not used: it accepts binary
-//!   patterns only as `\xNN` regexes, and regex mode compiles short literals pathologically
-//!   slowly (256 one-byte patterns: 23 s vs 4 ms in literal mode; ET Open contents incl. short
-//!   ones: 2.5 s vs 0.8 s for 20k).
-//! - **Aho-Corasick** (always built): a double-array automaton from `daachorse`. On ET Open
-//!   contents it scanned ~2x faster than the `aho-corasick` crate's contiguous NFA (5k patterns:
-//!   204 vs 105 MB/s; 20k: 420 vs 173 MB/s) and needs a fraction of its DFA's memory (20k: 2.5 MB
-//!   vs 190 MB), so it is the pure-Rust choice.
+//! Backends implement [`MultiPatternMatcher`] and are compiled by a [`MatcherBuilder`], which
+//! the engine gets from its caller (`DetectConfig::matchers`):
+//! - **Aho-Corasick** ([`AcBuilder`], here, pure Rust): a double-array automaton from
+//!   `daachorse`. On ET Open contents it scanned ~2x faster than the `aho-corasick` crate's
+//!   contiguous NFA (5k patterns: 204 vs 105 MB/s; 20k: 420 vs 173 MB/s) and needs a fraction
+//!   of its DFA's memory (20k: 2.5 MB vs 190 MB), so it is the pure-Rust choice.
+//! - **Hyperscan** (`HsBuilder` in `hs/`, cargo feature `hyperscan`, default on): the system
+//!   `libhs` in literal mode (`hs_compile_lit_multi`), declared by `hyperscan-sys` and wrapped
+//!   safely in `hs/ffi.rs`. It is not part of this module (it is declared by `crate::matchers`)
+//!   and uses only this module's public API: [`Pattern`], [`MultiPatternMatcher`],
+//!   [`MatcherBuilder`], [`Scratch`] with its [`BackendScratch`] slot, [`IdTable`],
+//!   [`SeenSlots`], [`overlapping_windows`], [`validate_patterns`] and [`empty_matcher`]. The
+//!   `hyperscan` crate was not used: it accepts binary patterns only as `\xNN` regexes, and
+//!   regex mode compiles short literals pathologically slowly (256 one-byte patterns: 23 s vs
+//!   4 ms in literal mode; ET Open contents incl. short ones: 2.5 s vs 0.8 s for 20k).
 //!
 //! Hyperscan is 2-10x faster at scanning and compiles 5-10x slower; `benches/mpm.rs` measures both.
+//! Which backend `mpm-algo` selects, and compiling on several cores, is `crate::matchers`'s job.
 //!
-//! Contract shared by both backends (tested against a naive reference matcher):
+//! Contract shared by all backends (tested against a naive reference matcher):
 //! - `on_match(id)` is called exactly once per scan for every pattern id that occurs in the
 //!   haystack, in no particular order. Ids that are given to several patterns are still reported
 //!   once; identical patterns with different ids each report their own id.
 //! - `nocase` folds ASCII letters only (like Suricata); other bytes always match exactly.
-//! - The database is read-only after [`build`] and shared between workers (`Send + Sync`);
-//!   every worker owns one [`Scratch`], which may be used with any number of matchers.
+//! - The database is read-only after [`MatcherBuilder::build`] and shared between workers
+//!   (`Send + Sync`); every worker owns one [`Scratch`], which may be used with any number of
+//!   matchers.
 
-// All FFI lives in hs/ffi.rs, which alone opts back in.
 #![deny(unsafe_code)]
 
 mod ac;
-#[cfg(feature = "hyperscan")]
-mod hs;
 mod slots;
 #[cfg(test)]
 mod tests;
@@ -39,7 +42,7 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 
-pub use slots::Scratch;
+pub use slots::{BackendScratch, IdTable, Scratch, SeenSlots};
 
 /// One literal to search for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -62,7 +65,7 @@ impl Pattern {
     }
 }
 
-/// A compiled pattern set. Build with [`build`].
+/// A compiled pattern set. Build with a [`MatcherBuilder`].
 pub trait MultiPatternMatcher: Send + Sync {
     /// Calls `on_match(pattern_id)` once for each distinct id whose pattern occurs in `haystack`.
     ///
@@ -80,7 +83,7 @@ pub trait MultiPatternMatcher: Send + Sync {
     /// Sizes `scratch` for this matcher so that `scan` does not allocate.
     fn prepare_scratch(&self, scratch: &mut Scratch) -> Result<(), MpmError>;
 
-    /// Number of patterns given to [`build`] (duplicates included).
+    /// Number of patterns given to [`MatcherBuilder::build`] (duplicates included).
     fn pattern_count(&self) -> usize;
 
     /// Heap bytes held by the compiled database and its id tables (not the scratch).
@@ -90,7 +93,52 @@ pub trait MultiPatternMatcher: Send + Sync {
     fn algo(&self) -> MpmAlgo;
 }
 
-/// Backend selection, parsed from Suricata's `mpm-algo` values.
+/// Compiles pattern sets with one backend. Injected into the engine by its caller, which
+/// chooses the backend (`mpm-algo`) and may compile on several threads (`build_all`).
+pub trait MatcherBuilder: Send + Sync {
+    /// The backend the matchers are built with (never [`MpmAlgo::Auto`]).
+    fn algo(&self) -> MpmAlgo;
+
+    /// Compiles `patterns`. An empty set yields a matcher that never matches; an empty pattern
+    /// is [`MpmError::EmptyPattern`] (see [`validate_patterns`] and [`empty_matcher`]).
+    fn build(&self, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError>;
+
+    /// Compiles every set, results in the order of `sets`. Sequential here; a caller that can
+    /// spawn threads overrides it.
+    fn build_all(
+        &self,
+        sets: &[&[Pattern]],
+    ) -> Vec<Result<Box<dyn MultiPatternMatcher>, MpmError>> {
+        sets.iter().map(|patterns| self.build(patterns)).collect()
+    }
+}
+
+impl fmt::Debug for dyn MatcherBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MatcherBuilder({})", self.algo())
+    }
+}
+
+/// The pure-Rust backend: a double-array Aho-Corasick automaton, always available.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AcBuilder;
+
+impl MatcherBuilder for AcBuilder {
+    fn algo(&self) -> MpmAlgo {
+        MpmAlgo::AhoCorasick
+    }
+
+    fn build(&self, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
+        validate_patterns(patterns)?;
+        if patterns.is_empty() {
+            return Ok(empty_matcher(MpmAlgo::AhoCorasick));
+        }
+        Ok(Box::new(ac::AcMatcher::build(patterns)?))
+    }
+}
+
+/// Backend selection, parsed from Suricata's `mpm-algo` values. Which backends exist in this
+/// build, and what `Auto` resolves to, is decided outside this module (`crate::matchers`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum MpmAlgo {
     /// Hyperscan if built in and supported by this CPU, otherwise Aho-Corasick.
@@ -98,30 +146,6 @@ pub enum MpmAlgo {
     Auto,
     Hyperscan,
     AhoCorasick,
-}
-
-impl MpmAlgo {
-    /// Whether this binary was built with the Hyperscan backend.
-    pub const HYPERSCAN_BUILT_IN: bool = cfg!(feature = "hyperscan");
-
-    /// Resolves [`MpmAlgo::Auto`] to the backend [`build`] would use.
-    pub fn resolve(self) -> MpmAlgo {
-        match self {
-            MpmAlgo::Auto if hyperscan_usable() => MpmAlgo::Hyperscan,
-            MpmAlgo::Auto => MpmAlgo::AhoCorasick,
-            other => other,
-        }
-    }
-}
-
-#[cfg(feature = "hyperscan")]
-fn hyperscan_usable() -> bool {
-    hs::platform_supported()
-}
-
-#[cfg(not(feature = "hyperscan"))]
-fn hyperscan_usable() -> bool {
-    false
 }
 
 /// The `mpm-algo` value was not recognised.
@@ -167,7 +191,8 @@ impl fmt::Display for MpmAlgo {
 pub enum MpmError {
     /// A pattern had no bytes; it would match everywhere and no backend accepts it.
     EmptyPattern { id: u32 },
-    /// `mpm-algo: hs` was requested but this binary was built without the `hyperscan` feature.
+    /// `mpm-algo: hs` was requested but this binary has no Hyperscan backend (built without
+    /// the `hyperscan` feature).
     HyperscanNotBuiltIn,
     /// The backend refused to compile the pattern set (Hyperscan: unsupported CPU, out of
     /// memory; Aho-Corasick: automaton size limits).
@@ -193,36 +218,22 @@ impl fmt::Display for MpmError {
 
 impl std::error::Error for MpmError {}
 
-/// Compiles `patterns` with the chosen backend. An empty set yields a matcher that never matches.
-pub fn build(
-    algo: MpmAlgo,
-    patterns: &[Pattern],
-) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
-    if let Some(empty) = patterns.iter().find(|pattern| pattern.bytes.is_empty()) {
-        return Err(MpmError::EmptyPattern { id: empty.id });
-    }
-    let algo = algo.resolve();
-    if patterns.is_empty() {
-        return Ok(Box::new(EmptyMatcher { algo }));
-    }
-    match algo {
-        MpmAlgo::Hyperscan => build_hyperscan(patterns),
-        // `resolve` never returns Auto; treat it like the fallback rather than panic.
-        MpmAlgo::AhoCorasick | MpmAlgo::Auto => Ok(Box::new(ac::AcMatcher::build(patterns)?)),
+/// Rejects a set containing an empty pattern (it would match everywhere and no backend accepts
+/// it). Every [`MatcherBuilder::build`] calls it first.
+pub fn validate_patterns(patterns: &[Pattern]) -> Result<(), MpmError> {
+    match patterns.iter().find(|pattern| pattern.bytes.is_empty()) {
+        Some(empty) => Err(MpmError::EmptyPattern { id: empty.id }),
+        None => Ok(()),
     }
 }
 
-#[cfg(feature = "hyperscan")]
-fn build_hyperscan(patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
-    Ok(Box::new(hs::HsMatcher::build(patterns)?))
+/// The matcher for an empty pattern set (a rule group without fast patterns), reporting `algo`:
+/// never matches, needs no scratch. Hyperscan cannot compile an empty set.
+pub fn empty_matcher(algo: MpmAlgo) -> Box<dyn MultiPatternMatcher> {
+    Box::new(EmptyMatcher { algo })
 }
 
-#[cfg(not(feature = "hyperscan"))]
-fn build_hyperscan(_patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
-    Err(MpmError::HyperscanNotBuiltIn)
-}
-
-/// Matcher for a rule group without fast patterns. Hyperscan cannot compile an empty set.
+/// See [`empty_matcher`].
 struct EmptyMatcher {
     algo: MpmAlgo,
 }
@@ -253,7 +264,10 @@ impl MultiPatternMatcher for EmptyMatcher {
 /// (clamped to `len`), so that every occurrence of a pattern of at most `overlap + 1` bytes lies
 /// entirely inside at least one window. Stops at the first window that reaches `len`. An empty
 /// input yields one empty window, so backends still run.
-fn overlapping_windows(
+///
+/// Backends use it to bound per-call work: Aho-Corasick folds case window by window, Hyperscan
+/// takes at most `u32::MAX` bytes per call; `overlap` is the longest pattern minus one.
+pub fn overlapping_windows(
     len: usize,
     step: usize,
     overlap: usize,

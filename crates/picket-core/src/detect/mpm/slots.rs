@@ -1,17 +1,19 @@
-//! Pattern-id bookkeeping shared by the backends, and the per-worker [`Scratch`].
+//! Pattern-id bookkeeping shared by the backends, and the per-worker [`Scratch`]. Public so that
+//! a backend outside this module (Hyperscan) can use them.
 //!
 //! Backends only see *groups*: one per distinct pattern text as that backend distinguishes it
 //! (Hyperscan: bytes + nocase). A group stands for one or more user ids; ids are mapped to dense
-//! *slots* so that a per-scan bitset can report every id exactly once, however many patterns
-//! carry it and however often they occur.
+//! *slots* so that a per-scan bitset ([`SeenSlots`]) can report every id exactly once, however
+//! many patterns carry it and however often they occur.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::hash::Hash;
 
 use super::Pattern;
 
 /// Maps backend groups to the user ids they report.
-pub(super) struct IdTable {
+pub struct IdTable {
     /// Slot -> user id.
     slot_ids: Vec<u32>,
     /// Group -> range of `group_slots`.
@@ -21,7 +23,8 @@ pub(super) struct IdTable {
 
 impl IdTable {
     /// Groups `patterns` by `key`; group `i` has key `keys[i]`, in order of first appearance.
-    pub(super) fn group_by<K, F>(patterns: &[Pattern], key: F) -> (IdTable, Vec<K>)
+    /// A backend compiles one entry per group and reports matches by group number.
+    pub fn group_by<K, F>(patterns: &[Pattern], key: F) -> (IdTable, Vec<K>)
     where
         K: Hash + Eq + Clone,
         F: Fn(&Pattern) -> K,
@@ -64,19 +67,22 @@ impl IdTable {
         )
     }
 
-    pub(super) fn slot_count(&self) -> usize {
+    /// Number of distinct user ids: the size [`SeenSlots::reset_for`] needs.
+    pub fn slot_count(&self) -> usize {
         self.slot_ids.len()
     }
 
-    pub(super) fn memory_bytes(&self) -> usize {
+    /// Heap bytes held by the table.
+    pub fn memory_bytes(&self) -> usize {
         self.slot_ids.capacity() * 4
             + self.group_spans.capacity() * 8
             + self.group_slots.capacity() * 4
     }
 
-    /// Reports the ids of `group` not yet reported in this scan.
+    /// Reports the ids of `group` not yet reported in this scan (`seen` was reset for
+    /// [`IdTable::slot_count`] slots at the start of the scan).
     #[inline]
-    pub(super) fn report(&self, group: usize, seen: &mut SeenSlots, on_match: &mut dyn FnMut(u32)) {
+    pub fn report(&self, group: usize, seen: &mut SeenSlots, on_match: &mut dyn FnMut(u32)) {
         let Some(&(start, len)) = self.group_spans.get(group) else {
             return;
         };
@@ -94,9 +100,9 @@ impl IdTable {
     }
 }
 
-/// Bitset of the slots reported in the current scan.
+/// Bitset of the slots reported in the current scan; lives in the worker's [`Scratch`].
 #[derive(Default, Debug)]
-pub(super) struct SeenSlots {
+pub struct SeenSlots {
     words: Vec<u64>,
     /// Slots set since the last reset: clearing only these keeps a scan O(matches), not
     /// O(patterns).
@@ -107,7 +113,7 @@ impl SeenSlots {
     /// Forgets the previous scan and makes room for `slot_count` slots. Allocates only when a
     /// matcher with more slots than ever before is used. Clearing at the *start* of a scan keeps
     /// the set correct even if a previous scan was abandoned half-way.
-    pub(super) fn reset_for(&mut self, slot_count: usize) {
+    pub fn reset_for(&mut self, slot_count: usize) {
         for slot in self.touched.drain(..) {
             if let Some(word) = self.words.get_mut(slot as usize / 64) {
                 *word = 0;
@@ -125,7 +131,7 @@ impl SeenSlots {
 
     /// Marks `slot`; true if it was not marked yet in this scan.
     #[inline]
-    pub(super) fn insert(&mut self, slot: u32) -> bool {
+    pub fn insert(&mut self, slot: u32) -> bool {
         let bit = 1u64 << (slot % 64);
         let Some(word) = self.words.get_mut(slot as usize / 64) else {
             // Unreachable after `reset_for`; reporting twice beats missing a match.
@@ -139,9 +145,18 @@ impl SeenSlots {
         true
     }
 
-    fn memory_bytes(&self) -> usize {
+    /// Heap bytes held by the set.
+    pub fn memory_bytes(&self) -> usize {
         self.words.capacity() * 8 + self.touched.capacity() * 4
     }
+}
+
+/// A backend's own per-worker state, kept in the [`Scratch`] slot
+/// [`Scratch::backend_parts`] hands out (Hyperscan: its scratch space and the databases it was
+/// sized for). The backend downcasts it to its concrete type.
+pub trait BackendScratch: Any + Send {
+    /// Heap bytes held, counted by [`Scratch::memory_bytes`].
+    fn memory_bytes(&self) -> usize;
 }
 
 /// Per-worker mutable state for scanning. Create one per worker thread (it is `Send`, not
@@ -151,12 +166,9 @@ pub struct Scratch {
     pub(super) seen: SeenSlots,
     /// ASCII-lowercased copy of the current window, for the Aho-Corasick backend.
     pub(super) folded: Vec<u8>,
-    /// Hyperscan scratch, sized for every database it has been used with.
-    #[cfg(feature = "hyperscan")]
-    pub(super) hyperscan: Option<super::hs::RawScratch>,
-    /// Serials of the Hyperscan databases `hyperscan` has been sized for, sorted.
-    #[cfg(feature = "hyperscan")]
-    pub(super) hyperscan_ready_for: Vec<u64>,
+    /// State of a backend outside this module (Hyperscan), of that backend's own type. One slot:
+    /// a backend of another type replaces it (only costs re-preparation).
+    backend: Option<Box<dyn BackendScratch>>,
 }
 
 impl Scratch {
@@ -164,14 +176,30 @@ impl Scratch {
         Scratch::default()
     }
 
+    /// The per-scan id bitset and the backend state, if it is a `T` (one downcast, no
+    /// allocation). `None` until [`Scratch::set_backend`] installed a `T`.
+    #[inline]
+    pub fn backend_parts<T: BackendScratch>(&mut self) -> (&mut SeenSlots, Option<&mut T>) {
+        let backend = self
+            .backend
+            .as_deref_mut()
+            .and_then(|backend| (backend as &mut dyn Any).downcast_mut::<T>());
+        (&mut self.seen, backend)
+    }
+
+    /// Installs a backend's state, dropping the previous one.
+    pub fn set_backend(&mut self, backend: Box<dyn BackendScratch>) {
+        self.backend = Some(backend);
+    }
+
     /// Heap bytes held by this scratch.
     pub fn memory_bytes(&self) -> usize {
-        let own = self.seen.memory_bytes() + self.folded.capacity();
-        #[cfg(feature = "hyperscan")]
-        let own = own
-            + self.hyperscan_ready_for.capacity() * 8
-            + self.hyperscan.as_ref().map_or(0, |scratch| scratch.size());
-        own
+        self.seen.memory_bytes()
+            + self.folded.capacity()
+            + self
+                .backend
+                .as_ref()
+                .map_or(0, |backend| backend.memory_bytes())
     }
 }
 

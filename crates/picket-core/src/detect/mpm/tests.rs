@@ -1,14 +1,14 @@
-//! Both backends are checked against the same naive reference matcher.
+//! Both backends are checked against the same naive reference matcher. The Hyperscan half
+//! (`crate::matchers::hs`) moves with that backend when it becomes a crate of its own.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 use proptest::prelude::*;
 
 use super::ac::AcMatcher;
-#[cfg(feature = "hyperscan")]
-use super::hs::HsMatcher;
 use super::*;
+#[cfg(feature = "hyperscan")]
+use crate::matchers::hs::{HsBuilder, HsMatcher};
 
 /// Every backend compiled into this build.
 fn backends() -> Vec<MpmAlgo> {
@@ -17,6 +17,16 @@ fn backends() -> Vec<MpmAlgo> {
         algos.push(MpmAlgo::Hyperscan);
     }
     algos
+}
+
+/// Compiles `patterns` with the builder of backend `algo` (one of [`backends`]).
+fn build(algo: MpmAlgo, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
+    let builder: Box<dyn MatcherBuilder> = match algo {
+        #[cfg(feature = "hyperscan")]
+        MpmAlgo::Hyperscan => Box::new(HsBuilder),
+        _ => Box::new(AcBuilder),
+    };
+    builder.build(patterns)
 }
 
 /// Backends plus variants with tiny scan windows, to exercise window boundaries.
@@ -115,30 +125,6 @@ fn algo_names_follow_suricata_mpm_algo() {
     for algo in [MpmAlgo::Auto, MpmAlgo::Hyperscan, MpmAlgo::AhoCorasick] {
         assert_eq!(algo.to_string().parse(), Ok(algo));
     }
-}
-
-#[test]
-fn auto_picks_hyperscan_only_when_built_in() {
-    let expected = if cfg!(feature = "hyperscan") && hyperscan_usable() {
-        MpmAlgo::Hyperscan
-    } else {
-        MpmAlgo::AhoCorasick
-    };
-    assert_eq!(MpmAlgo::Auto.resolve(), expected);
-    assert_eq!(
-        build(MpmAlgo::Auto, &[lit(1, b"x")]).expect("build").algo(),
-        expected
-    );
-    assert_eq!(MpmAlgo::AhoCorasick.resolve(), MpmAlgo::AhoCorasick);
-}
-
-#[cfg(not(feature = "hyperscan"))]
-#[test]
-fn hyperscan_request_fails_when_not_built_in() {
-    assert_eq!(
-        build(MpmAlgo::Hyperscan, &[lit(1, b"x")]).err(),
-        Some(MpmError::HyperscanNotBuiltIn)
-    );
 }
 
 #[test]
@@ -440,45 +426,6 @@ fn fold_buffer_stays_bounded_on_huge_haystacks() {
         "scratch grew to {}",
         scratch.memory_bytes()
     );
-}
-
-#[test]
-fn matcher_is_shared_across_worker_threads() {
-    let patterns: Arc<Vec<Pattern>> = Arc::new(
-        (0..300u32)
-            .map(|id| Pattern::new(id, format!("sig-{id}-").into_bytes(), id % 2 == 1))
-            .collect(),
-    );
-    for algo in backends() {
-        let matcher: Arc<dyn MultiPatternMatcher> =
-            Arc::from(build(algo, &patterns).expect("build"));
-        let workers: Vec<_> = (0..2u32)
-            .map(|worker| {
-                let (matcher, patterns) = (Arc::clone(&matcher), Arc::clone(&patterns));
-                std::thread::spawn(move || {
-                    let mut scratch = Scratch::new();
-                    let mut total_found = 0;
-                    for id in (0..300u32).filter(|id| id % 2 == worker) {
-                        let haystack = format!("..SIG-{id}-..sig-{}-", 299 - id);
-                        let found = scan_ids(matcher.as_ref(), haystack.as_bytes(), &mut scratch);
-                        assert_eq!(
-                            found,
-                            reference_ids(&patterns, haystack.as_bytes()),
-                            "{haystack}"
-                        );
-                        total_found += found.len();
-                    }
-                    total_found
-                })
-            })
-            .collect();
-        let total: usize = workers
-            .into_iter()
-            .map(|worker| worker.join().expect("worker panicked"))
-            .sum();
-        // Every haystack matches its lowercase id; the uppercase one only for odd (nocase) ids.
-        assert_eq!(total, 300 + 150, "{algo}");
-    }
 }
 
 #[test]

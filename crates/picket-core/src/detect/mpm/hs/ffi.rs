@@ -31,7 +31,7 @@ unsafe impl Send for Database {}
 unsafe impl Sync for Database {}
 
 /// Scratch space, sized for every database passed to [`HsScratch::grow_for`].
-pub(in crate::detect::mpm) struct HsScratch(NonNull<sys::hs_scratch_t>);
+pub(super) struct HsScratch(NonNull<sys::hs_scratch_t>);
 
 // SAFETY: a scratch is not tied to the thread that allocated it; libhs only forbids concurrent
 // use, which `&mut HsScratch` in `Database::scan` rules out.
@@ -242,7 +242,7 @@ impl HsScratch {
     }
 
     /// Bytes of the scratch.
-    pub(in crate::detect::mpm) fn size(&self) -> usize {
+    pub(super) fn size(&self) -> usize {
         let mut size = 0usize;
         // SAFETY: live scratch; valid out-pointer.
         let code = unsafe { sys::hs_scratch_size(self.0.as_ptr(), &mut size) };
