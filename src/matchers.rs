@@ -14,11 +14,9 @@ use crate::detect::mpm::{
     AcBuilder, MatcherBuilder, MpmAlgo, MpmError, MultiPatternMatcher, Pattern,
 };
 
-/// Hyperscan backend. Its files sit under `detect/mpm/hs/` but it is not part of `detect::mpm`:
-/// it uses only that module's public API.
+/// Hyperscan backend: the `picket-hs` crate, on `detect::mpm`'s public API.
 #[cfg(feature = "hyperscan")]
-#[path = "detect/mpm/hs/mod.rs"]
-pub mod hs;
+pub use picket_hs as hs;
 
 /// One set's outcome.
 type Built = Result<Box<dyn MultiPatternMatcher>, MpmError>;

@@ -15,6 +15,7 @@
 //! thread, process and environment APIs (clippy runs with `-D warnings` in `.ci/run`).
 //! Only tests may read fixture files.
 
+#![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 pub mod applayer;

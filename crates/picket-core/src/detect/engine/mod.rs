@@ -39,7 +39,7 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct DetectConfig {
     /// Compiles the prefilter pattern sets; the caller picks the backend (`mpm-algo`, see
-    /// `crate::matchers`). Default: the pure-Rust Aho-Corasick, sequentially.
+    /// `picket::matchers`). Default: the pure-Rust Aho-Corasick, sequentially.
     pub matchers: Arc<dyn MatcherBuilder>,
     pub classification: ClassificationTable,
     pub thresholds: ThresholdConfig,

@@ -10,10 +10,10 @@
 //!   `daachorse`. On ET Open contents it scanned ~2x faster than the `aho-corasick` crate's
 //!   contiguous NFA (5k patterns: 204 vs 105 MB/s; 20k: 420 vs 173 MB/s) and needs a fraction
 //!   of its DFA's memory (20k: 2.5 MB vs 190 MB), so it is the pure-Rust choice.
-//! - **Hyperscan** (`HsBuilder` in `hs/`, cargo feature `hyperscan`, default on): the system
-//!   `libhs` in literal mode (`hs_compile_lit_multi`), declared by `hyperscan-sys` and wrapped
-//!   safely in `hs/ffi.rs`. It is not part of this module (it is declared by `crate::matchers`)
-//!   and uses only this module's public API: [`Pattern`], [`MultiPatternMatcher`],
+//! - **Hyperscan** (`HsBuilder` in the `picket-hs` crate, the `picket` binary's cargo feature
+//!   `hyperscan`, default on): the system `libhs` in literal mode (`hs_compile_lit_multi`),
+//!   declared by `hyperscan-sys` and wrapped safely in `picket-hs/src/ffi.rs`, the only
+//!   `unsafe` of detection. It uses only this module's public API: [`Pattern`], [`MultiPatternMatcher`],
 //!   [`MatcherBuilder`], [`Scratch`] with its [`BackendScratch`] slot, [`IdTable`],
 //!   [`SeenSlots`], [`overlapping_windows`], [`validate_patterns`] and [`empty_matcher`]. The
 //!   `hyperscan` crate was not used: it accepts binary patterns only as `\xNN` regexes, and
@@ -21,9 +21,11 @@
 //!   4 ms in literal mode; ET Open contents incl. short ones: 2.5 s vs 0.8 s for 20k).
 //!
 //! Hyperscan is 2-10x faster at scanning and compiles 5-10x slower; `benches/mpm.rs` measures both.
-//! Which backend `mpm-algo` selects, and compiling on several cores, is `crate::matchers`'s job.
+//! Which backend `mpm-algo` selects, and compiling on several cores, is the `picket` crate's
+//! job (`picket::matchers`).
 //!
-//! Contract shared by all backends (tested against a naive reference matcher):
+//! Contract shared by all backends (tested against a naive reference matcher in
+//! `crates/picket-hs/tests/contract.rs`, the crate that sees both):
 //! - `on_match(id)` is called exactly once per scan for every pattern id that occurs in the
 //!   haystack, in no particular order. Ids that are given to several patterns are still reported
 //!   once; identical patterns with different ids each report their own id.
@@ -32,12 +34,9 @@
 //!   (`Send + Sync`); every worker owns one [`Scratch`], which may be used with any number of
 //!   matchers.
 
-#![deny(unsafe_code)]
 
 mod ac;
 mod slots;
-#[cfg(test)]
-mod tests;
 
 use std::fmt;
 use std::str::FromStr;
@@ -137,8 +136,17 @@ impl MatcherBuilder for AcBuilder {
     }
 }
 
+impl AcBuilder {
+    /// An Aho-Corasick matcher that folds case over windows of `window` bytes instead of the
+    /// default: for tests of window boundaries with small inputs.
+    pub fn build_with_window(patterns: &[Pattern], window: usize) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
+        validate_patterns(patterns)?;
+        Ok(Box::new(ac::AcMatcher::build_with_window(patterns, window)?))
+    }
+}
+
 /// Backend selection, parsed from Suricata's `mpm-algo` values. Which backends exist in this
-/// build, and what `Auto` resolves to, is decided outside this module (`crate::matchers`).
+/// build, and what `Auto` resolves to, is decided outside this module (`picket::matchers`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum MpmAlgo {
     /// Hyperscan if built in and supported by this CPU, otherwise Aho-Corasick.

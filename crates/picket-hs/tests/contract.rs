@@ -1,28 +1,22 @@
-//! Both backends are checked against the same naive reference matcher. The Hyperscan half
-//! (`crate::matchers::hs`) moves with that backend when it becomes a crate of its own.
+//! The matcher contract (picket_core::detect::mpm): both backends, Aho-Corasick from
+//! picket-core and Hyperscan from this crate, checked against the same naive reference
+//! matcher. It lives here because this is the crate that sees both.
 
 use std::collections::{BTreeSet, HashMap};
 
 use proptest::prelude::*;
 
-use super::ac::AcMatcher;
-use super::*;
-#[cfg(feature = "hyperscan")]
-use crate::matchers::hs::{HsBuilder, HsMatcher};
+use picket_core::detect::mpm::*;
+use picket_hs::{HsBuilder, HsMatcher};
 
-/// Every backend compiled into this build.
+/// Both backends.
 fn backends() -> Vec<MpmAlgo> {
-    let mut algos = vec![MpmAlgo::AhoCorasick];
-    if cfg!(feature = "hyperscan") {
-        algos.push(MpmAlgo::Hyperscan);
-    }
-    algos
+    vec![MpmAlgo::AhoCorasick, MpmAlgo::Hyperscan]
 }
 
 /// Compiles `patterns` with the builder of backend `algo` (one of [`backends`]).
 fn build(algo: MpmAlgo, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
     let builder: Box<dyn MatcherBuilder> = match algo {
-        #[cfg(feature = "hyperscan")]
         MpmAlgo::Hyperscan => Box::new(HsBuilder),
         _ => Box::new(AcBuilder),
     };
@@ -38,9 +32,8 @@ fn matchers_for(patterns: &[Pattern]) -> Vec<(String, Box<dyn MultiPatternMatche
     if !patterns.is_empty() {
         matchers.push((
             "ac-window-3".into(),
-            Box::new(AcMatcher::build_with_window(patterns, 3).expect("build")),
+            AcBuilder::build_with_window(patterns, 3).expect("build"),
         ));
-        #[cfg(feature = "hyperscan")]
         matchers.push((
             "hs-window-5".into(),
             Box::new(HsMatcher::build_with_window(patterns, 5).expect("build")),
@@ -414,13 +407,13 @@ fn prepared_scratch_does_not_grow_while_scanning() {
 #[test]
 fn fold_buffer_stays_bounded_on_huge_haystacks() {
     let patterns = [nocase(1, b"needle"), lit(2, b"Tail")];
-    let matcher = AcMatcher::build(&patterns).expect("build");
+    let matcher = AcBuilder.build(&patterns).expect("build");
     let mut haystack = vec![b'x'; 3 << 20];
     let end = haystack.len();
     haystack[end - 4..].copy_from_slice(b"Tail");
     haystack[1 << 20..(1 << 20) + 6].copy_from_slice(b"NEEDLE");
     let mut scratch = Scratch::new();
-    assert_eq!(scan_ids(&matcher, &haystack, &mut scratch), ids(&[1, 2]));
+    assert_eq!(scan_ids(&*matcher, &haystack, &mut scratch), ids(&[1, 2]));
     assert!(
         scratch.memory_bytes() < 64 * 1024,
         "scratch grew to {}",

@@ -4,8 +4,9 @@
 //! the [`IdTable`]. `HS_FLAG_CASELESS` folds ASCII letters only because `HS_FLAG_UTF8` is never
 //! set, which is Suricata's `nocase`.
 //!
-//! Uses only the public API of `crate::detect::mpm` (it is declared by `crate::matchers`, not
-//! by `mpm`), so that it can become a crate of its own on top of the sans-IO library.
+//! A crate of its own so that picket-core stays free of `unsafe`: it implements picket-core's
+//! [`MatcherBuilder`] / [`MultiPatternMatcher`] on that crate's public API only, and the
+//! `picket` binary picks it (`mpm-algo: hs`, or `auto` on a CPU that can run it).
 
 // All FFI lives in ffi.rs, which alone opts back in.
 #![deny(unsafe_code)]
@@ -15,7 +16,7 @@ mod ffi;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use self::ffi::{Database, HsScratch, Literal};
-use crate::detect::mpm::{
+use picket_core::detect::mpm::{
     empty_matcher, overlapping_windows, validate_patterns, BackendScratch, IdTable, MatcherBuilder,
     MpmAlgo, MpmError, MultiPatternMatcher, Pattern, Scratch, SeenSlots,
 };
