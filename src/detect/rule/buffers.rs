@@ -4,6 +4,9 @@
 //! Older rules instead put a modifier after the content (`content:"x"; http_uri;`), which moves
 //! only that content. Both spellings map to the same [`BufferDef`].
 
+use super::lexer::strip_quotes;
+use super::values::decode_hex;
+
 /// One inspection buffer.
 #[derive(Debug, PartialEq, Eq)]
 pub struct BufferDef {
@@ -248,7 +251,7 @@ impl Transform {
             }
             "pcrexform" => {
                 let v = value.ok_or("pcrexform needs a quoted regex")?;
-                let re = super::lexer::strip_quotes(v).ok_or("pcrexform value must be quoted")?;
+                let re = strip_quotes(v).ok_or("pcrexform value must be quoted")?;
                 if re.is_empty() {
                     return Err("pcrexform regex is empty".into());
                 }
@@ -262,7 +265,7 @@ impl Transform {
 
 fn parse_xor(value: &str) -> Result<XorSpec, String> {
     let v = value.trim();
-    let v = super::lexer::strip_quotes(v).unwrap_or(v).trim();
+    let v = strip_quotes(v).unwrap_or(v).trim();
     let (offset, key_part) = match v.strip_prefix("offset") {
         Some(rest) if rest.starts_with(|c: char| c.is_ascii_whitespace()) => {
             let (n, key) = rest.split_once(',').ok_or("xor: 'offset N' must be followed by ',<key>'")?;
@@ -286,8 +289,8 @@ fn parse_xor(value: &str) -> Result<XorSpec, String> {
             XorKey::InBuffer { nbytes, at }
         }
         _ => {
-            let hex = super::lexer::strip_quotes(key_part).unwrap_or(key_part);
-            let key = super::options::decode_hex(hex).ok_or_else(|| format!("invalid xor key '{hex}'"))?;
+            let hex = strip_quotes(key_part).unwrap_or(key_part);
+            let key = decode_hex(hex).ok_or_else(|| format!("invalid xor key '{hex}'"))?;
             if key.is_empty() || key.len() > 255 {
                 return Err("xor key must be 1 to 255 bytes".into());
             }

@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 
-use super::options::{parse_threshold_fields, parse_u32, Threshold, ThresholdType, Track};
+use super::threshold::{parse_threshold_fields, Threshold, ThresholdType, Track};
+use super::values::parse_u32;
 use super::vars::{AddressSet, RuleVars};
-use super::RuleError;
+use super::error::RuleError;
+use super::lexer::rule_lines;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Classification {
@@ -276,7 +278,7 @@ impl ThresholdConfig {
     ) -> (ThresholdConfig, Vec<RuleError>) {
         let mut config = ThresholdConfig::default();
         let mut errors = Vec::new();
-        for (line, entry_text) in super::rule_lines(text) {
+        for (line, entry_text) in rule_lines(text) {
             match parse_threshold_line(&entry_text, vars) {
                 Ok(entry) => config.entries.push(entry),
                 Err(reason) => errors.push(RuleError {

@@ -154,3 +154,39 @@ pub fn unescape_text(text: &str) -> String {
     }
     out
 }
+
+/// Yields (first line number, rule text): skips blank lines and `#` comments, joins lines that
+/// end with a backslash.
+pub fn rule_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    for (idx, raw_line) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = raw_line.trim_end_matches('\r');
+        if pending.is_none() {
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+        }
+        let trimmed_end = line.trim_end();
+        let (content, continues) = match trimmed_end.strip_suffix('\\') {
+            Some(body) => (body, true),
+            None => (line, false),
+        };
+        match pending.as_mut() {
+            Some((_, buf)) => buf.push_str(content),
+            None => pending = Some((line_no, content.to_string())),
+        }
+        if !continues {
+            if let Some(done) = pending.take() {
+                out.push(done);
+            }
+        }
+    }
+    // A file ending in a continuation still yields its (probably broken) rule for an error.
+    if let Some(done) = pending {
+        out.push(done);
+    }
+    out
+}

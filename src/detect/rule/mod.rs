@@ -5,12 +5,17 @@
 //! Loading never stops at a bad rule: each malformed rule becomes one [`RuleError`], each rule
 //! using a keyword we do not implement is counted under that keyword, and the rest loads.
 
+pub mod bits;
 pub mod buffers;
 pub mod config;
+pub mod error;
 pub mod header;
 pub mod lexer;
 pub mod options;
 pub mod packet_keywords;
+pub mod payload_keywords;
+pub mod threshold;
+pub mod values;
 pub mod vars;
 
 #[cfg(test)]
@@ -23,7 +28,9 @@ use std::sync::Arc;
 
 pub use buffers::{AppNumber, Base64Mode, Buffer, BufferDef, FromBase64, Subslice, Transform, XorKey, XorSpec};
 pub use config::{Classification, ClassificationTable, ThresholdConfig, ThresholdEntry};
+pub use error::RuleError;
 pub use header::{Action, Direction, Protocol, RuleHeader};
+pub use lexer::rule_lines;
 pub use options::{Content, NumOrVar, RuleOption, UintCmp};
 pub use vars::{AddressSet, PortSet, RuleVars};
 
@@ -100,20 +107,6 @@ impl fmt::Display for RuleParseError {
 }
 
 impl std::error::Error for RuleParseError {}
-
-/// A rejected rule, located for the user.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleError {
-    pub file: String,
-    pub line: usize,
-    pub reason: String,
-}
-
-impl fmt::Display for RuleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.reason)
-    }
-}
 
 /// A rule skipped because of an unsupported keyword.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,42 +246,6 @@ fn quick_sid(text: &str) -> Option<u32> {
     opts.iter()
         .find(|o| o.keyword == "sid")
         .and_then(|o| o.value?.trim().parse().ok())
-}
-
-/// Yields (first line number, rule text): skips blank lines and `#` comments, joins lines that
-/// end with a backslash.
-pub fn rule_lines(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut pending: Option<(usize, String)> = None;
-    for (idx, raw_line) in text.lines().enumerate() {
-        let line_no = idx + 1;
-        let line = raw_line.trim_end_matches('\r');
-        if pending.is_none() {
-            let trimmed = line.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-        }
-        let trimmed_end = line.trim_end();
-        let (content, continues) = match trimmed_end.strip_suffix('\\') {
-            Some(body) => (body, true),
-            None => (line, false),
-        };
-        match pending.as_mut() {
-            Some((_, buf)) => buf.push_str(content),
-            None => pending = Some((line_no, content.to_string())),
-        }
-        if !continues {
-            if let Some(done) = pending.take() {
-                out.push(done);
-            }
-        }
-    }
-    // A file ending in a continuation still yields its (probably broken) rule for an error.
-    if let Some(done) = pending {
-        out.push(done);
-    }
-    out
 }
 
 fn set_once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), RuleParseError> {

@@ -1,8 +1,8 @@
 //! Packet-level keywords parsed outside the main option table: `tcp.mss`, `vlan.id`,
-//! `vlan.layers`, the checksum keywords (`tcpv4-csum` ...), `decode-event`, `hostbits` and
-//! `tag`. Kept in their own file so the big option parser stays readable.
+//! `vlan.layers`, the checksum keywords (`tcpv4-csum` ...), `decode-event` and `tag`. Kept in
+//! their own file so the big option parser stays readable.
 
-use super::options::{parse_u32, parse_uint_cmp, FlowbitsCmd, RuleOption, UintCmp, Xbits, XbitsTrack};
+use super::values::{parse_u32, parse_uint_cmp, UintCmp};
 use crate::decode::events::DecodeEvent;
 
 /// Which VLAN tag(s) `vlan.id` looks at.
@@ -99,26 +99,36 @@ pub struct Tag {
 /// Suricata's default when `tag:session` gives no count: 256 packets.
 pub const TAG_DEFAULT_PACKETS: u32 = 256;
 
+/// One of this file's keywords, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKeyword {
+    TcpMss(UintCmp<u16>),
+    VlanId(VlanId),
+    VlanLayers(UintCmp<u8>),
+    Checksum { layer: ChecksumLayer, valid: bool },
+    DecodeEvent(DecodeEvent),
+    Tag(Tag),
+}
+
 /// Parses one of this file's keywords; `None` when `kw` is not one of them.
-pub fn parse(kw: &str, value: Option<&str>) -> Option<Result<RuleOption, String>> {
+pub fn parse(kw: &str, value: Option<&str>) -> Option<Result<PacketKeyword, String>> {
     let need = || value.map(str::trim).ok_or_else(|| format!("'{kw}' needs a value"));
     let parsed = match kw {
-        "tcp.mss" => need().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::TcpMss),
-        "vlan.id" => need().and_then(parse_vlan_id).map(RuleOption::VlanId),
-        "vlan.layers" => need().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::VlanLayers),
+        "tcp.mss" => need().and_then(|v| parse_uint_cmp(v, kw)).map(PacketKeyword::TcpMss),
+        "vlan.id" => need().and_then(parse_vlan_id).map(PacketKeyword::VlanId),
+        "vlan.layers" => need().and_then(|v| parse_uint_cmp(v, kw)).map(PacketKeyword::VlanLayers),
         "decode-event" => need().and_then(|v| {
             let name = v.trim_matches('"').trim();
             DecodeEvent::from_name(name)
-                .map(RuleOption::DecodeEvent)
+                .map(PacketKeyword::DecodeEvent)
                 .ok_or_else(|| format!("unknown decode-event '{name}'"))
         }),
-        "hostbits" => need().and_then(parse_hostbits).map(RuleOption::Xbits),
-        "tag" => need().and_then(parse_tag).map(RuleOption::Tag),
+        "tag" => need().and_then(parse_tag).map(PacketKeyword::Tag),
         _ => {
             let layer = ChecksumLayer::from_keyword(kw)?;
             need().and_then(|v| match v.trim_matches('"').trim() {
-                "valid" => Ok(RuleOption::Checksum { layer, valid: true }),
-                "invalid" => Ok(RuleOption::Checksum { layer, valid: false }),
+                "valid" => Ok(PacketKeyword::Checksum { layer, valid: true }),
+                "invalid" => Ok(PacketKeyword::Checksum { layer, valid: false }),
                 other => Err(format!("'{kw}': expected valid or invalid, got '{other}'")),
             })
         }
@@ -145,51 +155,6 @@ fn parse_vlan_id(v: &str) -> Result<VlanId, String> {
     };
     let cmp: UintCmp<u16> = parse_uint_cmp(cmp_text, "vlan.id")?;
     Ok(VlanId { cmp, layer })
-}
-
-/// `hostbits:<cmd>,<name>[,src|dst][,expire <secs>]` is xbits tracked by host: the same
-/// per-host table and namespace (Suricata documents them as equivalent).
-fn parse_hostbits(v: &str) -> Result<Xbits, String> {
-    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    let cmd = match parts.first().copied().unwrap_or("") {
-        "set" => FlowbitsCmd::Set,
-        "unset" => FlowbitsCmd::Unset,
-        "toggle" => FlowbitsCmd::Toggle,
-        "isset" => FlowbitsCmd::IsSet,
-        "isnotset" => FlowbitsCmd::IsNotSet,
-        "noalert" => FlowbitsCmd::NoAlert,
-        other => return Err(format!("hostbits: invalid command '{other}'")),
-    };
-    if cmd == FlowbitsCmd::NoAlert {
-        if parts.len() > 1 {
-            return Err("hostbits:noalert takes no name".into());
-        }
-        return Ok(Xbits { cmd, name: String::new(), track: None, expire: None });
-    }
-    let name = parts.get(1).filter(|n| !n.is_empty()).ok_or("hostbits: missing name")?;
-    if !name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')) {
-        return Err(format!("hostbits: invalid name '{name}'"));
-    }
-    let mut track = XbitsTrack::IpSrc;
-    let mut expire = None;
-    for item in parts.iter().skip(2) {
-        match *item {
-            "src" => track = XbitsTrack::IpSrc,
-            "dst" => track = XbitsTrack::IpDst,
-            "both" => return Err("hostbits: direction 'both' is not supported (nor by Suricata)".into()),
-            other => match other.split_once(char::is_whitespace) {
-                Some(("expire", secs)) => {
-                    let e = parse_u32(secs, "hostbits expire")?;
-                    if e == 0 {
-                        return Err("hostbits: expire must be positive".into());
-                    }
-                    expire = Some(e);
-                }
-                _ => return Err(format!("hostbits: unknown option '{other}'")),
-            },
-        }
-    }
-    Ok(Xbits { cmd, name: name.to_string(), track: Some(track), expire })
 }
 
 fn parse_tag(v: &str) -> Result<Tag, String> {
@@ -230,7 +195,7 @@ fn parse_tag(v: &str) -> Result<Tag, String> {
 mod tests {
     use super::*;
 
-    fn opt(kw: &str, v: &str) -> RuleOption {
+    fn opt(kw: &str, v: &str) -> PacketKeyword {
         parse(kw, Some(v)).expect("known keyword").expect("valid value")
     }
 
@@ -246,11 +211,11 @@ mod tests {
 
     #[test]
     fn tcp_mss_and_vlan() {
-        assert_eq!(opt("tcp.mss", "<536"), RuleOption::TcpMss(UintCmp::Lt(536)));
-        assert_eq!(opt("vlan.layers", ">2"), RuleOption::VlanLayers(UintCmp::Gt(2)));
-        assert_eq!(opt("vlan.id", "0x12C,1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) }));
-        assert_eq!(opt("vlan.id", "!500,all"), RuleOption::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All }));
-        assert_eq!(opt("vlan.id", "400,-1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) }));
+        assert_eq!(opt("tcp.mss", "<536"), PacketKeyword::TcpMss(UintCmp::Lt(536)));
+        assert_eq!(opt("vlan.layers", ">2"), PacketKeyword::VlanLayers(UintCmp::Gt(2)));
+        assert_eq!(opt("vlan.id", "0x12C,1"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) }));
+        assert_eq!(opt("vlan.id", "!500,all"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All }));
+        assert_eq!(opt("vlan.id", "400,-1"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) }));
         assert!(err("vlan.id", "1,5").contains("out of range"));
         assert!(err("vlan.id", "70000").contains("out of range"));
         assert!(parse("tcp.mss", None).expect("known").is_err());
@@ -271,33 +236,17 @@ mod tests {
 
     #[test]
     fn checksums_and_decode_events() {
-        assert_eq!(opt("tcpv4-csum", "invalid"), RuleOption::Checksum { layer: ChecksumLayer::Tcpv4, valid: false });
-        assert_eq!(opt("icmpv6-csum", "valid"), RuleOption::Checksum { layer: ChecksumLayer::Icmpv6, valid: true });
+        assert_eq!(opt("tcpv4-csum", "invalid"), PacketKeyword::Checksum { layer: ChecksumLayer::Tcpv4, valid: false });
+        assert_eq!(opt("icmpv6-csum", "valid"), PacketKeyword::Checksum { layer: ChecksumLayer::Icmpv6, valid: true });
         assert!(err("ipv4-csum", "maybe").contains("valid or invalid"));
-        assert_eq!(opt("decode-event", "ipv4.trunc_pkt"), RuleOption::DecodeEvent(DecodeEvent::Ipv4TruncPkt));
+        assert_eq!(opt("decode-event", "ipv4.trunc_pkt"), PacketKeyword::DecodeEvent(DecodeEvent::Ipv4TruncPkt));
         assert!(err("decode-event", "no.such_event").contains("unknown"));
-    }
-
-    #[test]
-    fn hostbits_forms() {
-        let x = |v| match opt("hostbits", v) {
-            RuleOption::Xbits(x) => x,
-            other => panic!("{other:?}"),
-        };
-        let set = x("set,abc,dst");
-        assert_eq!((set.cmd, set.name.as_str(), set.track), (FlowbitsCmd::Set, "abc", Some(XbitsTrack::IpDst)));
-        assert_eq!(x("isset,abc").track, Some(XbitsTrack::IpSrc));
-        assert_eq!(x("set,abc,src,expire 30").expire, Some(30));
-        assert_eq!(x("noalert").cmd, FlowbitsCmd::NoAlert);
-        assert!(err("hostbits", "set,abc,both").contains("both"));
-        assert!(err("hostbits", "isset").contains("missing name"));
-        assert!(err("hostbits", "flip,abc").contains("invalid command"));
     }
 
     #[test]
     fn tag_forms() {
         let t = |v| match opt("tag", v) {
-            RuleOption::Tag(t) => t,
+            PacketKeyword::Tag(t) => t,
             other => panic!("{other:?}"),
         };
         assert_eq!(t("session"), Tag { scope: TagScope::Session, count: 256, metric: TagMetric::Packets, direction: TagDirection::Src });
