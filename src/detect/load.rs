@@ -123,7 +123,7 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
 
 fn read_config_file<T: Default>(
     path: &Path,
-    parse: impl FnOnce(&str, &str) -> (T, Vec<crate::detect::rule::RuleError>),
+    parse: impl FnOnce(&str, &str) -> (T, Vec<crate::detect::rule::LocatedError>),
     warnings: &mut Vec<String>,
 ) -> T {
     match std::fs::read_to_string(path) {

@@ -1,7 +1,8 @@
 //! Flow and host state keywords: `flowbits`, `flowint`, `xbits` and `hostbits` (xbits
 //! tracked by host).
 
-use super::values::{parse_num_or_var, parse_u32, NumOrVar};
+use super::error::OptionError;
+use super::values::{bad_part, parse_num_or_var, parse_u32, unknown_option, NumOrVar};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlowbitsCmd {
@@ -86,13 +87,13 @@ fn is_bit_name(n: &str) -> bool {
             .all(|c| c.is_ascii_graphic() && !matches!(c, b',' | b'|' | b'&' | b';' | b'"'))
 }
 
-pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, String> {
+pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, OptionError> {
     let (cmd_text, names_text) = match value.split_once(',') {
         Some((c, n)) => (c.trim(), Some(n.trim())),
         None => (value.trim(), None),
     };
     let cmd =
-        bits_cmd(cmd_text).ok_or_else(|| format!("flowbits: invalid command '{cmd_text}'"))?;
+        bits_cmd(cmd_text).ok_or_else(|| bad_part("flowbits", "command", cmd_text))?;
     let Some(names_text) = names_text else {
         if cmd == FlowbitsCmd::NoAlert {
             return Ok(Flowbits {
@@ -101,10 +102,10 @@ pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, String> {
                 group: BitsGroup::Single,
             });
         }
-        return Err(format!("flowbits: '{cmd_text}' needs a name"));
+        return Err(OptionError::FlowbitsNeedsName { command: cmd_text.to_string() });
     };
     if cmd == FlowbitsCmd::NoAlert {
-        return Err("flowbits: noalert takes no name".into());
+        return Err(OptionError::Constraint { keyword: "flowbits", rule: "noalert takes no name" });
     }
     let (group, sep) = if names_text.contains('|') {
         (BitsGroup::Any, '|')
@@ -114,10 +115,10 @@ pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, String> {
         (BitsGroup::Single, ',')
     };
     if names_text.contains('|') && names_text.contains('&') {
-        return Err("flowbits: cannot mix '|' and '&'".into());
+        return Err(OptionError::Constraint { keyword: "flowbits", rule: "cannot mix '|' and '&'" });
     }
     if group == BitsGroup::Any && !matches!(cmd, FlowbitsCmd::IsSet | FlowbitsCmd::IsNotSet) {
-        return Err("flowbits: '|' groups only work with isset/isnotset".into());
+        return Err(OptionError::Constraint { keyword: "flowbits", rule: "'|' groups only work with isset/isnotset" });
     }
     let names: Vec<String> = if group == BitsGroup::Single {
         vec![names_text.to_string()]
@@ -128,19 +129,19 @@ pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, String> {
             .collect()
     };
     if let Some(bad) = names.iter().find(|n| !is_bit_name(n)) {
-        return Err(format!("flowbits: invalid name '{bad}'"));
+        return Err(bad_part("flowbits", "name", bad));
     }
     Ok(Flowbits { cmd, names, group })
 }
 
-pub(crate) fn parse_flowint(value: &str) -> Result<Flowint, String> {
+pub(crate) fn parse_flowint(value: &str) -> Result<Flowint, OptionError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     if parts.len() < 2 || parts.len() > 3 {
-        return Err("flowint needs name, operator[, value]".into());
+        return Err(OptionError::Usage { keyword: "flowint", usage: "name, operator[, value]" });
     }
     let name = parts[0];
     if !is_bit_name(name) {
-        return Err(format!("flowint: invalid name '{name}'"));
+        return Err(bad_part("flowint", "name", name));
     }
     let op = match parts[1] {
         "=" => FlowintOp::Set,
@@ -154,14 +155,16 @@ pub(crate) fn parse_flowint(value: &str) -> Result<Flowint, String> {
         ">=" => FlowintOp::Ge,
         "isset" => FlowintOp::IsSet,
         "notset" | "isnotset" => FlowintOp::NotSet,
-        other => return Err(format!("flowint: invalid operator '{other}'")),
+        other => return Err(bad_part("flowint", "operator", other)),
     };
     let needs_value = !matches!(op, FlowintOp::IsSet | FlowintOp::NotSet);
     let value = match (needs_value, parts.get(2)) {
         (true, Some(v)) => Some(parse_num_or_var(v, "flowint")?),
-        (true, None) => return Err(format!("flowint: operator '{}' needs a value", parts[1])),
+        (true, None) => return Err(OptionError::FlowintNeedsValue { operator: parts[1].to_string() }),
         (false, None) => None,
-        (false, Some(_)) => return Err("flowint: isset/notset take no value".into()),
+        (false, Some(_)) => {
+            return Err(OptionError::Constraint { keyword: "flowint", rule: "isset/notset take no value" })
+        }
     };
     Ok(Flowint {
         name: name.to_string(),
@@ -170,9 +173,9 @@ pub(crate) fn parse_flowint(value: &str) -> Result<Flowint, String> {
     })
 }
 
-pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, String> {
+pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, OptionError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    let cmd = bits_cmd(parts[0]).ok_or_else(|| format!("xbits: invalid command '{}'", parts[0]))?;
+    let cmd = bits_cmd(parts[0]).ok_or_else(|| bad_part("xbits", "command", parts[0]))?;
     if cmd == FlowbitsCmd::NoAlert {
         return Ok(Xbits {
             cmd,
@@ -181,9 +184,9 @@ pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, String> {
             expire: None,
         });
     }
-    let name = parts.get(1).ok_or("xbits: missing name")?;
+    let name = parts.get(1).ok_or(OptionError::MissingPart { keyword: "xbits", part: "name" })?;
     if !is_bit_name(name) {
-        return Err(format!("xbits: invalid name '{name}'"));
+        return Err(bad_part("xbits", "name", name));
     }
     let mut track = None;
     let mut expire = None;
@@ -199,21 +202,21 @@ pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, String> {
                     "ip_dst" => XbitsTrack::IpDst,
                     "ip_pair" => XbitsTrack::IpPair,
                     "tx" => XbitsTrack::Tx,
-                    other => return Err(format!("xbits: invalid track '{other}'")),
+                    other => return Err(bad_part("xbits", "track", other)),
                 })
             }
             "expire" => {
                 let e = parse_u32(arg, "xbits expire")?;
                 if e == 0 {
-                    return Err("xbits: expire must be positive".into());
+                    return Err(OptionError::Constraint { keyword: "xbits", rule: "expire must be positive" });
                 }
                 expire = Some(e)
             }
-            _ => return Err(format!("xbits: unknown option '{item}'")),
+            _ => return Err(unknown_option("xbits", item)),
         }
     }
     if track.is_none() {
-        return Err("xbits: missing track".into());
+        return Err(OptionError::MissingPart { keyword: "xbits", part: "track" });
     }
     Ok(Xbits {
         cmd,
@@ -225,7 +228,7 @@ pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, String> {
 
 /// `hostbits:<cmd>,<name>[,src|dst][,expire <secs>]` is xbits tracked by host: the same
 /// per-host table and namespace (Suricata documents them as equivalent).
-pub(crate) fn parse_hostbits(v: &str) -> Result<Xbits, String> {
+pub(crate) fn parse_hostbits(v: &str) -> Result<Xbits, OptionError> {
     let parts: Vec<&str> = v.split(',').map(str::trim).collect();
     let cmd = match parts.first().copied().unwrap_or("") {
         "set" => FlowbitsCmd::Set,
@@ -234,17 +237,18 @@ pub(crate) fn parse_hostbits(v: &str) -> Result<Xbits, String> {
         "isset" => FlowbitsCmd::IsSet,
         "isnotset" => FlowbitsCmd::IsNotSet,
         "noalert" => FlowbitsCmd::NoAlert,
-        other => return Err(format!("hostbits: invalid command '{other}'")),
+        other => return Err(bad_part("hostbits", "command", other)),
     };
     if cmd == FlowbitsCmd::NoAlert {
         if parts.len() > 1 {
-            return Err("hostbits:noalert takes no name".into());
+            return Err(OptionError::HostbitsNoalertName);
         }
         return Ok(Xbits { cmd, name: String::new(), track: None, expire: None });
     }
-    let name = parts.get(1).filter(|n| !n.is_empty()).ok_or("hostbits: missing name")?;
+    let name =
+        parts.get(1).filter(|n| !n.is_empty()).ok_or(OptionError::MissingPart { keyword: "hostbits", part: "name" })?;
     if !name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')) {
-        return Err(format!("hostbits: invalid name '{name}'"));
+        return Err(bad_part("hostbits", "name", name));
     }
     let mut track = XbitsTrack::IpSrc;
     let mut expire = None;
@@ -252,16 +256,21 @@ pub(crate) fn parse_hostbits(v: &str) -> Result<Xbits, String> {
         match *item {
             "src" => track = XbitsTrack::IpSrc,
             "dst" => track = XbitsTrack::IpDst,
-            "both" => return Err("hostbits: direction 'both' is not supported (nor by Suricata)".into()),
+            "both" => {
+                return Err(OptionError::Constraint {
+                    keyword: "hostbits",
+                    rule: "direction 'both' is not supported (nor by Suricata)",
+                })
+            }
             other => match other.split_once(char::is_whitespace) {
                 Some(("expire", secs)) => {
                     let e = parse_u32(secs, "hostbits expire")?;
                     if e == 0 {
-                        return Err("hostbits: expire must be positive".into());
+                        return Err(OptionError::Constraint { keyword: "hostbits", rule: "expire must be positive" });
                     }
                     expire = Some(e);
                 }
-                _ => return Err(format!("hostbits: unknown option '{other}'")),
+                _ => return Err(unknown_option("hostbits", other)),
             },
         }
     }
@@ -281,8 +290,9 @@ mod tests {
         assert_eq!(x("isset,abc").track, Some(XbitsTrack::IpSrc));
         assert_eq!(x("set,abc,src,expire 30").expire, Some(30));
         assert_eq!(x("noalert").cmd, FlowbitsCmd::NoAlert);
-        assert!(err("set,abc,both").contains("both"));
-        assert!(err("isset").contains("missing name"));
-        assert!(err("flip,abc").contains("invalid command"));
+        assert!(err("set,abc,both").to_string().contains("both"));
+        assert_eq!(err("isset"), OptionError::MissingPart { keyword: "hostbits", part: "name" });
+        assert_eq!(err("flip,abc").to_string(), "hostbits: invalid command 'flip'");
+        assert_eq!(err("noalert,abc").to_string(), "hostbits:noalert takes no name");
     }
 }

@@ -22,13 +22,12 @@ pub mod vars;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 pub use buffers::{AppNumber, Base64Mode, Buffer, BufferDef, FromBase64, Subslice, Transform, XorKey, XorSpec};
 pub use config::{Classification, ClassificationTable, ThresholdConfig, ThresholdEntry};
-pub use error::RuleError;
+pub use error::{LocatedError, OptionError, RuleError, Side};
 pub use header::{Action, Direction, Protocol, RuleHeader};
 pub use lexer::rule_lines;
 pub use options::{Content, NumOrVar, RuleOption, UintCmp};
@@ -88,26 +87,6 @@ impl Rule {
     }
 }
 
-/// Why a single rule did not load.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RuleParseError {
-    /// Syntax error or bad value; the rule is rejected.
-    Invalid(String),
-    /// Well-formed, but uses a keyword this engine does not implement (the first such keyword).
-    Unsupported { keyword: String },
-}
-
-impl fmt::Display for RuleParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RuleParseError::Invalid(reason) => f.write_str(reason),
-            RuleParseError::Unsupported { keyword } => write!(f, "unsupported keyword '{keyword}'"),
-        }
-    }
-}
-
-impl std::error::Error for RuleParseError {}
-
 /// A rule skipped because of an unsupported keyword.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnsupportedRule {
@@ -135,7 +114,7 @@ pub struct DuplicateSid {
 #[derive(Debug, Default)]
 pub struct RuleSetLoad {
     pub rules: Vec<Rule>,
-    pub errors: Vec<RuleError>,
+    pub errors: Vec<LocatedError>,
     /// Unsupported keyword -> number of rules skipped because of it.
     pub unsupported: BTreeMap<String, usize>,
     pub unsupported_rules: Vec<UnsupportedRule>,
@@ -164,10 +143,10 @@ impl RuleSetLoad {
                 let text = String::from_utf8_lossy(&bytes);
                 self.load_str(&name, &text, vars);
             }
-            Err(e) => self.errors.push(RuleError {
+            Err(e) => self.errors.push(LocatedError {
                 file: name,
                 line: 0,
-                reason: format!("cannot read rules file: {e}"),
+                error: RuleError::Unreadable { reason: e.to_string() },
             }),
         }
     }
@@ -182,20 +161,20 @@ impl RuleSetLoad {
                     rule.line = line;
                     self.add_rule(rule);
                 }
-                Err(RuleParseError::Invalid(reason)) => {
-                    self.errors.push(RuleError {
-                        file: name.to_string(),
-                        line,
-                        reason,
-                    });
-                }
-                Err(RuleParseError::Unsupported { keyword }) => {
+                Err(RuleError::UnsupportedKeyword { name: keyword }) => {
                     *self.unsupported.entry(keyword.clone()).or_insert(0) += 1;
                     self.unsupported_rules.push(UnsupportedRule {
                         file: name.to_string(),
                         line,
                         sid: quick_sid(&rule_text),
                         keyword,
+                    });
+                }
+                Err(error) => {
+                    self.errors.push(LocatedError {
+                        file: name.to_string(),
+                        line,
+                        error,
                     });
                 }
             }
@@ -248,35 +227,29 @@ fn quick_sid(text: &str) -> Option<u32> {
         .and_then(|o| o.value?.trim().parse().ok())
 }
 
-fn set_once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), RuleParseError> {
+fn set_once<T>(slot: &mut Option<T>, value: T, keyword: &'static str) -> Result<(), RuleError> {
     if slot.replace(value).is_some() {
-        return Err(RuleParseError::Invalid(format!("'{name}' given twice")));
+        return Err(RuleError::DuplicateOption { keyword });
     }
     Ok(())
 }
 
-/// Parses one rule. See [`RuleParseError`] for the two ways it can fail.
-pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleParseError> {
+/// Parses one rule. A malformed rule is an error naming the first problem; a well-formed rule
+/// with a keyword we do not implement is [`RuleError::UnsupportedKeyword`].
+pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleError> {
     let text = text.trim();
-    let (header_text, raw_options) = lexer::split_rule(text).map_err(RuleParseError::Invalid)?;
-    let header = header::parse_header(header_text, vars).map_err(RuleParseError::Invalid)?;
+    let (header_text, raw_options) = lexer::split_rule(text)?;
+    let header = header::parse_header(header_text, vars)?;
 
     let mut parser = options::OptionParser::new();
     let mut first_unsupported: Option<&str> = None;
     for raw in &raw_options {
         match parser.parse(raw) {
             Ok(()) => {}
-            Err(options::OptionError::Unknown) => {
+            Err(OptionError::UnknownKeyword) => {
                 first_unsupported.get_or_insert(raw.keyword);
             }
-            Err(options::OptionError::Invalid(reason)) => {
-                let reason = if reason.contains(raw.keyword) {
-                    reason
-                } else {
-                    format!("{}: {reason}", raw.keyword)
-                };
-                return Err(RuleParseError::Invalid(reason));
-            }
+            Err(error) => return Err(RuleError::BadOption { keyword: raw.keyword.to_string(), error }),
         }
     }
     let options = parser.options;
@@ -298,11 +271,9 @@ pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleParseError> {
             _ => {}
         }
     }
-    let sid = sid.ok_or_else(|| RuleParseError::Invalid("missing sid".into()))?;
+    let sid = sid.ok_or(RuleError::MissingSid)?;
     if let Some(keyword) = first_unsupported {
-        return Err(RuleParseError::Unsupported {
-            keyword: keyword.to_string(),
-        });
+        return Err(RuleError::UnsupportedKeyword { name: keyword.to_string() });
     }
     Ok(Rule {
         header,

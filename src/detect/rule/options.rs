@@ -2,6 +2,7 @@
 //! (`nocase`, `depth`, `http_uri`...) are folded into the content they follow.
 
 use super::bits::{parse_flowbits, parse_flowint, parse_hostbits, parse_xbits};
+use super::error::OptionError;
 use super::buffers::{buffer_by_name, content_modifier_buffer, sticky_buffer, AppNumber, Buffer, Transform};
 use super::header::app_protocol;
 use super::lexer::{unescape_text, unquote_lenient, RawOption};
@@ -11,7 +12,9 @@ use super::payload_keywords::{
     parse_isdataat, parse_pcre,
 };
 use super::threshold::{parse_threshold, parse_threshold_fields};
-use super::values::{parse_num_or_var, parse_u16, parse_u32, parse_u64_any_base, parse_uint_cmp, strip_bang};
+use super::values::{
+    bad_part, bad_value, parse_num_or_var, parse_u16, parse_u32, parse_u64_any_base, parse_uint_cmp, strip_bang,
+};
 
 // The option AST is spread over the files of its keyword families; `options` is where users
 // find all of it.
@@ -252,7 +255,7 @@ pub struct FlowCount {
 }
 
 /// `flow.pkts:toserver,>10` (direction first), or the old `flow.pkts_toserver:>10`.
-fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, String> {
+fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, OptionError> {
     let (kind, fixed_dir) = match kw {
         "flow.pkts" => (FlowCountKind::Packets, None),
         "flow.bytes" => (FlowCountKind::Bytes, None),
@@ -260,41 +263,23 @@ fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, String> {
         "flow.pkts_toclient" => (FlowCountKind::Packets, Some(FlowCountDir::ToClient)),
         "flow.bytes_toserver" => (FlowCountKind::Bytes, Some(FlowCountDir::ToServer)),
         "flow.bytes_toclient" => (FlowCountKind::Bytes, Some(FlowCountDir::ToClient)),
-        _ => return Err(format!("unknown flow counter keyword '{kw}'")),
+        _ => return Err(OptionError::UnknownKeyword),
     };
     let (dir, cmp_text) = match fixed_dir {
         Some(d) => (d, value),
         None => {
-            let (d, rest) = value.split_once(',').ok_or_else(|| format!("{kw}: needs direction,value"))?;
+            let (d, rest) =
+                value.split_once(',').ok_or_else(|| OptionError::FlowCountUsage { keyword: kw.to_string() })?;
             let d = match d.trim() {
                 "toserver" | "to_server" => FlowCountDir::ToServer,
                 "toclient" | "to_client" => FlowCountDir::ToClient,
                 "either" => FlowCountDir::Either,
-                other => return Err(format!("{kw}: invalid direction '{other}'")),
+                other => return Err(bad_part(kw, "direction", other)),
             };
             (d, rest)
         }
     };
     Ok(FlowCount { kind, dir, cmp: parse_uint_cmp(cmp_text, kw)? })
-}
-
-/// Outcome of one option: an error in its value, or a keyword we do not know.
-#[derive(Debug)]
-pub enum OptionError {
-    Invalid(String),
-    Unknown,
-}
-
-impl From<String> for OptionError {
-    fn from(s: String) -> Self {
-        OptionError::Invalid(s)
-    }
-}
-
-impl From<&str> for OptionError {
-    fn from(s: &str) -> Self {
-        OptionError::Invalid(s.to_string())
-    }
 }
 
 type OptResult<T> = Result<T, OptionError>;
@@ -323,9 +308,7 @@ impl OptionParser {
     fn last_content_mut(&mut self, keyword: &str) -> OptResult<&mut Content> {
         match self.last_content.and_then(|i| self.options.get_mut(i)) {
             Some(RuleOption::Content(c)) => Ok(c),
-            _ => Err(OptionError::Invalid(format!(
-                "'{keyword}' needs a preceding content"
-            ))),
+            _ => Err(OptionError::NeedsContent { keyword: keyword.to_string() }),
         }
     }
 
@@ -333,14 +316,12 @@ impl OptionParser {
         let kw = raw.keyword;
         let value = raw.value;
         let need = || -> OptResult<&str> {
-            value.ok_or_else(|| OptionError::Invalid(format!("'{kw}' needs a value")))
+            value.ok_or_else(|| OptionError::MissingValue { keyword: kw.to_string() })
         };
         let none = || -> OptResult<()> {
             match value {
                 None => Ok(()),
-                Some(v) => Err(OptionError::Invalid(format!(
-                    "'{kw}' takes no value, got '{v}'"
-                ))),
+                Some(v) => Err(OptionError::UnexpectedValue { keyword: kw.to_string(), value: v.to_string() }),
             }
         };
         match kw {
@@ -348,7 +329,7 @@ impl OptionParser {
             "sid" => {
                 let sid = parse_u32(need()?, kw)?;
                 if sid == 0 {
-                    return Err("sid must be greater than 0".into());
+                    return Err(OptionError::SidZero);
                 }
                 self.push(RuleOption::Sid(sid))
             }
@@ -360,20 +341,20 @@ impl OptionParser {
                     .bytes()
                     .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
                 {
-                    return Err(format!("invalid classtype '{v}'").into());
+                    return Err(bad_value("classtype", v));
                 }
                 self.push(RuleOption::Classtype(v.to_string()))
             }
             "priority" => {
                 let p = parse_u32(need()?, kw)?;
                 if p == 0 || p > 255 {
-                    return Err(format!("priority {p} out of range 1-255").into());
+                    return Err(OptionError::PriorityRange { priority: p });
                 }
                 self.push(RuleOption::Priority(p as u8))
             }
             "reference" => {
                 let v = need()?;
-                let (system, id) = v.split_once(',').ok_or("reference must be 'system,id'")?;
+                let (system, id) = v.split_once(',').ok_or(OptionError::BadReference)?;
                 self.push(RuleOption::Reference {
                     system: system.trim().to_string(),
                     id: id.trim().to_string(),
@@ -395,7 +376,7 @@ impl OptionParser {
                 let t = match need()?.trim() {
                     "src_ip" => Target::SrcIp,
                     "dest_ip" => Target::DestIp,
-                    other => return Err(format!("invalid target '{other}'").into()),
+                    other => return Err(bad_value("target", other)),
                 };
                 self.push(RuleOption::Target(t))
             }
@@ -418,10 +399,7 @@ impl OptionParser {
                 none()?;
                 let c = self.last_content_mut(kw)?;
                 if c.depth.is_some() || c.offset.is_some() || c.is_relative() {
-                    return Err(
-                        "startswith cannot be combined with depth, offset, distance or within"
-                            .into(),
-                    );
+                    return Err(OptionError::StartswithWithPosition);
                 }
                 set_flag(&mut c.startswith, kw)?
             }
@@ -433,28 +411,25 @@ impl OptionParser {
                 let v = parse_num_or_var(need()?, kw)?;
                 let c = self.last_content_mut(kw)?;
                 if c.startswith {
-                    return Err(format!("'{kw}' cannot be combined with startswith").into());
+                    return Err(OptionError::PositionWithStartswith { keyword: kw.to_string() });
                 }
                 let relative_kw = kw == "distance" || kw == "within";
                 if relative_kw && (c.depth.is_some() || c.offset.is_some())
                     || !relative_kw && c.is_relative()
                 {
-                    return Err(format!(
-                        "'{kw}' mixes relative (distance/within) and absolute (depth/offset) positions"
-                    )
-                    .into());
+                    return Err(OptionError::MixedPositions { keyword: kw.to_string() });
                 }
                 if let NumOrVar::Num(n) = v {
                     let negative_ok = kw == "distance" || kw == "offset";
                     if n < 0 && !negative_ok {
-                        return Err(format!("'{kw}' must not be negative").into());
+                        return Err(OptionError::Negative { keyword: kw.to_string() });
                     }
                     if (kw == "depth" || kw == "within") && (n as usize) < c.pattern.len() {
-                        return Err(format!(
-                            "'{kw}' {n} is smaller than the content length {}",
-                            c.pattern.len()
-                        )
-                        .into());
+                        return Err(OptionError::ShorterThanContent {
+                            keyword: kw.to_string(),
+                            value: n,
+                            len: c.pattern.len(),
+                        });
                     }
                 }
                 let slot = match kw {
@@ -464,7 +439,7 @@ impl OptionParser {
                     _ => &mut c.within,
                 };
                 if slot.is_some() {
-                    return Err(format!("'{kw}' given twice for one content").into());
+                    return Err(OptionError::DuplicateModifier { keyword: kw.to_string() });
                 }
                 *slot = Some(v);
             }
@@ -475,7 +450,7 @@ impl OptionParser {
                     Some(v) => {
                         let (o, l) = v
                             .split_once(',')
-                            .ok_or_else(|| format!("invalid fast_pattern '{v}'"))?;
+                            .ok_or_else(|| bad_value("fast_pattern", v))?;
                         FastPattern::Chop {
                             offset: parse_u16(o, kw)?,
                             length: parse_u16(l, kw)?,
@@ -485,11 +460,11 @@ impl OptionParser {
                 let c = self.last_content_mut(kw)?;
                 if let FastPattern::Chop { offset, length } = fp {
                     if usize::from(offset) + usize::from(length) > c.pattern.len() || length == 0 {
-                        return Err("fast_pattern offset,length exceeds the content".into());
+                        return Err(OptionError::FastPatternOutOfBounds);
                     }
                 }
                 if c.fast_pattern.is_some() {
-                    return Err("fast_pattern given twice for one content".into());
+                    return Err(OptionError::DuplicateFastPattern);
                 }
                 c.fast_pattern = Some(fp);
             }
@@ -524,7 +499,7 @@ impl OptionParser {
                 let (negated, v) = strip_bang(need()?);
                 let tos = parse_u64_any_base(v)
                     .filter(|n| *n <= 255)
-                    .ok_or_else(|| format!("invalid tos '{v}'"))?;
+                    .ok_or_else(|| bad_value("tos", v))?;
                 self.push(RuleOption::Tos {
                     negated,
                     tos: tos as u8,
@@ -552,7 +527,7 @@ impl OptionParser {
                 let cmp = match text.strip_prefix('!') {
                     Some(rest) => match parse_uint_cmp(rest, kw)? {
                         UintCmp::Eq(v) => UintCmp::Ne(v),
-                        _ => return Err(format!("{kw}: '!' only negates a single value").into()),
+                        _ => return Err(OptionError::NegatedRange { keyword: kw.to_string() }),
                     },
                     None => parse_uint_cmp(text, kw)?,
                 };
@@ -577,7 +552,7 @@ impl OptionParser {
                 let (negated, v) = strip_bang(need()?);
                 let text = unquote_lenient(v);
                 if text.is_empty() {
-                    return Err(format!("'{kw}' needs a value").into());
+                    return Err(OptionError::MissingValue { keyword: kw.to_string() });
                 }
                 let (buffer, pattern) = match kw {
                     "tls.subject" => ("tls.cert_subject", text.as_bytes().to_vec()),
@@ -600,7 +575,7 @@ impl OptionParser {
                     Some((c, "raw")) | Some((c, " raw")) => (c, true),
                     Some((c, m)) if m.trim() == "norm" => (c, false),
                     Some((_, m)) => {
-                        return Err(format!("invalid urilen modifier '{}'", m.trim()).into())
+                        return Err(bad_value("urilen modifier", m.trim()))
                     }
                 };
                 self.push(RuleOption::Urilen {
@@ -632,7 +607,7 @@ impl OptionParser {
             "app-layer-protocol" => {
                 let (negated, v) = strip_bang(need()?);
                 let name = app_protocol(v.trim())
-                    .ok_or_else(|| format!("unknown app-layer protocol '{}'", v.trim()))?;
+                    .ok_or_else(|| OptionError::UnknownAppProtocol { name: v.trim().to_string() })?;
                 self.push(RuleOption::AppLayerProtocol { negated, name })
             }
             "pkt_data" => {
@@ -648,7 +623,7 @@ impl OptionParser {
                         Some("to_server") => Some(BufferDirection::ToServer),
                         Some("to_client") => Some(BufferDirection::ToClient),
                         Some(other) => {
-                            return Err(format!("'{kw}': invalid direction '{other}'").into())
+                            return Err(OptionError::BufferDirection { keyword: kw.to_string(), direction: other.to_string() })
                         }
                     };
                     self.push(RuleOption::StickyBuffer { buffer, direction });
@@ -656,13 +631,13 @@ impl OptionParser {
                     none()?;
                     let c = self.last_content_mut(kw)?;
                     if c.legacy_buffer.is_some() {
-                        return Err(format!("'{kw}': content already has a buffer modifier").into());
+                        return Err(OptionError::DuplicateBuffer { keyword: kw.to_string() });
                     }
                     c.legacy_buffer = Some(buffer);
                 } else if let Some(t) = Transform::parse(kw, value)? {
                     self.push(RuleOption::Transform(t));
                 } else {
-                    return Err(OptionError::Unknown);
+                    return Err(OptionError::UnknownKeyword);
                 }
             }
         }
@@ -678,14 +653,14 @@ impl Default for OptionParser {
 
 fn set_flag(flag: &mut bool, kw: &str) -> OptResult<()> {
     if *flag {
-        return Err(format!("'{kw}' given twice for one content").into());
+        return Err(OptionError::DuplicateModifier { keyword: kw.to_string() });
     }
     *flag = true;
     Ok(())
 }
 
 /// `tls.version` value as Suricata reads it: `1.0` to `1.3`, `ssl3`, or a wire value in hex.
-fn parse_tls_version(value: &str) -> Result<u64, String> {
+fn parse_tls_version(value: &str) -> Result<u64, OptionError> {
     let v = unquote_lenient(value);
     Ok(match v {
         "1.0" => 0x0301,
@@ -694,8 +669,8 @@ fn parse_tls_version(value: &str) -> Result<u64, String> {
         "1.3" => 0x0304,
         "ssl3" | "sslv3" | "3.0" => 0x0300,
         _ => match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-            Some(hex) => u16::from_str_radix(hex, 16).map_err(|_| format!("invalid tls.version '{v}'"))?.into(),
-            None => return Err(format!("invalid tls.version '{v}'")),
+            Some(hex) => u16::from_str_radix(hex, 16).map_err(|_| bad_value("tls.version", v))?.into(),
+            None => return Err(bad_value("tls.version", v)),
         },
     })
 }
@@ -703,12 +678,12 @@ fn parse_tls_version(value: &str) -> Result<u64, String> {
 /// `tls_cert_notbefore`/`tls_cert_notafter`: `[<|>]DATE` or `DATE<>DATE`, where DATE is
 /// `YYYY[-MM[-DD[THH[:MM[:SS]]]]]` (UTC) or Unix seconds. `<` and `>` include the date,
 /// as in Suricata; so does a range.
-fn parse_cert_validity(value: &str) -> Result<UintCmp<u64>, String> {
+fn parse_cert_validity(value: &str) -> Result<UintCmp<u64>, OptionError> {
     let v = unquote_lenient(value);
     if let Some((lo, hi)) = v.split_once("<>") {
         let (lo, hi) = (parse_cert_date(lo)?, parse_cert_date(hi)?);
         if lo >= hi {
-            return Err(format!("invalid certificate date range '{v}'"));
+            return Err(bad_value("certificate date range", v));
         }
         return Ok(UintCmp::Range(lo.saturating_sub(1), hi.saturating_add(1)));
     }
@@ -722,15 +697,15 @@ fn parse_cert_validity(value: &str) -> Result<UintCmp<u64>, String> {
 }
 
 /// A UTC date as Unix seconds (dates before 1970 are refused).
-fn parse_cert_date(text: &str) -> Result<u64, String> {
+fn parse_cert_date(text: &str) -> Result<u64, OptionError> {
     let t = text.trim();
-    let bad = || format!("invalid certificate date '{t}'");
+    let bad = || bad_value("certificate date", t);
     if !t.is_empty() && t.len() > 4 && t.bytes().all(|b| b.is_ascii_digit()) {
         return t.parse().map_err(|_| bad());
     }
     let (date, time) = t.split_once('T').unwrap_or((t, ""));
     let mut d = date.split('-');
-    let field = |s: Option<&str>, len: usize, default: i64| -> Result<i64, String> {
+    let field = |s: Option<&str>, len: usize, default: i64| -> Result<i64, OptionError> {
         match s {
             None => Ok(default),
             Some(s) if s.len() == len && s.bytes().all(|b| b.is_ascii_digit()) => s.parse().map_err(|_| bad()),
@@ -757,7 +732,7 @@ fn parse_cert_date(text: &str) -> Result<u64, String> {
     Ok((days * 86400 + hour * 3600 + minute * 60 + second) as u64)
 }
 
-fn parse_flow(value: &str) -> Result<Flow, String> {
+fn parse_flow(value: &str) -> Result<Flow, OptionError> {
     let mut f = Flow::default();
     for item in value.split(',').map(str::trim) {
         let slot = match item {
@@ -770,12 +745,12 @@ fn parse_flow(value: &str) -> Result<Flow, String> {
             "no_stream" => &mut f.no_stream,
             "only_frag" => &mut f.only_frag,
             "no_frag" => &mut f.no_frag,
-            other => return Err(format!("invalid flow option '{other}'")),
+            other => return Err(bad_value("flow option", other)),
         };
         *slot = true;
     }
     if f.to_server && f.to_client {
-        return Err("flow: to_server and to_client are exclusive".into());
+        return Err(OptionError::Constraint { keyword: "flow", rule: "to_server and to_client are exclusive" });
     }
     if [f.established, f.not_established, f.stateless]
         .iter()
@@ -783,10 +758,13 @@ fn parse_flow(value: &str) -> Result<Flow, String> {
         .count()
         > 1
     {
-        return Err("flow: established, not_established and stateless are exclusive".into());
+        return Err(OptionError::Constraint {
+            keyword: "flow",
+            rule: "established, not_established and stateless are exclusive",
+        });
     }
     if f.only_stream && f.no_stream || f.only_frag && f.no_frag {
-        return Err("flow: contradictory stream/frag options".into());
+        return Err(OptionError::Constraint { keyword: "flow", rule: "contradictory stream/frag options" });
     }
     Ok(f)
 }
@@ -808,7 +786,7 @@ fn tcp_flag_bit(c: char) -> Option<u8> {
 }
 
 /// `flags:[!+*]FSRPAUCE12 0[,mask]`; the modifier may also follow the flags (`SA+`).
-fn parse_flags(value: &str) -> Result<TcpFlags, String> {
+fn parse_flags(value: &str) -> Result<TcpFlags, OptionError> {
     let (flag_text, mask_text) = match value.split_once(',') {
         Some((f, m)) => (f.trim(), Some(m.trim())),
         None => (value.trim(), None),
@@ -825,23 +803,23 @@ fn parse_flags(value: &str) -> Result<TcpFlags, String> {
         };
         if let Some(m) = m {
             if mode.replace(m).is_some() {
-                return Err(format!("flags: more than one modifier in '{flag_text}'"));
+                return Err(OptionError::FlagModifiers { value: flag_text.to_string() });
             }
             continue;
         }
-        let bit = tcp_flag_bit(c).ok_or_else(|| format!("flags: invalid flag '{c}'"))?;
+        let bit = tcp_flag_bit(c).ok_or_else(|| bad_part("flags", "flag", &c.to_string()))?;
         flags |= bit;
         saw_flag = true;
     }
     if !saw_flag {
-        return Err(format!("flags: no flags in '{value}'"));
+        return Err(OptionError::NoFlags { value: value.to_string() });
     }
     let mut ignore = 0u8;
     if let Some(mask) = mask_text {
         for c in mask.chars().filter(|c| !c.is_whitespace()) {
             ignore |= tcp_flag_bit(c)
                 .filter(|b| *b != 0)
-                .ok_or_else(|| format!("flags: invalid mask flag '{c}'"))?;
+                .ok_or_else(|| bad_part("flags", "mask flag", &c.to_string()))?;
         }
     }
     Ok(TcpFlags {
@@ -851,7 +829,7 @@ fn parse_flags(value: &str) -> Result<TcpFlags, String> {
     })
 }
 
-fn parse_fragbits(value: &str) -> Result<Fragbits, String> {
+fn parse_fragbits(value: &str) -> Result<Fragbits, OptionError> {
     let mut mode = None;
     let mut bits = 0u8;
     for c in value.trim().chars() {
@@ -863,17 +841,17 @@ fn parse_fragbits(value: &str) -> Result<Fragbits, String> {
                     _ => FlagsMode::Any,
                 };
                 if mode.replace(m).is_some() {
-                    return Err("fragbits: more than one modifier".into());
+                    return Err(OptionError::Constraint { keyword: "fragbits", rule: "more than one modifier" });
                 }
             }
             'M' | 'm' => bits |= frag_bit::MORE_FRAGMENTS,
             'D' | 'd' => bits |= frag_bit::DONT_FRAGMENT,
             'R' | 'r' => bits |= frag_bit::RESERVED,
-            other => return Err(format!("fragbits: invalid bit '{other}'")),
+            other => return Err(bad_part("fragbits", "bit", &other.to_string())),
         }
     }
     if bits == 0 {
-        return Err("fragbits: no bits given".into());
+        return Err(OptionError::Constraint { keyword: "fragbits", rule: "no bits given" });
     }
     Ok(Fragbits {
         mode: mode.unwrap_or(FlagsMode::Exact),
@@ -881,7 +859,7 @@ fn parse_fragbits(value: &str) -> Result<Fragbits, String> {
     })
 }
 
-fn parse_ipopts(value: &str) -> Result<IpOption, String> {
+fn parse_ipopts(value: &str) -> Result<IpOption, OptionError> {
     Ok(match value.trim() {
         "rr" => IpOption::RecordRoute,
         "eol" => IpOption::EndOfList,
@@ -893,7 +871,7 @@ fn parse_ipopts(value: &str) -> Result<IpOption, String> {
         "ssrr" => IpOption::StrictSourceRoute,
         "satid" => IpOption::StreamId,
         "any" => IpOption::Any,
-        other => return Err(format!("invalid ipopts '{other}'")),
+        other => return Err(bad_value("ipopts", other)),
     })
 }
 
@@ -924,7 +902,7 @@ fn ip_proto_number(name: &str) -> Option<u8> {
     })
 }
 
-fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, String> {
+fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, OptionError> {
     let v = value.trim();
     let (prefix, name) = match v.chars().next() {
         Some(c @ ('!' | '<' | '>')) => (Some(c), v[1..].trim()),
@@ -932,7 +910,7 @@ fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, String> {
     };
     let n = match name.parse::<u8>() {
         Ok(n) => n,
-        Err(_) => ip_proto_number(name).ok_or_else(|| format!("invalid ip_proto '{v}'"))?,
+        Err(_) => ip_proto_number(name).ok_or_else(|| bad_value("ip_proto", v))?,
     };
     Ok(match prefix {
         None => UintCmp::Eq(n),
@@ -942,17 +920,17 @@ fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, String> {
     })
 }
 
-fn parse_stream_size(value: &str) -> Result<RuleOption, String> {
+fn parse_stream_size(value: &str) -> Result<RuleOption, OptionError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     if parts.len() != 3 {
-        return Err("stream_size needs side, operator, value".into());
+        return Err(OptionError::Usage { keyword: "stream_size", usage: "side, operator, value" });
     }
     let side = match parts[0] {
         "server" => StreamSide::Server,
         "client" => StreamSide::Client,
         "both" => StreamSide::Both,
         "either" => StreamSide::Either,
-        other => return Err(format!("stream_size: invalid side '{other}'")),
+        other => return Err(bad_part("stream_size", "side", other)),
     };
     let n = parse_u32(parts[2], "stream_size")?;
     let cmp = match parts[1] {
@@ -962,7 +940,7 @@ fn parse_stream_size(value: &str) -> Result<RuleOption, String> {
         ">=" => UintCmp::Ge(n),
         "=" => UintCmp::Eq(n),
         "!=" => UintCmp::Ne(n),
-        other => return Err(format!("stream_size: invalid operator '{other}'")),
+        other => return Err(bad_part("stream_size", "operator", other)),
     };
     Ok(RuleOption::StreamSize { side, cmp })
 }

@@ -2,8 +2,12 @@
 //! `isdataat`, `byte_test`, `byte_jump`, `byte_extract`, `byte_math` and `base64_decode`.
 
 use super::buffers::{buffer_by_name, Buffer};
+use super::error::OptionError;
 use super::lexer::strip_quotes;
-use super::values::{decode_hex, is_var_name, parse_i64, parse_num_or_var, parse_u32, parse_u64_any_base, strip_bang, NumOrVar};
+use super::values::{
+    bad_part, bad_value, decode_hex, is_var_name, parse_i64, parse_num_or_var, parse_u32, parse_u64_any_base, strip_bang,
+    unknown_option, NumOrVar,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FastPattern {
@@ -174,12 +178,12 @@ pub struct Base64Decode {
 }
 
 /// `content:[!]"text|41 42|text"`.
-pub(crate) fn parse_content(value: &str) -> Result<Content, String> {
+pub(crate) fn parse_content(value: &str) -> Result<Content, OptionError> {
     let (negated, rest) = strip_bang(value);
-    let inner = strip_quotes(rest).ok_or_else(|| format!("content must be quoted: {}", rest))?;
+    let inner = strip_quotes(rest).ok_or_else(|| OptionError::UnquotedContent { value: rest.to_string() })?;
     let pattern = decode_content_pattern(inner)?;
     if pattern.is_empty() {
-        return Err("content is empty".into());
+        return Err(OptionError::EmptyContent);
     }
     Ok(Content {
         pattern,
@@ -188,7 +192,7 @@ pub(crate) fn parse_content(value: &str) -> Result<Content, String> {
     })
 }
 
-pub fn decode_content_pattern(inner: &str) -> Result<Vec<u8>, String> {
+pub fn decode_content_pattern(inner: &str) -> Result<Vec<u8>, OptionError> {
     let bytes = inner.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -199,7 +203,7 @@ pub fn decode_content_pattern(inner: &str) -> Result<Vec<u8>, String> {
         if in_hex {
             if c == b'|' {
                 let decoded = decode_hex(&inner[hex_start..i])
-                    .ok_or_else(|| format!("invalid hex in content: |{}|", &inner[hex_start..i]))?;
+                    .ok_or_else(|| OptionError::BadHex { hex: inner[hex_start..i].to_string() })?;
                 out.extend_from_slice(&decoded);
                 in_hex = false;
             }
@@ -214,25 +218,25 @@ pub fn decode_content_pattern(inner: &str) -> Result<Vec<u8>, String> {
             b'\\' => {
                 let next = *bytes
                     .get(i + 1)
-                    .ok_or("content ends with a lone backslash")?;
+                    .ok_or(OptionError::LoneBackslash)?;
                 if !matches!(next, b'"' | b';' | b'\\' | b':' | b'|') {
-                    return Err(format!("invalid escape '\\{}' in content", next as char));
+                    return Err(OptionError::BadEscape { escaped: next as char });
                 }
                 out.push(next);
                 i += 1;
             }
-            b'"' => return Err("unescaped '\"' inside content".into()),
+            b'"' => return Err(OptionError::UnescapedQuote),
             _ => out.push(c),
         }
         i += 1;
     }
     if in_hex {
-        return Err("unterminated hex block in content".into());
+        return Err(OptionError::UnterminatedHex);
     }
     Ok(out)
 }
 
-pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, String> {
+pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, OptionError> {
     let (negated, rest) = strip_bang(value);
     let rest = rest.trim();
     // Optional capture spec after the closing quote: `"/re/", flow:var`.
@@ -242,28 +246,28 @@ pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, String> {
             let captures = match tail.strip_prefix(',') {
                 Some(c) => Some(c.trim().to_string()),
                 None if tail.is_empty() => None,
-                None => return Err(format!("unexpected '{tail}' after pcre")),
+                None => return Err(OptionError::PcreTrailing { text: tail.to_string() }),
             };
             (&rest[1..end], captures)
         }
         // Suricata also takes the regex unquoted (`pcre:/one/U;`).
         _ if rest.starts_with('/') => (rest, None),
-        _ => return Err("pcre must be a quoted \"/regex/flags\"".into()),
+        _ => return Err(OptionError::PcreUnquoted),
     };
-    let body = quoted.strip_prefix('/').ok_or("pcre must start with '/'")?;
-    let close = body.rfind('/').ok_or("pcre is missing its closing '/'")?;
+    let body = quoted.strip_prefix('/').ok_or(OptionError::PcreNoSlash)?;
+    let close = body.rfind('/').ok_or(OptionError::PcreUnclosed)?;
     // Capture variables may also sit inside the quotes: `"/re/flags, pkt:a, flow:b"`.
     let (flag_text, inner_captures) = match body[close + 1..].split_once(',') {
         Some((f, c)) => (f.trim_end(), Some(c.trim().to_string())),
         None => (&body[close + 1..], None),
     };
     if inner_captures.is_some() && captures.is_some() {
-        return Err("pcre capture variables given twice".into());
+        return Err(OptionError::PcreCapturesTwice);
     }
     let captures = captures.or(inner_captures);
     let pattern = &body[..close];
     if pattern.is_empty() {
-        return Err("pcre regex is empty".into());
+        return Err(OptionError::EmptyRegex { keyword: "pcre" });
     }
     let mut flags = PcreFlags::default();
     let mut buffer: Option<Buffer> = None;
@@ -322,11 +326,11 @@ pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, String> {
             'V' => Some("http.user_agent"),
             'W' => Some("http.host"),
             'Z' => Some("http.host.raw"),
-            other => return Err(format!("unknown pcre modifier '{other}'")),
+            other => return Err(OptionError::PcreModifier { modifier: other }),
         };
         if let Some(name) = buf_name {
             if buffer.is_some() {
-                return Err("pcre has more than one buffer modifier".into());
+                return Err(OptionError::PcreTwoBuffers);
             }
             buffer = buffer_by_name(name);
         }
@@ -340,7 +344,7 @@ pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, String> {
     })
 }
 
-pub(crate) fn parse_isdataat(value: &str) -> Result<Isdataat, String> {
+pub(crate) fn parse_isdataat(value: &str) -> Result<Isdataat, OptionError> {
     let mut parts = value.split(',').map(str::trim);
     let (negated, first) = strip_bang(parts.next().unwrap_or(""));
     let offset = parse_num_or_var(first, "isdataat")?;
@@ -354,7 +358,7 @@ pub(crate) fn parse_isdataat(value: &str) -> Result<Isdataat, String> {
         match p {
             "relative" => r.relative = true,
             "rawbytes" => r.rawbytes = true,
-            other => return Err(format!("invalid isdataat option '{other}'")),
+            other => return Err(bad_value("isdataat option", other)),
         }
     }
     Ok(r)
@@ -362,19 +366,17 @@ pub(crate) fn parse_isdataat(value: &str) -> Result<Isdataat, String> {
 
 /// Number of bytes to read. In string mode Suricata accepts 0 (ET Open uses `byte_test:0,...,string,dec`),
 /// which the engine reads as "as many digits as are there, up to the maximum".
-fn parse_nbytes(v: &str, kw: &str, max: u8) -> Result<u8, String> {
+fn parse_nbytes(v: &str, kw: &'static str, max: u8) -> Result<u8, OptionError> {
     let n = parse_u32(v, kw)?;
-    let min = if max > 8 { 0 } else { 1 };
-    if n < min || n > u32::from(max) {
-        return Err(format!(
-            "{kw}: number of bytes {n} out of range {min}-{max}"
-        ));
+    let min: u8 = if max > 8 { 0 } else { 1 };
+    if n < u32::from(min) || n > u32::from(max) {
+        return Err(OptionError::ByteCountRange { keyword: kw, count: n, min, max });
     }
     Ok(n as u8)
 }
 
 /// Like [`parse_nbytes`], but a byte_extract variable name is also accepted.
-fn parse_nbytes_or_var(v: &str, kw: &str, max: u8) -> Result<NumOrVar, String> {
+fn parse_nbytes_or_var(v: &str, kw: &'static str, max: u8) -> Result<NumOrVar, OptionError> {
     let v = v.trim();
     if is_var_name(v) {
         return Ok(NumOrVar::Var(v.to_string()));
@@ -403,10 +405,10 @@ struct ByteCommon {
 
 impl ByteCommon {
     /// Returns Ok(true) when the item was one of the common options.
-    fn take(&mut self, item: &str, kw: &str) -> Result<bool, String> {
-        let set_endian = |slot: &mut Option<Endian>, e: Endian| -> Result<bool, String> {
+    fn take(&mut self, item: &str, kw: &'static str) -> Result<bool, OptionError> {
+        let set_endian = |slot: &mut Option<Endian>, e: Endian| -> Result<bool, OptionError> {
             if slot.is_some() {
-                return Err(format!("{kw}: endianness given twice"));
+                return Err(OptionError::GivenTwice { keyword: kw, part: "endianness".into() });
             }
             *slot = Some(e);
             Ok(true)
@@ -421,19 +423,16 @@ impl ByteCommon {
                     self.string = Some(NumBase::Dec);
                 }
             }
-            "hex" | "dec" | "oct" => {
-                let base = parse_base(item).ok_or_else(|| format!("{kw}: bad base"))?;
-                self.string = Some(base);
-            }
+            "hex" | "dec" | "oct" => self.string = parse_base(item),
             _ => {
                 if let Some(mask) = item.strip_prefix("bitmask") {
                     let m = parse_u64_any_base(mask)
                         .filter(|m| *m <= u64::from(u32::MAX) && *m != 0)
-                        .ok_or_else(|| format!("{kw}: invalid bitmask '{}'", mask.trim()))?;
+                        .ok_or_else(|| bad_part(kw, "bitmask", mask.trim()))?;
                     self.bitmask = Some(m as u32);
                 } else if let Some(rest) = item.strip_prefix("string") {
                     let base = parse_base(rest.trim())
-                        .ok_or_else(|| format!("{kw}: invalid string base '{}'", rest.trim()))?;
+                        .ok_or_else(|| bad_part(kw, "string base", rest.trim()))?;
                     self.string = Some(base);
                 } else {
                     return Ok(false);
@@ -453,11 +452,11 @@ impl ByteCommon {
     }
 }
 
-pub(crate) fn parse_byte_test(value: &str) -> Result<ByteTest, String> {
+pub(crate) fn parse_byte_test(value: &str) -> Result<ByteTest, OptionError> {
     const KW: &str = "byte_test";
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     if parts.len() < 4 {
-        return Err("byte_test needs bytes, operator, value, offset".into());
+        return Err(OptionError::Usage { keyword: KW, usage: "bytes, operator, value, offset" });
     }
     let (negated, op_text) = strip_bang(parts[1]);
     let op = match op_text {
@@ -470,14 +469,14 @@ pub(crate) fn parse_byte_test(value: &str) -> Result<ByteTest, String> {
         "^" => ByteTestOp::Xor,
         // `!` alone is "not equal".
         "" if negated => ByteTestOp::Eq,
-        other => return Err(format!("byte_test: invalid operator '{other}'")),
+        other => return Err(bad_part(KW, "operator", other)),
     };
     let value = parse_num_or_var(parts[2], KW)?;
     let offset = parse_num_or_var(parts[3], KW)?;
     let mut common = ByteCommon::default();
     for item in &parts[4..] {
         if !common.take(item, KW)? {
-            return Err(format!("byte_test: unknown option '{item}'"));
+            return Err(unknown_option(KW, item));
         }
     }
     let bytes = parse_nbytes_or_var(parts[0], KW, common.max_bytes())?;
@@ -494,11 +493,11 @@ pub(crate) fn parse_byte_test(value: &str) -> Result<ByteTest, String> {
     })
 }
 
-pub(crate) fn parse_byte_jump(value: &str) -> Result<ByteJump, String> {
+pub(crate) fn parse_byte_jump(value: &str) -> Result<ByteJump, OptionError> {
     const KW: &str = "byte_jump";
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     if parts.len() < 2 {
-        return Err("byte_jump needs bytes, offset".into());
+        return Err(OptionError::Usage { keyword: KW, usage: "bytes, offset" });
     }
     let offset = parse_num_or_var(parts[1], KW)?;
     let mut common = ByteCommon::default();
@@ -530,16 +529,16 @@ pub(crate) fn parse_byte_jump(value: &str) -> Result<ByteJump, String> {
                     let p = p.trim();
                     jump.post_offset = Some(
                         p.parse::<i64>()
-                            .map_err(|_| format!("byte_jump: invalid post_offset '{p}'"))?,
+                            .map_err(|_| bad_part(KW, "post_offset", p))?,
                     );
                 } else {
-                    return Err(format!("byte_jump: unknown option '{item}'"));
+                    return Err(unknown_option(KW, item));
                 }
             }
         }
     }
     if jump.from_beginning && jump.from_end {
-        return Err("byte_jump: from_beginning and from_end are exclusive".into());
+        return Err(OptionError::Constraint { keyword: KW, rule: "from_beginning and from_end are exclusive" });
     }
     jump.bytes = parse_nbytes_or_var(parts[0], KW, common.max_bytes())?;
     jump.relative = common.relative;
@@ -549,16 +548,16 @@ pub(crate) fn parse_byte_jump(value: &str) -> Result<ByteJump, String> {
     Ok(jump)
 }
 
-pub(crate) fn parse_byte_extract(value: &str) -> Result<ByteExtract, String> {
+pub(crate) fn parse_byte_extract(value: &str) -> Result<ByteExtract, OptionError> {
     const KW: &str = "byte_extract";
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     if parts.len() < 3 {
-        return Err("byte_extract needs bytes, offset, name".into());
+        return Err(OptionError::Usage { keyword: KW, usage: "bytes, offset, name" });
     }
     let offset = parse_i64(parts[1], KW)?;
     let name = parts[2];
     if !is_var_name(name) {
-        return Err(format!("byte_extract: invalid variable name '{name}'"));
+        return Err(bad_part(KW, "variable name", name));
     }
     let mut common = ByteCommon::default();
     let mut multiplier = None;
@@ -572,11 +571,11 @@ pub(crate) fn parse_byte_extract(value: &str) -> Result<ByteExtract, String> {
         } else if let Some(a) = item.strip_prefix("align") {
             let a = parse_u32(a, "byte_extract align")?;
             if a != 2 && a != 4 {
-                return Err("byte_extract: align must be 2 or 4".into());
+                return Err(OptionError::Constraint { keyword: KW, rule: "align must be 2 or 4" });
             }
             align = Some(a as u8);
         } else {
-            return Err(format!("byte_extract: unknown option '{item}'"));
+            return Err(unknown_option(KW, item));
         }
     }
     Ok(ByteExtract {
@@ -593,8 +592,9 @@ pub(crate) fn parse_byte_extract(value: &str) -> Result<ByteExtract, String> {
 }
 
 /// `byte_math: bytes N, offset N, oper +, rvalue N|var, result name[, relative][, endian big]...`
-pub(crate) fn parse_byte_math(value: &str) -> Result<ByteMath, String> {
+pub(crate) fn parse_byte_math(value: &str) -> Result<ByteMath, OptionError> {
     const KW: &str = "byte_math";
+    let missing = |part| OptionError::MissingPart { keyword: KW, part };
     let mut bytes = None;
     let mut offset = None;
     let mut op = None;
@@ -617,49 +617,49 @@ pub(crate) fn parse_byte_math(value: &str) -> Result<ByteMath, String> {
                     "/" => ByteMathOp::Div,
                     "<<" => ByteMathOp::Shl,
                     ">>" => ByteMathOp::Shr,
-                    other => return Err(format!("byte_math: invalid oper '{other}'")),
+                    other => return Err(bad_part(KW, "oper", other)),
                 })
             }
             "rvalue" => rvalue = Some(parse_num_or_var(arg, KW)?),
             "result" => {
                 if !is_var_name(arg) {
-                    return Err(format!("byte_math: invalid result name '{arg}'"));
+                    return Err(bad_part(KW, "result name", arg));
                 }
                 result = Some(arg.to_string())
             }
             "endian" => {
                 if !common.take(arg, KW)? || !matches!(arg, "big" | "little" | "dce") {
-                    return Err(format!("byte_math: invalid endian '{arg}'"));
+                    return Err(bad_part(KW, "endian", arg));
                 }
             }
             "string" => {
                 let base = parse_base(arg)
-                    .ok_or_else(|| format!("byte_math: invalid string base '{arg}'"))?;
+                    .ok_or_else(|| bad_part(KW, "string base", arg))?;
                 common.string = Some(base);
             }
             _ => {
                 if !common.take(item, KW)? {
-                    return Err(format!("byte_math: unknown option '{item}'"));
+                    return Err(unknown_option(KW, item));
                 }
             }
         }
     }
     let bytes = parse_nbytes_or_var(
-        bytes.ok_or("byte_math: missing bytes")?,
+        bytes.ok_or(missing("bytes"))?,
         KW,
         common.max_bytes(),
     )?;
-    let op = op.ok_or("byte_math: missing oper")?;
-    let rvalue = rvalue.ok_or("byte_math: missing rvalue")?;
+    let op = op.ok_or(missing("oper"))?;
+    let rvalue = rvalue.ok_or(missing("rvalue"))?;
     if op == ByteMathOp::Div && rvalue == NumOrVar::Num(0) {
-        return Err("byte_math: division by zero".into());
+        return Err(OptionError::Constraint { keyword: KW, rule: "division by zero" });
     }
     Ok(ByteMath {
         bytes,
-        offset: offset.ok_or("byte_math: missing offset")?,
+        offset: offset.ok_or(missing("offset"))?,
         op,
         rvalue,
-        result: result.ok_or("byte_math: missing result")?,
+        result: result.ok_or(missing("result"))?,
         relative: common.relative,
         endian: common.endian.unwrap_or(Endian::Big),
         string: common.string,
@@ -667,7 +667,7 @@ pub(crate) fn parse_byte_math(value: &str) -> Result<ByteMath, String> {
     })
 }
 
-pub(crate) fn parse_base64_decode(value: Option<&str>) -> Result<Base64Decode, String> {
+pub(crate) fn parse_base64_decode(value: Option<&str>) -> Result<Base64Decode, OptionError> {
     let mut d = Base64Decode::default();
     let Some(value) = value else { return Ok(d) };
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -679,7 +679,7 @@ pub(crate) fn parse_base64_decode(value: Option<&str>) -> Result<Base64Decode, S
             "bytes" => d.bytes = Some(parse_u32(arg, "base64_decode bytes")?),
             "offset" => d.offset = Some(parse_u32(arg, "base64_decode offset")?),
             "relative" => d.relative = true,
-            _ => return Err(format!("base64_decode: unknown option '{item}'")),
+            _ => return Err(unknown_option("base64_decode", item)),
         }
     }
     Ok(d)

@@ -1,7 +1,8 @@
 //! `threshold` and `detection_filter` in rules; the same fields make the lines of
 //! `threshold.config` (see `config`).
 
-use super::values::parse_u32;
+use super::error::OptionError;
+use super::values::{bad_part, parse_u32, unknown_option};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThresholdType {
@@ -66,7 +67,7 @@ pub enum UniqueOn {
 pub fn parse_threshold_fields(
     value: &str,
     with_type: bool,
-) -> Result<(Threshold, Option<UniqueOn>), String> {
+) -> Result<(Threshold, Option<UniqueOn>), OptionError> {
     let mut unique_on = None;
     let mut kind = None;
     let mut track = None;
@@ -77,7 +78,7 @@ pub fn parse_threshold_fields(
         let (key, arg) = item
             .split_once(char::is_whitespace)
             .map(|(k, a)| (k, a.trim()))
-            .ok_or_else(|| format!("threshold: '{item}' needs a value"))?;
+            .ok_or_else(|| OptionError::ThresholdItemNeedsValue { item: item.to_string() })?;
         match key {
             "type" if with_type => {
                 kind = Some(match arg {
@@ -85,12 +86,12 @@ pub fn parse_threshold_fields(
                     "threshold" => ThresholdType::Threshold,
                     "both" => ThresholdType::Both,
                     "backoff" => ThresholdType::Backoff,
-                    other => return Err(format!("threshold: invalid type '{other}'")),
+                    other => return Err(bad_part("threshold", "type", other)),
                 })
             }
             "track" => {
                 track = Some(
-                    Track::parse(arg).ok_or_else(|| format!("threshold: invalid track '{arg}'"))?,
+                    Track::parse(arg).ok_or_else(|| bad_part("threshold", "track", arg))?,
                 )
             }
             "count" => count = Some(parse_u32(arg, "threshold count")?),
@@ -100,29 +101,32 @@ pub fn parse_threshold_fields(
                 unique_on = Some(match arg {
                     "src_port" => UniqueOn::SrcPort,
                     "dst_port" => UniqueOn::DstPort,
-                    other => return Err(format!("detection_filter: invalid unique_on '{other}'")),
+                    other => return Err(bad_part("detection_filter", "unique_on", other)),
                 })
             }
-            _ => return Err(format!("threshold: unknown option '{item}'")),
+            _ => return Err(unknown_option("threshold", item)),
         }
     }
     let kind = if with_type {
-        kind.ok_or("threshold: missing type")?
+        kind.ok_or(OptionError::MissingPart { keyword: "threshold", part: "type" })?
     } else {
         ThresholdType::Threshold
     };
-    let track = track.ok_or("threshold: missing track")?;
-    let count = count.ok_or("threshold: missing count")?;
+    let track = track.ok_or(OptionError::MissingPart { keyword: "threshold", part: "track" })?;
+    let count = count.ok_or(OptionError::MissingPart { keyword: "threshold", part: "count" })?;
     let seconds = if kind == ThresholdType::Backoff {
         if multiplier.is_none() {
-            return Err("threshold: backoff needs multiplier".into());
+            return Err(OptionError::Constraint { keyword: "threshold", rule: "backoff needs multiplier" });
         }
         seconds.unwrap_or(0)
     } else {
-        seconds.ok_or("threshold: missing seconds")?
+        seconds.ok_or(OptionError::MissingPart { keyword: "threshold", part: "seconds" })?
     };
     if track == Track::ByEither {
-        return Err("threshold: track by_either is only valid for suppress".into());
+        return Err(OptionError::Constraint {
+            keyword: "threshold",
+            rule: "track by_either is only valid for suppress",
+        });
     }
     Ok((
         Threshold {
@@ -136,6 +140,6 @@ pub fn parse_threshold_fields(
     ))
 }
 
-pub(crate) fn parse_threshold(value: &str) -> Result<Threshold, String> {
+pub(crate) fn parse_threshold(value: &str) -> Result<Threshold, OptionError> {
     parse_threshold_fields(value, true).map(|(t, _)| t)
 }

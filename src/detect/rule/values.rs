@@ -2,6 +2,8 @@
 //! (`<5`, `2<>9`, `!3`), numbers that may name a `byte_extract` variable, hex pairs, and a
 //! leading `!`.
 
+use super::error::OptionError;
+
 /// A number written in the rule, or the name of a `byte_extract`/`byte_math` variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NumOrVar {
@@ -46,22 +48,32 @@ pub(crate) fn strip_bang(v: &str) -> (bool, &str) {
     }
 }
 
-pub fn parse_u32(v: &str, kw: &str) -> Result<u32, String> {
-    v.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("invalid {kw} '{}'", v.trim()))
+/// "invalid `what` 'value'", the error of a plain number or name.
+pub(crate) fn bad_value(what: &str, value: &str) -> OptionError {
+    OptionError::BadValue { what: what.to_string(), value: value.to_string() }
 }
 
-pub(crate) fn parse_u16(v: &str, kw: &str) -> Result<u16, String> {
-    v.trim()
-        .parse::<u16>()
-        .map_err(|_| format!("invalid {kw} '{}'", v.trim()))
+/// "`keyword`: invalid `part` 'value'", the error of one part of a list value.
+pub(crate) fn bad_part(keyword: &str, part: &'static str, value: &str) -> OptionError {
+    OptionError::BadPart { keyword: keyword.to_string(), part, value: value.to_string() }
 }
 
-pub(crate) fn parse_i64(v: &str, kw: &str) -> Result<i64, String> {
-    v.trim()
-        .parse::<i64>()
-        .map_err(|_| format!("{kw}: invalid number '{}'", v.trim()))
+/// "`keyword`: unknown option 'option'".
+pub(crate) fn unknown_option(keyword: &str, option: &str) -> OptionError {
+    OptionError::UnknownPart { keyword: keyword.to_string(), part: "option", value: option.to_string() }
+}
+
+/// A decimal `u32`; `kw` names it in the error.
+pub fn parse_u32(v: &str, kw: &str) -> Result<u32, OptionError> {
+    v.trim().parse::<u32>().map_err(|_| bad_value(kw, v.trim()))
+}
+
+pub(crate) fn parse_u16(v: &str, kw: &str) -> Result<u16, OptionError> {
+    v.trim().parse::<u16>().map_err(|_| bad_value(kw, v.trim()))
+}
+
+pub(crate) fn parse_i64(v: &str, kw: &str) -> Result<i64, OptionError> {
+    v.trim().parse::<i64>().map_err(|_| bad_part(kw, "number", v.trim()))
 }
 
 /// Decimal, or hex with a `0x` prefix (a leading `0` does not mean octal).
@@ -79,41 +91,43 @@ pub(crate) fn is_var_name(v: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
-pub(crate) fn parse_num_or_var(v: &str, kw: &str) -> Result<NumOrVar, String> {
+/// A number of at most 32 bits (either sign), or a variable name.
+pub(crate) fn parse_num_or_var(v: &str, kw: &str) -> Result<NumOrVar, OptionError> {
     let v = v.trim();
+    let too_large = |value: i128| OptionError::TooLarge { keyword: kw.to_string(), value };
     if let Ok(n) = v.parse::<i64>() {
         if n.unsigned_abs() > u64::from(u32::MAX) {
-            return Err(format!("{kw} value {n} out of range"));
+            return Err(too_large(n.into()));
         }
         return Ok(NumOrVar::Num(n));
     }
     if let Some(n) = parse_u64_any_base(v) {
         if n > u64::from(u32::MAX) {
-            return Err(format!("{kw} value {n} out of range"));
+            return Err(too_large(n.into()));
         }
         return Ok(NumOrVar::Num(n as i64));
     }
     if is_var_name(v) {
         return Ok(NumOrVar::Var(v.to_string()));
     }
-    Err(format!("invalid {kw} value '{v}'"))
+    Err(OptionError::BadNumber { keyword: kw.to_string(), value: v.to_string() })
 }
 
 /// Numeric comparison: `N`, `!N`, `<N`, `<=N`, `>N`, `>=N`, `=N`, `N<>M`, `N-M`, `!N-M`.
-pub fn parse_uint_cmp<T>(v: &str, kw: &str) -> Result<UintCmp<T>, String>
+pub fn parse_uint_cmp<T>(v: &str, kw: &str) -> Result<UintCmp<T>, OptionError>
 where
     T: TryFrom<u64> + Copy + PartialOrd,
 {
     let text = v.trim();
-    let bad = || format!("invalid {kw} value '{text}'");
-    let num = |s: &str| -> Result<T, String> {
+    let bad = || OptionError::BadNumber { keyword: kw.to_string(), value: text.to_string() };
+    let num = |s: &str| -> Result<T, OptionError> {
         let n = parse_u64_any_base(s).ok_or_else(bad)?;
-        T::try_from(n).map_err(|_| format!("{kw} value '{}' out of range", s.trim()))
+        T::try_from(n).map_err(|_| OptionError::OutOfRange { keyword: kw.to_string(), value: s.trim().to_string() })
     };
-    let range = |lo: &str, hi: &str| -> Result<(T, T), String> {
+    let range = |lo: &str, hi: &str| -> Result<(T, T), OptionError> {
         let (lo, hi) = (num(lo)?, num(hi)?);
         if lo >= hi {
-            return Err(format!("{kw} range '{text}': start must be below end"));
+            return Err(OptionError::EmptyRange { keyword: kw.to_string(), range: text.to_string() });
         }
         Ok((lo, hi))
     };
