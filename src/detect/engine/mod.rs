@@ -19,8 +19,6 @@ mod program;
 mod state;
 pub mod transform;
 #[cfg(test)]
-mod bench;
-#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod headers_tests;

@@ -22,7 +22,7 @@ pub mod vars;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::fmt;
 use std::sync::Arc;
 
 pub use buffers::{AppNumber, Base64Mode, Buffer, BufferDef, FromBase64, Subslice, Transform, XorKey, XorSpec};
@@ -133,22 +133,20 @@ impl RuleSetLoad {
         self.unsupported_rules.len()
     }
 
-    /// Loads a file into this set; an unreadable file becomes one error at line 0.
-    pub fn load_file(&mut self, path: &Path, vars: &RuleVars) {
-        let name = path.display().to_string();
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                // Invalid UTF-8 must not lose the whole file: replace bad bytes, and the rule
-                // containing them usually fails on its own merits.
-                let text = String::from_utf8_lossy(&bytes);
-                self.load_str(&name, &text, vars);
-            }
-            Err(e) => self.errors.push(LocatedError {
-                file: name,
-                line: 0,
-                error: RuleError::Unreadable { reason: e.to_string() },
-            }),
-        }
+    /// Loads the contents of a rules file; `name` (the file's) labels errors. Invalid UTF-8
+    /// must not lose the whole file: bad bytes are replaced, and the rule containing them
+    /// usually fails on its own merits.
+    pub fn load_bytes(&mut self, name: &str, bytes: &[u8], vars: &RuleVars) {
+        self.load_str(name, &String::from_utf8_lossy(bytes), vars);
+    }
+
+    /// Records a rules file that could not be read, as one error at line 0.
+    pub fn unreadable(&mut self, name: &str, reason: impl fmt::Display) {
+        self.errors.push(LocatedError {
+            file: name.to_string(),
+            line: 0,
+            error: RuleError::Unreadable { reason: reason.to_string() },
+        });
     }
 
     /// Loads rules from text; `name` labels errors.
@@ -203,13 +201,6 @@ impl RuleSetLoad {
             self.rules[idx] = rule;
         }
     }
-}
-
-/// Parses one rules file.
-pub fn load_rules_file(path: impl AsRef<Path>, vars: &RuleVars) -> RuleSetLoad {
-    let mut load = RuleSetLoad::new();
-    load.load_file(path.as_ref(), vars);
-    load
 }
 
 /// Parses rules from a string; `name` stands in for the file name in errors.
