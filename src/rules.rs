@@ -1,6 +1,8 @@
 //! From configuration and command line to a running engine: rule variables from the YAML,
 //! the rule files (`-S` replaces the configured ones, `-s` adds to them), classification
 //! and threshold files, then the engine build. Shared by `picket -r` and `picket rules check`.
+//!
+//! This is where files are read: the rule parser and the engine only see their contents.
 
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
 use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine};
@@ -91,7 +93,7 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
     let vars = rule_vars(config, &mut warnings);
     let mut load = RuleSetLoad::new();
     for f in &files {
-        load.load_file(f, &vars);
+        read_rules_file(&mut load, f, &vars);
     }
     let classification = match &settings.classification_file {
         Some(path) if path.is_file() => read_config_file(path, |name, text| ClassificationTable::parse(name, text), &mut warnings),
@@ -126,9 +128,18 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
 }
 
+/// Reads one rules file into `load`; an unreadable file becomes one error at line 0.
+pub fn read_rules_file(load: &mut RuleSetLoad, path: &Path, vars: &RuleVars) {
+    let name = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => load.load_bytes(&name, &bytes, vars),
+        Err(e) => load.unreadable(&name, e),
+    }
+}
+
 fn read_config_file<T: Default>(
     path: &Path,
-    parse: impl FnOnce(&str, &str) -> (T, Vec<crate::detect::rule::RuleError>),
+    parse: impl FnOnce(&str, &str) -> (T, Vec<crate::detect::rule::LocatedError>),
     warnings: &mut Vec<String>,
 ) -> T {
     match std::fs::read_to_string(path) {
@@ -141,5 +152,122 @@ fn read_config_file<T: Default>(
             warnings.push(format!("cannot read {}: {e}", path.display()));
             T::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::engine::{DetectConfig, DetectEngine};
+    use std::collections::BTreeMap;
+
+    fn read(path: &Path) -> RuleSetLoad {
+        let mut load = RuleSetLoad::new();
+        read_rules_file(&mut load, path, &RuleVars::default());
+        load
+    }
+
+    /// The ET Open rule files (sorted), when the shared copy is there (../shared from the
+    /// repository).
+    fn et_open_files() -> Option<Vec<PathBuf>> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/rules/et-open-2024-04-21");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("skipping: ET Open rules not found at {}", dir.display());
+            return None;
+        };
+        let mut files: Vec<_> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
+        files.sort();
+        Some(files)
+    }
+
+    fn read_all(files: &[PathBuf]) -> RuleSetLoad {
+        let mut load = RuleSetLoad::new();
+        let vars = RuleVars::default();
+        for f in files {
+            read_rules_file(&mut load, f, &vars);
+        }
+        load
+    }
+
+    #[test]
+    fn unreadable_file_is_one_error() {
+        let load = read(Path::new("/nonexistent/x.rules"));
+        assert_eq!(load.errors.len(), 1);
+        assert_eq!(load.errors[0].line, 0);
+        assert!(load.errors[0].file.contains("x.rules"));
+        assert!(matches!(load.errors[0].error, crate::detect::rule::RuleError::Unreadable { .. }));
+    }
+
+    #[test]
+    fn load_from_file_keeps_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.rules");
+        std::fs::write(&path, "\n\nalert ip any any -> any any (sid:10;)\nalert ip any any -> any any (sid:x;)\n").unwrap();
+        let load = read(&path);
+        assert_eq!(load.rules[0].line, 3);
+        assert_eq!(load.errors[0].line, 4);
+        assert!(load.errors[0].error.to_string().contains("sid"));
+        assert!(load.errors[0].file.ends_with("a.rules"));
+    }
+
+    #[test]
+    fn et_open_loads() {
+        let Some(files) = et_open_files() else { return };
+        let start = std::time::Instant::now();
+        let load = read_all(&files);
+        let elapsed = start.elapsed();
+        eprintln!(
+            "ET Open: {} files, {} rules parsed, {} unsupported, {} errors, {} duplicates in {:?}",
+            files.len(),
+            load.rules.len(),
+            load.unsupported_count(),
+            load.errors.len(),
+            load.duplicates.len(),
+            elapsed
+        );
+        for (kw, n) in &load.unsupported {
+            eprintln!("  unsupported {kw}: {n}");
+        }
+        for e in load.errors.iter().take(40) {
+            eprintln!("  error {e}");
+        }
+        assert!(load.rules.len() + load.unsupported_count() >= 24_000);
+        assert!(load.errors.is_empty(), "{} parse errors", load.errors.len());
+    }
+
+    /// Loads ET Open (if present) and prints what the build did: `--nocapture` to see it.
+    #[test]
+    fn et_open_builds() {
+        let Some(files) = et_open_files() else { return };
+        let t0 = std::time::Instant::now();
+        let load = read_all(&files);
+        let parse = t0.elapsed();
+        let parsed = load.rules.len();
+        let (errors, unsupported) = (load.errors.len(), load.unsupported_count());
+        let (engine, report) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for (_, r) in &report.rules_rejected {
+            let key: String = r.chars().take(50).collect();
+            *reasons.entry(key).or_default() += 1;
+        }
+        println!("ET Open: parsed {parsed} rules in {parse:?} ({errors} parse errors, {unsupported} unsupported)");
+        println!(
+            "build: {} ms, loaded {}, rejected {}, prefilter patterns {}, ip-only {}, always-checked {}, algo {}, memory {} KiB",
+            report.build_micros / 1000,
+            report.rules_loaded,
+            report.rules_rejected.len(),
+            report.prefilter_patterns,
+            report.rules_ip_only,
+            report.rules_always_checked,
+            report.mpm_algo,
+            report.memory_bytes / 1024
+        );
+        println!("rejected by reason: {reasons:#?}");
+        let mut inactive: Vec<_> = report.rules_inactive.iter().collect();
+        inactive.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+        println!("inactive (top): {:?}", &inactive[..inactive.len().min(12)]);
+        assert_eq!(engine.rule_count(), report.rules_loaded);
+        assert!(report.rules_loaded > 20_000);
     }
 }

@@ -897,7 +897,7 @@ fn check_rule(input: &[u8]) -> Result<(), String> {
     }
     let load = load_rules_str("fuzz.rules", &text, &vars);
     for e in &load.errors {
-        ensure(!e.reason.trim().is_empty(), || format!("load error at line {} without a reason", e.line))?;
+        ensure(!e.error.to_string().trim().is_empty(), || format!("load error at line {} without a reason", e.line))?;
     }
     Ok(())
 }

@@ -4,17 +4,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memchr::memmem;
-
 use crate::detect::rule::options::{
-    ByteMathOp, ByteTestOp, DetectionFilter, Endian, FastPattern, Flow, FlowbitsCmd, FlowintOp,
-    NumBase, Threshold, Track, UintCmp, XbitsTrack,
+    DetectionFilter, Endian, FastPattern, Flow, FlowbitsCmd, FlowintOp, NumBase, Threshold, Track,
+    UintCmp, XbitsTrack,
 };
 use crate::detect::rule::{
     Action, AppNumber, Buffer, ClassificationTable, Direction, NumOrVar, Protocol, Rule, RuleOption,
 };
 use crate::detect::rule::{AddressSet, PortSet};
-use super::headers::{HeaderBuffer, HeaderCheck};
+use super::headers::{HeaderBuffer, HeaderCheck, HeaderRule};
+use super::program::{ByteRead, ContentOp, Needle, PayloadOp, PcreOp, Program, Val, MAX_VARS};
 use super::transform::TransformStep;
 use crate::detect::rule::Transform;
 
@@ -52,157 +51,6 @@ fn cmp_to_u64(c: UintCmp<u32>) -> UintCmp<u64> {
     }
 }
 
-/// Most byte_extract/byte_math variables one rule may define (Suricata allows a handful too).
-pub(crate) const MAX_VARS: usize = 16;
-
-/// A number from the rule or a variable slot filled by byte_extract/byte_math.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Val {
-    Num(i64),
-    Var(u8),
-}
-
-impl Val {
-    #[inline]
-    pub(crate) fn get(self, vars: &[u64; MAX_VARS]) -> i64 {
-        match self {
-            Val::Num(n) => n,
-            Val::Var(i) => vars[i as usize] as i64,
-        }
-    }
-}
-
-/// A literal with its precomputed searcher.
-pub(crate) struct Needle {
-    pub bytes: Vec<u8>,
-    pub nocase: bool,
-    finder: memmem::Finder<'static>,
-}
-
-impl Needle {
-    pub(crate) fn new(bytes: &[u8], nocase: bool) -> Needle {
-        let stored: Vec<u8> = if nocase { bytes.to_ascii_lowercase() } else { bytes.to_vec() };
-        Needle { finder: memmem::Finder::new(&stored).into_owned(), bytes: stored, nocase }
-    }
-
-    /// First occurrence in `hay`, as a start index.
-    #[inline]
-    pub(crate) fn find(&self, hay: &[u8]) -> Option<usize> {
-        if !self.nocase {
-            return self.finder.find(hay);
-        }
-        let n = self.bytes.len();
-        if n == 0 {
-            return Some(0);
-        }
-        if hay.len() < n {
-            return None;
-        }
-        let first = self.bytes[0];
-        let upper = first.to_ascii_uppercase();
-        let last_start = hay.len() - n;
-        let mut from = 0;
-        while from <= last_start {
-            let pos = memchr::memchr2(first, upper, &hay[from..=last_start])? + from;
-            if hay[pos..pos + n].eq_ignore_ascii_case(&self.bytes) {
-                return Some(pos);
-            }
-            from = pos + 1;
-        }
-        None
-    }
-}
-
-pub(crate) struct ContentOp {
-    pub needle: Needle,
-    pub negated: bool,
-    pub depth: Option<Val>,
-    pub offset: Option<Val>,
-    pub distance: Option<Val>,
-    pub within: Option<Val>,
-    pub endswith: bool,
-}
-
-impl ContentOp {
-    pub(crate) fn is_relative(&self) -> bool {
-        self.distance.is_some() || self.within.is_some()
-    }
-}
-
-pub(crate) struct PcreOp {
-    pub regex: pcre2::bytes::Regex,
-    pub negated: bool,
-    pub relative: bool,
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct ByteRead {
-    pub bytes: Val,
-    pub offset: Val,
-    pub relative: bool,
-    pub little_endian: bool,
-    pub string: Option<NumBase>,
-    pub bitmask: Option<u32>,
-}
-
-pub(crate) enum PayloadOp {
-    Content(ContentOp),
-    Pcre(PcreOp),
-    Isdataat { negated: bool, offset: Val, relative: bool },
-    ByteTest { read: ByteRead, op: ByteTestOp, value: Val, negated: bool },
-    ByteJump {
-        read: ByteRead,
-        multiplier: u32,
-        align: bool,
-        from_beginning: bool,
-        from_end: bool,
-        post_offset: i64,
-    },
-    ByteExtract { read: ByteRead, multiplier: u32, align: u8, var: u8 },
-    ByteMath { read: ByteRead, op: ByteMathOp, rvalue: Val, var: u8 },
-    /// `bsize` / `urilen`: the length of the whole (transformed) buffer, wherever the keyword
-    /// stands in the rule. Compiled to the front of its program.
-    Bsize(UintCmp<u64>),
-    /// `base64_decode`: decodes (RFC 4648) `bytes` bytes from `offset` (after the previous
-    /// match when `relative`) and runs the rule's `base64_data` keywords on the result. The
-    /// decoded buffer is the end of the line: a match there matches the whole buffer.
-    Base64Decode { bytes: u32, offset: u32, relative: bool, data: Option<Arc<Program>> },
-}
-
-impl PayloadOp {
-    /// Whether this keyword positions itself after the previous one's match.
-    pub(crate) fn is_relative(&self) -> bool {
-        match self {
-            PayloadOp::Content(c) => c.is_relative(),
-            PayloadOp::Pcre(p) => p.relative,
-            PayloadOp::Isdataat { relative, .. } => *relative,
-            PayloadOp::ByteTest { read, .. }
-            | PayloadOp::ByteJump { read, .. }
-            | PayloadOp::ByteExtract { read, .. }
-            | PayloadOp::ByteMath { read, .. } => read.relative,
-            PayloadOp::Bsize(_) => false,
-            PayloadOp::Base64Decode { relative, .. } => *relative,
-        }
-    }
-
-    /// A content that is relative through `distance` only (no `within`).
-    fn is_distance_only_content(&self) -> bool {
-        matches!(self, PayloadOp::Content(c) if c.within.is_none())
-    }
-}
-
-/// One payload keyword plus whether the next keyword depends on where this one matched
-/// (Suricata's "relative next": only then is another occurrence worth trying).
-pub(crate) struct Step {
-    pub op: PayloadOp,
-    pub retry_on_next_failure: bool,
-}
-
-/// The keywords of one inspection buffer, in rule order.
-#[derive(Default)]
-pub(crate) struct Program {
-    pub steps: Vec<Step>,
-}
 
 /// Keywords evaluated on the packet headers and flow, before any payload.
 pub(crate) enum PacketCheck {
@@ -337,14 +185,14 @@ pub(crate) struct CompiledRule {
     pub suppressions: Vec<Suppression>,
     pub ip_only: bool,
     /// Header buffers and packet checks of `headers.rs` (tcp.hdr, tcp.mss, vlan.id, ...).
-    pub header: super::headers::HeaderRule,
+    pub header: HeaderRule,
     pub bits_use: BitsUse,
     pub priority: u8,
     /// Fast pattern for the prefilter: (bytes, nocase).
     pub fast_pattern: Option<(Vec<u8>, bool)>,
     /// Fast pattern of an app-layer rule: (buffer, bytes, nocase); scanned in that buffer.
     pub app_fast_pattern: Option<AppFastPattern>,
-    pub rule_log: Arc<super::RuleLog>,
+    pub rule_log: Arc<RuleLog>,
 }
 
 /// The keywords of one app-layer buffer in a rule: the buffer, the transforms applied to it
@@ -371,6 +219,15 @@ impl CompiledRule {
     pub fn inspects_app_layer(&self) -> bool {
         !self.app_buffers.is_empty() || !self.app_numbers.is_empty()
     }
+}
+
+/// A rule's `metadata:` pairs and its text, for eve's `alert.metadata` and `alert.rule`.
+#[derive(Debug, Default)]
+pub struct RuleLog {
+    /// (key, value) in rule order; a key may repeat.
+    pub metadata: Vec<(String, String)>,
+    /// The rule as written.
+    pub text: String,
 }
 
 /// Interned names of flowbits, flowints and xbits.
@@ -528,7 +385,7 @@ pub(crate) fn compile_rule(
     let mut stream_only = matches!(header.protocol, Protocol::TcpStream);
     let mut bits_set = false;
     let mut bits_read = false;
-    let mut header_kw = super::headers::HeaderRule::default();
+    let mut header_kw = HeaderRule::default();
     let mut app_numbers = Vec::new();
 
     // Payload keywords per (buffer, transform chain); buffer None = pkt_data.
@@ -830,7 +687,7 @@ pub(crate) fn compile_rule(
             if list.ops.iter().any(|op| matches!(op, PayloadOp::Base64Decode { .. })) {
                 never_matches.get_or_insert("base64_decode inside base64_data");
             }
-            Some(Arc::new(make_program(list.ops)))
+            Some(Arc::new(Program::new(list.ops)))
         }
         None => None,
     };
@@ -849,7 +706,7 @@ pub(crate) fn compile_rule(
     let mut payload = None;
     let mut app_buffers = Vec::new();
     for list in lists {
-        let program = make_program(list.ops);
+        let program = Program::new(list.ops);
         match list.buffer {
             None => payload = Some(program),
             Some(b) if HeaderBuffer::from_buffer(b).is_some() => {
@@ -927,7 +784,7 @@ pub(crate) fn compile_rule(
         sid: rule.sid,
         rev: rule.rev,
         msg: Arc::from(rule.msg.as_str()),
-        rule_log: Arc::new(super::RuleLog {
+        rule_log: Arc::new(RuleLog {
             metadata: rule
                 .options
                 .iter()
@@ -1010,38 +867,5 @@ fn same_buffer(a: Option<Buffer>, b: Option<Buffer>) -> bool {
         (None, None) => true,
         (Some(x), Some(y)) => x.name == y.name,
         _ => false,
-    }
-}
-
-fn make_program(mut ops: Vec<PayloadOp>) -> Program {
-    // Length checks do not depend on a position: test them first, and keep them from
-    // separating a content from the relative keyword that follows it.
-    ops.sort_by_key(|op| !matches!(op, PayloadOp::Bsize(_)));
-    let n = ops.len();
-    let retry: Vec<bool> = (0..n)
-        .map(|i| match ops.get(i + 1) {
-            // A later occurrence only helps when the next keyword is bounded by it: `within`,
-            // or a relative non-content keyword (pcre R, byte_*, isdataat at a fixed distance).
-            Some(next) => next.is_relative() && !next.is_distance_only_content(),
-            None => false,
-        })
-        .collect();
-    Program {
-        steps: ops.into_iter().zip(retry).map(|(op, retry_on_next_failure)| Step { op, retry_on_next_failure }).collect(),
-    }
-}
-
-impl ByteTestOp {
-    #[inline]
-    pub(crate) fn apply(self, val: u64, target: u64) -> bool {
-        match self {
-            ByteTestOp::Lt => val < target,
-            ByteTestOp::Gt => val > target,
-            ByteTestOp::Eq => val == target,
-            ByteTestOp::Le => val <= target,
-            ByteTestOp::Ge => val >= target,
-            ByteTestOp::And => val & target != 0,
-            ByteTestOp::Xor => val ^ target != 0,
-        }
     }
 }

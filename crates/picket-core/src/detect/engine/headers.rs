@@ -3,8 +3,7 @@
 //! packet than the classic header keywords (`tcp.mss`, `vlan.id`, `vlan.layers`,
 //! `*-csum`, `decode-event`). All of them look at the packet only, never at stream data.
 
-use super::compile::Program;
-use super::{DetectCtx, DetectEngine, DetectPacket};
+use super::program::Program;
 use crate::decode::checksum;
 use crate::decode::events::DecodeEvent;
 use crate::decode::tcp::TcpOption;
@@ -149,21 +148,20 @@ impl HeaderRule {
     pub(crate) fn is_empty(&self) -> bool {
         self.buffers.is_empty() && self.checks.is_empty()
     }
-}
 
-impl DetectEngine {
-    /// The rule's header keywords hold on this packet (trivially true without any).
-    /// Pseudo packets (stream data at flow end) carry no headers and never match them.
-    pub(super) fn header_keywords_match(&self, ctx: &mut DetectCtx, h: &HeaderRule, pkt: &DetectPacket<'_>) -> bool {
-        if h.is_empty() {
+    /// The rule's header keywords hold on this packet (trivially true without any);
+    /// `run` runs a payload program over a header buffer. Pseudo packets (stream data at
+    /// flow end, `decoded: None`) carry no headers and never match them.
+    pub(crate) fn matches(&self, decoded: Option<&Decoded<'_>>, mut run: impl FnMut(&Program, &[u8]) -> bool) -> bool {
+        if self.is_empty() {
             return true;
         }
-        let Some(d) = pkt.decoded else { return false };
-        if !h.checks.iter().all(|c| c.matches(d)) {
+        let Some(d) = decoded else { return false };
+        if !self.checks.iter().all(|c| c.matches(d)) {
             return false;
         }
-        h.buffers.iter().all(|(which, program)| match which.bytes(d) {
-            Some(bytes) => self.run_program(ctx, program, bytes, 0),
+        self.buffers.iter().all(|(which, program)| match which.bytes(d) {
+            Some(bytes) => run(program, bytes),
             None => false,
         })
     }

@@ -15,6 +15,7 @@
 mod compile;
 mod headers;
 mod payload;
+mod program;
 mod state;
 pub mod transform;
 #[cfg(test)]
@@ -29,6 +30,7 @@ use crate::detect::rule::{Action, AppNumber, Buffer, ClassificationTable, Rule, 
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
 use compile::{AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
+pub use compile::RuleLog;
 use transform::TransformStep;
 use payload::Inspection;
 use state::{FlowVars, Hosts, ThresholdTable, XbitTable};
@@ -272,15 +274,6 @@ pub struct Alert {
     pub app_tx: bool,
     /// What eve may log about the rule besides its ids (shared, not copied, per alert).
     pub rule_log: Arc<RuleLog>,
-}
-
-/// A rule's `metadata:` pairs and its text, for eve's `alert.metadata` and `alert.rule`.
-#[derive(Debug, Default)]
-pub struct RuleLog {
-    /// (key, value) in rule order; a key may repeat.
-    pub metadata: Vec<(String, String)>,
-    /// The rule as written.
-    pub text: String,
 }
 
 const TRANSPORTS: usize = 5;
@@ -982,7 +975,7 @@ impl DetectEngine {
         if !rule.packet_checks.iter().all(|c| packet_check(c, pkt)) {
             return None;
         }
-        if !self.header_keywords_match(ctx, &rule.header, pkt) {
+        if !rule.header.matches(pkt.decoded, |program, bytes| self.run_program(ctx, program, bytes, 0)) {
             return None;
         }
         let mut in_stream = false;
@@ -1043,7 +1036,7 @@ impl DetectEngine {
         Some(in_stream)
     }
 
-    fn run_program(&self, ctx: &mut DetectCtx, program: &compile::Program, data: &[u8], stream_start: u64) -> bool {
+    fn run_program(&self, ctx: &mut DetectCtx, program: &program::Program, data: &[u8], stream_start: u64) -> bool {
         // Taken out of the context for the run (a move, no allocation) so the inspection can
         // hold it while `ctx` stays usable.
         let mut decode_scratch = std::mem::take(&mut ctx.decode_scratch);

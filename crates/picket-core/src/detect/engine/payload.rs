@@ -3,7 +3,7 @@
 //! fails, an earlier content/pcre is retried at its next occurrence ("backtracking") as long
 //! as the failing keyword depended on its position. A step budget bounds the work.
 
-use super::compile::{ByteRead, ContentOp, PayloadOp, Program, MAX_VARS};
+use super::program::{ByteRead, ContentOp, PayloadOp, Program, MAX_VARS};
 use crate::detect::rule::options::{ByteMathOp, NumBase};
 
 /// Suricata's default `detect.inspection-recursion-limit`.

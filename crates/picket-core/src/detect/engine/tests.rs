@@ -509,48 +509,6 @@ alert udp any any -> any any (msg:"p"; pcre:"/(a|aa)+$/"; sid:3;)"#,
     assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x00\x00\x00\x04")), vec![1]);
 }
 
-/// Loads ET Open (if present) and prints what the build did: `--nocapture` to see it.
-#[test]
-fn et_open_builds() {
-    let dir = &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/rules/et-open-2024-04-21");
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
-    files.sort();
-    let vars = RuleVars::default();
-    let mut load = crate::detect::rule::RuleSetLoad::new();
-    let t0 = std::time::Instant::now();
-    for f in &files {
-        load.load_file(f, &vars);
-    }
-    let parse = t0.elapsed();
-    let parsed = load.rules.len();
-    let (errors, unsupported) = (load.errors.len(), load.unsupported_count());
-    let (engine, report) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
-    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    for (_, r) in &report.rules_rejected {
-        let key: String = r.chars().take(50).collect();
-        *reasons.entry(key).or_default() += 1;
-    }
-    println!("ET Open: parsed {parsed} rules in {parse:?} ({errors} parse errors, {unsupported} unsupported)");
-    println!(
-        "build: {} ms, loaded {}, rejected {}, prefilter patterns {}, ip-only {}, always-checked {}, algo {}, memory {} KiB",
-        report.build_micros / 1000,
-        report.rules_loaded,
-        report.rules_rejected.len(),
-        report.prefilter_patterns,
-        report.rules_ip_only,
-        report.rules_always_checked,
-        report.mpm_algo,
-        report.memory_bytes / 1024
-    );
-    println!("rejected by reason: {reasons:#?}");
-    let mut inactive: Vec<_> = report.rules_inactive.iter().collect();
-    inactive.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
-    println!("inactive (top): {:?}", &inactive[..inactive.len().min(12)]);
-    assert_eq!(engine.rule_count(), report.rules_loaded);
-    assert!(report.rules_loaded > 20_000);
-}
-
 #[test]
 fn dsize_not_equal_needs_a_payload() {
     let e = engine(

@@ -4,6 +4,10 @@
 //! Older rules instead put a modifier after the content (`content:"x"; http_uri;`), which moves
 //! only that content. Both spellings map to the same [`BufferDef`].
 
+use super::error::OptionError;
+use super::lexer::strip_quotes;
+use super::values::{bad_value, decode_hex};
+
 /// One inspection buffer.
 #[derive(Debug, PartialEq, Eq)]
 pub struct BufferDef {
@@ -220,11 +224,11 @@ const DECOMPRESS_MAX: u64 = 16 << 20;
 
 impl Transform {
     /// Parses a transform keyword; `Ok(None)` when `keyword` is not a transform.
-    pub fn parse(keyword: &str, value: Option<&str>) -> Result<Option<Transform>, String> {
-        let no_value = |t: Transform| -> Result<Option<Transform>, String> {
+    pub fn parse(keyword: &str, value: Option<&str>) -> Result<Option<Transform>, OptionError> {
+        let no_value = |t: Transform| -> Result<Option<Transform>, OptionError> {
             match value {
                 None => Ok(Some(t)),
-                Some(_) => Err(format!("{keyword} takes no value")),
+                Some(_) => Err(OptionError::TakesNoValue { keyword: keyword.to_string() }),
             }
         };
         match keyword {
@@ -243,30 +247,39 @@ impl Transform {
             "gunzip" => Ok(Some(Transform::Gunzip { max_size: parse_max_size(keyword, value)? })),
             "zlib_deflate" => Ok(Some(Transform::ZlibDeflate { max_size: parse_max_size(keyword, value)? })),
             "subslice" => {
-                let v = value.ok_or("subslice needs an offset")?;
+                let v = value.ok_or(OptionError::Usage { keyword: "subslice", usage: "an offset" })?;
                 Ok(Some(Transform::Subslice(parse_subslice(v)?)))
             }
             "pcrexform" => {
-                let v = value.ok_or("pcrexform needs a quoted regex")?;
-                let re = super::lexer::strip_quotes(v).ok_or("pcrexform value must be quoted")?;
+                let v = value.ok_or(OptionError::Usage { keyword: "pcrexform", usage: "a quoted regex" })?;
+                let re = strip_quotes(v).ok_or(OptionError::PcrexformUnquoted)?;
                 if re.is_empty() {
-                    return Err("pcrexform regex is empty".into());
+                    return Err(OptionError::EmptyRegex { keyword: "pcrexform" });
                 }
                 Ok(Some(Transform::Pcrexform(re.to_string())))
             }
-            "xor" => Ok(Some(Transform::Xor(parse_xor(value.ok_or("xor needs a key")?)?))),
+            "xor" => {
+                let v = value.ok_or(OptionError::Usage { keyword: "xor", usage: "a key" })?;
+                Ok(Some(Transform::Xor(parse_xor(v)?)))
+            }
             _ => Ok(None),
         }
     }
 }
 
-fn parse_xor(value: &str) -> Result<XorSpec, String> {
+fn xor_error(part: &'static str, value: &str) -> OptionError {
+    OptionError::BadPart { keyword: "xor".into(), part, value: value.to_string() }
+}
+
+fn parse_xor(value: &str) -> Result<XorSpec, OptionError> {
     let v = value.trim();
-    let v = super::lexer::strip_quotes(v).unwrap_or(v).trim();
+    let v = strip_quotes(v).unwrap_or(v).trim();
     let (offset, key_part) = match v.strip_prefix("offset") {
         Some(rest) if rest.starts_with(|c: char| c.is_ascii_whitespace()) => {
-            let (n, key) = rest.split_once(',').ok_or("xor: 'offset N' must be followed by ',<key>'")?;
-            let n: u32 = n.trim().parse().map_err(|_| format!("xor: invalid offset '{}'", n.trim()))?;
+            let (n, key) = rest
+                .split_once(',')
+                .ok_or(OptionError::Constraint { keyword: "xor", rule: "'offset N' must be followed by ',<key>'" })?;
+            let n: u32 = n.trim().parse().map_err(|_| xor_error("offset", n.trim()))?;
             (n, key.trim())
         }
         _ => (0, v),
@@ -276,20 +289,23 @@ fn parse_xor(value: &str) -> Result<XorSpec, String> {
         Some(rest) if rest.starts_with(|c: char| c.is_ascii_whitespace()) => {
             let mut it = rest.split_whitespace();
             let (Some(n), Some(at), None) = (it.next(), it.next(), it.next()) else {
-                return Err("xor: key location must be 'extract <nbytes> <offset>'".into());
+                return Err(OptionError::Constraint {
+                    keyword: "xor",
+                    rule: "key location must be 'extract <nbytes> <offset>'",
+                });
             };
-            let nbytes: u8 = n.parse().map_err(|_| format!("xor: invalid key length '{n}'"))?;
-            let at: u16 = at.parse().map_err(|_| format!("xor: invalid key offset '{at}'"))?;
+            let nbytes: u8 = n.parse().map_err(|_| xor_error("key length", n))?;
+            let at: u16 = at.parse().map_err(|_| xor_error("key offset", at))?;
             if nbytes == 0 {
-                return Err("xor: key length must be at least 1".into());
+                return Err(OptionError::Constraint { keyword: "xor", rule: "key length must be at least 1" });
             }
             XorKey::InBuffer { nbytes, at }
         }
         _ => {
-            let hex = super::lexer::strip_quotes(key_part).unwrap_or(key_part);
-            let key = super::options::decode_hex(hex).ok_or_else(|| format!("invalid xor key '{hex}'"))?;
+            let hex = strip_quotes(key_part).unwrap_or(key_part);
+            let key = decode_hex(hex).ok_or_else(|| bad_value("xor key", hex))?;
             if key.is_empty() || key.len() > 255 {
-                return Err("xor key must be 1 to 255 bytes".into());
+                return Err(OptionError::XorKeySize);
             }
             XorKey::Static(key)
         }
@@ -297,7 +313,8 @@ fn parse_xor(value: &str) -> Result<XorSpec, String> {
     Ok(XorSpec { key, offset })
 }
 
-fn parse_from_base64(value: &str) -> Result<FromBase64, String> {
+fn parse_from_base64(value: &str) -> Result<FromBase64, OptionError> {
+    const KW: &str = "from_base64";
     let mut out = FromBase64 { bytes: 0, offset: 0, mode: Base64Mode::Rfc4648 };
     let (mut seen_bytes, mut seen_offset, mut seen_mode) = (false, false, false);
     let value = value.trim();
@@ -307,76 +324,87 @@ fn parse_from_base64(value: &str) -> Result<FromBase64, String> {
     for item in value.split(',') {
         let mut it = item.split_whitespace();
         let (Some(name), Some(arg), None) = (it.next(), it.next(), it.next()) else {
-            return Err(format!("from_base64: invalid option '{}'", item.trim()));
+            return Err(OptionError::BadPart { keyword: KW.into(), part: "option", value: item.trim().to_string() });
         };
-        let number = |seen: &mut bool| -> Result<u32, String> {
+        let number = |seen: &mut bool| -> Result<u32, OptionError> {
             if std::mem::replace(seen, true) {
-                return Err(format!("from_base64: {name} given twice"));
+                return Err(OptionError::GivenTwice { keyword: KW, part: name.to_string() });
             }
-            arg.parse::<u16>().map(u32::from).map_err(|_| format!("from_base64: invalid {name} '{arg}' (0-65535)"))
+            arg.parse::<u16>()
+                .map(u32::from)
+                .map_err(|_| OptionError::Base64Number { part: name.to_string(), value: arg.to_string() })
         };
         match name {
             "bytes" => out.bytes = number(&mut seen_bytes)?,
             "offset" => out.offset = number(&mut seen_offset)?,
             "mode" => {
                 if std::mem::replace(&mut seen_mode, true) {
-                    return Err("from_base64: mode given twice".into());
+                    return Err(OptionError::GivenTwice { keyword: KW, part: "mode".into() });
                 }
                 out.mode = match arg {
                     "rfc4648" => Base64Mode::Rfc4648,
                     "rfc2045" => Base64Mode::Rfc2045,
                     "strict" => Base64Mode::Strict,
-                    _ => return Err(format!("from_base64: unknown mode '{arg}'")),
+                    _ => return Err(OptionError::UnknownPart { keyword: KW.into(), part: "mode", value: arg.to_string() }),
                 };
             }
-            _ => return Err(format!("from_base64: unknown option '{name}'")),
+            _ => return Err(OptionError::UnknownPart { keyword: KW.into(), part: "option", value: name.to_string() }),
         }
     }
     Ok(out)
 }
 
 /// `max-size N` (also `max-size=N`), N with an optional kb/mb/kib/mib unit.
-fn parse_max_size(keyword: &str, value: Option<&str>) -> Result<u32, String> {
+fn parse_max_size(keyword: &str, value: Option<&str>) -> Result<u32, OptionError> {
+    let error = |part: &'static str, value: &str| OptionError::BadPart { keyword: keyword.to_string(), part, value: value.to_string() };
+    let unknown = |part: &'static str, value: &str| OptionError::UnknownPart {
+        keyword: keyword.to_string(),
+        part,
+        value: value.to_string(),
+    };
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return Ok(DECOMPRESS_DEFAULT_MAX);
     };
     let rest = value
         .strip_prefix("max-size")
-        .ok_or_else(|| format!("{keyword}: unknown option '{value}'"))?
+        .ok_or_else(|| unknown("option", value))?
         .trim_start()
         .trim_start_matches('=')
         .trim();
     let digits_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
     let (digits, unit) = rest.split_at(digits_end);
-    let n: u64 = digits.parse().map_err(|_| format!("{keyword}: invalid max-size '{rest}'"))?;
+    let n: u64 = digits.parse().map_err(|_| error("max-size", rest))?;
     let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" => 1,
         "kb" => 1000,
         "mb" => 1000 * 1000,
         "kib" => 1024,
         "mib" => 1024 * 1024,
-        other => return Err(format!("{keyword}: unknown unit '{other}'")),
+        other => return Err(unknown("unit", other)),
     };
     let size = n.saturating_mul(scale);
     if size == 0 || size > DECOMPRESS_MAX {
-        return Err(format!("{keyword}: max-size must be 1 to {DECOMPRESS_MAX}"));
+        return Err(OptionError::MaxSizeRange { keyword: keyword.to_string(), max: DECOMPRESS_MAX });
     }
     Ok(size as u32)
 }
 
-fn parse_subslice(value: &str) -> Result<Subslice, String> {
+fn parse_subslice(value: &str) -> Result<Subslice, OptionError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    let num = |s: &str| s.parse::<i64>().map_err(|_| format!("subslice: invalid number '{s}'"));
+    let num = |s: &str| {
+        s.parse::<i64>()
+            .map_err(|_| OptionError::BadPart { keyword: "subslice".into(), part: "number", value: s.to_string() })
+    };
     let is_truncate = |s: &str| s.eq_ignore_ascii_case("truncate");
     let (offset, nbytes, truncate) = match parts.as_slice() {
         [o] => (num(o)?, None, false),
         [o, t] if is_truncate(t) => (num(o)?, None, true),
         [o, n] => (num(o)?, Some(num(n)?), false),
         [o, n, t] if is_truncate(t) => (num(o)?, Some(num(n)?), true),
-        _ => return Err("subslice: expected 'offset[, nbytes][, truncate]'".into()),
+        _ => return Err(OptionError::Constraint { keyword: "subslice", rule: "expected 'offset[, nbytes][, truncate]'" }),
     };
     if nbytes == Some(0) {
-        return Err("subslice: nbytes must not be 0".into());
+        return Err(OptionError::Constraint { keyword: "subslice", rule: "nbytes must not be 0" });
     }
     Ok(Subslice { offset, nbytes, truncate })
 }

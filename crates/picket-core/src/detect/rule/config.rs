@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 
-use super::options::{parse_threshold_fields, parse_u32, Threshold, ThresholdType, Track};
+use super::threshold::{parse_threshold_fields, Threshold, ThresholdType, Track};
+use super::values::{bad_part, parse_u32, unknown_option};
 use super::vars::{AddressSet, RuleVars};
-use super::RuleError;
+use super::error::{LocatedError, OptionError, RuleError};
+use super::lexer::rule_lines;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Classification {
@@ -178,7 +180,7 @@ impl ClassificationTable {
 
     /// Parses a `classification.config` into a new table (replacing the defaults, as Suricata
     /// does when the file is configured). Bad lines are reported; good ones still load.
-    pub fn parse(file_name: &str, text: &str) -> (ClassificationTable, Vec<RuleError>) {
+    pub fn parse(file_name: &str, text: &str) -> (ClassificationTable, Vec<LocatedError>) {
         let mut table = ClassificationTable::empty();
         let mut errors = Vec::new();
         for (idx, line) in text.lines().enumerate() {
@@ -188,10 +190,10 @@ impl ClassificationTable {
             }
             match parse_classification_line(line) {
                 Ok(class) => table.insert(class),
-                Err(reason) => errors.push(RuleError {
+                Err(error) => errors.push(LocatedError {
                     file: file_name.to_string(),
                     line: idx + 1,
-                    reason,
+                    error,
                 }),
             }
         }
@@ -199,24 +201,24 @@ impl ClassificationTable {
     }
 }
 
-fn parse_classification_line(line: &str) -> Result<Classification, String> {
+fn parse_classification_line(line: &str) -> Result<Classification, RuleError> {
     let rest = line
         .strip_prefix("config")
         .map(str::trim_start)
         .and_then(|r| r.strip_prefix("classification"))
         .map(str::trim_start)
         .and_then(|r| r.strip_prefix(':'))
-        .ok_or("expected 'config classification: name,description,priority'")?;
+        .ok_or(RuleError::ExpectedClassification)?;
     // The description may itself contain commas: name is before the first, priority after the last.
-    let (name, tail) = rest.split_once(',').ok_or("missing description")?;
-    let (description, priority) = tail.rsplit_once(',').ok_or("missing priority")?;
+    let (name, tail) = rest.split_once(',').ok_or(RuleError::MissingField { field: "description" })?;
+    let (description, priority) = tail.rsplit_once(',').ok_or(RuleError::MissingField { field: "priority" })?;
     let name = name.trim();
     if name.is_empty() {
-        return Err("empty classtype name".into());
+        return Err(RuleError::EmptyClasstype);
     }
     let priority = parse_u32(priority, "priority")?;
     if priority == 0 || priority > 255 {
-        return Err(format!("priority {priority} out of range 1-255"));
+        return Err(OptionError::PriorityRange { priority }.into());
     }
     Ok(Classification {
         name: name.to_string(),
@@ -273,16 +275,16 @@ impl ThresholdConfig {
         file_name: &str,
         text: &str,
         vars: &RuleVars,
-    ) -> (ThresholdConfig, Vec<RuleError>) {
+    ) -> (ThresholdConfig, Vec<LocatedError>) {
         let mut config = ThresholdConfig::default();
         let mut errors = Vec::new();
-        for (line, entry_text) in super::rule_lines(text) {
+        for (line, entry_text) in rule_lines(text) {
             match parse_threshold_line(&entry_text, vars) {
                 Ok(entry) => config.entries.push(entry),
-                Err(reason) => errors.push(RuleError {
+                Err(error) => errors.push(LocatedError {
                     file: file_name.to_string(),
                     line,
-                    reason,
+                    error,
                 }),
             }
         }
@@ -291,7 +293,7 @@ impl ThresholdConfig {
 }
 
 /// Splits `key value, key value` where a suppress `ip` value may be a bracketed list with commas.
-fn split_fields(text: &str) -> Result<Vec<(&str, &str)>, String> {
+fn split_fields(text: &str) -> Result<Vec<(&str, &str)>, RuleError> {
     let mut fields = Vec::new();
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -313,25 +315,25 @@ fn split_fields(text: &str) -> Result<Vec<(&str, &str)>, String> {
             }
             let (k, v) = item
                 .split_once(char::is_whitespace)
-                .ok_or_else(|| format!("'{item}' needs a value"))?;
+                .ok_or_else(|| RuleError::FieldNeedsValue { item: item.to_string() })?;
             fields.push((k.trim(), v.trim()));
         }
     }
     if depth != 0 {
-        return Err("unbalanced '[' in ip list".into());
+        return Err(RuleError::UnbalancedIpList);
     }
     Ok(fields)
 }
 
-fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, String> {
+fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, RuleError> {
     let line = line.trim();
     let (kind, rest) = line
         .split_once(char::is_whitespace)
-        .ok_or("expected 'threshold|event_filter|suppress|rate_filter ...'")?;
+        .ok_or(RuleError::ExpectedDirective)?;
     let fields = split_fields(rest)?;
     let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-    let gen_id = parse_u32(get("gen_id").ok_or("missing gen_id")?, "gen_id")?;
-    let sig_id = parse_u32(get("sig_id").ok_or("missing sig_id")?, "sig_id")?;
+    let gen_id = parse_u32(get("gen_id").ok_or(RuleError::MissingField { field: "gen_id" })?, "gen_id")?;
+    let sig_id = parse_u32(get("sig_id").ok_or(RuleError::MissingField { field: "sig_id" })?, "sig_id")?;
     // Everything but gen_id/sig_id, rebuilt for the shared threshold parser.
     let others = || {
         fields
@@ -353,25 +355,29 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, S
         "suppress" => {
             for (k, _) in &fields {
                 if !matches!(*k, "gen_id" | "sig_id" | "track" | "ip") {
-                    return Err(format!("suppress: unknown option '{k}'"));
+                    return Err(unknown_option("suppress", k).into());
                 }
             }
             let track = match get("track") {
                 None => None,
                 Some(t) => match Track::parse(t) {
                     Some(tr @ (Track::BySrc | Track::ByDst | Track::ByEither)) => Some(tr),
-                    _ => return Err(format!("suppress: invalid track '{t}'")),
+                    _ => return Err(bad_part("suppress", "track", t).into()),
                 },
             };
             let ip = match get("ip") {
                 None => None,
                 Some(spec) => Some(
                     vars.resolve_address(spec)
-                        .map_err(|e| format!("suppress ip: {e}"))?,
+                        .map_err(RuleError::SuppressIp)?,
                 ),
             };
             if track.is_some() != ip.is_some() {
-                return Err("suppress: 'track' and 'ip' must be given together".into());
+                return Err(OptionError::Constraint {
+                    keyword: "suppress",
+                    rule: "'track' and 'ip' must be given together",
+                }
+                .into());
             }
             Ok(ThresholdEntry::Suppress {
                 gen_id,
@@ -381,24 +387,25 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, S
             })
         }
         "rate_filter" => {
-            let track_text = get("track").ok_or("rate_filter: missing track")?;
+            let missing = |part| RuleError::from(OptionError::MissingPart { keyword: "rate_filter", part });
+            let track_text = get("track").ok_or_else(|| missing("track"))?;
             let track = Track::parse(track_text)
                 .filter(|t| !matches!(t, Track::ByEither | Track::ByFlow))
-                .ok_or_else(|| format!("rate_filter: invalid track '{track_text}'"))?;
-            let new_action = match get("new_action").ok_or("rate_filter: missing new_action")? {
+                .ok_or_else(|| bad_part("rate_filter", "track", track_text))?;
+            let new_action = match get("new_action").ok_or_else(|| missing("new_action"))? {
                 "alert" | "log" => RateFilterAction::Alert,
                 "drop" | "sdrop" => RateFilterAction::Drop,
                 "pass" => RateFilterAction::Pass,
                 "reject" => RateFilterAction::Reject,
-                other => return Err(format!("rate_filter: invalid new_action '{other}'")),
+                other => return Err(bad_part("rate_filter", "new_action", other).into()),
             };
-            let count = parse_u32(get("count").ok_or("rate_filter: missing count")?, "count")?;
+            let count = parse_u32(get("count").ok_or_else(|| missing("count"))?, "count")?;
             let seconds = parse_u32(
-                get("seconds").ok_or("rate_filter: missing seconds")?,
+                get("seconds").ok_or_else(|| missing("seconds"))?,
                 "seconds",
             )?;
             let timeout = parse_u32(
-                get("timeout").ok_or("rate_filter: missing timeout")?,
+                get("timeout").ok_or_else(|| missing("timeout"))?,
                 "timeout",
             )?;
             Ok(ThresholdEntry::RateFilter {
@@ -411,7 +418,7 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, S
                 timeout,
             })
         }
-        other => Err(format!("unknown threshold.config directive '{other}'")),
+        other => Err(RuleError::UnknownDirective { directive: other.to_string() }),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Rule header: `action proto src sport dir dst dport`.
 
+use super::error::{RuleError, Side};
 use super::vars::{AddressSet, PortSet, RuleVars};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -165,7 +166,7 @@ pub struct RuleHeader {
 
 /// Splits the header into whitespace-separated fields while keeping `[...]` groups whole
 /// (they may contain spaces, e.g. `[80, 443]`).
-fn split_header_fields(text: &str) -> Result<Vec<&str>, String> {
+fn split_header_fields(text: &str) -> Result<Vec<&str>, RuleError> {
     let bytes = text.as_bytes();
     let mut fields = Vec::with_capacity(7);
     let mut i = 0;
@@ -184,7 +185,7 @@ fn split_header_fields(text: &str) -> Result<Vec<&str>, String> {
                 b']' => {
                     depth = depth
                         .checked_sub(1)
-                        .ok_or_else(|| format!("unbalanced ']' in header '{text}'"))?
+                        .ok_or_else(|| RuleError::UnbalancedBracket { bracket: ']', header: text.to_string() })?
                 }
                 c if c.is_ascii_whitespace() && depth == 0 => break,
                 _ => {}
@@ -192,47 +193,35 @@ fn split_header_fields(text: &str) -> Result<Vec<&str>, String> {
             i += 1;
         }
         if depth != 0 {
-            return Err(format!("unbalanced '[' in header '{text}'"));
+            return Err(RuleError::UnbalancedBracket { bracket: '[', header: text.to_string() });
         }
         fields.push(&text[start..i]);
     }
     Ok(fields)
 }
 
-pub fn parse_header(text: &str, vars: &RuleVars) -> Result<RuleHeader, String> {
+pub fn parse_header(text: &str, vars: &RuleVars) -> Result<RuleHeader, RuleError> {
     let fields = split_header_fields(text)?;
     if fields.len() != 7 {
-        return Err(format!(
-            "header must be 'action proto src sport direction dst dport', got {} fields in '{}'",
-            fields.len(),
-            text.trim()
-        ));
+        return Err(RuleError::HeaderFields { found: fields.len(), header: text.trim().to_string() });
     }
-    let action =
-        Action::parse(fields[0]).ok_or_else(|| format!("unknown action '{}'", fields[0]))?;
-    let protocol =
-        Protocol::parse(fields[1]).ok_or_else(|| format!("unknown protocol '{}'", fields[1]))?;
+    let action = Action::parse(fields[0])
+        .ok_or_else(|| RuleError::UnknownAction { action: fields[0].to_string() })?;
+    let protocol = Protocol::parse(fields[1])
+        .ok_or_else(|| RuleError::UnknownProtocol { protocol: fields[1].to_string() })?;
     let direction = match fields[4] {
         "->" => Direction::ToDst,
         "<>" => Direction::Both,
         "=>" => Direction::Transactional,
-        "<-" => {
-            return Err("direction '<-' is not supported, use '->' with swapped addresses".into())
-        }
-        other => return Err(format!("invalid direction '{other}'")),
+        "<-" => return Err(RuleError::LeftArrow),
+        other => return Err(RuleError::BadDirection { direction: other.to_string() }),
     };
-    let src = vars
-        .resolve_address(fields[2])
-        .map_err(|e| format!("source address: {e}"))?;
-    let src_ports = vars
-        .resolve_port(fields[3])
-        .map_err(|e| format!("source port: {e}"))?;
-    let dst = vars
-        .resolve_address(fields[5])
-        .map_err(|e| format!("destination address: {e}"))?;
-    let dst_ports = vars
-        .resolve_port(fields[6])
-        .map_err(|e| format!("destination port: {e}"))?;
+    let address = |side, spec| vars.resolve_address(spec).map_err(|error| RuleError::BadAddress { side, error });
+    let port = |side, spec| vars.resolve_port(spec).map_err(|error| RuleError::BadPort { side, error });
+    let src = address(Side::Source, fields[2])?;
+    let src_ports = port(Side::Source, fields[3])?;
+    let dst = address(Side::Destination, fields[5])?;
+    let dst_ports = port(Side::Destination, fields[6])?;
     Ok(RuleHeader {
         action,
         protocol,

@@ -1,4 +1,7 @@
-//! Splits a rule into its header and its `keyword[: value];` options.
+//! Splits a rule into its header and its `keyword[: value];` options, and a rules file into
+//! its rules.
+
+use super::error::RuleError;
 
 /// One option as written: keyword and the raw (trimmed, still quoted/escaped) value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -8,22 +11,22 @@ pub struct RawOption<'a> {
 }
 
 /// Splits `header (options)` and tokenizes the options in order.
-pub fn split_rule(text: &str) -> Result<(&str, Vec<RawOption<'_>>), String> {
-    let open = text.find('(').ok_or("missing '(' before the options")?;
+pub fn split_rule(text: &str) -> Result<(&str, Vec<RawOption<'_>>), RuleError> {
+    let open = text.find('(').ok_or(RuleError::MissingOpenParen)?;
     let trimmed_end = text.trim_end();
     if !trimmed_end.ends_with(')') {
-        return Err("rule must end with ')'".into());
+        return Err(RuleError::MissingCloseParen);
     }
     let close = trimmed_end.len() - 1;
     if close <= open {
-        return Err("missing options".into());
+        return Err(RuleError::NoOptions);
     }
     let header = &text[..open];
     let options = tokenize_options(&text[open + 1..close])?;
     Ok((header, options))
 }
 
-fn tokenize_options(body: &str) -> Result<Vec<RawOption<'_>>, String> {
+fn tokenize_options(body: &str) -> Result<Vec<RawOption<'_>>, RuleError> {
     let bytes = body.as_bytes();
     let mut options = Vec::with_capacity(16);
     let mut i = 0;
@@ -40,16 +43,13 @@ fn tokenize_options(body: &str) -> Result<Vec<RawOption<'_>>, String> {
         }
         let keyword = body[kw_start..i].trim();
         if keyword.is_empty() {
-            return Err(format!(
-                "empty option keyword near '{}'",
-                snippet(&body[kw_start..])
-            ));
+            return Err(RuleError::EmptyKeyword { near: snippet(&body[kw_start..]).to_string() });
         }
         if !keyword
             .bytes()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
         {
-            return Err(format!("invalid option keyword '{}'", snippet(keyword)));
+            return Err(RuleError::BadKeyword { keyword: snippet(keyword).to_string() });
         }
         if i >= bytes.len() {
             // Last option without a terminating ';' and without value: accept, as Suricata does.
@@ -73,7 +73,7 @@ fn tokenize_options(body: &str) -> Result<Vec<RawOption<'_>>, String> {
         let value_end = find_value_end(bytes, value_start);
         let value = body[value_start..value_end].trim();
         if value.is_empty() {
-            return Err(format!("option '{keyword}' has an empty value"));
+            return Err(RuleError::EmptyValue { keyword: keyword.to_string() });
         }
         options.push(RawOption {
             keyword,
@@ -151,6 +151,42 @@ pub fn unescape_text(text: &str) -> String {
             }
         }
         out.push(c);
+    }
+    out
+}
+
+/// Yields (first line number, rule text): skips blank lines and `#` comments, joins lines that
+/// end with a backslash.
+pub fn rule_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    for (idx, raw_line) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = raw_line.trim_end_matches('\r');
+        if pending.is_none() {
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+        }
+        let trimmed_end = line.trim_end();
+        let (content, continues) = match trimmed_end.strip_suffix('\\') {
+            Some(body) => (body, true),
+            None => (line, false),
+        };
+        match pending.as_mut() {
+            Some((_, buf)) => buf.push_str(content),
+            None => pending = Some((line_no, content.to_string())),
+        }
+        if !continues {
+            if let Some(done) = pending.take() {
+                out.push(done);
+            }
+        }
+    }
+    // A file ending in a continuation still yields its (probably broken) rule for an error.
+    if let Some(done) = pending {
+        out.push(done);
     }
     out
 }

@@ -5,12 +5,17 @@
 //! Loading never stops at a bad rule: each malformed rule becomes one [`RuleError`], each rule
 //! using a keyword we do not implement is counted under that keyword, and the rest loads.
 
+pub mod bits;
 pub mod buffers;
 pub mod config;
+pub mod error;
 pub mod header;
 pub mod lexer;
 pub mod options;
 pub mod packet_keywords;
+pub mod payload_keywords;
+pub mod threshold;
+pub mod values;
 pub mod vars;
 
 #[cfg(test)]
@@ -18,12 +23,13 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 
 pub use buffers::{AppNumber, Base64Mode, Buffer, BufferDef, FromBase64, Subslice, Transform, XorKey, XorSpec};
 pub use config::{Classification, ClassificationTable, ThresholdConfig, ThresholdEntry};
+pub use error::{LocatedError, OptionError, RuleError, Side};
 pub use header::{Action, Direction, Protocol, RuleHeader};
+pub use lexer::rule_lines;
 pub use options::{Content, NumOrVar, RuleOption, UintCmp};
 pub use vars::{AddressSet, PortSet, RuleVars};
 
@@ -81,40 +87,6 @@ impl Rule {
     }
 }
 
-/// Why a single rule did not load.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RuleParseError {
-    /// Syntax error or bad value; the rule is rejected.
-    Invalid(String),
-    /// Well-formed, but uses a keyword this engine does not implement (the first such keyword).
-    Unsupported { keyword: String },
-}
-
-impl fmt::Display for RuleParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RuleParseError::Invalid(reason) => f.write_str(reason),
-            RuleParseError::Unsupported { keyword } => write!(f, "unsupported keyword '{keyword}'"),
-        }
-    }
-}
-
-impl std::error::Error for RuleParseError {}
-
-/// A rejected rule, located for the user.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleError {
-    pub file: String,
-    pub line: usize,
-    pub reason: String,
-}
-
-impl fmt::Display for RuleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.reason)
-    }
-}
-
 /// A rule skipped because of an unsupported keyword.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnsupportedRule {
@@ -142,7 +114,7 @@ pub struct DuplicateSid {
 #[derive(Debug, Default)]
 pub struct RuleSetLoad {
     pub rules: Vec<Rule>,
-    pub errors: Vec<RuleError>,
+    pub errors: Vec<LocatedError>,
     /// Unsupported keyword -> number of rules skipped because of it.
     pub unsupported: BTreeMap<String, usize>,
     pub unsupported_rules: Vec<UnsupportedRule>,
@@ -161,22 +133,20 @@ impl RuleSetLoad {
         self.unsupported_rules.len()
     }
 
-    /// Loads a file into this set; an unreadable file becomes one error at line 0.
-    pub fn load_file(&mut self, path: &Path, vars: &RuleVars) {
-        let name = path.display().to_string();
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                // Invalid UTF-8 must not lose the whole file: replace bad bytes, and the rule
-                // containing them usually fails on its own merits.
-                let text = String::from_utf8_lossy(&bytes);
-                self.load_str(&name, &text, vars);
-            }
-            Err(e) => self.errors.push(RuleError {
-                file: name,
-                line: 0,
-                reason: format!("cannot read rules file: {e}"),
-            }),
-        }
+    /// Loads the contents of a rules file; `name` (the file's) labels errors. Invalid UTF-8
+    /// must not lose the whole file: bad bytes are replaced, and the rule containing them
+    /// usually fails on its own merits.
+    pub fn load_bytes(&mut self, name: &str, bytes: &[u8], vars: &RuleVars) {
+        self.load_str(name, &String::from_utf8_lossy(bytes), vars);
+    }
+
+    /// Records a rules file that could not be read, as one error at line 0.
+    pub fn unreadable(&mut self, name: &str, reason: impl fmt::Display) {
+        self.errors.push(LocatedError {
+            file: name.to_string(),
+            line: 0,
+            error: RuleError::Unreadable { reason: reason.to_string() },
+        });
     }
 
     /// Loads rules from text; `name` labels errors.
@@ -189,20 +159,20 @@ impl RuleSetLoad {
                     rule.line = line;
                     self.add_rule(rule);
                 }
-                Err(RuleParseError::Invalid(reason)) => {
-                    self.errors.push(RuleError {
-                        file: name.to_string(),
-                        line,
-                        reason,
-                    });
-                }
-                Err(RuleParseError::Unsupported { keyword }) => {
+                Err(RuleError::UnsupportedKeyword { name: keyword }) => {
                     *self.unsupported.entry(keyword.clone()).or_insert(0) += 1;
                     self.unsupported_rules.push(UnsupportedRule {
                         file: name.to_string(),
                         line,
                         sid: quick_sid(&rule_text),
                         keyword,
+                    });
+                }
+                Err(error) => {
+                    self.errors.push(LocatedError {
+                        file: name.to_string(),
+                        line,
+                        error,
                     });
                 }
             }
@@ -233,13 +203,6 @@ impl RuleSetLoad {
     }
 }
 
-/// Parses one rules file.
-pub fn load_rules_file(path: impl AsRef<Path>, vars: &RuleVars) -> RuleSetLoad {
-    let mut load = RuleSetLoad::new();
-    load.load_file(path.as_ref(), vars);
-    load
-}
-
 /// Parses rules from a string; `name` stands in for the file name in errors.
 pub fn load_rules_str(name: &str, text: &str, vars: &RuleVars) -> RuleSetLoad {
     let mut load = RuleSetLoad::new();
@@ -255,71 +218,29 @@ fn quick_sid(text: &str) -> Option<u32> {
         .and_then(|o| o.value?.trim().parse().ok())
 }
 
-/// Yields (first line number, rule text): skips blank lines and `#` comments, joins lines that
-/// end with a backslash.
-pub fn rule_lines(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut pending: Option<(usize, String)> = None;
-    for (idx, raw_line) in text.lines().enumerate() {
-        let line_no = idx + 1;
-        let line = raw_line.trim_end_matches('\r');
-        if pending.is_none() {
-            let trimmed = line.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-        }
-        let trimmed_end = line.trim_end();
-        let (content, continues) = match trimmed_end.strip_suffix('\\') {
-            Some(body) => (body, true),
-            None => (line, false),
-        };
-        match pending.as_mut() {
-            Some((_, buf)) => buf.push_str(content),
-            None => pending = Some((line_no, content.to_string())),
-        }
-        if !continues {
-            if let Some(done) = pending.take() {
-                out.push(done);
-            }
-        }
-    }
-    // A file ending in a continuation still yields its (probably broken) rule for an error.
-    if let Some(done) = pending {
-        out.push(done);
-    }
-    out
-}
-
-fn set_once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), RuleParseError> {
+fn set_once<T>(slot: &mut Option<T>, value: T, keyword: &'static str) -> Result<(), RuleError> {
     if slot.replace(value).is_some() {
-        return Err(RuleParseError::Invalid(format!("'{name}' given twice")));
+        return Err(RuleError::DuplicateOption { keyword });
     }
     Ok(())
 }
 
-/// Parses one rule. See [`RuleParseError`] for the two ways it can fail.
-pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleParseError> {
+/// Parses one rule. A malformed rule is an error naming the first problem; a well-formed rule
+/// with a keyword we do not implement is [`RuleError::UnsupportedKeyword`].
+pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleError> {
     let text = text.trim();
-    let (header_text, raw_options) = lexer::split_rule(text).map_err(RuleParseError::Invalid)?;
-    let header = header::parse_header(header_text, vars).map_err(RuleParseError::Invalid)?;
+    let (header_text, raw_options) = lexer::split_rule(text)?;
+    let header = header::parse_header(header_text, vars)?;
 
     let mut parser = options::OptionParser::new();
     let mut first_unsupported: Option<&str> = None;
     for raw in &raw_options {
         match parser.parse(raw) {
             Ok(()) => {}
-            Err(options::OptionError::Unknown) => {
+            Err(OptionError::UnknownKeyword) => {
                 first_unsupported.get_or_insert(raw.keyword);
             }
-            Err(options::OptionError::Invalid(reason)) => {
-                let reason = if reason.contains(raw.keyword) {
-                    reason
-                } else {
-                    format!("{}: {reason}", raw.keyword)
-                };
-                return Err(RuleParseError::Invalid(reason));
-            }
+            Err(error) => return Err(RuleError::BadOption { keyword: raw.keyword.to_string(), error }),
         }
     }
     let options = parser.options;
@@ -341,11 +262,9 @@ pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleParseError> {
             _ => {}
         }
     }
-    let sid = sid.ok_or_else(|| RuleParseError::Invalid("missing sid".into()))?;
+    let sid = sid.ok_or(RuleError::MissingSid)?;
     if let Some(keyword) = first_unsupported {
-        return Err(RuleParseError::Unsupported {
-            keyword: keyword.to_string(),
-        });
+        return Err(RuleError::UnsupportedKeyword { name: keyword.to_string() });
     }
     Ok(Rule {
         header,

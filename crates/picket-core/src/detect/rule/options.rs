@@ -1,213 +1,30 @@
 //! Typed rule options. Each keyword's value is parsed into its own struct; content modifiers
 //! (`nocase`, `depth`, `http_uri`...) are folded into the content they follow.
 
-use super::buffers::{content_modifier_buffer, sticky_buffer, AppNumber, Buffer, Transform};
+use super::bits::{parse_flowbits, parse_flowint, parse_hostbits, parse_xbits};
+use super::error::OptionError;
+use super::buffers::{buffer_by_name, content_modifier_buffer, sticky_buffer, AppNumber, Buffer, Transform};
 use super::header::app_protocol;
-use super::lexer::{strip_quotes, unescape_text, unquote_lenient, RawOption};
+use super::lexer::{unescape_text, unquote_lenient, RawOption};
+use super::packet_keywords::{self, ChecksumLayer, PacketKeyword, Tag, VlanId};
+use super::payload_keywords::{
+    parse_base64_decode, parse_byte_extract, parse_byte_jump, parse_byte_math, parse_byte_test, parse_content,
+    parse_isdataat, parse_pcre,
+};
+use super::threshold::{parse_threshold, parse_threshold_fields};
+use super::values::{
+    bad_part, bad_value, parse_num_or_var, parse_u16, parse_u32, parse_u64_any_base, parse_uint_cmp, strip_bang,
+};
 
-/// A number written in the rule, or the name of a `byte_extract`/`byte_math` variable.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NumOrVar {
-    Num(i64),
-    Var(String),
-}
-
-/// Comparison forms shared by dsize, bsize, ttl, itype, icode, urilen, stream_size...
-/// Ranges are exclusive on both ends, as in Suricata (`2<>5` matches 3 and 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UintCmp<T> {
-    Eq(T),
-    Ne(T),
-    Lt(T),
-    Le(T),
-    Gt(T),
-    Ge(T),
-    Range(T, T),
-    NotRange(T, T),
-}
-
-impl<T: Copy + PartialOrd> UintCmp<T> {
-    pub fn matches(&self, v: T) -> bool {
-        match *self {
-            UintCmp::Eq(a) => v == a,
-            UintCmp::Ne(a) => v != a,
-            UintCmp::Lt(a) => v < a,
-            UintCmp::Le(a) => v <= a,
-            UintCmp::Gt(a) => v > a,
-            UintCmp::Ge(a) => v >= a,
-            UintCmp::Range(lo, hi) => v > lo && v < hi,
-            UintCmp::NotRange(lo, hi) => !(v > lo && v < hi),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FastPattern {
-    /// `fast_pattern;`
-    Whole,
-    /// `fast_pattern:only;` (legacy; Suricata treats it like `fast_pattern`).
-    Only,
-    /// `fast_pattern:offset,length;` uses only that slice of the pattern for prefiltering.
-    Chop { offset: u16, length: u16 },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct Content {
-    pub pattern: Vec<u8>,
-    pub negated: bool,
-    pub nocase: bool,
-    pub rawbytes: bool,
-    pub depth: Option<NumOrVar>,
-    pub offset: Option<NumOrVar>,
-    pub distance: Option<NumOrVar>,
-    pub within: Option<NumOrVar>,
-    pub startswith: bool,
-    pub endswith: bool,
-    pub fast_pattern: Option<FastPattern>,
-    pub prefilter: bool,
-    /// Buffer set by a legacy modifier after this content (`http_uri`); overrides the sticky
-    /// buffer in effect. `uricontent` sets it to `http.uri`.
-    pub legacy_buffer: Option<Buffer>,
-}
-
-impl Content {
-    pub fn is_relative(&self) -> bool {
-        self.distance.is_some() || self.within.is_some()
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct PcreFlags {
-    pub caseless: bool,       // i
-    pub dotall: bool,         // s
-    pub multiline: bool,      // m
-    pub extended: bool,       // x
-    pub anchored: bool,       // A
-    pub dollar_endonly: bool, // E
-    pub ungreedy: bool,       // G
-    pub relative: bool,       // R
-    pub rawbytes: bool,       // B
-    pub no_match_limit: bool, // O
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pcre {
-    /// The regex between the slashes, as written.
-    pub pattern: String,
-    pub negated: bool,
-    pub flags: PcreFlags,
-    /// Buffer selected by an HTTP flag (U, I, P, Q, H, D, M, C, S, Y, V, W, Z).
-    pub buffer: Option<Buffer>,
-    /// Capture variables (`pcre:"/(.*)/, flow:name"`), stored as written.
-    pub captures: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Isdataat {
-    pub negated: bool,
-    pub offset: NumOrVar,
-    pub relative: bool,
-    pub rawbytes: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endian {
-    Big,
-    Little,
-    /// Endianness taken from the DCE/RPC header.
-    Dce,
-}
-
-/// `string` mode of the byte_* keywords: the bytes are ASCII digits in this base.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NumBase {
-    Hex,
-    Dec,
-    Oct,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ByteTestOp {
-    Lt,
-    Gt,
-    Eq,
-    Le,
-    Ge,
-    And,
-    Xor,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ByteTest {
-    /// Number of bytes, or a byte_extract variable holding it.
-    pub bytes: NumOrVar,
-    pub negated: bool,
-    pub op: ByteTestOp,
-    pub value: NumOrVar,
-    pub offset: NumOrVar,
-    pub relative: bool,
-    pub endian: Endian,
-    pub string: Option<NumBase>,
-    pub bitmask: Option<u32>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ByteJump {
-    pub bytes: NumOrVar,
-    pub offset: NumOrVar,
-    pub relative: bool,
-    pub multiplier: Option<u32>,
-    pub endian: Endian,
-    pub string: Option<NumBase>,
-    pub align: bool,
-    pub from_beginning: bool,
-    pub from_end: bool,
-    pub post_offset: Option<i64>,
-    pub bitmask: Option<u32>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ByteExtract {
-    pub bytes: u8,
-    pub offset: i64,
-    pub name: String,
-    pub relative: bool,
-    pub multiplier: Option<u32>,
-    pub endian: Endian,
-    pub string: Option<NumBase>,
-    pub align: Option<u8>,
-    pub bitmask: Option<u32>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ByteMathOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Shl,
-    Shr,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ByteMath {
-    pub bytes: NumOrVar,
-    pub offset: i64,
-    pub op: ByteMathOp,
-    pub rvalue: NumOrVar,
-    pub result: String,
-    pub relative: bool,
-    pub endian: Endian,
-    pub string: Option<NumBase>,
-    pub bitmask: Option<u32>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct Base64Decode {
-    pub bytes: Option<u32>,
-    pub offset: Option<u32>,
-    pub relative: bool,
-}
+// The option AST is spread over the files of its keyword families; `options` is where users
+// find all of it.
+pub use super::bits::{BitsGroup, Flowbits, FlowbitsCmd, Flowint, FlowintOp, Xbits, XbitsTrack};
+pub use super::payload_keywords::{
+    decode_content_pattern, Base64Decode, ByteExtract, ByteJump, ByteMath, ByteMathOp, ByteTest, ByteTestOp, Content,
+    Endian, FastPattern, Isdataat, NumBase, Pcre, PcreFlags,
+};
+pub use super::threshold::{DetectionFilter, Threshold, ThresholdType, Track, UniqueOn};
+pub use super::values::{decode_hex, NumOrVar, UintCmp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Flow {
@@ -289,129 +106,6 @@ pub enum StreamSide {
     Client,
     Both,
     Either,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlowbitsCmd {
-    Set,
-    Unset,
-    Toggle,
-    IsSet,
-    IsNotSet,
-    NoAlert,
-}
-
-/// How several names in one flowbits option combine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BitsGroup {
-    Single,
-    /// `a|b`: any of them.
-    Any,
-    /// `a&b`: all of them.
-    All,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Flowbits {
-    pub cmd: FlowbitsCmd,
-    pub names: Vec<String>,
-    pub group: BitsGroup,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlowintOp {
-    Set,
-    Add,
-    Sub,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    IsSet,
-    NotSet,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Flowint {
-    pub name: String,
-    pub op: FlowintOp,
-    pub value: Option<NumOrVar>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum XbitsTrack {
-    IpSrc,
-    IpDst,
-    IpPair,
-    Tx,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Xbits {
-    pub cmd: FlowbitsCmd,
-    pub name: String,
-    pub track: Option<XbitsTrack>,
-    pub expire: Option<u32>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThresholdType {
-    Limit,
-    Threshold,
-    Both,
-    Backoff,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Track {
-    BySrc,
-    ByDst,
-    ByRule,
-    ByBoth,
-    ByFlow,
-    /// `by_either`, suppress only.
-    ByEither,
-}
-
-impl Track {
-    pub fn parse(text: &str) -> Option<Track> {
-        Some(match text {
-            "by_src" => Track::BySrc,
-            "by_dst" => Track::ByDst,
-            "by_rule" => Track::ByRule,
-            "by_both" => Track::ByBoth,
-            "by_flow" => Track::ByFlow,
-            "by_either" => Track::ByEither,
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Threshold {
-    pub kind: ThresholdType,
-    pub track: Track,
-    pub count: u32,
-    pub seconds: u32,
-    /// `backoff` only.
-    pub multiplier: Option<u32>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DetectionFilter {
-    pub track: Track,
-    pub count: u32,
-    pub seconds: u32,
-    /// `unique_on src_port|dst_port`: count distinct ports instead of matches.
-    pub unique_on: Option<UniqueOn>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UniqueOn {
-    SrcPort,
-    DstPort,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -509,19 +203,32 @@ pub enum RuleOption {
     Prefilter,
     /// `tcp.mss`: the MSS option's value.
     TcpMss(UintCmp<u16>),
-    VlanId(super::packet_keywords::VlanId),
+    VlanId(VlanId),
     /// `vlan.layers`: number of VLAN tags.
     VlanLayers(UintCmp<u8>),
     /// `tcpv4-csum:valid|invalid` and the other checksum keywords.
     Checksum {
-        layer: super::packet_keywords::ChecksumLayer,
+        layer: ChecksumLayer,
         valid: bool,
     },
     /// `decode-event:<name>`: the decoder raised this event on the packet.
     DecodeEvent(crate::decode::events::DecodeEvent),
-    Tag(super::packet_keywords::Tag),
+    Tag(Tag),
     /// `flow.pkts` / `flow.bytes` (and the older `flow.pkts_toserver:N` forms).
     FlowCount(FlowCount),
+}
+
+impl From<PacketKeyword> for RuleOption {
+    fn from(k: PacketKeyword) -> RuleOption {
+        match k {
+            PacketKeyword::TcpMss(cmp) => RuleOption::TcpMss(cmp),
+            PacketKeyword::VlanId(v) => RuleOption::VlanId(v),
+            PacketKeyword::VlanLayers(cmp) => RuleOption::VlanLayers(cmp),
+            PacketKeyword::Checksum { layer, valid } => RuleOption::Checksum { layer, valid },
+            PacketKeyword::DecodeEvent(e) => RuleOption::DecodeEvent(e),
+            PacketKeyword::Tag(t) => RuleOption::Tag(t),
+        }
+    }
 }
 
 /// What `flow.pkts` / `flow.bytes` count.
@@ -548,7 +255,7 @@ pub struct FlowCount {
 }
 
 /// `flow.pkts:toserver,>10` (direction first), or the old `flow.pkts_toserver:>10`.
-fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, String> {
+fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, OptionError> {
     let (kind, fixed_dir) = match kw {
         "flow.pkts" => (FlowCountKind::Packets, None),
         "flow.bytes" => (FlowCountKind::Bytes, None),
@@ -556,41 +263,23 @@ fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, String> {
         "flow.pkts_toclient" => (FlowCountKind::Packets, Some(FlowCountDir::ToClient)),
         "flow.bytes_toserver" => (FlowCountKind::Bytes, Some(FlowCountDir::ToServer)),
         "flow.bytes_toclient" => (FlowCountKind::Bytes, Some(FlowCountDir::ToClient)),
-        _ => return Err(format!("unknown flow counter keyword '{kw}'")),
+        _ => return Err(OptionError::UnknownKeyword),
     };
     let (dir, cmp_text) = match fixed_dir {
         Some(d) => (d, value),
         None => {
-            let (d, rest) = value.split_once(',').ok_or_else(|| format!("{kw}: needs direction,value"))?;
+            let (d, rest) =
+                value.split_once(',').ok_or_else(|| OptionError::FlowCountUsage { keyword: kw.to_string() })?;
             let d = match d.trim() {
                 "toserver" | "to_server" => FlowCountDir::ToServer,
                 "toclient" | "to_client" => FlowCountDir::ToClient,
                 "either" => FlowCountDir::Either,
-                other => return Err(format!("{kw}: invalid direction '{other}'")),
+                other => return Err(bad_part(kw, "direction", other)),
             };
             (d, rest)
         }
     };
     Ok(FlowCount { kind, dir, cmp: parse_uint_cmp(cmp_text, kw)? })
-}
-
-/// Outcome of one option: an error in its value, or a keyword we do not know.
-#[derive(Debug)]
-pub enum OptionError {
-    Invalid(String),
-    Unknown,
-}
-
-impl From<String> for OptionError {
-    fn from(s: String) -> Self {
-        OptionError::Invalid(s)
-    }
-}
-
-impl From<&str> for OptionError {
-    fn from(s: &str) -> Self {
-        OptionError::Invalid(s.to_string())
-    }
 }
 
 type OptResult<T> = Result<T, OptionError>;
@@ -619,9 +308,7 @@ impl OptionParser {
     fn last_content_mut(&mut self, keyword: &str) -> OptResult<&mut Content> {
         match self.last_content.and_then(|i| self.options.get_mut(i)) {
             Some(RuleOption::Content(c)) => Ok(c),
-            _ => Err(OptionError::Invalid(format!(
-                "'{keyword}' needs a preceding content"
-            ))),
+            _ => Err(OptionError::NeedsContent { keyword: keyword.to_string() }),
         }
     }
 
@@ -629,14 +316,12 @@ impl OptionParser {
         let kw = raw.keyword;
         let value = raw.value;
         let need = || -> OptResult<&str> {
-            value.ok_or_else(|| OptionError::Invalid(format!("'{kw}' needs a value")))
+            value.ok_or_else(|| OptionError::MissingValue { keyword: kw.to_string() })
         };
         let none = || -> OptResult<()> {
             match value {
                 None => Ok(()),
-                Some(v) => Err(OptionError::Invalid(format!(
-                    "'{kw}' takes no value, got '{v}'"
-                ))),
+                Some(v) => Err(OptionError::UnexpectedValue { keyword: kw.to_string(), value: v.to_string() }),
             }
         };
         match kw {
@@ -644,7 +329,7 @@ impl OptionParser {
             "sid" => {
                 let sid = parse_u32(need()?, kw)?;
                 if sid == 0 {
-                    return Err("sid must be greater than 0".into());
+                    return Err(OptionError::SidZero);
                 }
                 self.push(RuleOption::Sid(sid))
             }
@@ -656,20 +341,20 @@ impl OptionParser {
                     .bytes()
                     .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
                 {
-                    return Err(format!("invalid classtype '{v}'").into());
+                    return Err(bad_value("classtype", v));
                 }
                 self.push(RuleOption::Classtype(v.to_string()))
             }
             "priority" => {
                 let p = parse_u32(need()?, kw)?;
                 if p == 0 || p > 255 {
-                    return Err(format!("priority {p} out of range 1-255").into());
+                    return Err(OptionError::PriorityRange { priority: p });
                 }
                 self.push(RuleOption::Priority(p as u8))
             }
             "reference" => {
                 let v = need()?;
-                let (system, id) = v.split_once(',').ok_or("reference must be 'system,id'")?;
+                let (system, id) = v.split_once(',').ok_or(OptionError::BadReference)?;
                 self.push(RuleOption::Reference {
                     system: system.trim().to_string(),
                     id: id.trim().to_string(),
@@ -691,14 +376,14 @@ impl OptionParser {
                 let t = match need()?.trim() {
                     "src_ip" => Target::SrcIp,
                     "dest_ip" => Target::DestIp,
-                    other => return Err(format!("invalid target '{other}'").into()),
+                    other => return Err(bad_value("target", other)),
                 };
                 self.push(RuleOption::Target(t))
             }
             "content" | "uricontent" => {
                 let mut content = parse_content(need()?)?;
                 if kw == "uricontent" {
-                    content.legacy_buffer = super::buffers::buffer_by_name("http.uri");
+                    content.legacy_buffer = buffer_by_name("http.uri");
                 }
                 self.push(RuleOption::Content(content))
             }
@@ -714,10 +399,7 @@ impl OptionParser {
                 none()?;
                 let c = self.last_content_mut(kw)?;
                 if c.depth.is_some() || c.offset.is_some() || c.is_relative() {
-                    return Err(
-                        "startswith cannot be combined with depth, offset, distance or within"
-                            .into(),
-                    );
+                    return Err(OptionError::StartswithWithPosition);
                 }
                 set_flag(&mut c.startswith, kw)?
             }
@@ -729,28 +411,25 @@ impl OptionParser {
                 let v = parse_num_or_var(need()?, kw)?;
                 let c = self.last_content_mut(kw)?;
                 if c.startswith {
-                    return Err(format!("'{kw}' cannot be combined with startswith").into());
+                    return Err(OptionError::PositionWithStartswith { keyword: kw.to_string() });
                 }
                 let relative_kw = kw == "distance" || kw == "within";
                 if relative_kw && (c.depth.is_some() || c.offset.is_some())
                     || !relative_kw && c.is_relative()
                 {
-                    return Err(format!(
-                        "'{kw}' mixes relative (distance/within) and absolute (depth/offset) positions"
-                    )
-                    .into());
+                    return Err(OptionError::MixedPositions { keyword: kw.to_string() });
                 }
                 if let NumOrVar::Num(n) = v {
                     let negative_ok = kw == "distance" || kw == "offset";
                     if n < 0 && !negative_ok {
-                        return Err(format!("'{kw}' must not be negative").into());
+                        return Err(OptionError::Negative { keyword: kw.to_string() });
                     }
                     if (kw == "depth" || kw == "within") && (n as usize) < c.pattern.len() {
-                        return Err(format!(
-                            "'{kw}' {n} is smaller than the content length {}",
-                            c.pattern.len()
-                        )
-                        .into());
+                        return Err(OptionError::ShorterThanContent {
+                            keyword: kw.to_string(),
+                            value: n,
+                            len: c.pattern.len(),
+                        });
                     }
                 }
                 let slot = match kw {
@@ -760,7 +439,7 @@ impl OptionParser {
                     _ => &mut c.within,
                 };
                 if slot.is_some() {
-                    return Err(format!("'{kw}' given twice for one content").into());
+                    return Err(OptionError::DuplicateModifier { keyword: kw.to_string() });
                 }
                 *slot = Some(v);
             }
@@ -771,7 +450,7 @@ impl OptionParser {
                     Some(v) => {
                         let (o, l) = v
                             .split_once(',')
-                            .ok_or_else(|| format!("invalid fast_pattern '{v}'"))?;
+                            .ok_or_else(|| bad_value("fast_pattern", v))?;
                         FastPattern::Chop {
                             offset: parse_u16(o, kw)?,
                             length: parse_u16(l, kw)?,
@@ -781,11 +460,11 @@ impl OptionParser {
                 let c = self.last_content_mut(kw)?;
                 if let FastPattern::Chop { offset, length } = fp {
                     if usize::from(offset) + usize::from(length) > c.pattern.len() || length == 0 {
-                        return Err("fast_pattern offset,length exceeds the content".into());
+                        return Err(OptionError::FastPatternOutOfBounds);
                     }
                 }
                 if c.fast_pattern.is_some() {
-                    return Err("fast_pattern given twice for one content".into());
+                    return Err(OptionError::DuplicateFastPattern);
                 }
                 c.fast_pattern = Some(fp);
             }
@@ -820,7 +499,7 @@ impl OptionParser {
                 let (negated, v) = strip_bang(need()?);
                 let tos = parse_u64_any_base(v)
                     .filter(|n| *n <= 255)
-                    .ok_or_else(|| format!("invalid tos '{v}'"))?;
+                    .ok_or_else(|| bad_value("tos", v))?;
                 self.push(RuleOption::Tos {
                     negated,
                     tos: tos as u8,
@@ -848,7 +527,7 @@ impl OptionParser {
                 let cmp = match text.strip_prefix('!') {
                     Some(rest) => match parse_uint_cmp(rest, kw)? {
                         UintCmp::Eq(v) => UintCmp::Ne(v),
-                        _ => return Err(format!("{kw}: '!' only negates a single value").into()),
+                        _ => return Err(OptionError::NegatedRange { keyword: kw.to_string() }),
                     },
                     None => parse_uint_cmp(text, kw)?,
                 };
@@ -873,7 +552,7 @@ impl OptionParser {
                 let (negated, v) = strip_bang(need()?);
                 let text = unquote_lenient(v);
                 if text.is_empty() {
-                    return Err(format!("'{kw}' needs a value").into());
+                    return Err(OptionError::MissingValue { keyword: kw.to_string() });
                 }
                 let (buffer, pattern) = match kw {
                     "tls.subject" => ("tls.cert_subject", text.as_bytes().to_vec()),
@@ -884,7 +563,7 @@ impl OptionParser {
                 let content = Content {
                     pattern,
                     negated,
-                    legacy_buffer: super::buffers::buffer_by_name(buffer),
+                    legacy_buffer: buffer_by_name(buffer),
                     ..Content::default()
                 };
                 self.push(RuleOption::Content(content))
@@ -896,7 +575,7 @@ impl OptionParser {
                     Some((c, "raw")) | Some((c, " raw")) => (c, true),
                     Some((c, m)) if m.trim() == "norm" => (c, false),
                     Some((_, m)) => {
-                        return Err(format!("invalid urilen modifier '{}'", m.trim()).into())
+                        return Err(bad_value("urilen modifier", m.trim()))
                     }
                 };
                 self.push(RuleOption::Urilen {
@@ -910,6 +589,7 @@ impl OptionParser {
             "flowbits" => self.push(RuleOption::Flowbits(parse_flowbits(need()?)?)),
             "flowint" => self.push(RuleOption::Flowint(parse_flowint(need()?)?)),
             "xbits" => self.push(RuleOption::Xbits(parse_xbits(need()?)?)),
+            "hostbits" => self.push(RuleOption::Xbits(parse_hostbits(need()?)?)),
             "threshold" => self.push(RuleOption::Threshold(parse_threshold(need()?)?)),
             "detection_filter" => {
                 let (t, unique_on) = parse_threshold_fields(need()?, false)?;
@@ -927,7 +607,7 @@ impl OptionParser {
             "app-layer-protocol" => {
                 let (negated, v) = strip_bang(need()?);
                 let name = app_protocol(v.trim())
-                    .ok_or_else(|| format!("unknown app-layer protocol '{}'", v.trim()))?;
+                    .ok_or_else(|| OptionError::UnknownAppProtocol { name: v.trim().to_string() })?;
                 self.push(RuleOption::AppLayerProtocol { negated, name })
             }
             "pkt_data" => {
@@ -935,15 +615,15 @@ impl OptionParser {
                 self.push(RuleOption::PktData)
             }
             _ => {
-                if let Some(parsed) = super::packet_keywords::parse(kw, value) {
-                    self.push(parsed?);
+                if let Some(parsed) = packet_keywords::parse(kw, value) {
+                    self.push(parsed?.into());
                 } else if let Some(buffer) = sticky_buffer(kw) {
                     let direction = match value {
                         None => None,
                         Some("to_server") => Some(BufferDirection::ToServer),
                         Some("to_client") => Some(BufferDirection::ToClient),
                         Some(other) => {
-                            return Err(format!("'{kw}': invalid direction '{other}'").into())
+                            return Err(OptionError::BufferDirection { keyword: kw.to_string(), direction: other.to_string() })
                         }
                     };
                     self.push(RuleOption::StickyBuffer { buffer, direction });
@@ -951,13 +631,13 @@ impl OptionParser {
                     none()?;
                     let c = self.last_content_mut(kw)?;
                     if c.legacy_buffer.is_some() {
-                        return Err(format!("'{kw}': content already has a buffer modifier").into());
+                        return Err(OptionError::DuplicateBuffer { keyword: kw.to_string() });
                     }
                     c.legacy_buffer = Some(buffer);
                 } else if let Some(t) = Transform::parse(kw, value)? {
                     self.push(RuleOption::Transform(t));
                 } else {
-                    return Err(OptionError::Unknown);
+                    return Err(OptionError::UnknownKeyword);
                 }
             }
         }
@@ -973,124 +653,14 @@ impl Default for OptionParser {
 
 fn set_flag(flag: &mut bool, kw: &str) -> OptResult<()> {
     if *flag {
-        return Err(format!("'{kw}' given twice for one content").into());
+        return Err(OptionError::DuplicateModifier { keyword: kw.to_string() });
     }
     *flag = true;
     Ok(())
 }
 
-fn strip_bang(v: &str) -> (bool, &str) {
-    let v = v.trim();
-    match v.strip_prefix('!') {
-        Some(rest) => (true, rest.trim()),
-        None => (false, v),
-    }
-}
-
-pub fn parse_u32(v: &str, kw: &str) -> Result<u32, String> {
-    v.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("invalid {kw} '{}'", v.trim()))
-}
-
-fn parse_u16(v: &str, kw: &str) -> Result<u16, String> {
-    v.trim()
-        .parse::<u16>()
-        .map_err(|_| format!("invalid {kw} '{}'", v.trim()))
-}
-
-/// Decimal, or hex with a `0x` prefix (a leading `0` does not mean octal).
-fn parse_u64_any_base(v: &str) -> Option<u64> {
-    let v = v.trim();
-    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => v.parse().ok(),
-    }
-}
-
-fn is_var_name(v: &str) -> bool {
-    let mut chars = v.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-}
-
-fn parse_num_or_var(v: &str, kw: &str) -> Result<NumOrVar, String> {
-    let v = v.trim();
-    if let Ok(n) = v.parse::<i64>() {
-        if n.unsigned_abs() > u64::from(u32::MAX) {
-            return Err(format!("{kw} value {n} out of range"));
-        }
-        return Ok(NumOrVar::Num(n));
-    }
-    if let Some(n) = parse_u64_any_base(v) {
-        if n > u64::from(u32::MAX) {
-            return Err(format!("{kw} value {n} out of range"));
-        }
-        return Ok(NumOrVar::Num(n as i64));
-    }
-    if is_var_name(v) {
-        return Ok(NumOrVar::Var(v.to_string()));
-    }
-    Err(format!("invalid {kw} value '{v}'"))
-}
-
-/// Numeric comparison: `N`, `!N`, `<N`, `<=N`, `>N`, `>=N`, `=N`, `N<>M`, `N-M`, `!N-M`.
-pub fn parse_uint_cmp<T>(v: &str, kw: &str) -> Result<UintCmp<T>, String>
-where
-    T: TryFrom<u64> + Copy + PartialOrd,
-{
-    let text = v.trim();
-    let bad = || format!("invalid {kw} value '{text}'");
-    let num = |s: &str| -> Result<T, String> {
-        let n = parse_u64_any_base(s).ok_or_else(bad)?;
-        T::try_from(n).map_err(|_| format!("{kw} value '{}' out of range", s.trim()))
-    };
-    let range = |lo: &str, hi: &str| -> Result<(T, T), String> {
-        let (lo, hi) = (num(lo)?, num(hi)?);
-        if lo >= hi {
-            return Err(format!("{kw} range '{text}': start must be below end"));
-        }
-        Ok((lo, hi))
-    };
-    if let Some(rest) = text.strip_prefix("<=") {
-        return Ok(UintCmp::Le(num(rest)?));
-    }
-    if let Some(rest) = text.strip_prefix(">=") {
-        return Ok(UintCmp::Ge(num(rest)?));
-    }
-    if let Some(rest) = text.strip_prefix("!=") {
-        return Ok(UintCmp::Ne(num(rest)?));
-    }
-    if let Some(rest) = text.strip_prefix('<') {
-        return Ok(UintCmp::Lt(num(rest)?));
-    }
-    if let Some(rest) = text.strip_prefix('>') {
-        return Ok(UintCmp::Gt(num(rest)?));
-    }
-    if let Some(rest) = text.strip_prefix('=') {
-        return Ok(UintCmp::Eq(num(rest)?));
-    }
-    let (negated, body) = match text.strip_prefix('!') {
-        Some(r) => (true, r.trim()),
-        None => (false, text),
-    };
-    let bounds = match body.split_once("<>") {
-        Some((lo, hi)) => Some(range(lo, hi)?),
-        None => match body.split_once('-') {
-            Some((lo, hi)) => Some(range(lo, hi)?),
-            None => None,
-        },
-    };
-    Ok(match (negated, bounds) {
-        (false, Some((lo, hi))) => UintCmp::Range(lo, hi),
-        (true, Some((lo, hi))) => UintCmp::NotRange(lo, hi),
-        (false, None) => UintCmp::Eq(num(body)?),
-        (true, None) => UintCmp::Ne(num(body)?),
-    })
-}
-
 /// `tls.version` value as Suricata reads it: `1.0` to `1.3`, `ssl3`, or a wire value in hex.
-fn parse_tls_version(value: &str) -> Result<u64, String> {
+fn parse_tls_version(value: &str) -> Result<u64, OptionError> {
     let v = unquote_lenient(value);
     Ok(match v {
         "1.0" => 0x0301,
@@ -1099,8 +669,8 @@ fn parse_tls_version(value: &str) -> Result<u64, String> {
         "1.3" => 0x0304,
         "ssl3" | "sslv3" | "3.0" => 0x0300,
         _ => match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-            Some(hex) => u16::from_str_radix(hex, 16).map_err(|_| format!("invalid tls.version '{v}'"))?.into(),
-            None => return Err(format!("invalid tls.version '{v}'")),
+            Some(hex) => u16::from_str_radix(hex, 16).map_err(|_| bad_value("tls.version", v))?.into(),
+            None => return Err(bad_value("tls.version", v)),
         },
     })
 }
@@ -1108,12 +678,12 @@ fn parse_tls_version(value: &str) -> Result<u64, String> {
 /// `tls_cert_notbefore`/`tls_cert_notafter`: `[<|>]DATE` or `DATE<>DATE`, where DATE is
 /// `YYYY[-MM[-DD[THH[:MM[:SS]]]]]` (UTC) or Unix seconds. `<` and `>` include the date,
 /// as in Suricata; so does a range.
-fn parse_cert_validity(value: &str) -> Result<UintCmp<u64>, String> {
+fn parse_cert_validity(value: &str) -> Result<UintCmp<u64>, OptionError> {
     let v = unquote_lenient(value);
     if let Some((lo, hi)) = v.split_once("<>") {
         let (lo, hi) = (parse_cert_date(lo)?, parse_cert_date(hi)?);
         if lo >= hi {
-            return Err(format!("invalid certificate date range '{v}'"));
+            return Err(bad_value("certificate date range", v));
         }
         return Ok(UintCmp::Range(lo.saturating_sub(1), hi.saturating_add(1)));
     }
@@ -1127,15 +697,15 @@ fn parse_cert_validity(value: &str) -> Result<UintCmp<u64>, String> {
 }
 
 /// A UTC date as Unix seconds (dates before 1970 are refused).
-fn parse_cert_date(text: &str) -> Result<u64, String> {
+fn parse_cert_date(text: &str) -> Result<u64, OptionError> {
     let t = text.trim();
-    let bad = || format!("invalid certificate date '{t}'");
+    let bad = || bad_value("certificate date", t);
     if !t.is_empty() && t.len() > 4 && t.bytes().all(|b| b.is_ascii_digit()) {
         return t.parse().map_err(|_| bad());
     }
     let (date, time) = t.split_once('T').unwrap_or((t, ""));
     let mut d = date.split('-');
-    let field = |s: Option<&str>, len: usize, default: i64| -> Result<i64, String> {
+    let field = |s: Option<&str>, len: usize, default: i64| -> Result<i64, OptionError> {
         match s {
             None => Ok(default),
             Some(s) if s.len() == len && s.bytes().all(|b| b.is_ascii_digit()) => s.parse().map_err(|_| bad()),
@@ -1162,541 +732,7 @@ fn parse_cert_date(text: &str) -> Result<u64, String> {
     Ok((days * 86400 + hour * 3600 + minute * 60 + second) as u64)
 }
 
-/// Decodes hex digit pairs, spaces allowed between pairs.
-pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    let digits: Vec<u8> = text.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    if !digits.len().is_multiple_of(2) {
-        return None;
-    }
-    digits
-        .chunks(2)
-        .map(|pair| {
-            let hi = (pair[0] as char).to_digit(16)?;
-            let lo = (pair[1] as char).to_digit(16)?;
-            Some((hi * 16 + lo) as u8)
-        })
-        .collect()
-}
-
-/// `content:[!]"text|41 42|text"`.
-fn parse_content(value: &str) -> Result<Content, String> {
-    let (negated, rest) = strip_bang(value);
-    let inner = strip_quotes(rest).ok_or_else(|| format!("content must be quoted: {}", rest))?;
-    let pattern = decode_content_pattern(inner)?;
-    if pattern.is_empty() {
-        return Err("content is empty".into());
-    }
-    Ok(Content {
-        pattern,
-        negated,
-        ..Content::default()
-    })
-}
-
-pub fn decode_content_pattern(inner: &str) -> Result<Vec<u8>, String> {
-    let bytes = inner.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    let mut in_hex = false;
-    let mut hex_start = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        if in_hex {
-            if c == b'|' {
-                let decoded = decode_hex(&inner[hex_start..i])
-                    .ok_or_else(|| format!("invalid hex in content: |{}|", &inner[hex_start..i]))?;
-                out.extend_from_slice(&decoded);
-                in_hex = false;
-            }
-            i += 1;
-            continue;
-        }
-        match c {
-            b'|' => {
-                in_hex = true;
-                hex_start = i + 1;
-            }
-            b'\\' => {
-                let next = *bytes
-                    .get(i + 1)
-                    .ok_or("content ends with a lone backslash")?;
-                if !matches!(next, b'"' | b';' | b'\\' | b':' | b'|') {
-                    return Err(format!("invalid escape '\\{}' in content", next as char));
-                }
-                out.push(next);
-                i += 1;
-            }
-            b'"' => return Err("unescaped '\"' inside content".into()),
-            _ => out.push(c),
-        }
-        i += 1;
-    }
-    if in_hex {
-        return Err("unterminated hex block in content".into());
-    }
-    Ok(out)
-}
-
-fn parse_pcre(value: &str) -> Result<Pcre, String> {
-    let (negated, rest) = strip_bang(value);
-    let rest = rest.trim();
-    // Optional capture spec after the closing quote: `"/re/", flow:var`.
-    let (quoted, captures) = match rest.rfind('"') {
-        Some(end) if end > 0 && rest.starts_with('"') => {
-            let tail = rest[end + 1..].trim();
-            let captures = match tail.strip_prefix(',') {
-                Some(c) => Some(c.trim().to_string()),
-                None if tail.is_empty() => None,
-                None => return Err(format!("unexpected '{tail}' after pcre")),
-            };
-            (&rest[1..end], captures)
-        }
-        // Suricata also takes the regex unquoted (`pcre:/one/U;`).
-        _ if rest.starts_with('/') => (rest, None),
-        _ => return Err("pcre must be a quoted \"/regex/flags\"".into()),
-    };
-    let body = quoted.strip_prefix('/').ok_or("pcre must start with '/'")?;
-    let close = body.rfind('/').ok_or("pcre is missing its closing '/'")?;
-    // Capture variables may also sit inside the quotes: `"/re/flags, pkt:a, flow:b"`.
-    let (flag_text, inner_captures) = match body[close + 1..].split_once(',') {
-        Some((f, c)) => (f.trim_end(), Some(c.trim().to_string())),
-        None => (&body[close + 1..], None),
-    };
-    if inner_captures.is_some() && captures.is_some() {
-        return Err("pcre capture variables given twice".into());
-    }
-    let captures = captures.or(inner_captures);
-    let pattern = &body[..close];
-    if pattern.is_empty() {
-        return Err("pcre regex is empty".into());
-    }
-    let mut flags = PcreFlags::default();
-    let mut buffer: Option<Buffer> = None;
-    for f in flag_text.chars() {
-        let buf_name = match f {
-            'i' => {
-                flags.caseless = true;
-                None
-            }
-            's' => {
-                flags.dotall = true;
-                None
-            }
-            'm' => {
-                flags.multiline = true;
-                None
-            }
-            'x' => {
-                flags.extended = true;
-                None
-            }
-            'A' => {
-                flags.anchored = true;
-                None
-            }
-            'E' => {
-                flags.dollar_endonly = true;
-                None
-            }
-            'G' => {
-                flags.ungreedy = true;
-                None
-            }
-            'R' => {
-                flags.relative = true;
-                None
-            }
-            'B' => {
-                flags.rawbytes = true;
-                None
-            }
-            'O' => {
-                flags.no_match_limit = true;
-                None
-            }
-            'U' => Some("http.uri"),
-            'I' => Some("http.uri.raw"),
-            'P' => Some("http.request_body"),
-            'Q' => Some("http.response_body"),
-            'H' => Some("http.header"),
-            'D' => Some("http.header.raw"),
-            'M' => Some("http.method"),
-            'C' => Some("http.cookie"),
-            'S' => Some("http.stat_code"),
-            'Y' => Some("http.stat_msg"),
-            'V' => Some("http.user_agent"),
-            'W' => Some("http.host"),
-            'Z' => Some("http.host.raw"),
-            other => return Err(format!("unknown pcre modifier '{other}'")),
-        };
-        if let Some(name) = buf_name {
-            if buffer.is_some() {
-                return Err("pcre has more than one buffer modifier".into());
-            }
-            buffer = super::buffers::buffer_by_name(name);
-        }
-    }
-    Ok(Pcre {
-        pattern: pattern.to_string(),
-        negated,
-        flags,
-        buffer,
-        captures,
-    })
-}
-
-fn parse_isdataat(value: &str) -> Result<Isdataat, String> {
-    let mut parts = value.split(',').map(str::trim);
-    let (negated, first) = strip_bang(parts.next().unwrap_or(""));
-    let offset = parse_num_or_var(first, "isdataat")?;
-    let mut r = Isdataat {
-        negated,
-        offset,
-        relative: false,
-        rawbytes: false,
-    };
-    for p in parts {
-        match p {
-            "relative" => r.relative = true,
-            "rawbytes" => r.rawbytes = true,
-            other => return Err(format!("invalid isdataat option '{other}'")),
-        }
-    }
-    Ok(r)
-}
-
-/// Number of bytes to read. In string mode Suricata accepts 0 (ET Open uses `byte_test:0,...,string,dec`),
-/// which the engine reads as "as many digits as are there, up to the maximum".
-fn parse_nbytes(v: &str, kw: &str, max: u8) -> Result<u8, String> {
-    let n = parse_u32(v, kw)?;
-    let min = if max > 8 { 0 } else { 1 };
-    if n < min || n > u32::from(max) {
-        return Err(format!(
-            "{kw}: number of bytes {n} out of range {min}-{max}"
-        ));
-    }
-    Ok(n as u8)
-}
-
-/// Like [`parse_nbytes`], but a byte_extract variable name is also accepted.
-fn parse_nbytes_or_var(v: &str, kw: &str, max: u8) -> Result<NumOrVar, String> {
-    let v = v.trim();
-    if is_var_name(v) {
-        return Ok(NumOrVar::Var(v.to_string()));
-    }
-    Ok(NumOrVar::Num(i64::from(parse_nbytes(v, kw, max)?)))
-}
-
-fn parse_base(v: &str) -> Option<NumBase> {
-    Some(match v {
-        "hex" => NumBase::Hex,
-        "dec" => NumBase::Dec,
-        "oct" => NumBase::Oct,
-        _ => return None,
-    })
-}
-
-/// Options shared by byte_test/byte_jump/byte_extract: `relative`, endianness, `string[,base]`
-/// (also the separate `string, hex` spelling), `dce`, `bitmask N`.
-#[derive(Default)]
-struct ByteCommon {
-    relative: bool,
-    endian: Option<Endian>,
-    string: Option<NumBase>,
-    bitmask: Option<u32>,
-}
-
-impl ByteCommon {
-    /// Returns Ok(true) when the item was one of the common options.
-    fn take(&mut self, item: &str, kw: &str) -> Result<bool, String> {
-        let set_endian = |slot: &mut Option<Endian>, e: Endian| -> Result<bool, String> {
-            if slot.is_some() {
-                return Err(format!("{kw}: endianness given twice"));
-            }
-            *slot = Some(e);
-            Ok(true)
-        };
-        match item {
-            "relative" => self.relative = true,
-            "big" => return set_endian(&mut self.endian, Endian::Big),
-            "little" => return set_endian(&mut self.endian, Endian::Little),
-            "dce" => return set_endian(&mut self.endian, Endian::Dce),
-            "string" => {
-                if self.string.is_none() {
-                    self.string = Some(NumBase::Dec);
-                }
-            }
-            "hex" | "dec" | "oct" => {
-                let base = parse_base(item).ok_or_else(|| format!("{kw}: bad base"))?;
-                self.string = Some(base);
-            }
-            _ => {
-                if let Some(mask) = item.strip_prefix("bitmask") {
-                    let m = parse_u64_any_base(mask)
-                        .filter(|m| *m <= u64::from(u32::MAX) && *m != 0)
-                        .ok_or_else(|| format!("{kw}: invalid bitmask '{}'", mask.trim()))?;
-                    self.bitmask = Some(m as u32);
-                } else if let Some(rest) = item.strip_prefix("string") {
-                    let base = parse_base(rest.trim())
-                        .ok_or_else(|| format!("{kw}: invalid string base '{}'", rest.trim()))?;
-                    self.string = Some(base);
-                } else {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
-    }
-
-    fn max_bytes(&self) -> u8 {
-        // ASCII numbers can be longer than binary ones.
-        if self.string.is_some() {
-            23
-        } else {
-            8
-        }
-    }
-}
-
-fn parse_byte_test(value: &str) -> Result<ByteTest, String> {
-    const KW: &str = "byte_test";
-    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    if parts.len() < 4 {
-        return Err("byte_test needs bytes, operator, value, offset".into());
-    }
-    let (negated, op_text) = strip_bang(parts[1]);
-    let op = match op_text {
-        "<" => ByteTestOp::Lt,
-        ">" => ByteTestOp::Gt,
-        "=" => ByteTestOp::Eq,
-        "<=" => ByteTestOp::Le,
-        ">=" => ByteTestOp::Ge,
-        "&" => ByteTestOp::And,
-        "^" => ByteTestOp::Xor,
-        // `!` alone is "not equal".
-        "" if negated => ByteTestOp::Eq,
-        other => return Err(format!("byte_test: invalid operator '{other}'")),
-    };
-    let value = parse_num_or_var(parts[2], KW)?;
-    let offset = parse_num_or_var(parts[3], KW)?;
-    let mut common = ByteCommon::default();
-    for item in &parts[4..] {
-        if !common.take(item, KW)? {
-            return Err(format!("byte_test: unknown option '{item}'"));
-        }
-    }
-    let bytes = parse_nbytes_or_var(parts[0], KW, common.max_bytes())?;
-    Ok(ByteTest {
-        bytes,
-        negated,
-        op,
-        value,
-        offset,
-        relative: common.relative,
-        endian: common.endian.unwrap_or(Endian::Big),
-        string: common.string,
-        bitmask: common.bitmask,
-    })
-}
-
-fn parse_byte_jump(value: &str) -> Result<ByteJump, String> {
-    const KW: &str = "byte_jump";
-    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    if parts.len() < 2 {
-        return Err("byte_jump needs bytes, offset".into());
-    }
-    let offset = parse_num_or_var(parts[1], KW)?;
-    let mut common = ByteCommon::default();
-    let mut jump = ByteJump {
-        bytes: NumOrVar::Num(0),
-        offset,
-        relative: false,
-        multiplier: None,
-        endian: Endian::Big,
-        string: None,
-        align: false,
-        from_beginning: false,
-        from_end: false,
-        post_offset: None,
-        bitmask: None,
-    };
-    for item in &parts[2..] {
-        if common.take(item, KW)? {
-            continue;
-        }
-        match *item {
-            "align" => jump.align = true,
-            "from_beginning" => jump.from_beginning = true,
-            "from_end" => jump.from_end = true,
-            _ => {
-                if let Some(m) = item.strip_prefix("multiplier") {
-                    jump.multiplier = Some(parse_u32(m, "byte_jump multiplier")?);
-                } else if let Some(p) = item.strip_prefix("post_offset") {
-                    let p = p.trim();
-                    jump.post_offset = Some(
-                        p.parse::<i64>()
-                            .map_err(|_| format!("byte_jump: invalid post_offset '{p}'"))?,
-                    );
-                } else {
-                    return Err(format!("byte_jump: unknown option '{item}'"));
-                }
-            }
-        }
-    }
-    if jump.from_beginning && jump.from_end {
-        return Err("byte_jump: from_beginning and from_end are exclusive".into());
-    }
-    jump.bytes = parse_nbytes_or_var(parts[0], KW, common.max_bytes())?;
-    jump.relative = common.relative;
-    jump.endian = common.endian.unwrap_or(Endian::Big);
-    jump.string = common.string;
-    jump.bitmask = common.bitmask;
-    Ok(jump)
-}
-
-fn parse_i64(v: &str, kw: &str) -> Result<i64, String> {
-    v.trim()
-        .parse::<i64>()
-        .map_err(|_| format!("{kw}: invalid number '{}'", v.trim()))
-}
-
-fn parse_byte_extract(value: &str) -> Result<ByteExtract, String> {
-    const KW: &str = "byte_extract";
-    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    if parts.len() < 3 {
-        return Err("byte_extract needs bytes, offset, name".into());
-    }
-    let offset = parse_i64(parts[1], KW)?;
-    let name = parts[2];
-    if !is_var_name(name) {
-        return Err(format!("byte_extract: invalid variable name '{name}'"));
-    }
-    let mut common = ByteCommon::default();
-    let mut multiplier = None;
-    let mut align = None;
-    for item in &parts[3..] {
-        if common.take(item, KW)? {
-            continue;
-        }
-        if let Some(m) = item.strip_prefix("multiplier") {
-            multiplier = Some(parse_u32(m, "byte_extract multiplier")?);
-        } else if let Some(a) = item.strip_prefix("align") {
-            let a = parse_u32(a, "byte_extract align")?;
-            if a != 2 && a != 4 {
-                return Err("byte_extract: align must be 2 or 4".into());
-            }
-            align = Some(a as u8);
-        } else {
-            return Err(format!("byte_extract: unknown option '{item}'"));
-        }
-    }
-    Ok(ByteExtract {
-        bytes: parse_nbytes(parts[0], KW, common.max_bytes())?,
-        offset,
-        name: name.to_string(),
-        relative: common.relative,
-        multiplier,
-        endian: common.endian.unwrap_or(Endian::Big),
-        string: common.string,
-        align,
-        bitmask: common.bitmask,
-    })
-}
-
-/// `byte_math: bytes N, offset N, oper +, rvalue N|var, result name[, relative][, endian big]...`
-fn parse_byte_math(value: &str) -> Result<ByteMath, String> {
-    const KW: &str = "byte_math";
-    let mut bytes = None;
-    let mut offset = None;
-    let mut op = None;
-    let mut rvalue = None;
-    let mut result = None;
-    let mut common = ByteCommon::default();
-    for item in value.split(',').map(str::trim) {
-        let (key, arg) = match item.split_once(char::is_whitespace) {
-            Some((k, a)) => (k, a.trim()),
-            None => (item, ""),
-        };
-        match key {
-            "bytes" => bytes = Some(arg),
-            "offset" => offset = Some(parse_i64(arg, KW)?),
-            "oper" => {
-                op = Some(match arg {
-                    "+" => ByteMathOp::Add,
-                    "-" => ByteMathOp::Sub,
-                    "*" => ByteMathOp::Mul,
-                    "/" => ByteMathOp::Div,
-                    "<<" => ByteMathOp::Shl,
-                    ">>" => ByteMathOp::Shr,
-                    other => return Err(format!("byte_math: invalid oper '{other}'")),
-                })
-            }
-            "rvalue" => rvalue = Some(parse_num_or_var(arg, KW)?),
-            "result" => {
-                if !is_var_name(arg) {
-                    return Err(format!("byte_math: invalid result name '{arg}'"));
-                }
-                result = Some(arg.to_string())
-            }
-            "endian" => {
-                if !common.take(arg, KW)? || !matches!(arg, "big" | "little" | "dce") {
-                    return Err(format!("byte_math: invalid endian '{arg}'"));
-                }
-            }
-            "string" => {
-                let base = parse_base(arg)
-                    .ok_or_else(|| format!("byte_math: invalid string base '{arg}'"))?;
-                common.string = Some(base);
-            }
-            _ => {
-                if !common.take(item, KW)? {
-                    return Err(format!("byte_math: unknown option '{item}'"));
-                }
-            }
-        }
-    }
-    let bytes = parse_nbytes_or_var(
-        bytes.ok_or("byte_math: missing bytes")?,
-        KW,
-        common.max_bytes(),
-    )?;
-    let op = op.ok_or("byte_math: missing oper")?;
-    let rvalue = rvalue.ok_or("byte_math: missing rvalue")?;
-    if op == ByteMathOp::Div && rvalue == NumOrVar::Num(0) {
-        return Err("byte_math: division by zero".into());
-    }
-    Ok(ByteMath {
-        bytes,
-        offset: offset.ok_or("byte_math: missing offset")?,
-        op,
-        rvalue,
-        result: result.ok_or("byte_math: missing result")?,
-        relative: common.relative,
-        endian: common.endian.unwrap_or(Endian::Big),
-        string: common.string,
-        bitmask: common.bitmask,
-    })
-}
-
-fn parse_base64_decode(value: Option<&str>) -> Result<Base64Decode, String> {
-    let mut d = Base64Decode::default();
-    let Some(value) = value else { return Ok(d) };
-    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (key, arg) = item
-            .split_once(char::is_whitespace)
-            .map(|(k, a)| (k, a.trim()))
-            .unwrap_or((item, ""));
-        match key {
-            "bytes" => d.bytes = Some(parse_u32(arg, "base64_decode bytes")?),
-            "offset" => d.offset = Some(parse_u32(arg, "base64_decode offset")?),
-            "relative" => d.relative = true,
-            _ => return Err(format!("base64_decode: unknown option '{item}'")),
-        }
-    }
-    Ok(d)
-}
-
-fn parse_flow(value: &str) -> Result<Flow, String> {
+fn parse_flow(value: &str) -> Result<Flow, OptionError> {
     let mut f = Flow::default();
     for item in value.split(',').map(str::trim) {
         let slot = match item {
@@ -1709,12 +745,12 @@ fn parse_flow(value: &str) -> Result<Flow, String> {
             "no_stream" => &mut f.no_stream,
             "only_frag" => &mut f.only_frag,
             "no_frag" => &mut f.no_frag,
-            other => return Err(format!("invalid flow option '{other}'")),
+            other => return Err(bad_value("flow option", other)),
         };
         *slot = true;
     }
     if f.to_server && f.to_client {
-        return Err("flow: to_server and to_client are exclusive".into());
+        return Err(OptionError::Constraint { keyword: "flow", rule: "to_server and to_client are exclusive" });
     }
     if [f.established, f.not_established, f.stateless]
         .iter()
@@ -1722,10 +758,13 @@ fn parse_flow(value: &str) -> Result<Flow, String> {
         .count()
         > 1
     {
-        return Err("flow: established, not_established and stateless are exclusive".into());
+        return Err(OptionError::Constraint {
+            keyword: "flow",
+            rule: "established, not_established and stateless are exclusive",
+        });
     }
     if f.only_stream && f.no_stream || f.only_frag && f.no_frag {
-        return Err("flow: contradictory stream/frag options".into());
+        return Err(OptionError::Constraint { keyword: "flow", rule: "contradictory stream/frag options" });
     }
     Ok(f)
 }
@@ -1747,7 +786,7 @@ fn tcp_flag_bit(c: char) -> Option<u8> {
 }
 
 /// `flags:[!+*]FSRPAUCE12 0[,mask]`; the modifier may also follow the flags (`SA+`).
-fn parse_flags(value: &str) -> Result<TcpFlags, String> {
+fn parse_flags(value: &str) -> Result<TcpFlags, OptionError> {
     let (flag_text, mask_text) = match value.split_once(',') {
         Some((f, m)) => (f.trim(), Some(m.trim())),
         None => (value.trim(), None),
@@ -1764,23 +803,23 @@ fn parse_flags(value: &str) -> Result<TcpFlags, String> {
         };
         if let Some(m) = m {
             if mode.replace(m).is_some() {
-                return Err(format!("flags: more than one modifier in '{flag_text}'"));
+                return Err(OptionError::FlagModifiers { value: flag_text.to_string() });
             }
             continue;
         }
-        let bit = tcp_flag_bit(c).ok_or_else(|| format!("flags: invalid flag '{c}'"))?;
+        let bit = tcp_flag_bit(c).ok_or_else(|| bad_part("flags", "flag", &c.to_string()))?;
         flags |= bit;
         saw_flag = true;
     }
     if !saw_flag {
-        return Err(format!("flags: no flags in '{value}'"));
+        return Err(OptionError::NoFlags { value: value.to_string() });
     }
     let mut ignore = 0u8;
     if let Some(mask) = mask_text {
         for c in mask.chars().filter(|c| !c.is_whitespace()) {
             ignore |= tcp_flag_bit(c)
                 .filter(|b| *b != 0)
-                .ok_or_else(|| format!("flags: invalid mask flag '{c}'"))?;
+                .ok_or_else(|| bad_part("flags", "mask flag", &c.to_string()))?;
         }
     }
     Ok(TcpFlags {
@@ -1790,7 +829,7 @@ fn parse_flags(value: &str) -> Result<TcpFlags, String> {
     })
 }
 
-fn parse_fragbits(value: &str) -> Result<Fragbits, String> {
+fn parse_fragbits(value: &str) -> Result<Fragbits, OptionError> {
     let mut mode = None;
     let mut bits = 0u8;
     for c in value.trim().chars() {
@@ -1802,17 +841,17 @@ fn parse_fragbits(value: &str) -> Result<Fragbits, String> {
                     _ => FlagsMode::Any,
                 };
                 if mode.replace(m).is_some() {
-                    return Err("fragbits: more than one modifier".into());
+                    return Err(OptionError::Constraint { keyword: "fragbits", rule: "more than one modifier" });
                 }
             }
             'M' | 'm' => bits |= frag_bit::MORE_FRAGMENTS,
             'D' | 'd' => bits |= frag_bit::DONT_FRAGMENT,
             'R' | 'r' => bits |= frag_bit::RESERVED,
-            other => return Err(format!("fragbits: invalid bit '{other}'")),
+            other => return Err(bad_part("fragbits", "bit", &other.to_string())),
         }
     }
     if bits == 0 {
-        return Err("fragbits: no bits given".into());
+        return Err(OptionError::Constraint { keyword: "fragbits", rule: "no bits given" });
     }
     Ok(Fragbits {
         mode: mode.unwrap_or(FlagsMode::Exact),
@@ -1820,7 +859,7 @@ fn parse_fragbits(value: &str) -> Result<Fragbits, String> {
     })
 }
 
-fn parse_ipopts(value: &str) -> Result<IpOption, String> {
+fn parse_ipopts(value: &str) -> Result<IpOption, OptionError> {
     Ok(match value.trim() {
         "rr" => IpOption::RecordRoute,
         "eol" => IpOption::EndOfList,
@@ -1832,7 +871,7 @@ fn parse_ipopts(value: &str) -> Result<IpOption, String> {
         "ssrr" => IpOption::StrictSourceRoute,
         "satid" => IpOption::StreamId,
         "any" => IpOption::Any,
-        other => return Err(format!("invalid ipopts '{other}'")),
+        other => return Err(bad_value("ipopts", other)),
     })
 }
 
@@ -1863,7 +902,7 @@ fn ip_proto_number(name: &str) -> Option<u8> {
     })
 }
 
-fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, String> {
+fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, OptionError> {
     let v = value.trim();
     let (prefix, name) = match v.chars().next() {
         Some(c @ ('!' | '<' | '>')) => (Some(c), v[1..].trim()),
@@ -1871,7 +910,7 @@ fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, String> {
     };
     let n = match name.parse::<u8>() {
         Ok(n) => n,
-        Err(_) => ip_proto_number(name).ok_or_else(|| format!("invalid ip_proto '{v}'"))?,
+        Err(_) => ip_proto_number(name).ok_or_else(|| bad_value("ip_proto", v))?,
     };
     Ok(match prefix {
         None => UintCmp::Eq(n),
@@ -1881,17 +920,17 @@ fn parse_ip_proto(value: &str) -> Result<UintCmp<u8>, String> {
     })
 }
 
-fn parse_stream_size(value: &str) -> Result<RuleOption, String> {
+fn parse_stream_size(value: &str) -> Result<RuleOption, OptionError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     if parts.len() != 3 {
-        return Err("stream_size needs side, operator, value".into());
+        return Err(OptionError::Usage { keyword: "stream_size", usage: "side, operator, value" });
     }
     let side = match parts[0] {
         "server" => StreamSide::Server,
         "client" => StreamSide::Client,
         "both" => StreamSide::Both,
         "either" => StreamSide::Either,
-        other => return Err(format!("stream_size: invalid side '{other}'")),
+        other => return Err(bad_part("stream_size", "side", other)),
     };
     let n = parse_u32(parts[2], "stream_size")?;
     let cmp = match parts[1] {
@@ -1901,241 +940,7 @@ fn parse_stream_size(value: &str) -> Result<RuleOption, String> {
         ">=" => UintCmp::Ge(n),
         "=" => UintCmp::Eq(n),
         "!=" => UintCmp::Ne(n),
-        other => return Err(format!("stream_size: invalid operator '{other}'")),
+        other => return Err(bad_part("stream_size", "operator", other)),
     };
     Ok(RuleOption::StreamSize { side, cmp })
-}
-
-fn bits_cmd(text: &str) -> Option<FlowbitsCmd> {
-    Some(match text {
-        "set" => FlowbitsCmd::Set,
-        "unset" => FlowbitsCmd::Unset,
-        "toggle" => FlowbitsCmd::Toggle,
-        "isset" => FlowbitsCmd::IsSet,
-        "isnotset" => FlowbitsCmd::IsNotSet,
-        "noalert" => FlowbitsCmd::NoAlert,
-        _ => None?,
-    })
-}
-
-fn is_bit_name(n: &str) -> bool {
-    !n.is_empty()
-        && n.bytes()
-            .all(|c| c.is_ascii_graphic() && !matches!(c, b',' | b'|' | b'&' | b';' | b'"'))
-}
-
-fn parse_flowbits(value: &str) -> Result<Flowbits, String> {
-    let (cmd_text, names_text) = match value.split_once(',') {
-        Some((c, n)) => (c.trim(), Some(n.trim())),
-        None => (value.trim(), None),
-    };
-    let cmd =
-        bits_cmd(cmd_text).ok_or_else(|| format!("flowbits: invalid command '{cmd_text}'"))?;
-    let Some(names_text) = names_text else {
-        if cmd == FlowbitsCmd::NoAlert {
-            return Ok(Flowbits {
-                cmd,
-                names: Vec::new(),
-                group: BitsGroup::Single,
-            });
-        }
-        return Err(format!("flowbits: '{cmd_text}' needs a name"));
-    };
-    if cmd == FlowbitsCmd::NoAlert {
-        return Err("flowbits: noalert takes no name".into());
-    }
-    let (group, sep) = if names_text.contains('|') {
-        (BitsGroup::Any, '|')
-    } else if names_text.contains('&') {
-        (BitsGroup::All, '&')
-    } else {
-        (BitsGroup::Single, ',')
-    };
-    if names_text.contains('|') && names_text.contains('&') {
-        return Err("flowbits: cannot mix '|' and '&'".into());
-    }
-    if group == BitsGroup::Any && !matches!(cmd, FlowbitsCmd::IsSet | FlowbitsCmd::IsNotSet) {
-        return Err("flowbits: '|' groups only work with isset/isnotset".into());
-    }
-    let names: Vec<String> = if group == BitsGroup::Single {
-        vec![names_text.to_string()]
-    } else {
-        names_text
-            .split(sep)
-            .map(|n| n.trim().to_string())
-            .collect()
-    };
-    if let Some(bad) = names.iter().find(|n| !is_bit_name(n)) {
-        return Err(format!("flowbits: invalid name '{bad}'"));
-    }
-    Ok(Flowbits { cmd, names, group })
-}
-
-fn parse_flowint(value: &str) -> Result<Flowint, String> {
-    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    if parts.len() < 2 || parts.len() > 3 {
-        return Err("flowint needs name, operator[, value]".into());
-    }
-    let name = parts[0];
-    if !is_bit_name(name) {
-        return Err(format!("flowint: invalid name '{name}'"));
-    }
-    let op = match parts[1] {
-        "=" => FlowintOp::Set,
-        "+" => FlowintOp::Add,
-        "-" => FlowintOp::Sub,
-        "==" => FlowintOp::Eq,
-        "!=" => FlowintOp::Ne,
-        "<" => FlowintOp::Lt,
-        "<=" => FlowintOp::Le,
-        ">" => FlowintOp::Gt,
-        ">=" => FlowintOp::Ge,
-        "isset" => FlowintOp::IsSet,
-        "notset" | "isnotset" => FlowintOp::NotSet,
-        other => return Err(format!("flowint: invalid operator '{other}'")),
-    };
-    let needs_value = !matches!(op, FlowintOp::IsSet | FlowintOp::NotSet);
-    let value = match (needs_value, parts.get(2)) {
-        (true, Some(v)) => Some(parse_num_or_var(v, "flowint")?),
-        (true, None) => return Err(format!("flowint: operator '{}' needs a value", parts[1])),
-        (false, None) => None,
-        (false, Some(_)) => return Err("flowint: isset/notset take no value".into()),
-    };
-    Ok(Flowint {
-        name: name.to_string(),
-        op,
-        value,
-    })
-}
-
-fn parse_xbits(value: &str) -> Result<Xbits, String> {
-    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    let cmd = bits_cmd(parts[0]).ok_or_else(|| format!("xbits: invalid command '{}'", parts[0]))?;
-    if cmd == FlowbitsCmd::NoAlert {
-        return Ok(Xbits {
-            cmd,
-            name: String::new(),
-            track: None,
-            expire: None,
-        });
-    }
-    let name = parts.get(1).ok_or("xbits: missing name")?;
-    if !is_bit_name(name) {
-        return Err(format!("xbits: invalid name '{name}'"));
-    }
-    let mut track = None;
-    let mut expire = None;
-    for item in &parts[2..] {
-        let (key, arg) = item
-            .split_once(char::is_whitespace)
-            .map(|(k, a)| (k, a.trim()))
-            .unwrap_or((item, ""));
-        match key {
-            "track" => {
-                track = Some(match arg {
-                    "ip_src" => XbitsTrack::IpSrc,
-                    "ip_dst" => XbitsTrack::IpDst,
-                    "ip_pair" => XbitsTrack::IpPair,
-                    "tx" => XbitsTrack::Tx,
-                    other => return Err(format!("xbits: invalid track '{other}'")),
-                })
-            }
-            "expire" => {
-                let e = parse_u32(arg, "xbits expire")?;
-                if e == 0 {
-                    return Err("xbits: expire must be positive".into());
-                }
-                expire = Some(e)
-            }
-            _ => return Err(format!("xbits: unknown option '{item}'")),
-        }
-    }
-    if track.is_none() {
-        return Err("xbits: missing track".into());
-    }
-    Ok(Xbits {
-        cmd,
-        name: name.to_string(),
-        track,
-        expire,
-    })
-}
-
-/// Parses `type X, track Y, count N, seconds N[, multiplier N]` in any order.
-/// `with_type` is false for detection_filter, which has no type but may have `unique_on`.
-pub(crate) fn parse_threshold_fields(
-    value: &str,
-    with_type: bool,
-) -> Result<(Threshold, Option<UniqueOn>), String> {
-    let mut unique_on = None;
-    let mut kind = None;
-    let mut track = None;
-    let mut count = None;
-    let mut seconds = None;
-    let mut multiplier = None;
-    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (key, arg) = item
-            .split_once(char::is_whitespace)
-            .map(|(k, a)| (k, a.trim()))
-            .ok_or_else(|| format!("threshold: '{item}' needs a value"))?;
-        match key {
-            "type" if with_type => {
-                kind = Some(match arg {
-                    "limit" => ThresholdType::Limit,
-                    "threshold" => ThresholdType::Threshold,
-                    "both" => ThresholdType::Both,
-                    "backoff" => ThresholdType::Backoff,
-                    other => return Err(format!("threshold: invalid type '{other}'")),
-                })
-            }
-            "track" => {
-                track = Some(
-                    Track::parse(arg).ok_or_else(|| format!("threshold: invalid track '{arg}'"))?,
-                )
-            }
-            "count" => count = Some(parse_u32(arg, "threshold count")?),
-            "seconds" => seconds = Some(parse_u32(arg, "threshold seconds")?),
-            "multiplier" => multiplier = Some(parse_u32(arg, "threshold multiplier")?),
-            "unique_on" if !with_type => {
-                unique_on = Some(match arg {
-                    "src_port" => UniqueOn::SrcPort,
-                    "dst_port" => UniqueOn::DstPort,
-                    other => return Err(format!("detection_filter: invalid unique_on '{other}'")),
-                })
-            }
-            _ => return Err(format!("threshold: unknown option '{item}'")),
-        }
-    }
-    let kind = if with_type {
-        kind.ok_or("threshold: missing type")?
-    } else {
-        ThresholdType::Threshold
-    };
-    let track = track.ok_or("threshold: missing track")?;
-    let count = count.ok_or("threshold: missing count")?;
-    let seconds = if kind == ThresholdType::Backoff {
-        if multiplier.is_none() {
-            return Err("threshold: backoff needs multiplier".into());
-        }
-        seconds.unwrap_or(0)
-    } else {
-        seconds.ok_or("threshold: missing seconds")?
-    };
-    if track == Track::ByEither {
-        return Err("threshold: track by_either is only valid for suppress".into());
-    }
-    Ok((
-        Threshold {
-            kind,
-            track,
-            count,
-            seconds,
-            multiplier,
-        },
-        unique_on,
-    ))
-}
-
-fn parse_threshold(value: &str) -> Result<Threshold, String> {
-    parse_threshold_fields(value, true).map(|(t, _)| t)
 }

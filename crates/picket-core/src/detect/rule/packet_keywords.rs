@@ -1,8 +1,9 @@
 //! Packet-level keywords parsed outside the main option table: `tcp.mss`, `vlan.id`,
-//! `vlan.layers`, the checksum keywords (`tcpv4-csum` ...), `decode-event`, `hostbits` and
-//! `tag`. Kept in their own file so the big option parser stays readable.
+//! `vlan.layers`, the checksum keywords (`tcpv4-csum` ...), `decode-event` and `tag`. Kept in
+//! their own file so the big option parser stays readable.
 
-use super::options::{parse_u32, parse_uint_cmp, FlowbitsCmd, RuleOption, UintCmp, Xbits, XbitsTrack};
+use super::error::OptionError;
+use super::values::{bad_part, parse_u32, parse_uint_cmp, UintCmp};
 use crate::decode::events::DecodeEvent;
 
 /// Which VLAN tag(s) `vlan.id` looks at.
@@ -99,34 +100,44 @@ pub struct Tag {
 /// Suricata's default when `tag:session` gives no count: 256 packets.
 pub const TAG_DEFAULT_PACKETS: u32 = 256;
 
+/// One of this file's keywords, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKeyword {
+    TcpMss(UintCmp<u16>),
+    VlanId(VlanId),
+    VlanLayers(UintCmp<u8>),
+    Checksum { layer: ChecksumLayer, valid: bool },
+    DecodeEvent(DecodeEvent),
+    Tag(Tag),
+}
+
 /// Parses one of this file's keywords; `None` when `kw` is not one of them.
-pub fn parse(kw: &str, value: Option<&str>) -> Option<Result<RuleOption, String>> {
-    let need = || value.map(str::trim).ok_or_else(|| format!("'{kw}' needs a value"));
+pub fn parse(kw: &str, value: Option<&str>) -> Option<Result<PacketKeyword, OptionError>> {
+    let need = || value.map(str::trim).ok_or_else(|| OptionError::MissingValue { keyword: kw.to_string() });
     let parsed = match kw {
-        "tcp.mss" => need().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::TcpMss),
-        "vlan.id" => need().and_then(parse_vlan_id).map(RuleOption::VlanId),
-        "vlan.layers" => need().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::VlanLayers),
+        "tcp.mss" => need().and_then(|v| parse_uint_cmp(v, kw)).map(PacketKeyword::TcpMss),
+        "vlan.id" => need().and_then(parse_vlan_id).map(PacketKeyword::VlanId),
+        "vlan.layers" => need().and_then(|v| parse_uint_cmp(v, kw)).map(PacketKeyword::VlanLayers),
         "decode-event" => need().and_then(|v| {
             let name = v.trim_matches('"').trim();
             DecodeEvent::from_name(name)
-                .map(RuleOption::DecodeEvent)
-                .ok_or_else(|| format!("unknown decode-event '{name}'"))
+                .map(PacketKeyword::DecodeEvent)
+                .ok_or_else(|| OptionError::UnknownDecodeEvent { name: name.to_string() })
         }),
-        "hostbits" => need().and_then(parse_hostbits).map(RuleOption::Xbits),
-        "tag" => need().and_then(parse_tag).map(RuleOption::Tag),
+        "tag" => need().and_then(parse_tag).map(PacketKeyword::Tag),
         _ => {
             let layer = ChecksumLayer::from_keyword(kw)?;
             need().and_then(|v| match v.trim_matches('"').trim() {
-                "valid" => Ok(RuleOption::Checksum { layer, valid: true }),
-                "invalid" => Ok(RuleOption::Checksum { layer, valid: false }),
-                other => Err(format!("'{kw}': expected valid or invalid, got '{other}'")),
+                "valid" => Ok(PacketKeyword::Checksum { layer, valid: true }),
+                "invalid" => Ok(PacketKeyword::Checksum { layer, valid: false }),
+                other => Err(OptionError::ChecksumValue { keyword: kw.to_string(), value: other.to_string() }),
             })
         }
     };
     Some(parsed)
 }
 
-fn parse_vlan_id(v: &str) -> Result<VlanId, String> {
+fn parse_vlan_id(v: &str) -> Result<VlanId, OptionError> {
     let (cmp_text, layer_text) = match v.split_once(',') {
         Some((c, l)) => (c.trim(), Some(l.trim())),
         None => (v.trim(), None),
@@ -135,10 +146,10 @@ fn parse_vlan_id(v: &str) -> Result<VlanId, String> {
         None => VlanLayer::Any,
         Some("all") => VlanLayer::All,
         Some(l) => {
-            let i: i8 = l.parse().map_err(|_| format!("vlan.id: invalid layer '{l}'"))?;
+            let i: i8 = l.parse().map_err(|_| bad_part("vlan.id", "layer", l))?;
             // Suricata keeps at most 3 tags: layers 0..2, or -1..-3 from the innermost.
             if !(-3..=2).contains(&i) {
-                return Err(format!("vlan.id: layer {i} out of range -3..2"));
+                return Err(OptionError::VlanLayerRange { layer: i });
             }
             VlanLayer::Index(i)
         }
@@ -147,57 +158,12 @@ fn parse_vlan_id(v: &str) -> Result<VlanId, String> {
     Ok(VlanId { cmp, layer })
 }
 
-/// `hostbits:<cmd>,<name>[,src|dst][,expire <secs>]` is xbits tracked by host: the same
-/// per-host table and namespace (Suricata documents them as equivalent).
-fn parse_hostbits(v: &str) -> Result<Xbits, String> {
-    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    let cmd = match parts.first().copied().unwrap_or("") {
-        "set" => FlowbitsCmd::Set,
-        "unset" => FlowbitsCmd::Unset,
-        "toggle" => FlowbitsCmd::Toggle,
-        "isset" => FlowbitsCmd::IsSet,
-        "isnotset" => FlowbitsCmd::IsNotSet,
-        "noalert" => FlowbitsCmd::NoAlert,
-        other => return Err(format!("hostbits: invalid command '{other}'")),
-    };
-    if cmd == FlowbitsCmd::NoAlert {
-        if parts.len() > 1 {
-            return Err("hostbits:noalert takes no name".into());
-        }
-        return Ok(Xbits { cmd, name: String::new(), track: None, expire: None });
-    }
-    let name = parts.get(1).filter(|n| !n.is_empty()).ok_or("hostbits: missing name")?;
-    if !name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')) {
-        return Err(format!("hostbits: invalid name '{name}'"));
-    }
-    let mut track = XbitsTrack::IpSrc;
-    let mut expire = None;
-    for item in parts.iter().skip(2) {
-        match *item {
-            "src" => track = XbitsTrack::IpSrc,
-            "dst" => track = XbitsTrack::IpDst,
-            "both" => return Err("hostbits: direction 'both' is not supported (nor by Suricata)".into()),
-            other => match other.split_once(char::is_whitespace) {
-                Some(("expire", secs)) => {
-                    let e = parse_u32(secs, "hostbits expire")?;
-                    if e == 0 {
-                        return Err("hostbits: expire must be positive".into());
-                    }
-                    expire = Some(e);
-                }
-                _ => return Err(format!("hostbits: unknown option '{other}'")),
-            },
-        }
-    }
-    Ok(Xbits { cmd, name: name.to_string(), track: Some(track), expire })
-}
-
-fn parse_tag(v: &str) -> Result<Tag, String> {
+fn parse_tag(v: &str) -> Result<Tag, OptionError> {
     let parts: Vec<&str> = v.split(',').map(str::trim).collect();
     let scope = match parts.first().copied().unwrap_or("") {
         "session" => TagScope::Session,
         "host" => TagScope::Host,
-        other => return Err(format!("tag: invalid type '{other}'")),
+        other => return Err(bad_part("tag", "type", other)),
     };
     let mut tag = Tag { scope, count: TAG_DEFAULT_PACKETS, metric: TagMetric::Packets, direction: TagDirection::Src };
     match parts.len() {
@@ -208,20 +174,23 @@ fn parse_tag(v: &str) -> Result<Tag, String> {
                 "packets" => TagMetric::Packets,
                 "seconds" => TagMetric::Seconds,
                 "bytes" => TagMetric::Bytes,
-                other => return Err(format!("tag: invalid metric '{other}'")),
+                other => return Err(bad_part("tag", "metric", other)),
             };
             if let Some(dir) = parts.get(3) {
                 if scope != TagScope::Host {
-                    return Err("tag: a direction applies to host tags only".into());
+                    return Err(OptionError::Constraint {
+                        keyword: "tag",
+                        rule: "a direction applies to host tags only",
+                    });
                 }
                 tag.direction = match *dir {
                     "src" => TagDirection::Src,
                     "dst" => TagDirection::Dst,
-                    other => return Err(format!("tag: invalid direction '{other}'")),
+                    other => return Err(bad_part("tag", "direction", other)),
                 };
             }
         }
-        _ => return Err(format!("tag: expected 'type[,count,metric[,direction]]', got '{v}'")),
+        _ => return Err(OptionError::TagUsage { value: v.to_string() }),
     }
     Ok(tag)
 }
@@ -230,11 +199,11 @@ fn parse_tag(v: &str) -> Result<Tag, String> {
 mod tests {
     use super::*;
 
-    fn opt(kw: &str, v: &str) -> RuleOption {
+    fn opt(kw: &str, v: &str) -> PacketKeyword {
         parse(kw, Some(v)).expect("known keyword").expect("valid value")
     }
 
-    fn err(kw: &str, v: &str) -> String {
+    fn err(kw: &str, v: &str) -> OptionError {
         parse(kw, Some(v)).expect("known keyword").expect_err("must be rejected")
     }
 
@@ -246,13 +215,14 @@ mod tests {
 
     #[test]
     fn tcp_mss_and_vlan() {
-        assert_eq!(opt("tcp.mss", "<536"), RuleOption::TcpMss(UintCmp::Lt(536)));
-        assert_eq!(opt("vlan.layers", ">2"), RuleOption::VlanLayers(UintCmp::Gt(2)));
-        assert_eq!(opt("vlan.id", "0x12C,1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) }));
-        assert_eq!(opt("vlan.id", "!500,all"), RuleOption::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All }));
-        assert_eq!(opt("vlan.id", "400,-1"), RuleOption::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) }));
-        assert!(err("vlan.id", "1,5").contains("out of range"));
-        assert!(err("vlan.id", "70000").contains("out of range"));
+        assert_eq!(opt("tcp.mss", "<536"), PacketKeyword::TcpMss(UintCmp::Lt(536)));
+        assert_eq!(opt("vlan.layers", ">2"), PacketKeyword::VlanLayers(UintCmp::Gt(2)));
+        assert_eq!(opt("vlan.id", "0x12C,1"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) }));
+        assert_eq!(opt("vlan.id", "!500,all"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All }));
+        assert_eq!(opt("vlan.id", "400,-1"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) }));
+        assert_eq!(err("vlan.id", "1,5"), OptionError::VlanLayerRange { layer: 5 });
+        assert_eq!(err("vlan.id", "70000"), OptionError::OutOfRange { keyword: "vlan.id".into(), value: "70000".into() });
+        assert_eq!(err("vlan.id", "70000").to_string(), "vlan.id value '70000' out of range");
         assert!(parse("tcp.mss", None).expect("known").is_err());
     }
 
@@ -271,40 +241,24 @@ mod tests {
 
     #[test]
     fn checksums_and_decode_events() {
-        assert_eq!(opt("tcpv4-csum", "invalid"), RuleOption::Checksum { layer: ChecksumLayer::Tcpv4, valid: false });
-        assert_eq!(opt("icmpv6-csum", "valid"), RuleOption::Checksum { layer: ChecksumLayer::Icmpv6, valid: true });
-        assert!(err("ipv4-csum", "maybe").contains("valid or invalid"));
-        assert_eq!(opt("decode-event", "ipv4.trunc_pkt"), RuleOption::DecodeEvent(DecodeEvent::Ipv4TruncPkt));
-        assert!(err("decode-event", "no.such_event").contains("unknown"));
-    }
-
-    #[test]
-    fn hostbits_forms() {
-        let x = |v| match opt("hostbits", v) {
-            RuleOption::Xbits(x) => x,
-            other => panic!("{other:?}"),
-        };
-        let set = x("set,abc,dst");
-        assert_eq!((set.cmd, set.name.as_str(), set.track), (FlowbitsCmd::Set, "abc", Some(XbitsTrack::IpDst)));
-        assert_eq!(x("isset,abc").track, Some(XbitsTrack::IpSrc));
-        assert_eq!(x("set,abc,src,expire 30").expire, Some(30));
-        assert_eq!(x("noalert").cmd, FlowbitsCmd::NoAlert);
-        assert!(err("hostbits", "set,abc,both").contains("both"));
-        assert!(err("hostbits", "isset").contains("missing name"));
-        assert!(err("hostbits", "flip,abc").contains("invalid command"));
+        assert_eq!(opt("tcpv4-csum", "invalid"), PacketKeyword::Checksum { layer: ChecksumLayer::Tcpv4, valid: false });
+        assert_eq!(opt("icmpv6-csum", "valid"), PacketKeyword::Checksum { layer: ChecksumLayer::Icmpv6, valid: true });
+        assert_eq!(err("ipv4-csum", "maybe").to_string(), "'ipv4-csum': expected valid or invalid, got 'maybe'");
+        assert_eq!(opt("decode-event", "ipv4.trunc_pkt"), PacketKeyword::DecodeEvent(DecodeEvent::Ipv4TruncPkt));
+        assert_eq!(err("decode-event", "no.such_event"), OptionError::UnknownDecodeEvent { name: "no.such_event".into() });
     }
 
     #[test]
     fn tag_forms() {
         let t = |v| match opt("tag", v) {
-            RuleOption::Tag(t) => t,
+            PacketKeyword::Tag(t) => t,
             other => panic!("{other:?}"),
         };
         assert_eq!(t("session"), Tag { scope: TagScope::Session, count: 256, metric: TagMetric::Packets, direction: TagDirection::Src });
         assert_eq!(t("host,9,packets,dst"), Tag { scope: TagScope::Host, count: 9, metric: TagMetric::Packets, direction: TagDirection::Dst });
         assert_eq!(t("session,30,seconds").metric, TagMetric::Seconds);
-        assert!(err("tag", "session,3,packets,dst").contains("host tags only"));
-        assert!(err("tag", "flow").contains("invalid type"));
-        assert!(err("tag", "host,3").contains("expected"));
+        assert!(err("tag", "session,3,packets,dst").to_string().contains("host tags only"));
+        assert_eq!(err("tag", "flow").to_string(), "tag: invalid type 'flow'");
+        assert_eq!(err("tag", "host,3"), OptionError::TagUsage { value: "host,3".into() });
     }
 }

@@ -1,65 +1,16 @@
 //! Tests for the rule parser.
 
 use super::*;
-use std::path::Path;
-
-const ET_OPEN_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/rules/et-open-2024-04-21");
-
-fn et_open_dir() -> Option<std::path::PathBuf> {
-    // Relative to the crate first (../shared from a worktree), then the absolute location.
-    let candidates = [
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/rules/et-open-2024-04-21"),
-        Path::new(ET_OPEN_DIR).to_path_buf(),
-    ];
-    candidates.into_iter().find(|p| p.is_dir())
-}
-
-#[test]
-fn et_open_loads() {
-    let Some(dir) = et_open_dir() else {
-        eprintln!("skipping et_open_loads: ET Open rules not found at {ET_OPEN_DIR}");
-        return;
-    };
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("read ET dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "rules"))
-        .collect();
-    files.sort();
-    let vars = RuleVars::default();
-    let start = std::time::Instant::now();
-    let mut load = RuleSetLoad::new();
-    for f in &files {
-        load.load_file(f, &vars);
-    }
-    let elapsed = start.elapsed();
-    eprintln!(
-        "ET Open: {} files, {} rules parsed, {} unsupported, {} errors, {} duplicates in {:?}",
-        files.len(),
-        load.rules.len(),
-        load.unsupported_count(),
-        load.errors.len(),
-        load.duplicates.len(),
-        elapsed
-    );
-    for (kw, n) in &load.unsupported {
-        eprintln!("  unsupported {kw}: {n}");
-    }
-    for e in load.errors.iter().take(40) {
-        eprintln!("  error {e}");
-    }
-    assert!(load.rules.len() + load.unsupported_count() >= 24_000);
-    assert!(load.errors.is_empty(), "{} parse errors", load.errors.len());
-}
 
 use super::options::*;
+use super::vars::{Group, GroupError};
 use std::net::IpAddr;
 
 fn vars() -> RuleVars {
     RuleVars::default()
 }
 
-fn rule(opts: &str) -> Result<Rule, RuleParseError> {
+fn rule(opts: &str) -> Result<Rule, RuleError> {
     parse_rule(
         &format!("alert tcp any any -> any any ({opts} sid:1;)"),
         &vars(),
@@ -72,8 +23,16 @@ fn ok(opts: &str) -> Rule {
 
 fn invalid(opts: &str) -> String {
     match rule(opts) {
-        Err(RuleParseError::Invalid(reason)) => reason,
+        Err(e) if e.unsupported_keyword().is_none() => e.to_string(),
         other => panic!("expected invalid for '{opts}', got {other:?}"),
+    }
+}
+
+/// The error of the option in `opts` that makes the rule invalid.
+fn option_error(opts: &str) -> OptionError {
+    match rule(opts) {
+        Err(RuleError::BadOption { error, .. }) => error,
+        other => panic!("expected a bad option in '{opts}', got {other:?}"),
     }
 }
 
@@ -118,7 +77,8 @@ fn header_actions_and_protocols() {
     assert_eq!(r.protocol(), Protocol::App("ftp-data"));
 
     let e = parse_rule("alert foo any any -> any any (sid:1;)", &vars()).unwrap_err();
-    assert_eq!(e, RuleParseError::Invalid("unknown protocol 'foo'".into()));
+    assert_eq!(e, RuleError::UnknownProtocol { protocol: "foo".into() });
+    assert_eq!(e.to_string(), "unknown protocol 'foo'");
     let e = parse_rule("config tcp any any -> any any (sid:1;)", &vars()).unwrap_err();
     assert!(e.to_string().contains("unknown action"));
 }
@@ -206,10 +166,7 @@ fn header_nested_negated_groups() {
     }
     // Nesting limit: no stack overflow on hostile input.
     let deep = format!("{}1.2.3.4{}", "[".repeat(5000), "]".repeat(5000));
-    assert!(v
-        .resolve_address(&deep)
-        .unwrap_err()
-        .contains("nested too deeply"));
+    assert_eq!(v.resolve_address(&deep).unwrap_err(), GroupError::TooDeep { group: Group::Address });
 }
 
 #[test]
@@ -255,12 +212,9 @@ fn vars_override_and_cycles() {
     v.set_address("A", "[$B, 1.2.3.4]");
     v.set_address("B", "!$A");
     let err = v.resolve_address("$A").unwrap_err();
-    assert!(
-        err.contains("cycle") && err.contains("$A -> $B -> $A"),
-        "{err}"
-    );
+    assert_eq!(err.to_string(), "address variable cycle: $A -> $B -> $A");
     v.set_port("P", "$P");
-    assert!(v.resolve_port("$P").unwrap_err().contains("cycle"));
+    assert!(matches!(v.resolve_port("$P").unwrap_err(), GroupError::Cycle { group: Group::Port, .. }));
     let errors = v.validate();
     assert_eq!(errors.len(), 3, "{errors:?}"); // A, B and P
                                                // Using the same variable twice is not a cycle.
@@ -335,10 +289,15 @@ fn loader_comments_continuations_and_errors() {
     assert_eq!(load.errors.len(), 2);
     assert_eq!(load.errors[0].file, "test.rules");
     assert_eq!(load.errors[0].line, 7);
-    assert!(load.errors[0].reason.contains("hex"), "{}", load.errors[0]);
+    assert_eq!(
+        load.errors[0].error,
+        RuleError::BadOption { keyword: "content".into(), error: OptionError::BadHex { hex: "4".into() } }
+    );
+    assert_eq!(load.errors[0].to_string(), "test.rules:7: invalid hex in content: |4|");
     assert!(load.errors[0].to_string().starts_with("test.rules:7: "));
     assert_eq!(load.errors[1].line, 8);
-    assert_eq!(load.errors[1].reason, "missing sid");
+    assert_eq!(load.errors[1].error, RuleError::MissingSid);
+    assert_eq!(load.errors[1].error.to_string(), "missing sid");
 
     assert_eq!(load.unsupported.get("luajit"), Some(&1));
     assert_eq!(load.unsupported.get("foo_bar"), Some(&1));
@@ -358,42 +317,35 @@ fn loader_comments_continuations_and_errors() {
 }
 
 #[test]
-fn unreadable_file_is_one_error() {
-    let load = load_rules_file("/nonexistent/x.rules", &vars());
-    assert_eq!(load.errors.len(), 1);
-    assert_eq!(load.errors[0].line, 0);
-    assert!(load.errors[0].file.contains("x.rules"));
-}
-
-#[test]
-fn load_from_file_keeps_line_numbers() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.rules");
-    std::fs::write(
-        &path,
-        "\n\nalert ip any any -> any any (sid:10;)\nalert ip any any -> any any (sid:x;)\n",
-    )
-    .unwrap();
-    let load = load_rules_file(&path, &vars());
-    assert_eq!(load.rules[0].line, 3);
-    assert_eq!(load.errors[0].line, 4);
-    assert!(load.errors[0].reason.contains("sid"));
-    assert!(load.errors[0].file.ends_with("a.rules"));
-}
-
-#[test]
 fn unknown_keyword_with_bad_other_option_is_an_error() {
     // The bad value wins: a broken rule must be reported even if it would be skipped anyway.
     assert!(matches!(
         rule("foo; content:\"|zz|\";"),
-        Err(RuleParseError::Invalid(_))
+        Err(RuleError::BadOption { .. })
     ));
     assert_eq!(
         rule("foo;").unwrap_err(),
-        RuleParseError::Unsupported {
-            keyword: "foo".into()
-        }
+        RuleError::UnsupportedKeyword { name: "foo".into() }
     );
+}
+
+#[test]
+fn option_errors_are_typed_and_keep_their_messages() {
+    assert_eq!(option_error("content:\"|zz|\";"), OptionError::BadHex { hex: "zz".into() });
+    assert_eq!(option_error("sid:0;"), OptionError::SidZero);
+    assert_eq!(option_error("nocase;"), OptionError::NeedsContent { keyword: "nocase".into() });
+    assert_eq!(
+        option_error("byte_test:2,~,1,0;"),
+        OptionError::BadPart { keyword: "byte_test".into(), part: "operator", value: "~".into() }
+    );
+    assert_eq!(rule("msg:\"a\"; msg:\"b\";").unwrap_err(), RuleError::DuplicateOption { keyword: "msg" });
+    // A message that does not name the keyword as written gets it in front.
+    assert_eq!(invalid("uricontent:\"|zz|\";"), "uricontent: invalid hex in content: |zz|");
+    assert_eq!(invalid("tcp.flags:SX;"), "tcp.flags: flags: invalid flag 'X'");
+    assert_eq!(invalid("app-layer-protocol:gopher;"), "app-layer-protocol: unknown app-layer protocol 'gopher'");
+    assert_eq!(invalid("detection_filter:track by_src, count 1;"), "detection_filter: threshold: missing seconds");
+    assert_eq!(invalid("flow:sideways;"), "invalid flow option 'sideways'");
+    assert_eq!(invalid("msg:\"a\"; msg:\"b\";"), "'msg' given twice");
 }
 
 // ---------------------------------------------------------------- meta keywords
@@ -1133,8 +1085,12 @@ fn threshold_config() {
         errors.iter().map(|e| e.line).collect::<Vec<_>>(),
         [8, 9, 10, 11, 12]
     );
-    assert!(errors[0].reason.contains("seconds"));
-    assert!(errors[4].reason.contains("$NOPE"));
+    assert_eq!(
+        errors[0].error,
+        RuleError::BadField(OptionError::MissingPart { keyword: "threshold", part: "seconds" })
+    );
+    assert!(matches!(&errors[4].error, RuleError::SuppressIp(GroupError::UnknownVariable { name, .. }) if name == "NOPE"));
+    assert_eq!(errors[4].error.to_string(), "suppress ip: unknown address variable $NOPE");
 }
 
 // ---------------------------------------------------------------- robustness

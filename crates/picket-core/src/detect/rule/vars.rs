@@ -9,6 +9,66 @@ use std::net::{IpAddr, Ipv4Addr};
 /// Nesting limit for `[...]` groups and variable references: hostile input must not blow the stack.
 const MAX_GROUP_DEPTH: usize = 32;
 
+/// Address groups or port groups (for messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    Address,
+    Port,
+}
+
+impl fmt::Display for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Group::Address => "address",
+            Group::Port => "port",
+        })
+    }
+}
+
+/// Why an address or port specification (or a variable holding one) does not compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupError {
+    /// The specification is valid but excludes everything (`!any`, `[1.2.3.4,!1.2.3.4]`).
+    MatchesNothing { group: Group, spec: String },
+    /// Text left over after a complete specification.
+    Trailing { group: Group, rest: String, text: String },
+    /// `[...]` groups or variable references nested deeper than [`MAX_GROUP_DEPTH`].
+    TooDeep { group: Group },
+    /// An empty item (`[]`, `[1,,2]`, `!`).
+    EmptyItem { group: Group, text: String },
+    /// A `[` without its `]`.
+    Unterminated { group: Group, text: String },
+    /// A variable that refers back to itself; `chain` lists the names, first repeated last.
+    Cycle { group: Group, chain: Vec<String> },
+    UnknownVariable { group: Group, name: String },
+    /// A variable whose value is not one item (`HOME_NET: "1.2.3.4 5.6.7.8"`).
+    BadVariable { name: String, value: String },
+    BadAddress { atom: String },
+    BadPort { atom: String },
+    /// `1024:80`.
+    ReversedPortRange { atom: String },
+}
+
+impl fmt::Display for GroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupError::MatchesNothing { group, spec } => write!(f, "{group} '{spec}' matches no {group}"),
+            GroupError::Trailing { group, rest, text } => write!(f, "unexpected '{rest}' in {group} '{text}'"),
+            GroupError::TooDeep { group } => write!(f, "{group} group nested too deeply"),
+            GroupError::EmptyItem { group, text } => write!(f, "empty {group} in '{text}'"),
+            GroupError::Unterminated { group, text } => write!(f, "unterminated {group} list '{text}'"),
+            GroupError::Cycle { group, chain } => write!(f, "{group} variable cycle: ${}", chain.join(" -> $")),
+            GroupError::UnknownVariable { group, name } => write!(f, "unknown {group} variable ${name}"),
+            GroupError::BadVariable { name, value } => write!(f, "bad value '{value}' for ${name}"),
+            GroupError::BadAddress { atom } => write!(f, "invalid address '{atom}'"),
+            GroupError::BadPort { atom } => write!(f, "invalid port '{atom}'"),
+            GroupError::ReversedPortRange { atom } => write!(f, "invalid port range '{atom}': start above end"),
+        }
+    }
+}
+
+impl std::error::Error for GroupError {}
+
 /// An integer type that can bound a range (u16 ports, u32 IPv4, u128 IPv6).
 pub trait RangeBound: Copy + Ord + fmt::Debug {
     const MIN: Self;
@@ -367,21 +427,21 @@ impl RuleVars {
     }
 
     /// Compiles an address specification (`any`, `!1.2.3.4`, `[$HOME_NET,!10.0.0.0/8]`...).
-    pub fn resolve_address(&self, spec: &str) -> Result<AddressSet, String> {
+    pub fn resolve_address(&self, spec: &str) -> Result<AddressSet, GroupError> {
         let mut stack = Vec::new();
         let set = GroupParser::<AddressKind>::new(spec, self, &mut stack).parse_top()?;
         if set.is_empty() {
-            return Err(format!("address '{spec}' matches no address"));
+            return Err(GroupError::MatchesNothing { group: Group::Address, spec: spec.to_string() });
         }
         Ok(set)
     }
 
     /// Compiles a port specification (`any`, `80`, `!80`, `[1024:,!8080]`, `$HTTP_PORTS`...).
-    pub fn resolve_port(&self, spec: &str) -> Result<PortSet, String> {
+    pub fn resolve_port(&self, spec: &str) -> Result<PortSet, GroupError> {
         let mut stack = Vec::new();
         let ranges = GroupParser::<PortKind>::new(spec, self, &mut stack).parse_top()?;
         if ranges.is_empty() {
-            return Err(format!("port '{spec}' matches no port"));
+            return Err(GroupError::MatchesNothing { group: Group::Port, spec: spec.to_string() });
         }
         Ok(PortSet { ranges })
     }
@@ -390,14 +450,14 @@ impl RuleVars {
 /// What differs between address groups and port groups; the list/negation grammar is shared.
 trait GroupKind {
     type Set: Clone;
-    const WHAT: &'static str;
+    const GROUP: Group;
     fn any() -> Self::Set;
     fn none() -> Self::Set;
     fn complement(set: &Self::Set) -> Self::Set;
     fn union(a: &Self::Set, b: &Self::Set) -> Self::Set;
     fn subtract(a: &Self::Set, b: &Self::Set) -> Self::Set;
     fn lookup<'v>(vars: &'v RuleVars, name: &str) -> Option<&'v str>;
-    fn parse_atom(text: &str) -> Result<Self::Set, String>;
+    fn parse_atom(text: &str) -> Result<Self::Set, GroupError>;
 }
 
 struct AddressKind;
@@ -405,7 +465,7 @@ struct PortKind;
 
 impl GroupKind for AddressKind {
     type Set = AddressSet;
-    const WHAT: &'static str = "address";
+    const GROUP: Group = Group::Address;
     fn any() -> AddressSet {
         AddressSet::any()
     }
@@ -424,14 +484,14 @@ impl GroupKind for AddressKind {
     fn lookup<'v>(vars: &'v RuleVars, name: &str) -> Option<&'v str> {
         vars.address_groups.get(name).map(String::as_str)
     }
-    fn parse_atom(text: &str) -> Result<AddressSet, String> {
+    fn parse_atom(text: &str) -> Result<AddressSet, GroupError> {
         parse_address_atom(text)
     }
 }
 
 impl GroupKind for PortKind {
     type Set = Ranges<u16>;
-    const WHAT: &'static str = "port";
+    const GROUP: Group = Group::Port;
     fn any() -> Ranges<u16> {
         Ranges::full()
     }
@@ -450,7 +510,7 @@ impl GroupKind for PortKind {
     fn lookup<'v>(vars: &'v RuleVars, name: &str) -> Option<&'v str> {
         vars.port_groups.get(name).map(String::as_str)
     }
-    fn parse_atom(text: &str) -> Result<Ranges<u16>, String> {
+    fn parse_atom(text: &str) -> Result<Ranges<u16>, GroupError> {
         parse_port_atom(text)
     }
 }
@@ -478,16 +538,15 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
         }
     }
 
-    fn parse_top(mut self) -> Result<K::Set, String> {
+    fn parse_top(mut self) -> Result<K::Set, GroupError> {
         let (negated, set) = self.parse_item(0)?;
         self.skip_ws();
         if self.pos != self.text.len() {
-            return Err(format!(
-                "unexpected '{}' in {} '{}'",
-                &self.text[self.pos..],
-                K::WHAT,
-                self.text
-            ));
+            return Err(GroupError::Trailing {
+                group: K::GROUP,
+                rest: self.text[self.pos..].to_string(),
+                text: self.text.to_string(),
+            });
         }
         Ok(if negated { K::complement(&set) } else { set })
     }
@@ -504,9 +563,9 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
 
     /// Returns (negated, set) so that a list can subtract negated members instead of
     /// intersecting complements (same result, less work).
-    fn parse_item(&mut self, depth: usize) -> Result<(bool, K::Set), String> {
+    fn parse_item(&mut self, depth: usize) -> Result<(bool, K::Set), GroupError> {
         if depth > MAX_GROUP_DEPTH {
-            return Err(format!("{} group nested too deeply", K::WHAT));
+            return Err(GroupError::TooDeep { group: K::GROUP });
         }
         self.skip_ws();
         let mut negated = false;
@@ -516,7 +575,7 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
             self.skip_ws();
         }
         let set = match self.peek() {
-            None => return Err(format!("empty {} in '{}'", K::WHAT, self.text)),
+            None => return Err(self.empty_item()),
             Some(b'[') => {
                 self.pos += 1;
                 self.parse_list(depth)?
@@ -531,7 +590,7 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
                 }
                 let atom = &self.text[start..self.pos];
                 if atom.is_empty() {
-                    return Err(format!("empty {} in '{}'", K::WHAT, self.text));
+                    return Err(self.empty_item());
                 }
                 self.parse_atom(atom, depth)?
             }
@@ -539,7 +598,11 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
         Ok((negated, set))
     }
 
-    fn parse_list(&mut self, depth: usize) -> Result<K::Set, String> {
+    fn empty_item(&self) -> GroupError {
+        GroupError::EmptyItem { group: K::GROUP, text: self.text.to_string() }
+    }
+
+    fn parse_list(&mut self, depth: usize) -> Result<K::Set, GroupError> {
         let mut positive: Option<K::Set> = None;
         let mut negative = K::none();
         loop {
@@ -559,14 +622,14 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
                     self.pos += 1;
                     break;
                 }
-                _ => return Err(format!("unterminated {} list '{}'", K::WHAT, self.text)),
+                _ => return Err(GroupError::Unterminated { group: K::GROUP, text: self.text.to_string() }),
             }
         }
         let base = positive.unwrap_or_else(K::any);
         Ok(K::subtract(&base, &negative))
     }
 
-    fn parse_atom(&mut self, atom: &str, depth: usize) -> Result<K::Set, String> {
+    fn parse_atom(&mut self, atom: &str, depth: usize) -> Result<K::Set, GroupError> {
         if atom.eq_ignore_ascii_case("any") {
             return Ok(K::any());
         }
@@ -574,16 +637,12 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
             return K::parse_atom(atom);
         };
         if self.stack.iter().any(|n| n == name) {
-            let mut chain: Vec<&str> = self.stack.iter().map(String::as_str).collect();
-            chain.push(name);
-            return Err(format!(
-                "{} variable cycle: ${}",
-                K::WHAT,
-                chain.join(" -> $")
-            ));
+            let mut chain = self.stack.clone();
+            chain.push(name.to_string());
+            return Err(GroupError::Cycle { group: K::GROUP, chain });
         }
         let Some(value) = K::lookup(self.vars, name) else {
-            return Err(format!("unknown {} variable ${name}", K::WHAT));
+            return Err(GroupError::UnknownVariable { group: K::GROUP, name: name.to_string() });
         };
         self.stack.push(name.to_string());
         let vars = self.vars;
@@ -592,7 +651,7 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
             let r = inner.parse_item(depth + 1).and_then(|(neg, set)| {
                 inner.skip_ws();
                 if inner.pos != value.len() {
-                    Err(format!("bad value '{value}' for ${name}"))
+                    Err(GroupError::BadVariable { name: name.to_string(), value: value.to_string() })
                 } else {
                     Ok(if neg { K::complement(&set) } else { set })
                 }
@@ -604,8 +663,8 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
     }
 }
 
-fn parse_address_atom(atom: &str) -> Result<AddressSet, String> {
-    let bad = || format!("invalid address '{atom}'");
+fn parse_address_atom(atom: &str) -> Result<AddressSet, GroupError> {
+    let bad = || GroupError::BadAddress { atom: atom.to_string() };
     // Range form a.b.c.d-e.f.g.h
     if let Some((lo, hi)) = atom.split_once('-') {
         let lo: IpAddr = lo.parse().map_err(|_| bad())?;
@@ -673,13 +732,13 @@ fn parse_address_atom(atom: &str) -> Result<AddressSet, String> {
     Ok(set)
 }
 
-fn parse_port_number(text: &str, atom: &str) -> Result<u16, String> {
+fn parse_port_number(text: &str, atom: &str) -> Result<u16, GroupError> {
     text.trim()
         .parse::<u16>()
-        .map_err(|_| format!("invalid port '{atom}'"))
+        .map_err(|_| GroupError::BadPort { atom: atom.to_string() })
 }
 
-fn parse_port_atom(atom: &str) -> Result<Ranges<u16>, String> {
+fn parse_port_atom(atom: &str) -> Result<Ranges<u16>, GroupError> {
     let (lo, hi) = match atom.split_once(':') {
         None => {
             let p = parse_port_number(atom, atom)?;
@@ -697,7 +756,7 @@ fn parse_port_atom(atom: &str) -> Result<Ranges<u16>, String> {
                 parse_port_number(hi, atom)?
             };
             if lo > hi {
-                return Err(format!("invalid port range '{atom}': start above end"));
+                return Err(GroupError::ReversedPortRange { atom: atom.to_string() });
             }
             (lo, hi)
         }

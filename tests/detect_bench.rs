@@ -1,12 +1,12 @@
-//! Throughput harness (ignored by default; run in release):
-//! `cargo test --release --test engine_bench -- --ignored --nocapture`
+//! Detection engine throughput harness (ignored by default; run in release):
+//! `cargo test --release --test detect_bench -- --ignored --nocapture`
 //! Replays bench.pcap (in the repository root; see the README to generate it) from memory: decode, a minimal flow table (direction and
 //! "both sides seen" as established), then `inspect` with the full ET Open set.
 
-use picket::capture::MemorySource;
-use picket::capture::PacketSource;
+use picket::capture::{MemorySource, PacketSource};
 use picket::decode::{decode, DecodeOptions};
 use picket::detect::engine::{DetectConfig, DetectEngine, DetectFlow, DetectPacket, FlowInfo};
+use picket::rules::read_rules_file;
 use picket::detect::rule::{RuleSetLoad, RuleVars};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -30,7 +30,7 @@ fn bench_et_open_on_pcap() {
     let t0 = Instant::now();
     let mut load = RuleSetLoad::new();
     for f in &files {
-        load.load_file(f, &RuleVars::default());
+        read_rules_file(&mut load, f, &RuleVars::default());
     }
     let parse = t0.elapsed();
     let (engine, report) = DetectEngine::build(load.rules, &DetectConfig::default()).unwrap();

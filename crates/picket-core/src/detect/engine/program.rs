@@ -1,0 +1,197 @@
+//! A compiled payload program: the payload keywords of one inspection buffer in rule order,
+//! with numbers resolved and literals prepared for searching. `compile` builds programs,
+//! `payload` runs them, `headers` runs them on raw header buffers.
+
+use std::sync::Arc;
+
+use memchr::memmem;
+
+use crate::detect::rule::options::{ByteMathOp, ByteTestOp, NumBase, UintCmp};
+
+/// Most byte_extract/byte_math variables one rule may define (Suricata allows a handful too).
+pub(crate) const MAX_VARS: usize = 16;
+
+/// A number from the rule or a variable slot filled by byte_extract/byte_math.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Val {
+    Num(i64),
+    Var(u8),
+}
+
+impl Val {
+    #[inline]
+    pub(crate) fn get(self, vars: &[u64; MAX_VARS]) -> i64 {
+        match self {
+            Val::Num(n) => n,
+            Val::Var(i) => vars[i as usize] as i64,
+        }
+    }
+}
+
+/// A literal with its precomputed searcher.
+pub(crate) struct Needle {
+    pub bytes: Vec<u8>,
+    pub nocase: bool,
+    finder: memmem::Finder<'static>,
+}
+
+impl Needle {
+    pub(crate) fn new(bytes: &[u8], nocase: bool) -> Needle {
+        let stored: Vec<u8> = if nocase { bytes.to_ascii_lowercase() } else { bytes.to_vec() };
+        Needle { finder: memmem::Finder::new(&stored).into_owned(), bytes: stored, nocase }
+    }
+
+    /// First occurrence in `hay`, as a start index.
+    #[inline]
+    pub(crate) fn find(&self, hay: &[u8]) -> Option<usize> {
+        if !self.nocase {
+            return self.finder.find(hay);
+        }
+        let n = self.bytes.len();
+        if n == 0 {
+            return Some(0);
+        }
+        if hay.len() < n {
+            return None;
+        }
+        let first = self.bytes[0];
+        let upper = first.to_ascii_uppercase();
+        let last_start = hay.len() - n;
+        let mut from = 0;
+        while from <= last_start {
+            let pos = memchr::memchr2(first, upper, &hay[from..=last_start])? + from;
+            if hay[pos..pos + n].eq_ignore_ascii_case(&self.bytes) {
+                return Some(pos);
+            }
+            from = pos + 1;
+        }
+        None
+    }
+}
+
+pub(crate) struct ContentOp {
+    pub needle: Needle,
+    pub negated: bool,
+    pub depth: Option<Val>,
+    pub offset: Option<Val>,
+    pub distance: Option<Val>,
+    pub within: Option<Val>,
+    pub endswith: bool,
+}
+
+impl ContentOp {
+    pub(crate) fn is_relative(&self) -> bool {
+        self.distance.is_some() || self.within.is_some()
+    }
+}
+
+pub(crate) struct PcreOp {
+    pub regex: pcre2::bytes::Regex,
+    pub negated: bool,
+    pub relative: bool,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct ByteRead {
+    pub bytes: Val,
+    pub offset: Val,
+    pub relative: bool,
+    pub little_endian: bool,
+    pub string: Option<NumBase>,
+    pub bitmask: Option<u32>,
+}
+
+pub(crate) enum PayloadOp {
+    Content(ContentOp),
+    Pcre(PcreOp),
+    Isdataat { negated: bool, offset: Val, relative: bool },
+    ByteTest { read: ByteRead, op: ByteTestOp, value: Val, negated: bool },
+    ByteJump {
+        read: ByteRead,
+        multiplier: u32,
+        align: bool,
+        from_beginning: bool,
+        from_end: bool,
+        post_offset: i64,
+    },
+    ByteExtract { read: ByteRead, multiplier: u32, align: u8, var: u8 },
+    ByteMath { read: ByteRead, op: ByteMathOp, rvalue: Val, var: u8 },
+    /// `bsize` / `urilen`: the length of the whole (transformed) buffer, wherever the keyword
+    /// stands in the rule. Compiled to the front of its program.
+    Bsize(UintCmp<u64>),
+    /// `base64_decode`: decodes (RFC 4648) `bytes` bytes from `offset` (after the previous
+    /// match when `relative`) and runs the rule's `base64_data` keywords on the result. The
+    /// decoded buffer is the end of the line: a match there matches the whole buffer.
+    Base64Decode { bytes: u32, offset: u32, relative: bool, data: Option<Arc<Program>> },
+}
+
+impl PayloadOp {
+    /// Whether this keyword positions itself after the previous one's match.
+    pub(crate) fn is_relative(&self) -> bool {
+        match self {
+            PayloadOp::Content(c) => c.is_relative(),
+            PayloadOp::Pcre(p) => p.relative,
+            PayloadOp::Isdataat { relative, .. } => *relative,
+            PayloadOp::ByteTest { read, .. }
+            | PayloadOp::ByteJump { read, .. }
+            | PayloadOp::ByteExtract { read, .. }
+            | PayloadOp::ByteMath { read, .. } => read.relative,
+            PayloadOp::Bsize(_) => false,
+            PayloadOp::Base64Decode { relative, .. } => *relative,
+        }
+    }
+
+    /// A content that is relative through `distance` only (no `within`).
+    fn is_distance_only_content(&self) -> bool {
+        matches!(self, PayloadOp::Content(c) if c.within.is_none())
+    }
+}
+
+/// One payload keyword plus whether the next keyword depends on where this one matched
+/// (Suricata's "relative next": only then is another occurrence worth trying).
+pub(crate) struct Step {
+    pub op: PayloadOp,
+    pub retry_on_next_failure: bool,
+}
+
+/// The keywords of one inspection buffer, in rule order.
+#[derive(Default)]
+pub(crate) struct Program {
+    pub steps: Vec<Step>,
+}
+
+impl Program {
+    /// The program of `ops` in rule order (length checks first), with the retry flags set.
+    pub(crate) fn new(mut ops: Vec<PayloadOp>) -> Program {
+        // Length checks do not depend on a position: test them first, and keep them from
+        // separating a content from the relative keyword that follows it.
+        ops.sort_by_key(|op| !matches!(op, PayloadOp::Bsize(_)));
+        let n = ops.len();
+        let retry: Vec<bool> = (0..n)
+            .map(|i| match ops.get(i + 1) {
+                // A later occurrence only helps when the next keyword is bounded by it: `within`,
+                // or a relative non-content keyword (pcre R, byte_*, isdataat at a fixed distance).
+                Some(next) => next.is_relative() && !next.is_distance_only_content(),
+                None => false,
+            })
+            .collect();
+        Program {
+            steps: ops.into_iter().zip(retry).map(|(op, retry_on_next_failure)| Step { op, retry_on_next_failure }).collect(),
+        }
+    }
+}
+
+impl ByteTestOp {
+    #[inline]
+    pub(crate) fn apply(self, val: u64, target: u64) -> bool {
+        match self {
+            ByteTestOp::Lt => val < target,
+            ByteTestOp::Gt => val > target,
+            ByteTestOp::Eq => val == target,
+            ByteTestOp::Le => val <= target,
+            ByteTestOp::Ge => val >= target,
+            ByteTestOp::And => val & target != 0,
+            ByteTestOp::Xor => val ^ target != 0,
+        }
+    }
+}
