@@ -293,12 +293,7 @@ impl Inspector {
             _ => None,
         };
         let fp = FlowPacket {
-            src: tuple.src,
-            dst: tuple.dst,
-            src_port: tuple.src_port,
-            dst_port: tuple.dst_port,
-            proto: tuple.proto,
-            is_v4: tuple.is_v4,
+            tuple,
             vlan: d.vlan,
             ts: meta.ts,
             pcap_cnt: meta.pcap_cnt,
@@ -626,11 +621,4 @@ pub fn write_flow_event(rec: &FlowRecord<FlowExt>, key: u64, out: &mut EventBuf)
     });
 }
 
-/// An address stored as 16 bytes (IPv4 v4-mapped) back to `IpAddr`.
-pub fn ip_addr(bytes: &[u8; 16], is_v4: bool) -> std::net::IpAddr {
-    if is_v4 {
-        std::net::IpAddr::from([bytes[12], bytes[13], bytes[14], bytes[15]])
-    } else {
-        std::net::IpAddr::from(*bytes)
-    }
-}
+pub use crate::decode::ip_addr;
