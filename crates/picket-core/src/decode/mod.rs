@@ -171,10 +171,12 @@ pub struct Decoded<'a> {
     pub tunnel: Option<TunnelInfo>,
 }
 
-/// A flow key. Addresses are 16 bytes, IPv4 as v4-mapped IPv6. For ICMP, `src_port` is
-/// the type and `dst_port` the code (as in Suricata's eve.json); other protocols without
-/// ports, and fragments, have both 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A flow's endpoints: the one identity type shared by decode, flow tracking (inside
+/// [`crate::flow::FlowPacket`] and, canonically oriented, [`crate::flow::FlowKey`]),
+/// detection and output. Addresses are 16 bytes, IPv4 as v4-mapped IPv6. For ICMP,
+/// `src_port` is the type and `dst_port` the code (as in Suricata's eve.json); other
+/// protocols without ports, and fragments, have both 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FiveTuple {
     pub src: [u8; 16],
     pub dst: [u8; 16],
@@ -186,18 +188,29 @@ pub struct FiveTuple {
 
 impl FiveTuple {
     pub fn src_ip(&self) -> std::net::IpAddr {
-        address(&self.src, self.is_v4)
+        ip_addr(&self.src, self.is_v4)
     }
     pub fn dst_ip(&self) -> std::net::IpAddr {
-        address(&self.dst, self.is_v4)
+        ip_addr(&self.dst, self.is_v4)
     }
     /// The same flow seen from the other side.
+    #[inline]
     pub fn reversed(&self) -> FiveTuple {
         FiveTuple { src: self.dst, dst: self.src, src_port: self.dst_port, dst_port: self.src_port, ..*self }
     }
+    /// The tuple oriented with the lower (address, port) endpoint as `src`, so that both
+    /// directions of a conversation give the same value, and whether `self` already was
+    /// (its source is the lower endpoint).
+    #[inline]
+    pub fn canonical(&self) -> (FiveTuple, bool) {
+        let src_is_lo = (self.src, self.src_port) <= (self.dst, self.dst_port);
+        (if src_is_lo { *self } else { self.reversed() }, src_is_lo)
+    }
 }
 
-fn address(bytes: &[u8; 16], is_v4: bool) -> std::net::IpAddr {
+/// An address stored as 16 bytes (IPv4 v4-mapped) back to `IpAddr`.
+#[inline]
+pub fn ip_addr(bytes: &[u8; 16], is_v4: bool) -> std::net::IpAddr {
     if is_v4 {
         std::net::Ipv4Addr::new(bytes[12], bytes[13], bytes[14], bytes[15]).into()
     } else {

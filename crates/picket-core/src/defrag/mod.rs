@@ -32,7 +32,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::bytes;
 use crate::decode::checksum;
 use crate::decode::tunnel;
-use crate::decode::{null_family, DecodeEvent, EventSet, IpVersion};
+use crate::decode::{null_family, v4_mapped, DecodeEvent, EventSet, IpVersion};
 use crate::packet::{LinkType, Timestamp};
 
 #[cfg(test)]
@@ -706,8 +706,8 @@ fn parse_ipv4_fragment(data: &[u8], at: usize, vlan: [u16; 2]) -> Option<Fragmen
         return None;
     }
     let key = TrackerKey {
-        src: v4_mapped(&ip[12..16]),
-        dst: v4_mapped(&ip[16..20]),
+        src: v4_mapped([ip[12], ip[13], ip[14], ip[15]]),
+        dst: v4_mapped([ip[16], ip[17], ip[18], ip[19]]),
         id: u16::from_be_bytes([ip[4], ip[5]]) as u32,
         proto: ip[9],
         is_v6: false,
@@ -777,12 +777,4 @@ fn parse_ipv6_fragment(data: &[u8], at: usize, vlan: [u16; 2]) -> Option<Fragmen
         more,
         payload: &ip[pos + 8..end],
     })
-}
-
-fn v4_mapped(addr: &[u8]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    out[10] = 0xff;
-    out[11] = 0xff;
-    out[12..].copy_from_slice(&addr[..4]);
-    out
 }

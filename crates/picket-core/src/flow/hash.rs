@@ -89,7 +89,8 @@ pub fn flow_id(key: &FlowKey, first_pcap_cnt: u64) -> u64 {
     let mut absorb = |word: u64| {
         h = mix64(h ^ word);
     };
-    for addr in [&key.addr_lo, &key.addr_hi] {
+    let t = &key.tuple;
+    for addr in [&t.src, &t.dst] {
         let mut lo = [0u8; 8];
         let mut hi = [0u8; 8];
         lo.copy_from_slice(&addr[..8]);
@@ -97,7 +98,7 @@ pub fn flow_id(key: &FlowKey, first_pcap_cnt: u64) -> u64 {
         absorb(u64::from_le_bytes(lo));
         absorb(u64::from_le_bytes(hi));
     }
-    absorb(key.port_lo as u64 | (key.port_hi as u64) << 16 | (key.proto as u64) << 32);
+    absorb(t.src_port as u64 | (t.dst_port as u64) << 16 | (t.proto as u64) << 32);
     absorb(key.vlan[0] as u64 | (key.vlan[1] as u64) << 16);
     absorb(first_pcap_cnt);
     match h & FLOW_ID_MASK {
@@ -121,16 +122,18 @@ fn mix64(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flow::FiveTuple;
 
     fn key(port: u16) -> FlowKey {
-        FlowKey {
-            addr_lo: [1; 16],
-            addr_hi: [2; 16],
-            port_lo: port,
-            port_hi: 80,
+        let tuple = FiveTuple {
+            src: [1; 16],
+            dst: [2; 16],
+            src_port: port,
+            dst_port: 80,
             proto: 6,
-            vlan: [0, 0],
-        }
+            is_v4: false,
+        };
+        FlowKey::new(&tuple, [0, 0]).0
     }
 
     #[test]

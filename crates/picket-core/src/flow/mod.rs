@@ -11,7 +11,7 @@
 //!
 //! Keying follows Suricata: the 5-tuple plus up to two VLAN ids, normalized so that both
 //! directions find the same flow. ICMP and ICMPv6 flows are keyed on addresses and protocol
-//! only (the ports are forced to 0): [`FlowPacket`] carries ICMP type/code in the port fields,
+//! only (the ports are forced to 0): a [`FiveTuple`] carries ICMP type/code in the port fields,
 //! and keying on them would split an echo request from its reply. The echo identifier is not
 //! part of the key because the decoder does not hand it to us; concurrent pings between the
 //! same two hosts therefore share one flow.
@@ -25,6 +25,7 @@ pub use counters::FlowCounters;
 pub use table::{Flow, FlowTable};
 pub use tcp::{StreamEvent, TcpState};
 
+pub use crate::decode::FiveTuple;
 use crate::packet::Timestamp;
 
 /// TCP header flag bits as they appear in the flags byte.
@@ -49,15 +50,9 @@ pub struct TcpSegment {
 /// What the flow stage needs to know about one decoded packet.
 #[derive(Clone, Copy, Debug)]
 pub struct FlowPacket {
-    /// IPv4 addresses as v4-mapped IPv6 (`::ffff:a.b.c.d`).
-    pub src: [u8; 16],
-    pub dst: [u8; 16],
-    /// For ICMP the caller puts the type in `src_port` and the code in `dst_port`; they are
-    /// recorded in the flow but not used for keying.
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub proto: u8,
-    pub is_v4: bool,
+    /// The packet's endpoints as decoded. For ICMP the ports carry type (`src_port`) and
+    /// code (`dst_port`); they are recorded in the flow but not used for keying.
+    pub tuple: FiveTuple,
     pub vlan: [u16; 2],
     pub ts: Timestamp,
     pub pcap_cnt: u64,
@@ -69,67 +64,74 @@ pub struct FlowPacket {
     pub tcp: Option<TcpSegment>,
 }
 
-/// Normalized flow identity: the lower (address, port) endpoint comes first, so both
-/// directions of a conversation produce the same key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Normalized flow identity: the packet's [`FiveTuple`] in canonical orientation (the
+/// lower (address, port) endpoint is `src`, see [`FiveTuple::canonical`]; ICMP ports
+/// forced to 0) plus the VLAN ids, so both directions of a conversation produce the same
+/// key.
+///
+/// Equality and hashing cover addresses, ports, protocol and VLANs but not
+/// `tuple.is_v4`: the 16-byte addresses are the identity (an IPv4 address is v4-mapped),
+/// and `is_v4` only records how the flow's first packet spelled them.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct FlowKey {
-    pub addr_lo: [u8; 16],
-    pub addr_hi: [u8; 16],
-    pub port_lo: u16,
-    pub port_hi: u16,
-    pub proto: u8,
+    /// Canonically oriented: `src`/`src_port` is the lower endpoint.
+    pub tuple: FiveTuple,
     pub vlan: [u16; 2],
 }
 
 impl FlowKey {
-    /// Builds the key for `pkt` and reports whether the packet's source is the `lo` endpoint.
+    /// Builds the key for `tuple` and reports whether the tuple's source is the lower
+    /// endpoint (the key's `src`).
+    #[inline]
+    pub fn new(tuple: &FiveTuple, vlan: [u16; 2]) -> (FlowKey, bool) {
+        let mut t = *tuple;
+        if is_icmp(t.proto) {
+            t.src_port = 0;
+            t.dst_port = 0;
+        }
+        let (tuple, src_is_lo) = t.canonical();
+        (FlowKey { tuple, vlan }, src_is_lo)
+    }
+
+    /// [`FlowKey::new`] for a packet.
     #[inline]
     pub fn from_packet(pkt: &FlowPacket) -> (FlowKey, bool) {
-        let (src_port, dst_port) = if is_icmp(pkt.proto) {
-            (0, 0)
-        } else {
-            (pkt.src_port, pkt.dst_port)
-        };
-        let src_is_lo = (pkt.src, src_port) <= (pkt.dst, dst_port);
-        let key = if src_is_lo {
-            FlowKey {
-                addr_lo: pkt.src,
-                addr_hi: pkt.dst,
-                port_lo: src_port,
-                port_hi: dst_port,
-                proto: pkt.proto,
-                vlan: pkt.vlan,
-            }
-        } else {
-            FlowKey {
-                addr_lo: pkt.dst,
-                addr_hi: pkt.src,
-                port_lo: dst_port,
-                port_hi: src_port,
-                proto: pkt.proto,
-                vlan: pkt.vlan,
-            }
-        };
-        (key, src_is_lo)
+        Self::new(&pkt.tuple, pkt.vlan)
     }
 }
+
+impl PartialEq for FlowKey {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.tuple, &other.tuple);
+        a.src == b.src
+            && a.dst == b.dst
+            && a.src_port == b.src_port
+            && a.dst_port == b.dst_port
+            && a.proto == b.proto
+            && self.vlan == other.vlan
+    }
+}
+
+impl Eq for FlowKey {}
 
 impl std::hash::Hash for FlowKey {
     // Hand-written so the hasher sees five machine words instead of byte slices with
     // length prefixes: this runs once per packet.
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        for addr in [&self.addr_lo, &self.addr_hi] {
+        let t = &self.tuple;
+        for addr in [&t.src, &t.dst] {
             let (a, b) = addr.split_at(8);
             state.write_u64(u64::from_ne_bytes(a.try_into().unwrap_or([0; 8])));
             state.write_u64(u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])));
         }
         state.write_u64(
-            (self.port_lo as u64)
-                | (self.port_hi as u64) << 16
+            (t.src_port as u64)
+                | (t.dst_port as u64) << 16
                 | (self.vlan[0] as u64 & 0xfff) << 32
                 | (self.vlan[1] as u64 & 0xfff) << 44
-                | (self.proto as u64) << 56,
+                | (t.proto as u64) << 56,
         );
         // VLAN ids are 12 bits, but nothing stops a caller from passing more: hash the rest too.
         state.write_u64((self.vlan[0] >> 12) as u64 | ((self.vlan[1] >> 12) as u64) << 8);

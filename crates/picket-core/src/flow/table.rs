@@ -30,7 +30,7 @@ use super::counters::FlowCounters;
 use super::hash::{flow_id, key_hash};
 use super::tcp::{TcpConfig, TcpSession};
 use super::{
-    is_icmp, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord, FlowState,
+    is_icmp, FiveTuple, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord, FlowState,
     FlowTimeouts, PacketVerdict, TcpRecord, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
 };
 use crate::packet::Timestamp;
@@ -46,10 +46,10 @@ const NANOS: u64 = Timestamp::NANOS_PER_SEC;
 /// Tracking data of one flow. Read it through [`FlowTable::flow`]; the table owns updates.
 #[derive(Clone, Debug, Default)]
 pub struct Flow {
+    /// The flow's identity; `key.tuple.is_v4` is the IP version of its first packet.
     pub key: FlowKey,
     pub flow_id: u64,
-    pub is_v4: bool,
-    /// The initiator (client) is the key's `lo` endpoint.
+    /// The initiator (client) is the key's lower endpoint (`key.tuple.src`).
     client_is_lo: bool,
     pub tcp: TcpSession,
     pub tcp_flags_ts: u8,
@@ -67,21 +67,37 @@ pub struct Flow {
 }
 
 impl Flow {
+    /// The flow's endpoints oriented initiator (`src`) to responder (`dst`); ICMP ports
+    /// are 0 as in the key.
+    pub fn tuple(&self) -> FiveTuple {
+        if self.client_is_lo {
+            self.key.tuple
+        } else {
+            self.key.tuple.reversed()
+        }
+    }
+
+    pub fn is_v4(&self) -> bool {
+        self.key.tuple.is_v4
+    }
+
     /// Initiator address and port.
     pub fn client(&self) -> ([u8; 16], u16) {
+        let t = &self.key.tuple;
         if self.client_is_lo {
-            (self.key.addr_lo, self.key.port_lo)
+            (t.src, t.src_port)
         } else {
-            (self.key.addr_hi, self.key.port_hi)
+            (t.dst, t.dst_port)
         }
     }
 
     /// Responder address and port.
     pub fn server(&self) -> ([u8; 16], u16) {
+        let t = &self.key.tuple;
         if self.client_is_lo {
-            (self.key.addr_hi, self.key.port_hi)
+            (t.dst, t.dst_port)
         } else {
-            (self.key.addr_lo, self.key.port_lo)
+            (t.src, t.src_port)
         }
     }
 
@@ -90,7 +106,7 @@ impl Flow {
     }
 
     pub fn state(&self) -> FlowState {
-        if self.key.proto == IPPROTO_TCP {
+        if self.key.tuple.proto == IPPROTO_TCP {
             self.tcp.state.flow_state()
         } else if self.both_sides_seen() {
             FlowState::Established
@@ -101,7 +117,7 @@ impl Flow {
 
     /// Suricata's `flow:established` (see [`PacketVerdict::established`]).
     pub fn established(&self) -> bool {
-        if self.key.proto == IPPROTO_TCP {
+        if self.key.tuple.proto == IPPROTO_TCP {
             self.tcp.reached_established
         } else {
             self.both_sides_seen()
@@ -301,7 +317,7 @@ impl<E: Default> FlowTable<E> {
         // handshake is not yet `flow:established`.
         let tcp_established_before = flow.tcp.reached_established;
 
-        if let (IPPROTO_TCP, Some(seg)) = (pkt.proto, pkt.tcp) {
+        if let (IPPROTO_TCP, Some(seg)) = (pkt.tuple.proto, pkt.tcp) {
             let syn_ack = seg.flags & (super::tcp_flags::SYN | super::tcp_flags::ACK);
             counters.tcp_syn += (syn_ack == super::tcp_flags::SYN) as u64;
             counters.tcp_synack +=
@@ -336,18 +352,18 @@ impl<E: Default> FlowTable<E> {
             }
         }
 
-        let icmp_type_code = (pkt.src_port as u8, pkt.dst_port as u8);
+        let icmp_type_code = (pkt.tuple.src_port as u8, pkt.tuple.dst_port as u8);
         let wire_len = pkt.wire_len as u64;
         if to_server {
             flow.pkts_toserver += 1;
             flow.bytes_toserver += wire_len;
-            if is_icmp(pkt.proto) && flow.icmp_toserver.is_none() {
+            if is_icmp(pkt.tuple.proto) && flow.icmp_toserver.is_none() {
                 flow.icmp_toserver = Some(icmp_type_code);
             }
         } else {
             flow.pkts_toclient += 1;
             flow.bytes_toclient += wire_len;
-            if is_icmp(pkt.proto) && flow.icmp_toclient.is_none() {
+            if is_icmp(pkt.tuple.proto) && flow.icmp_toclient.is_none() {
                 flow.icmp_toclient = Some(icmp_type_code);
             }
         }
@@ -364,7 +380,7 @@ impl<E: Default> FlowTable<E> {
             flow_id: flow.flow_id,
             to_server,
             created,
-            established: if pkt.proto == IPPROTO_TCP { tcp_established_before } else { flow.established() },
+            established: if pkt.tuple.proto == IPPROTO_TCP { tcp_established_before } else { flow.established() },
             state,
             tcp_state: flow.tcp.state,
             stream_event,
@@ -387,7 +403,7 @@ impl<E: Default> FlowTable<E> {
     fn is_tcp_reuse(&self, index: u32, pkt: &FlowPacket) -> bool {
         use super::tcp_flags::{ACK, FIN, RST, SYN};
         let Some(seg) = pkt.tcp else { return false };
-        pkt.proto == IPPROTO_TCP
+        pkt.tuple.proto == IPPROTO_TCP
             && seg.flags & (SYN | ACK | FIN | RST) == SYN
             && self
                 .slots
@@ -425,7 +441,6 @@ impl<E: Default> FlowTable<E> {
         let flow = Flow {
             key,
             flow_id: flow_id(&key, pkt.pcap_cnt),
-            is_v4: pkt.is_v4,
             client_is_lo: src_is_lo,
             first_ts: pkt.ts,
             last_ts: pkt.ts,
@@ -471,7 +486,7 @@ impl<E: Default> FlowTable<E> {
         c.total += 1;
         c.active += 1;
         c.memuse = c.active * self.bytes_per_flow;
-        match key.proto {
+        match key.tuple.proto {
             IPPROTO_TCP => (c.tcp += 1, c.active_tcp += 1),
             IPPROTO_UDP => (c.udp += 1, c.active_udp += 1),
             IPPROTO_ICMP => (c.icmpv4 += 1, c.active_icmpv4 += 1),
@@ -516,7 +531,7 @@ impl<E: Default> FlowTable<E> {
         let flow = &self.slots[index as usize].flow;
         let timeout = self
             .timeouts()
-            .for_proto(flow.key.proto)
+            .for_proto(flow.key.tuple.proto)
             .for_state(flow.state()) as u64;
         let deadline = flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS));
         deadline / NANOS + 1
@@ -526,7 +541,7 @@ impl<E: Default> FlowTable<E> {
         let flow = &self.slots[index as usize].flow;
         let timeout = self
             .timeouts()
-            .for_proto(flow.key.proto)
+            .for_proto(flow.key.tuple.proto)
             .for_state(flow.state()) as u64;
         now.0 > flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS))
     }
@@ -663,8 +678,8 @@ impl<E: Default> FlowTable<E> {
             dst_ip,
             src_port,
             dst_port,
-            is_v4: flow.is_v4,
-            proto: flow.key.proto,
+            is_v4: flow.is_v4(),
+            proto: flow.key.tuple.proto,
             vlan: flow.key.vlan,
             pkts_toserver: flow.pkts_toserver,
             pkts_toclient: flow.pkts_toclient,
@@ -676,7 +691,7 @@ impl<E: Default> FlowTable<E> {
             last_pcap_cnt: flow.last_pcap_cnt,
             state,
             reason,
-            tcp: (flow.key.proto == IPPROTO_TCP).then_some(TcpRecord {
+            tcp: (flow.key.tuple.proto == IPPROTO_TCP).then_some(TcpRecord {
                 tcp_flags: flow.tcp_flags(),
                 tcp_flags_ts: flow.tcp_flags_ts,
                 tcp_flags_tc: flow.tcp_flags_tc,

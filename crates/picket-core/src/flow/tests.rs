@@ -34,12 +34,14 @@ impl Gen {
     fn udp(&mut self, src: u8, sport: u16, dst: u8, dport: u16, secs: u64) -> FlowPacket {
         self.cnt += 1;
         FlowPacket {
-            src: v4(src),
-            dst: v4(dst),
-            src_port: sport,
-            dst_port: dport,
-            proto: IPPROTO_UDP,
-            is_v4: true,
+            tuple: FiveTuple {
+                src: v4(src),
+                dst: v4(dst),
+                src_port: sport,
+                dst_port: dport,
+                proto: IPPROTO_UDP,
+                is_v4: true,
+            },
             vlan: [0, 0],
             ts: at(secs),
             pcap_cnt: self.cnt,
@@ -65,7 +67,7 @@ impl Gen {
             (SERVER, 80, CLIENT, 40000)
         };
         let mut p = self.udp(src, sport, dst, dport, secs);
-        p.proto = IPPROTO_TCP;
+        p.tuple.proto = IPPROTO_TCP;
         p.payload_len = payload;
         p.wire_len = 54 + payload;
         p.tcp = Some(TcpSegment {
@@ -148,9 +150,9 @@ fn icmp_echo_request_and_reply_share_a_flow() {
     let mut t = table(FlowConfig::default());
     let mut ended = Vec::new();
     let mut req = g.udp(1, 8, 2, 0, 0); // type 8 code 0
-    req.proto = IPPROTO_ICMP;
+    req.tuple.proto = IPPROTO_ICMP;
     let mut rep = g.udp(2, 0, 1, 0, 0); // type 0 code 0
-    rep.proto = IPPROTO_ICMP;
+    rep.tuple.proto = IPPROTO_ICMP;
     let a = run(&mut t, &req, &mut ended);
     let b = run(&mut t, &rep, &mut ended);
     assert_eq!(a.handle, b.handle);
@@ -673,7 +675,7 @@ proptest! {
             now_ns += rp.advance_ms * 1_000_000;
             let (src, dst, sport, dport) = if rp.client { (10, 20 + rp.host, 1000 + rp.port, 80) } else { (20 + rp.host, 10, 80, 1000 + rp.port) };
             let pkt = FlowPacket {
-                src: v4(src), dst: v4(dst), src_port: sport, dst_port: dport, proto: rp.proto, is_v4: true,
+                tuple: FiveTuple { src: v4(src), dst: v4(dst), src_port: sport, dst_port: dport, proto: rp.proto, is_v4: true },
                 vlan: [0, 0], ts: Timestamp(now_ns), pcap_cnt: i as u64 + 1, wire_len: 60 + rp.payload, payload_len: rp.payload,
                 tcp: (rp.proto == IPPROTO_TCP).then_some(TcpSegment { flags: rp.flags, seq: rp.seq.wrapping_mul(0x4000_0001), ack: rp.ack.wrapping_mul(0x4000_0001), window: 0 }),
             };
@@ -718,7 +720,7 @@ fn lookup_throughput() {
     let pkts: Vec<FlowPacket> = (0..flows)
         .map(|i| {
             let mut p = g.tcp(i % 2 == 0, ACK | PSH, 1, 1, 100, 0);
-            p.src_port = 1024 + i;
+            p.tuple.src_port = 1024 + i;
             p
         })
         .collect();

@@ -508,18 +508,13 @@ impl Inspector {
 
 /// The flow-table view of a decoded packet.
 fn flow_packet(wire: &WirePacket<'_>, skip_stream: bool) -> FlowPacket {
-    let (t, d) = (&wire.tuple, wire.decoded);
+    let d = wire.decoded;
     let tcp = match &d.l4 {
         L4::Tcp(t) if !skip_stream => Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() }),
         _ => None,
     };
     FlowPacket {
-        src: t.src,
-        dst: t.dst,
-        src_port: t.src_port,
-        dst_port: t.dst_port,
-        proto: t.proto,
-        is_v4: t.is_v4,
+        tuple: wire.tuple,
         vlan: d.vlan,
         ts: wire.meta.ts,
         pcap_cnt: wire.meta.pcap_cnt,
@@ -574,11 +569,4 @@ impl Stages {
     }
 }
 
-/// An address stored as 16 bytes (IPv4 v4-mapped) back to `IpAddr`.
-pub fn ip_addr(bytes: &[u8; 16], is_v4: bool) -> std::net::IpAddr {
-    if is_v4 {
-        std::net::IpAddr::from([bytes[12], bytes[13], bytes[14], bytes[15]])
-    } else {
-        std::net::IpAddr::from(*bytes)
-    }
-}
+pub use crate::decode::ip_addr;

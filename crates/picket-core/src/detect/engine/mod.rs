@@ -135,7 +135,7 @@ impl Default for DetectPacket<'_> {
             ts: Timestamp(0),
             pcap_cnt: 0,
             decoded: None,
-            tuple: FiveTuple { src: [0; 16], dst: [0; 16], src_port: 0, dst_port: 0, proto: 0, is_v4: true },
+            tuple: FiveTuple { is_v4: true, ..FiveTuple::default() },
             vlan: [0; 2],
             payload: &[],
             flow: None,
