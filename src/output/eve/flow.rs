@@ -3,7 +3,8 @@
 use super::alert::write_vlan;
 use super::{format_timestamp, tcp_flags_hex, EventHeader};
 use picket_core::flow::FlowRecord;
-use picket_core::inspect::{ip_addr, FlowExt};
+use picket_core::decode::ip_addr;
+use picket_core::inspect::FlowExt;
 
 /// One eve `flow` line for a finished flow.
 pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {

@@ -569,4 +569,3 @@ impl Stages {
     }
 }
 
-pub use crate::decode::ip_addr;
