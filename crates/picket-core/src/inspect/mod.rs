@@ -27,6 +27,8 @@ mod app;
 mod detection;
 mod dns;
 pub mod event;
+#[cfg(test)]
+mod tests;
 mod tls;
 pub use app::{AppLayer, AppTx};
 use app::AppCounters;

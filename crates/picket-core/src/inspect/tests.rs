@@ -1,0 +1,150 @@
+//! The inspector's contract with its caller: the verdict it returns per packet and the
+//! typed events it hands to the sink.
+
+use super::*;
+use crate::detect::engine::{DetectConfig, DetectEngine};
+use crate::detect::rule::{load_rules_str, RuleVars};
+use crate::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
+use etherparse::PacketBuilder;
+
+const CLIENT: [u8; 4] = [192, 168, 1, 10];
+const SERVER: [u8; 4] = [10, 0, 0, 80];
+
+/// What a sink saw, copied out of the borrowed events.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    Alert { sid: u32, pcap_cnt: u64, blocked: bool, in_stream: bool },
+    Drop { pcap_cnt: u64, reason: &'static str },
+    Flow { alerted: bool, pkts: u64 },
+}
+
+#[derive(Default)]
+struct Collect(Vec<(u64, Seen)>);
+
+impl EventSink for Collect {
+    fn event(&mut self, key: u64, event: &Event<'_>) {
+        let seen = match event {
+            Event::Alert(a) => {
+                Seen::Alert { sid: a.alert.sid, pcap_cnt: a.pcap_cnt, blocked: a.blocked, in_stream: a.held.is_some() }
+            }
+            Event::Drop(d) => Seen::Drop { pcap_cnt: d.wire.meta.pcap_cnt, reason: d.reason },
+            Event::Flow(rec) => Seen::Flow { alerted: rec.ext.alerted, pkts: rec.pkts_toserver + rec.pkts_toclient },
+        };
+        self.0.push((key, seen));
+    }
+}
+
+fn inspector(rules: &str, ips: bool) -> Inspector {
+    let load = load_rules_str("t.rules", rules, &RuleVars::default());
+    assert!(load.errors.is_empty(), "{:?}", load.errors);
+    let (engine, _) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
+    let mut settings = InspectSettings::from_engine(&EngineSettings { midstream: true, ..Default::default() }, 1, ips);
+    settings.detect = Some(Arc::new(engine));
+    Inspector::new(&settings)
+}
+
+/// A TCP segment between CLIENT and SERVER (flags: SYN, SYN|ACK, ACK|PSH ...).
+fn tcp(to_server: bool, seq: u32, ack: u32, syn: bool, payload: &[u8]) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2([1; 6], [2; 6]);
+    let b = if to_server { b.ipv4(CLIENT, SERVER, 64).tcp(40000, 80, seq, 64000) } else { b.ipv4(SERVER, CLIENT, 64).tcp(80, 40000, seq, 64000) };
+    let b = if syn { b.syn() } else { b };
+    let b = if ack != 0 { b.ack(ack) } else { b };
+    let b = if payload.is_empty() { b } else { b.psh() };
+    let mut out = Vec::new();
+    b.write(&mut out, payload).expect("build");
+    out
+}
+
+fn udp(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4(CLIENT, SERVER, 64).udp(40000, 9999).write(&mut out, payload).expect("build");
+    out
+}
+
+/// Feeds `frames` (numbered from 1, one second apart) and returns each packet's verdict.
+fn feed(insp: &mut Inspector, frames: &[Vec<u8>], sink: &mut Collect) -> Vec<Verdict> {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let n = i as u64 + 1;
+            let meta = PacketMeta::standalone(n, Timestamp(n * 1_000_000_000), LinkType::Ethernet, f.len() as u32, f.len());
+            insp.packet(PacketRef { meta: &meta, data: f }, sink)
+        })
+        .collect()
+}
+
+/// A handshake and then two data segments to the server.
+fn session(payload: &[u8]) -> Vec<Vec<u8>> {
+    vec![
+        tcp(true, 100, 0, true, b""),
+        tcp(false, 500, 101, true, b""),
+        tcp(true, 101, 501, false, b""),
+        tcp(true, 101, 501, false, payload),
+        tcp(true, 101 + payload.len() as u32, 501, false, b"more"),
+    ]
+}
+
+#[test]
+fn ids_mode_passes_everything_and_reports_alerts() {
+    let mut insp = inspector("drop udp any any -> any any (content:\"evil\"; sid:1;)\n", false);
+    let mut sink = Collect::default();
+    let verdicts = feed(&mut insp, &[udp(b"an evil datagram"), udp(b"fine")], &mut sink);
+    assert_eq!(verdicts, [Verdict::Pass, Verdict::Pass]);
+    insp.finish(&mut sink);
+    let seen: Vec<&Seen> = sink.0.iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        seen,
+        [&Seen::Alert { sid: 1, pcap_cnt: 1, blocked: false, in_stream: false }, &Seen::Flow { alerted: true, pkts: 2 }]
+    );
+    assert_eq!(sink.0[0].0, packet_key(1), "keyed by the packet that raised it");
+    assert_eq!(sink.0[1].0, SHUTDOWN_KEY);
+}
+
+#[test]
+fn drop_rule_drops_the_packet_and_the_rest_of_its_flow() {
+    let mut insp = inspector("drop udp any any -> any any (content:\"evil\"; sid:1;)\n", true);
+    let mut sink = Collect::default();
+    let verdicts = feed(&mut insp, &[udp(b"fine"), udp(b"an evil datagram"), udp(b"fine again")], &mut sink);
+    assert_eq!(verdicts, [Verdict::Pass, Verdict::Drop, Verdict::Drop]);
+    let seen: Vec<&Seen> = sink.0.iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        seen,
+        [
+            &Seen::Alert { sid: 1, pcap_cnt: 2, blocked: true, in_stream: false },
+            &Seen::Drop { pcap_cnt: 2, reason: "rules" },
+            &Seen::Drop { pcap_cnt: 3, reason: "flow drop" },
+        ]
+    );
+    assert_eq!(insp.counters().get("ips.blocked"), Some(2));
+}
+
+#[test]
+fn reject_rule_asks_for_a_tcp_reset_to_the_source() {
+    let mut insp = inspector("reject tcp any any -> any 80 (content:\"evil\"; sid:7;)\n", true);
+    let mut sink = Collect::default();
+    let verdicts = feed(&mut insp, &session(b"GET /evil HTTP/1.0\r\n\r\n"), &mut sink);
+    let reset = Verdict::Reject(Reject { reply: RejectReply::TcpReset, to: RejectTarget::Source });
+    assert_eq!(verdicts[..3], [Verdict::Pass; 3], "the handshake passes");
+    assert_eq!(verdicts[3], reset, "the matching segment is rejected");
+    assert_eq!(verdicts[4], Verdict::Drop, "the rest of the flow is dropped without another reply");
+}
+
+#[test]
+fn rejectboth_on_udp_asks_for_icmp_both_ways() {
+    let mut insp = inspector("rejectboth udp any any -> any any (content:\"evil\"; sid:8;)\n", true);
+    let verdicts = feed(&mut insp, &[udp(b"evil")], &mut Collect::default());
+    assert_eq!(verdicts, [Verdict::Reject(Reject { reply: RejectReply::IcmpUnreachable, to: RejectTarget::Both })]);
+}
+
+#[test]
+fn stream_matches_carry_the_held_stream_and_flow_end_is_reported() {
+    let mut insp = inspector("alert tcp any any -> any 80 (flow:to_server; content:\"GET /x\"; sid:2;)\n", false);
+    let mut sink = Collect::default();
+    feed(&mut insp, &session(b"GET /x HTTP/1.0\r\n\r\n"), &mut sink);
+    insp.finish(&mut sink);
+    let alerts: Vec<&Seen> = sink.0.iter().map(|(_, s)| s).filter(|s| matches!(s, Seen::Alert { .. })).collect();
+    assert_eq!(alerts.len(), 1, "{:?}", sink.0);
+    assert!(matches!(alerts[0], Seen::Alert { sid: 2, in_stream: true, blocked: false, .. }), "{:?}", alerts[0]);
+    assert!(matches!(sink.0.last(), Some((SHUTDOWN_KEY, Seen::Flow { alerted: true, pkts: 5 }))), "{:?}", sink.0.last());
+}
