@@ -135,10 +135,10 @@ pub(crate) struct CompiledRule {
     pub packet_checks: Vec<PacketCheck>,
     /// `pkt_data` keywords (packet payload or stream).
     pub payload: Option<Program>,
-    /// Keywords on application-layer buffers; inspected only through a [`super::BufferSource`].
+    /// Keywords on application-layer buffers; inspected only through a `BufferSource`.
     pub app_buffers: Vec<AppBufferInspection>,
     /// Numeric app-layer keywords (`dns.opcode`, `tls.version`, ...), read through the
-    /// [`super::BufferSource`] too.
+    /// `BufferSource` too.
     pub app_numbers: Vec<(AppNumber, UintCmp<u64>)>,
     /// Set when the rule uses something the engine cannot evaluate yet; it then never matches.
     pub never_matches: Option<&'static str>,
@@ -180,7 +180,7 @@ impl AppBufferInspection {
 
 impl CompiledRule {
     /// The rule reads app-layer transaction data (buffers or numeric keywords), so it is
-    /// checked only when a [`super::BufferSource`] is given and alerts once per transaction.
+    /// checked only when a `BufferSource` is given and alerts once per transaction.
     pub fn inspects_app_layer(&self) -> bool {
         !self.app_buffers.is_empty() || !self.app_numbers.is_empty()
     }

@@ -1,9 +1,12 @@
 //! Typed rule options. Each keyword's value is parsed into its own struct; content modifiers
 //! (`nocase`, `depth`, `http_uri`...) are folded into the content they follow.
+//!
+//! [`OptionParser`] dispatches each keyword to its family; the value parsers of the larger
+//! families live in `payload_keywords`, `packet_keywords`, `bits`, `threshold` and `buffers`.
 
 use super::bits::{parse_flowbits, parse_flowint, parse_hostbits, parse_xbits};
-use super::error::OptionError;
 use super::buffers::{buffer_by_name, content_modifier_buffer, sticky_buffer, AppNumber, Buffer, Transform};
+use super::error::OptionError;
 use super::header::app_protocol;
 use super::lexer::{unescape_text, unquote_lenient, RawOption};
 use super::packet_keywords::{self, ChecksumLayer, PacketKeyword, Tag, VlanId};
@@ -351,12 +354,12 @@ impl OptionParser {
                 self.push(option?);
                 Ok(())
             }
-            None => Err(OptionError::UnknownKeyword),
+            None => self.legacy_buffer_modifier(&arg).unwrap_or(Err(OptionError::UnknownKeyword)),
         }
     }
 
-    /// The keywords that modify the content before them: `nocase`, `depth`, `fast_pattern`,
-    /// legacy buffer modifiers (`http_uri`)...; `None` for other keywords.
+    /// The keywords that modify the content before them: `nocase`, `depth`, `fast_pattern`...;
+    /// `None` for other keywords.
     fn content_modifier(&mut self, arg: &Arg<'_>) -> Option<OptResult<()>> {
         let kw = arg.kw;
         let done = match kw {
@@ -376,19 +379,24 @@ impl OptionParser {
                 Some(RuleOption::Content(c)) => c.prefilter = true,
                 _ => self.push(RuleOption::Prefilter),
             }),
-            _ => {
-                let buffer = content_modifier_buffer(kw)?;
-                arg.none().and_then(|()| {
-                    let c = self.last_content_mut(kw)?;
-                    if c.legacy_buffer.is_some() {
-                        return Err(OptionError::DuplicateBuffer { keyword: kw.to_string() });
-                    }
-                    c.legacy_buffer = Some(buffer);
-                    Ok(())
-                })
-            }
+            _ => return None,
         };
         Some(done)
+    }
+
+    /// A legacy buffer modifier (`content:"x"; http_uri;`) puts the content before it in that
+    /// buffer; `None` for other keywords.
+    fn legacy_buffer_modifier(&mut self, arg: &Arg<'_>) -> Option<OptResult<()>> {
+        let kw = arg.kw;
+        let buffer = content_modifier_buffer(kw)?;
+        Some(arg.none().and_then(|()| {
+            let c = self.last_content_mut(kw)?;
+            if c.legacy_buffer.is_some() {
+                return Err(OptionError::DuplicateBuffer { keyword: kw.to_string() });
+            }
+            c.legacy_buffer = Some(buffer);
+            Ok(())
+        }))
     }
 
     /// `depth`, `offset`, `distance`, `within`.
