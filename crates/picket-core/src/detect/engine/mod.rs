@@ -14,6 +14,7 @@
 
 mod compile;
 mod headers;
+mod lists;
 mod payload;
 mod program;
 mod state;
@@ -505,203 +506,305 @@ struct PacketFacts {
     dp: u16,
 }
 
-impl DetectEngine {
-    pub fn build(rules: Vec<Rule>, cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
-        let started = std::time::Instant::now();
-        let mut report = BuildReport::default();
-        let mut names = compile::Names::default();
-        let mut compiled: Vec<(usize, CompiledRule)> = Vec::with_capacity(rules.len());
-        for (load_order, rule) in rules.iter().enumerate() {
-            match compile::compile_rule(rule, &cfg.classification, &mut names) {
-                Ok(c) => compiled.push((load_order, c)),
-                Err(reason) => report.rules_rejected.push((rule.sid, reason)),
-            }
+/// Compiles the rules in load order; a rule the engine cannot run is reported and left out.
+/// Also returns the flowbit names by interned id.
+fn compile_rules(
+    rules: Vec<Rule>,
+    classes: &ClassificationTable,
+    report: &mut BuildReport,
+) -> (Vec<(usize, CompiledRule)>, Vec<String>) {
+    let mut names = compile::Names::default();
+    let mut compiled: Vec<(usize, CompiledRule)> = Vec::with_capacity(rules.len());
+    for (load_order, rule) in rules.iter().enumerate() {
+        match compile::compile_rule(rule, classes, &mut names) {
+            Ok(c) => compiled.push((load_order, c)),
+            Err(reason) => report.rules_rejected.push((rule.sid, reason)),
         }
-        drop(rules);
-        let mut flowbit_names = vec![String::new(); names.flowbits.len()];
-        for (name, id) in names.flowbits.drain() {
-            if let Some(slot) = flowbit_names.get_mut(id as usize) {
-                *slot = name;
-            }
+    }
+    drop(rules);
+    let mut flowbit_names = vec![String::new(); names.flowbits.len()];
+    for (name, id) in names.flowbits.drain() {
+        if let Some(slot) = flowbit_names.get_mut(id as usize) {
+            *slot = name;
         }
-        // threshold.config: suppress adds to the rule; threshold/event_filter for a sid
-        // replaces the rule's own threshold/detection_filter; sid 0 applies to rules without one.
-        for entry in &cfg.thresholds.entries {
-            if let ThresholdEntry::RateFilter { gen_id, sig_id, .. } = entry {
-                report.config_unsupported.push(format!("rate_filter gen_id {gen_id} sig_id {sig_id}"));
-            }
-        }
-        for (_, rule) in compiled.iter_mut() {
-            let mut specific = None;
-            let mut global = None;
-            for entry in &cfg.thresholds.entries {
-                match entry {
-                    ThresholdEntry::Suppress { gen_id, sig_id, track, ip } if entry_applies(*gen_id, *sig_id, rule) => {
-                        rule.suppressions.push(Suppression { track: *track, ip: ip.clone() });
-                    }
-                    ThresholdEntry::Threshold { gen_id, sig_id, threshold } if entry_applies(*gen_id, *sig_id, rule) => {
-                        if *sig_id == 0 {
-                            global = Some(*threshold);
-                        } else {
-                            specific = Some(*threshold);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(t) = specific {
-                rule.limit = Some(AlertLimit::Threshold(t));
-            } else if let (Some(t), None) = (global, rule.limit) {
-                rule.limit = Some(AlertLimit::Threshold(t));
-            }
-        }
-        compiled.sort_by_key(|(load, r)| (action_rank(r.action), r.bits_use, r.priority, *load));
-        let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
-        let has_transactional = rules.iter().any(|r| r.transactional);
-        report.rules_loaded = rules.len();
+    }
+    (compiled, flowbit_names)
+}
 
-        let mut patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
-        let mut packet_only_patterns: Vec<[Vec<Pattern>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
-        let mut always: Vec<[PortIndexed; 2]> = (0..TRANSPORTS).map(|_| Default::default()).collect();
-        let mut app_always: Vec<[Vec<u32>; 2]> = (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect();
-        // [transport][direction] -> buffer and transforms -> (buffer, transforms, patterns)
-        type AppPatterns = BTreeMap<String, (Buffer, Vec<Transform>, Vec<Pattern>)>;
-        let mut app_patterns: Vec<[AppPatterns; 2]> = (0..TRANSPORTS).map(|_| [BTreeMap::new(), BTreeMap::new()]).collect();
-        let mut ip_entries_src = Vec::new();
-        let mut ip_entries_dst = Vec::new();
-        let mut v4_linear = Vec::new();
-        let mut v6_linear = Vec::new();
-        for (idx, rule) in rules.iter().enumerate() {
-            let idx = idx as u32;
-            if let Some(reason) = rule.never_matches {
-                *report.rules_inactive.entry(reason.to_string()).or_default() += 1;
-                continue;
-            }
-            if rule.ip_only {
-                report.rules_ip_only += 1;
-                if !rule.src.v6.is_empty() && !rule.dst.v6.is_empty() {
-                    v6_linear.push(idx);
+/// threshold.config: suppress adds to the rule; threshold/event_filter for a sid replaces the
+/// rule's own threshold/detection_filter; sid 0 applies to rules without one. rate_filter is
+/// reported as unsupported.
+fn apply_threshold_config(compiled: &mut [(usize, CompiledRule)], config: &ThresholdConfig, report: &mut BuildReport) {
+    for entry in &config.entries {
+        if let ThresholdEntry::RateFilter { gen_id, sig_id, .. } = entry {
+            report.config_unsupported.push(format!("rate_filter gen_id {gen_id} sig_id {sig_id}"));
+        }
+    }
+    for (_, rule) in compiled.iter_mut() {
+        let mut specific = None;
+        let mut global = None;
+        for entry in &config.entries {
+            match entry {
+                ThresholdEntry::Suppress { gen_id, sig_id, track, ip } if entry_applies(*gen_id, *sig_id, rule) => {
+                    rule.suppressions.push(Suppression { track: *track, ip: ip.clone() });
                 }
-                let (src, dst) = (rule.src.v4.as_slice(), rule.dst.v4.as_slice());
-                if src.is_empty() || dst.is_empty() {
-                    continue;
-                }
-                let (ns, nd) = (v4_count(src), v4_count(dst));
-                let (side_is_src, ranges, n) = if ns <= nd { (true, src, ns) } else { (false, dst, nd) };
-                if n > IP_INDEX_MAX_ADDRESSES {
-                    v4_linear.push(idx);
-                } else if rule.bidirectional {
-                    ip_entries_src.push((idx, ranges.to_vec()));
-                    ip_entries_dst.push((idx, ranges.to_vec()));
-                } else if side_is_src {
-                    ip_entries_src.push((idx, ranges.to_vec()));
-                } else {
-                    ip_entries_dst.push((idx, ranges.to_vec()));
-                }
-                continue;
-            }
-            if let Some(app) = rule.app_buffers.iter().find(|a| !buffer_has_source(a.buffer)) {
-                *report.rules_inactive.entry(format!("app-layer buffer {}", app.buffer.name)).or_default() += 1;
-            }
-            let dirs: &[usize] = match rule.flow {
-                _ if rule.transactional => &[1],
-                Some(f) if f.to_server && !f.to_client => &[0],
-                Some(f) if f.to_client && !f.to_server => &[1],
-                _ => &[0, 1],
-            };
-            let prefiltered = if rule.inspects_app_layer() { rule.app_fast_pattern.is_some() } else { rule.fast_pattern.is_some() };
-            if !prefiltered {
-                report.rules_always_checked += 1;
-            }
-            for &t in transports_of(rule.proto) {
-                for &d in dirs {
-                    if rule.inspects_app_layer() {
-                        // Application layers run over TCP and UDP only.
-                        if t != T_TCP && t != T_UDP {
-                            continue;
-                        }
-                        match &rule.app_fast_pattern {
-                            Some(fp) => app_patterns[t][d]
-                                .entry(format!("{}{:?}", fp.buffer.name, fp.transforms))
-                                .or_insert_with(|| (fp.buffer, fp.transforms.clone(), Vec::new()))
-                                .2
-                                .push(Pattern::new(idx, fp.bytes.clone(), fp.nocase)),
-                            None => app_always[t][d].push(idx),
-                        }
-                    } else if let Some((bytes, nocase)) = &rule.fast_pattern {
-                        patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
-                        if rule.require_packet {
-                            packet_only_patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
-                        }
+                ThresholdEntry::Threshold { gen_id, sig_id, threshold } if entry_applies(*gen_id, *sig_id, rule) => {
+                    if *sig_id == 0 {
+                        global = Some(*threshold);
                     } else {
-                        always[t][d].insert(idx, rule);
+                        specific = Some(*threshold);
                     }
+                }
+                _ => {}
+            }
+        }
+        if let Some(t) = specific {
+            rule.limit = Some(AlertLimit::Threshold(t));
+        } else if let (Some(t), None) = (global, rule.limit) {
+            rule.limit = Some(AlertLimit::Threshold(t));
+        }
+    }
+}
+
+/// App-layer fast patterns of one group: buffer and transforms (as a key) -> (buffer,
+/// transforms, patterns).
+type AppPatterns = BTreeMap<String, (Buffer, Vec<Transform>, Vec<Pattern>)>;
+
+/// Where a group's pattern sets are in the list of all sets.
+struct GroupSets {
+    all: usize,
+    packet_only: usize,
+    app: Vec<(Buffer, Vec<Transform>, usize)>,
+}
+
+/// Where each rule goes: the prefilter patterns and always-checked rules of every
+/// [transport][direction] group, and the IP-only index.
+struct GroupPlan {
+    patterns: Vec<[Vec<Pattern>; 2]>,
+    packet_only_patterns: Vec<[Vec<Pattern>; 2]>,
+    always: Vec<[PortIndexed; 2]>,
+    app_always: Vec<[Vec<u32>; 2]>,
+    app_patterns: Vec<[AppPatterns; 2]>,
+    ip_entries_src: Vec<(u32, Vec<(u32, u32)>)>,
+    ip_entries_dst: Vec<(u32, Vec<(u32, u32)>)>,
+    v4_linear: Vec<u32>,
+    v6_linear: Vec<u32>,
+}
+
+impl GroupPlan {
+    fn new() -> Self {
+        GroupPlan {
+            patterns: (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect(),
+            packet_only_patterns: (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect(),
+            always: (0..TRANSPORTS).map(|_| Default::default()).collect(),
+            app_always: (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect(),
+            app_patterns: (0..TRANSPORTS).map(|_| [BTreeMap::new(), BTreeMap::new()]).collect(),
+            ip_entries_src: Vec::new(),
+            ip_entries_dst: Vec::new(),
+            v4_linear: Vec::new(),
+            v6_linear: Vec::new(),
+        }
+    }
+
+    /// Places rule `idx` (its index in the engine's rule order).
+    fn add(&mut self, idx: u32, rule: &CompiledRule, report: &mut BuildReport) {
+        if let Some(reason) = rule.never_matches {
+            *report.rules_inactive.entry(reason.to_string()).or_default() += 1;
+            return;
+        }
+        if rule.ip_only {
+            report.rules_ip_only += 1;
+            self.add_ip_only(idx, rule);
+            return;
+        }
+        if let Some(app) = rule.app_buffers.iter().find(|a| !buffer_has_source(a.buffer)) {
+            *report.rules_inactive.entry(format!("app-layer buffer {}", app.buffer.name)).or_default() += 1;
+        }
+        let prefiltered =
+            if rule.inspects_app_layer() { rule.app_fast_pattern.is_some() } else { rule.fast_pattern.is_some() };
+        if !prefiltered {
+            report.rules_always_checked += 1;
+        }
+        self.add_to_groups(idx, rule);
+    }
+
+    /// An IP-only rule goes to the IPv4 index of its more selective side, or to the lists
+    /// checked on every packet.
+    fn add_ip_only(&mut self, idx: u32, rule: &CompiledRule) {
+        if !rule.src.v6.is_empty() && !rule.dst.v6.is_empty() {
+            self.v6_linear.push(idx);
+        }
+        let (src, dst) = (rule.src.v4.as_slice(), rule.dst.v4.as_slice());
+        if src.is_empty() || dst.is_empty() {
+            return;
+        }
+        let (ns, nd) = (v4_count(src), v4_count(dst));
+        let (side_is_src, ranges, n) = if ns <= nd { (true, src, ns) } else { (false, dst, nd) };
+        if n > IP_INDEX_MAX_ADDRESSES {
+            self.v4_linear.push(idx);
+        } else if rule.bidirectional {
+            self.ip_entries_src.push((idx, ranges.to_vec()));
+            self.ip_entries_dst.push((idx, ranges.to_vec()));
+        } else if side_is_src {
+            self.ip_entries_src.push((idx, ranges.to_vec()));
+        } else {
+            self.ip_entries_dst.push((idx, ranges.to_vec()));
+        }
+    }
+
+    /// Adds the rule to the groups of its transports and flow directions: its fast pattern to
+    /// their prefilters, or the rule to the lists checked without one.
+    fn add_to_groups(&mut self, idx: u32, rule: &CompiledRule) {
+        let dirs: &[usize] = match rule.flow {
+            _ if rule.transactional => &[1],
+            Some(f) if f.to_server && !f.to_client => &[0],
+            Some(f) if f.to_client && !f.to_server => &[1],
+            _ => &[0, 1],
+        };
+        for &t in transports_of(rule.proto) {
+            for &d in dirs {
+                if rule.inspects_app_layer() {
+                    // Application layers run over TCP and UDP only.
+                    if t != T_TCP && t != T_UDP {
+                        continue;
+                    }
+                    match &rule.app_fast_pattern {
+                        Some(fp) => self.app_patterns[t][d]
+                            .entry(format!("{}{:?}", fp.buffer.name, fp.transforms))
+                            .or_insert_with(|| (fp.buffer, fp.transforms.clone(), Vec::new()))
+                            .2
+                            .push(Pattern::new(idx, fp.bytes.clone(), fp.nocase)),
+                        None => self.app_always[t][d].push(idx),
+                    }
+                } else if let Some((bytes, nocase)) = &rule.fast_pattern {
+                    self.patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
+                    if rule.require_packet {
+                        self.packet_only_patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
+                    }
+                } else {
+                    self.always[t][d].insert(idx, rule);
                 }
             }
         }
-        report.prefilter_patterns = rules
-            .iter()
-            .filter(|r| (r.fast_pattern.is_some() || r.app_fast_pattern.is_some()) && r.never_matches.is_none() && !r.ip_only)
-            .count();
-        // Every pattern set of every group, compiled on all cores, each distinct set once.
+    }
+
+    /// Every pattern set of every group, in one list (so that they compile together), and
+    /// where each group's sets are in it.
+    fn take_pattern_sets(&mut self) -> (Vec<Vec<Pattern>>, Vec<[GroupSets; 2]>) {
         let mut sets: Vec<Vec<Pattern>> = Vec::new();
-        let mut layout: Vec<[(usize, usize, Vec<(Buffer, Vec<Transform>, usize)>); 2]> = Vec::with_capacity(TRANSPORTS);
+        let mut layout = Vec::with_capacity(TRANSPORTS);
         for t in 0..TRANSPORTS {
             let mut per_dir = |d: usize| {
                 let mut add = |set: Vec<Pattern>| {
                     sets.push(set);
                     sets.len() - 1
                 };
-                let all = add(std::mem::take(&mut patterns[t][d]));
-                let packet_only = add(std::mem::take(&mut packet_only_patterns[t][d]));
-                let app: Vec<(Buffer, Vec<Transform>, usize)> = std::mem::take(&mut app_patterns[t][d])
+                let all = add(std::mem::take(&mut self.patterns[t][d]));
+                let packet_only = add(std::mem::take(&mut self.packet_only_patterns[t][d]));
+                let app = std::mem::take(&mut self.app_patterns[t][d])
                     .into_values()
                     .map(|(buffer, transforms, set)| (buffer, transforms, add(set)))
                     .collect();
-                (all, packet_only, app)
+                GroupSets { all, packet_only, app }
             };
             layout.push([per_dir(0), per_dir(1)]);
         }
-        let matchers = build_matchers(cfg.matchers.as_ref(), &sets)?;
-        let mut memory = 0usize;
-        let mut seen_matchers = std::collections::HashSet::new();
-        for m in &matchers {
-            if seen_matchers.insert(Arc::as_ptr(m) as *const u8 as usize) {
-                memory += m.memory_bytes();
-            }
-        }
-        let algo_used = cfg.matchers.algo();
+        (sets, layout)
+    }
+
+    /// The groups, from the compiled pattern sets; and the IP-only index.
+    fn finish(
+        mut self,
+        layout: Vec<[GroupSets; 2]>,
+        matchers: &[Arc<dyn MultiPatternMatcher>],
+    ) -> Result<(Vec<[Group; 2]>, IpOnly), String> {
         let mut groups = Vec::with_capacity(TRANSPORTS);
-        for (t, dirs) in layout.into_iter().enumerate() {
-            let [d0, d1] = dirs;
-            let mut make = |d: usize, (all, packet_only, app): (usize, usize, Vec<(Buffer, Vec<Transform>, usize)>)| {
-                let mut app_mpm = Vec::with_capacity(app.len());
-                for (buffer, transforms, i) in app {
-                    let transforms = transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
-                    app_mpm.push(AppPrefilter { buffer, transforms, mpm: matchers[i].clone() });
-                }
-                Ok::<Group, String>(Group {
-                    mpm: matchers[all].clone(),
-                    mpm_packet_only: matchers[packet_only].clone(),
-                    always: std::mem::take(&mut always[t][d]),
-                    app_always: std::mem::take(&mut app_always[t][d]),
-                    app_mpm,
-                })
-            };
-            groups.push([make(0, d0)?, make(1, d1)?]);
+        for (t, [d0, d1]) in layout.into_iter().enumerate() {
+            groups.push([self.group(t, 0, d0, matchers)?, self.group(t, 1, d1, matchers)?]);
         }
         let ip_only = IpOnly {
-            by_src: V4Index::build(&ip_entries_src),
-            by_dst: V4Index::build(&ip_entries_dst),
-            v4_linear,
-            v6_linear,
+            by_src: V4Index::build(&self.ip_entries_src),
+            by_dst: V4Index::build(&self.ip_entries_dst),
+            v4_linear: self.v4_linear,
+            v6_linear: self.v6_linear,
         };
-        memory += rules.len() * std::mem::size_of::<CompiledRule>();
-        memory += rules
+        Ok((groups, ip_only))
+    }
+
+    fn group(
+        &mut self,
+        t: usize,
+        d: usize,
+        sets: GroupSets,
+        matchers: &[Arc<dyn MultiPatternMatcher>],
+    ) -> Result<Group, String> {
+        let mut app_mpm = Vec::with_capacity(sets.app.len());
+        for (buffer, transforms, i) in sets.app {
+            let transforms = transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
+            app_mpm.push(AppPrefilter { buffer, transforms, mpm: matchers[i].clone() });
+        }
+        Ok(Group {
+            mpm: matchers[sets.all].clone(),
+            mpm_packet_only: matchers[sets.packet_only].clone(),
+            always: std::mem::take(&mut self.always[t][d]),
+            app_always: std::mem::take(&mut self.app_always[t][d]),
+            app_mpm,
+        })
+    }
+}
+
+/// Memory of the distinct matchers (identical sets share one).
+fn matchers_memory(matchers: &[Arc<dyn MultiPatternMatcher>]) -> usize {
+    let mut memory = 0usize;
+    let mut seen_matchers = std::collections::HashSet::new();
+    for m in matchers {
+        if seen_matchers.insert(Arc::as_ptr(m) as *const u8 as usize) {
+            memory += m.memory_bytes();
+        }
+    }
+    memory
+}
+
+/// Estimated memory of the compiled rules and the IP-only index.
+fn rules_memory(rules: &[CompiledRule], ip_only: &IpOnly) -> usize {
+    let mut memory = rules.len() * std::mem::size_of::<CompiledRule>();
+    memory += rules
+        .iter()
+        .map(|r| {
+            (r.src.v4.as_slice().len() + r.dst.v4.as_slice().len()) * 8
+                + (r.src.v6.as_slice().len() + r.dst.v6.as_slice().len()) * 32
+        })
+        .sum::<usize>();
+    memory += (ip_only.by_src.rules.len() + ip_only.by_dst.rules.len()) * 4
+        + (ip_only.by_src.starts.len() + ip_only.by_dst.starts.len()) * 12;
+    memory
+}
+
+impl DetectEngine {
+    pub fn build(rules: Vec<Rule>, cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
+        let started = std::time::Instant::now();
+        let mut report = BuildReport::default();
+        let (mut compiled, flowbit_names) = compile_rules(rules, &cfg.classification, &mut report);
+        apply_threshold_config(&mut compiled, &cfg.thresholds, &mut report);
+        compiled.sort_by_key(|(load, r)| (action_rank(r.action), r.bits_use, r.priority, *load));
+        let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
+        let has_transactional = rules.iter().any(|r| r.transactional);
+        report.rules_loaded = rules.len();
+
+        let mut plan = GroupPlan::new();
+        for (idx, rule) in rules.iter().enumerate() {
+            plan.add(idx as u32, rule, &mut report);
+        }
+        report.prefilter_patterns = rules
             .iter()
-            .map(|r| (r.src.v4.as_slice().len() + r.dst.v4.as_slice().len()) * 8 + (r.src.v6.as_slice().len() + r.dst.v6.as_slice().len()) * 32)
-            .sum::<usize>();
-        memory += (ip_only.by_src.rules.len() + ip_only.by_dst.rules.len()) * 4 + (ip_only.by_src.starts.len() + ip_only.by_dst.starts.len()) * 12;
+            .filter(|r| (r.fast_pattern.is_some() || r.app_fast_pattern.is_some()) && r.never_matches.is_none() && !r.ip_only)
+            .count();
+        // Every pattern set of every group, compiled on all cores, each distinct set once.
+        let (sets, layout) = plan.take_pattern_sets();
+        let matchers = build_matchers(cfg.matchers.as_ref(), &sets)?;
+        let algo_used = cfg.matchers.algo();
+        let (groups, ip_only) = plan.finish(layout, &matchers)?;
+        let memory = matchers_memory(&matchers) + rules_memory(&rules, &ip_only);
         report.mpm_algo = algo_used.to_string();
         report.memory_bytes = memory;
         report.build_micros = started.elapsed().as_micros() as u64;
@@ -796,71 +899,9 @@ impl DetectEngine {
             if let Some(f) = flow.as_deref_mut() {
                 f.ip_only_done[facts.dir] = true;
             }
-            let DetectCtx { candidates, seen, .. } = &mut *ctx;
-            let mut add = |ids: &[u32]| {
-                for &id in ids {
-                    if let Some(s) = seen.get_mut(id as usize) {
-                        if *s != stamp {
-                            *s = stamp;
-                            candidates.push(id);
-                        }
-                    }
-                }
-            };
-            if facts.is_v4 {
-                add(self.ip_only.by_src.lookup(facts.src4));
-                add(self.ip_only.by_dst.lookup(facts.dst4));
-                add(&self.ip_only.v4_linear);
-            } else {
-                add(&self.ip_only.v6_linear);
-            }
+            self.add_ip_only_candidates(ctx, &facts, stamp);
         }
-
-        let group = &self.groups[facts.transport][facts.dir];
-        {
-            let DetectCtx { candidates, seen, scratch, counters, transform_scratch, .. } = &mut *ctx;
-            let mut on_match = |id: u32| {
-                if let Some(s) = seen.get_mut(id as usize) {
-                    if *s != stamp {
-                        *s = stamp;
-                        candidates.push(id);
-                    }
-                }
-            };
-            if group.mpm.pattern_count() > 0 {
-                if let Some(chunk) = pkt.stream.as_ref().filter(|c| !c.data.is_empty()) {
-                    counters.prefilter_scans += 1;
-                    if group.mpm.scan(chunk.data, scratch, &mut on_match).is_err() {
-                        counters.prefilter_errors += 1;
-                    }
-                }
-                let payload_mpm = if pkt.payload_in_stream { &group.mpm_packet_only } else { &group.mpm };
-                if !pkt.payload.is_empty() && payload_mpm.pattern_count() > 0 {
-                    counters.prefilter_scans += 1;
-                    if payload_mpm.scan(pkt.payload, scratch, &mut on_match).is_err() {
-                        counters.prefilter_errors += 1;
-                    }
-                }
-            }
-            group.always.for_packet(&facts, &mut on_match);
-            if let Some(source) = pkt.buffers {
-                for &id in &group.app_always {
-                    on_match(id);
-                }
-                for prefilter in &group.app_mpm {
-                    for data in buffer_instances(source, prefilter.buffer) {
-                        let Some(data) = apply_transforms(&prefilter.transforms, data, transform_scratch) else { continue };
-                        if data.is_empty() {
-                            continue;
-                        }
-                        counters.prefilter_scans += 1;
-                        if prefilter.mpm.scan(data, scratch, &mut on_match).is_err() {
-                            counters.prefilter_errors += 1;
-                        }
-                    }
-                }
-            }
-        }
+        self.add_prefilter_candidates(ctx, pkt, &facts, stamp);
         ctx.candidates.sort_unstable();
         ctx.counters.candidates += ctx.candidates.len() as u64;
 
@@ -878,6 +919,76 @@ impl DetectEngine {
             ctx.matches.push((idx, in_stream));
         }
         self.finalize(ctx, &hosts, now, flow, alerts);
+    }
+
+    /// The IP-only rules for the packet's addresses.
+    fn add_ip_only_candidates(&self, ctx: &mut DetectCtx, facts: &PacketFacts, stamp: u32) {
+        let DetectCtx { candidates, seen, .. } = ctx;
+        let mut add = |ids: &[u32]| {
+            for &id in ids {
+                if let Some(s) = seen.get_mut(id as usize) {
+                    if *s != stamp {
+                        *s = stamp;
+                        candidates.push(id);
+                    }
+                }
+            }
+        };
+        if facts.is_v4 {
+            add(self.ip_only.by_src.lookup(facts.src4));
+            add(self.ip_only.by_dst.lookup(facts.dst4));
+            add(&self.ip_only.v4_linear);
+        } else {
+            add(&self.ip_only.v6_linear);
+        }
+    }
+
+    /// The rules of the packet's group whose fast pattern is in the stream data, the payload
+    /// or an app-layer buffer, and those checked without one.
+    fn add_prefilter_candidates(&self, ctx: &mut DetectCtx, pkt: &DetectPacket<'_>, facts: &PacketFacts, stamp: u32) {
+        let group = &self.groups[facts.transport][facts.dir];
+        let DetectCtx { candidates, seen, scratch, counters, transform_scratch, .. } = ctx;
+        let mut on_match = |id: u32| {
+            if let Some(s) = seen.get_mut(id as usize) {
+                if *s != stamp {
+                    *s = stamp;
+                    candidates.push(id);
+                }
+            }
+        };
+        if group.mpm.pattern_count() > 0 {
+            if let Some(chunk) = pkt.stream.as_ref().filter(|c| !c.data.is_empty()) {
+                counters.prefilter_scans += 1;
+                if group.mpm.scan(chunk.data, scratch, &mut on_match).is_err() {
+                    counters.prefilter_errors += 1;
+                }
+            }
+            let payload_mpm = if pkt.payload_in_stream { &group.mpm_packet_only } else { &group.mpm };
+            if !pkt.payload.is_empty() && payload_mpm.pattern_count() > 0 {
+                counters.prefilter_scans += 1;
+                if payload_mpm.scan(pkt.payload, scratch, &mut on_match).is_err() {
+                    counters.prefilter_errors += 1;
+                }
+            }
+        }
+        group.always.for_packet(facts, &mut on_match);
+        if let Some(source) = pkt.buffers {
+            for &id in &group.app_always {
+                on_match(id);
+            }
+            for prefilter in &group.app_mpm {
+                for data in buffer_instances(source, prefilter.buffer) {
+                    let Some(data) = apply_transforms(&prefilter.transforms, data, transform_scratch) else { continue };
+                    if data.is_empty() {
+                        continue;
+                    }
+                    counters.prefilter_scans += 1;
+                    if prefilter.mpm.scan(data, scratch, &mut on_match).is_err() {
+                        counters.prefilter_errors += 1;
+                    }
+                }
+            }
+        }
     }
 
     /// Suricata's PacketAlertFinalize: thresholds and suppressions, noalert, `pass` stops the

@@ -3,7 +3,7 @@
 //! fails, an earlier content/pcre is retried at its next occurrence ("backtracking") as long
 //! as the failing keyword depended on its position. A step budget bounds the work.
 
-use super::program::{ByteRead, ContentOp, PayloadOp, Program, MAX_VARS};
+use super::program::{ByteRead, ContentOp, PayloadOp, PcreOp, Program, MAX_VARS};
 use crate::detect::rule::options::{ByteMathOp, NumBase};
 
 /// Suricata's default `detect.inspection-recursion-limit`.
@@ -29,6 +29,28 @@ enum Outcome {
     NoMatch,
     /// Stop: no other occurrence of an earlier keyword can change the result.
     Discontinue,
+}
+
+/// The settings of a `byte_jump` besides its read.
+#[derive(Clone, Copy)]
+struct Jump {
+    multiplier: u32,
+    align: bool,
+    from_beginning: bool,
+    from_end: bool,
+    post_offset: i64,
+}
+
+/// `byte_math`'s operation; `None` for a division by zero (no match).
+fn byte_math(op: ByteMathOp, val: u64, r: u64) -> Option<u64> {
+    Some(match op {
+        ByteMathOp::Add => val.wrapping_add(r),
+        ByteMathOp::Sub => val.wrapping_sub(r),
+        ByteMathOp::Mul => val.wrapping_mul(r),
+        ByteMathOp::Div => val.checked_div(r)?,
+        ByteMathOp::Shl => val.checked_shl(r as u32).unwrap_or(0),
+        ByteMathOp::Shr => val.checked_shr(r as u32).unwrap_or(0),
+    })
 }
 
 impl<'b, 's> Inspection<'b, 's> {
@@ -65,36 +87,7 @@ impl<'b, 's> Inspection<'b, 's> {
         let Some(step) = program.steps.get(i) else { return Outcome::Match };
         match &step.op {
             PayloadOp::Content(c) => self.content(program, i, c, step.retry_on_next_failure),
-            PayloadOp::Pcre(p) => {
-                let start = if p.relative { self.offset } else { 0 };
-                let mut from = start;
-                loop {
-                    if from > self.buf.len() {
-                        return Outcome::NoMatch;
-                    }
-                    // Like Suricata, the subject starts at the search position, so `^`
-                    // anchors there for relative pcre.
-                    let found = match p.regex.find(&self.buf[from..]) {
-                        Ok(m) => m.map(|m| (from + m.start(), from + m.end())),
-                        // Match-limit errors count as no match, like Suricata.
-                        Err(_) => None,
-                    };
-                    match (found, p.negated) {
-                        (None, false) => return Outcome::NoMatch,
-                        (None, true) => return self.next(program, i),
-                        (Some(_), true) => return Outcome::NoMatch,
-                        (Some((s, e)), false) => {
-                            self.offset = e;
-                            match self.next(program, i) {
-                                Outcome::Match => return Outcome::Match,
-                                Outcome::Discontinue => return Outcome::Discontinue,
-                                Outcome::NoMatch if step.retry_on_next_failure => from = s + 1,
-                                Outcome::NoMatch => return Outcome::NoMatch,
-                            }
-                        }
-                    }
-                }
-            }
+            PayloadOp::Pcre(p) => self.pcre(program, i, p, step.retry_on_next_failure),
             PayloadOp::Isdataat { negated, offset, relative } => {
                 let n = offset.get(&self.vars);
                 let present = if *relative {
@@ -118,25 +111,15 @@ impl<'b, 's> Inspection<'b, 's> {
                 }
             }
             PayloadOp::ByteJump { read, multiplier, align, from_beginning, from_end, post_offset } => {
-                let Some((mut val, end_of_read)) = self.read_value(read) else { return Outcome::NoMatch };
-                val = val.wrapping_mul(*multiplier as u64);
-                if *align && val % 4 != 0 {
-                    val += 4 - val % 4;
-                }
-                let len = self.buf.len() as i64;
-                let Ok(val) = i64::try_from(val) else { return Outcome::NoMatch };
-                let base = if *from_beginning {
-                    0
-                } else if *from_end {
-                    len
-                } else {
-                    end_of_read as i64
+                let jump = Jump {
+                    multiplier: *multiplier,
+                    align: *align,
+                    from_beginning: *from_beginning,
+                    from_end: *from_end,
+                    post_offset: *post_offset,
                 };
-                let target = base.saturating_add(val).saturating_add(*post_offset);
-                if target < 0 || target > len {
-                    return Outcome::NoMatch;
-                }
-                self.offset = target as usize;
+                let Some(target) = self.jump_target(read, jump) else { return Outcome::NoMatch };
+                self.offset = target;
                 self.next(program, i)
             }
             PayloadOp::ByteExtract { read, multiplier, align, var } => {
@@ -164,22 +147,66 @@ impl<'b, 's> Inspection<'b, 's> {
             }
             PayloadOp::ByteMath { read, op, rvalue, var } => {
                 let Some((val, _)) = self.read_value(read) else { return Outcome::NoMatch };
-                let r = rvalue.get(&self.vars) as u64;
-                let result = match op {
-                    ByteMathOp::Add => val.wrapping_add(r),
-                    ByteMathOp::Sub => val.wrapping_sub(r),
-                    ByteMathOp::Mul => val.wrapping_mul(r),
-                    ByteMathOp::Div => match val.checked_div(r) {
-                        Some(v) => v,
-                        None => return Outcome::NoMatch,
-                    },
-                    ByteMathOp::Shl => val.checked_shl(r as u32).unwrap_or(0),
-                    ByteMathOp::Shr => val.checked_shr(r as u32).unwrap_or(0),
+                let Some(result) = byte_math(*op, val, rvalue.get(&self.vars) as u64) else {
+                    return Outcome::NoMatch;
                 };
                 self.vars[*var as usize] = result;
                 self.next(program, i)
             }
         }
+    }
+
+    /// A pcre at step `i`: on a match the next keywords run after it; when they fail and
+    /// `retry`, the regex is tried again one byte after the previous match's start.
+    fn pcre(&mut self, program: &Program, i: usize, p: &PcreOp, retry: bool) -> Outcome {
+        let start = if p.relative { self.offset } else { 0 };
+        let mut from = start;
+        loop {
+            if from > self.buf.len() {
+                return Outcome::NoMatch;
+            }
+            // Like Suricata, the subject starts at the search position, so `^`
+            // anchors there for relative pcre.
+            let found = match p.regex.find(&self.buf[from..]) {
+                Ok(m) => m.map(|m| (from + m.start(), from + m.end())),
+                // Match-limit errors count as no match, like Suricata.
+                Err(_) => None,
+            };
+            match (found, p.negated) {
+                (None, false) => return Outcome::NoMatch,
+                (None, true) => return self.next(program, i),
+                (Some(_), true) => return Outcome::NoMatch,
+                (Some((s, e)), false) => {
+                    self.offset = e;
+                    match self.next(program, i) {
+                        Outcome::Match => return Outcome::Match,
+                        Outcome::Discontinue => return Outcome::Discontinue,
+                        Outcome::NoMatch if retry => from = s + 1,
+                        Outcome::NoMatch => return Outcome::NoMatch,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where a `byte_jump` lands, if inside the buffer (its end included).
+    fn jump_target(&self, read: &ByteRead, jump: Jump) -> Option<usize> {
+        let (mut val, end_of_read) = self.read_value(read)?;
+        val = val.wrapping_mul(jump.multiplier as u64);
+        if jump.align && val % 4 != 0 {
+            val += 4 - val % 4;
+        }
+        let len = self.buf.len() as i64;
+        let val = i64::try_from(val).ok()?;
+        let base = if jump.from_beginning {
+            0
+        } else if jump.from_end {
+            len
+        } else {
+            end_of_read as i64
+        };
+        let target = base.saturating_add(val).saturating_add(jump.post_offset);
+        (0..=len).contains(&target).then_some(target as usize)
     }
 
     /// `base64_decode`: Suricata decodes from the start (or the previous match), skips

@@ -481,8 +481,8 @@ alert tcp any any -> any any (msg:"p"; content:"x="; isdataat:!2,relative; sid:4
 
 #[test]
 fn fast_pattern_choice_follows_strength() {
-    assert!(compile::pattern_strength(b"|00 01 ff|") > compile::pattern_strength(b"aaa"));
-    assert!(compile::pattern_strength(b"ab") < compile::pattern_strength(b"a1"));
+    assert!(lists::pattern_strength(b"|00 01 ff|") > lists::pattern_strength(b"aaa"));
+    assert!(lists::pattern_strength(b"ab") < lists::pattern_strength(b"a1"));
     let load = load_rules_str(
         "t",
         r#"alert tcp any any -> any any (msg:"x"; content:"abcdefgh"; content:"|de ad be ef|"; sid:1;)

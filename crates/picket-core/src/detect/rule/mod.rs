@@ -2,8 +2,10 @@
 //! `threshold.config`. The detection engine compiles the AST; nothing here matches packets
 //! except the address/port sets and small `matches` helpers the engine reuses.
 //!
-//! Loading never stops at a bad rule: each malformed rule becomes one [`RuleError`], each rule
-//! using a keyword we do not implement is counted under that keyword, and the rest loads.
+//! Loading never stops at a bad rule: each malformed rule becomes one [`RuleError`] (with its
+//! file and line, [`LocatedError`]) and is left out whole, each rule using a keyword we do not
+//! implement ([`RuleError::UnsupportedKeyword`]) is counted under that keyword, and the rest
+//! loads. Nothing here reads files: [`RuleSetLoad`] takes a file's name and contents.
 
 pub mod bits;
 pub mod buffers;

@@ -1,9 +1,12 @@
 //! Typed rule options. Each keyword's value is parsed into its own struct; content modifiers
 //! (`nocase`, `depth`, `http_uri`...) are folded into the content they follow.
+//!
+//! [`OptionParser`] dispatches each keyword to its family; the value parsers of the larger
+//! families live in `payload_keywords`, `packet_keywords`, `bits`, `threshold` and `buffers`.
 
 use super::bits::{parse_flowbits, parse_flowint, parse_hostbits, parse_xbits};
-use super::error::OptionError;
 use super::buffers::{buffer_by_name, content_modifier_buffer, sticky_buffer, AppNumber, Buffer, Transform};
+use super::error::OptionError;
 use super::header::app_protocol;
 use super::lexer::{unescape_text, unquote_lenient, RawOption};
 use super::packet_keywords::{self, ChecksumLayer, PacketKeyword, Tag, VlanId};
@@ -284,6 +287,27 @@ fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, OptionError> {
 
 type OptResult<T> = Result<T, OptionError>;
 
+/// One option as written, with the checks every keyword family needs.
+struct Arg<'a> {
+    kw: &'a str,
+    value: Option<&'a str>,
+}
+
+impl<'a> Arg<'a> {
+    /// The value, which this keyword requires.
+    fn need(&self) -> OptResult<&'a str> {
+        self.value.ok_or_else(|| OptionError::MissingValue { keyword: self.kw.to_string() })
+    }
+
+    /// This keyword takes no value.
+    fn none(&self) -> OptResult<()> {
+        match self.value {
+            None => Ok(()),
+            Some(v) => Err(OptionError::UnexpectedValue { keyword: self.kw.to_string(), value: v.to_string() }),
+        }
+    }
+}
+
 /// Parses options in order. Content modifiers update the last content in `out`.
 pub struct OptionParser {
     pub options: Vec<RuleOption>,
@@ -312,335 +336,130 @@ impl OptionParser {
         }
     }
 
+    /// Parses one option: a modifier of the last content, or an option of its own.
+    /// [`OptionError::UnknownKeyword`] for a keyword of no family.
     pub fn parse(&mut self, raw: &RawOption<'_>) -> OptResult<()> {
-        let kw = raw.keyword;
-        let value = raw.value;
-        let need = || -> OptResult<&str> {
-            value.ok_or_else(|| OptionError::MissingValue { keyword: kw.to_string() })
-        };
-        let none = || -> OptResult<()> {
-            match value {
-                None => Ok(()),
-                Some(v) => Err(OptionError::UnexpectedValue { keyword: kw.to_string(), value: v.to_string() }),
+        let arg = Arg { kw: raw.keyword, value: raw.value };
+        if let Some(done) = self.content_modifier(&arg) {
+            return done;
+        }
+        let parsed = meta_keyword(&arg)
+            .or_else(|| payload_keyword(&arg))
+            .or_else(|| packet_keyword(&arg))
+            .or_else(|| app_keyword(&arg))
+            .or_else(|| state_keyword(&arg))
+            .or_else(|| buffer_keyword(&arg));
+        match parsed {
+            Some(option) => {
+                self.push(option?);
+                Ok(())
             }
-        };
-        match kw {
-            "msg" => self.push(RuleOption::Msg(unescape_text(unquote_lenient(need()?)))),
-            "sid" => {
-                let sid = parse_u32(need()?, kw)?;
-                if sid == 0 {
-                    return Err(OptionError::SidZero);
-                }
-                self.push(RuleOption::Sid(sid))
-            }
-            "rev" => self.push(RuleOption::Rev(parse_u32(need()?, kw)?)),
-            "gid" => self.push(RuleOption::Gid(parse_u32(need()?, kw)?)),
-            "classtype" => {
-                let v = need()?.trim();
-                if !v
-                    .bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
-                {
-                    return Err(bad_value("classtype", v));
-                }
-                self.push(RuleOption::Classtype(v.to_string()))
-            }
-            "priority" => {
-                let p = parse_u32(need()?, kw)?;
-                if p == 0 || p > 255 {
-                    return Err(OptionError::PriorityRange { priority: p });
-                }
-                self.push(RuleOption::Priority(p as u8))
-            }
-            "reference" => {
-                let v = need()?;
-                let (system, id) = v.split_once(',').ok_or(OptionError::BadReference)?;
-                self.push(RuleOption::Reference {
-                    system: system.trim().to_string(),
-                    id: id.trim().to_string(),
-                })
-            }
-            "metadata" => {
-                let pairs = need()?
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(|item| match item.split_once(char::is_whitespace) {
-                        Some((k, v)) => (k.to_string(), v.trim().to_string()),
-                        None => (item.to_string(), String::new()),
-                    })
-                    .collect();
-                self.push(RuleOption::Metadata(pairs))
-            }
-            "target" => {
-                let t = match need()?.trim() {
-                    "src_ip" => Target::SrcIp,
-                    "dest_ip" => Target::DestIp,
-                    other => return Err(bad_value("target", other)),
-                };
-                self.push(RuleOption::Target(t))
-            }
-            "content" | "uricontent" => {
-                let mut content = parse_content(need()?)?;
-                if kw == "uricontent" {
-                    content.legacy_buffer = buffer_by_name("http.uri");
-                }
-                self.push(RuleOption::Content(content))
-            }
-            "nocase" => {
-                none()?;
-                set_flag(&mut self.last_content_mut(kw)?.nocase, kw)?
-            }
-            "rawbytes" => {
-                none()?;
-                set_flag(&mut self.last_content_mut(kw)?.rawbytes, kw)?
-            }
-            "startswith" => {
-                none()?;
+            None => self.legacy_buffer_modifier(&arg).unwrap_or(Err(OptionError::UnknownKeyword)),
+        }
+    }
+
+    /// The keywords that modify the content before them: `nocase`, `depth`, `fast_pattern`...;
+    /// `None` for other keywords.
+    fn content_modifier(&mut self, arg: &Arg<'_>) -> Option<OptResult<()>> {
+        let kw = arg.kw;
+        let done = match kw {
+            "nocase" => arg.none().and_then(|()| set_flag(&mut self.last_content_mut(kw)?.nocase, kw)),
+            "rawbytes" => arg.none().and_then(|()| set_flag(&mut self.last_content_mut(kw)?.rawbytes, kw)),
+            "startswith" => arg.none().and_then(|()| {
                 let c = self.last_content_mut(kw)?;
                 if c.depth.is_some() || c.offset.is_some() || c.is_relative() {
                     return Err(OptionError::StartswithWithPosition);
                 }
-                set_flag(&mut c.startswith, kw)?
+                set_flag(&mut c.startswith, kw)
+            }),
+            "endswith" => arg.none().and_then(|()| set_flag(&mut self.last_content_mut(kw)?.endswith, kw)),
+            "depth" | "offset" | "distance" | "within" => self.content_position(arg),
+            "fast_pattern" => self.fast_pattern(arg),
+            "prefilter" => arg.none().map(|()| match self.options.last_mut() {
+                Some(RuleOption::Content(c)) => c.prefilter = true,
+                _ => self.push(RuleOption::Prefilter),
+            }),
+            _ => return None,
+        };
+        Some(done)
+    }
+
+    /// A legacy buffer modifier (`content:"x"; http_uri;`) puts the content before it in that
+    /// buffer; `None` for other keywords.
+    fn legacy_buffer_modifier(&mut self, arg: &Arg<'_>) -> Option<OptResult<()>> {
+        let kw = arg.kw;
+        let buffer = content_modifier_buffer(kw)?;
+        Some(arg.none().and_then(|()| {
+            let c = self.last_content_mut(kw)?;
+            if c.legacy_buffer.is_some() {
+                return Err(OptionError::DuplicateBuffer { keyword: kw.to_string() });
             }
-            "endswith" => {
-                none()?;
-                set_flag(&mut self.last_content_mut(kw)?.endswith, kw)?
+            c.legacy_buffer = Some(buffer);
+            Ok(())
+        }))
+    }
+
+    /// `depth`, `offset`, `distance`, `within`.
+    fn content_position(&mut self, arg: &Arg<'_>) -> OptResult<()> {
+        let kw = arg.kw;
+        let v = parse_num_or_var(arg.need()?, kw)?;
+        let c = self.last_content_mut(kw)?;
+        if c.startswith {
+            return Err(OptionError::PositionWithStartswith { keyword: kw.to_string() });
+        }
+        let relative_kw = kw == "distance" || kw == "within";
+        if relative_kw && (c.depth.is_some() || c.offset.is_some()) || !relative_kw && c.is_relative() {
+            return Err(OptionError::MixedPositions { keyword: kw.to_string() });
+        }
+        if let NumOrVar::Num(n) = v {
+            let negative_ok = kw == "distance" || kw == "offset";
+            if n < 0 && !negative_ok {
+                return Err(OptionError::Negative { keyword: kw.to_string() });
             }
-            "depth" | "offset" | "distance" | "within" => {
-                let v = parse_num_or_var(need()?, kw)?;
-                let c = self.last_content_mut(kw)?;
-                if c.startswith {
-                    return Err(OptionError::PositionWithStartswith { keyword: kw.to_string() });
-                }
-                let relative_kw = kw == "distance" || kw == "within";
-                if relative_kw && (c.depth.is_some() || c.offset.is_some())
-                    || !relative_kw && c.is_relative()
-                {
-                    return Err(OptionError::MixedPositions { keyword: kw.to_string() });
-                }
-                if let NumOrVar::Num(n) = v {
-                    let negative_ok = kw == "distance" || kw == "offset";
-                    if n < 0 && !negative_ok {
-                        return Err(OptionError::Negative { keyword: kw.to_string() });
-                    }
-                    if (kw == "depth" || kw == "within") && (n as usize) < c.pattern.len() {
-                        return Err(OptionError::ShorterThanContent {
-                            keyword: kw.to_string(),
-                            value: n,
-                            len: c.pattern.len(),
-                        });
-                    }
-                }
-                let slot = match kw {
-                    "depth" => &mut c.depth,
-                    "offset" => &mut c.offset,
-                    "distance" => &mut c.distance,
-                    _ => &mut c.within,
-                };
-                if slot.is_some() {
-                    return Err(OptionError::DuplicateModifier { keyword: kw.to_string() });
-                }
-                *slot = Some(v);
-            }
-            "fast_pattern" => {
-                let fp = match value.map(str::trim) {
-                    None => FastPattern::Whole,
-                    Some("only") => FastPattern::Only,
-                    Some(v) => {
-                        let (o, l) = v
-                            .split_once(',')
-                            .ok_or_else(|| bad_value("fast_pattern", v))?;
-                        FastPattern::Chop {
-                            offset: parse_u16(o, kw)?,
-                            length: parse_u16(l, kw)?,
-                        }
-                    }
-                };
-                let c = self.last_content_mut(kw)?;
-                if let FastPattern::Chop { offset, length } = fp {
-                    if usize::from(offset) + usize::from(length) > c.pattern.len() || length == 0 {
-                        return Err(OptionError::FastPatternOutOfBounds);
-                    }
-                }
-                if c.fast_pattern.is_some() {
-                    return Err(OptionError::DuplicateFastPattern);
-                }
-                c.fast_pattern = Some(fp);
-            }
-            "prefilter" => {
-                none()?;
-                match self.options.last_mut() {
-                    Some(RuleOption::Content(c)) => c.prefilter = true,
-                    _ => self.push(RuleOption::Prefilter),
-                }
-            }
-            "pcre" => self.push(RuleOption::Pcre(parse_pcre(need()?)?)),
-            "isdataat" => self.push(RuleOption::Isdataat(parse_isdataat(need()?)?)),
-            "byte_test" => self.push(RuleOption::ByteTest(parse_byte_test(need()?)?)),
-            "byte_jump" => self.push(RuleOption::ByteJump(parse_byte_jump(need()?)?)),
-            "byte_extract" => self.push(RuleOption::ByteExtract(parse_byte_extract(need()?)?)),
-            "byte_math" => self.push(RuleOption::ByteMath(parse_byte_math(need()?)?)),
-            "base64_decode" => self.push(RuleOption::Base64Decode(parse_base64_decode(value)?)),
-            "flow" => self.push(RuleOption::Flow(parse_flow(need()?)?)),
-            // `tcp.flags` is Suricata 8's name for `flags`.
-            "flags" | "tcp.flags" => self.push(RuleOption::Flags(parse_flags(need()?)?)),
-            "window" => {
-                let (negated, v) = strip_bang(need()?);
-                self.push(RuleOption::Window {
-                    negated,
-                    size: parse_u16(v, kw)?,
-                })
-            }
-            "seq" => self.push(RuleOption::Seq(parse_u32(need()?, kw)?)),
-            "ack" => self.push(RuleOption::Ack(parse_u32(need()?, kw)?)),
-            "ttl" => self.push(RuleOption::Ttl(parse_uint_cmp(need()?, kw)?)),
-            "tos" => {
-                let (negated, v) = strip_bang(need()?);
-                let tos = parse_u64_any_base(v)
-                    .filter(|n| *n <= 255)
-                    .ok_or_else(|| bad_value("tos", v))?;
-                self.push(RuleOption::Tos {
-                    negated,
-                    tos: tos as u8,
-                })
-            }
-            "ipopts" => self.push(RuleOption::Ipopts(parse_ipopts(need()?)?)),
-            "fragbits" => self.push(RuleOption::Fragbits(parse_fragbits(need()?)?)),
-            "fragoffset" => self.push(RuleOption::Fragoffset(parse_uint_cmp(need()?, kw)?)),
-            "id" => self.push(RuleOption::IpId(parse_u16(need()?, kw)?)),
-            "ip_proto" => self.push(RuleOption::IpProto(parse_ip_proto(need()?)?)),
-            "itype" => self.push(RuleOption::Itype(parse_uint_cmp(need()?, kw)?)),
-            "icode" => self.push(RuleOption::Icode(parse_uint_cmp(need()?, kw)?)),
-            "icmp_id" => self.push(RuleOption::IcmpId(parse_u16(need()?, kw)?)),
-            "icmp_seq" => self.push(RuleOption::IcmpSeq(parse_u16(need()?, kw)?)),
-            "dsize" => self.push(RuleOption::Dsize(parse_uint_cmp(need()?, kw)?)),
-            "bsize" => self.push(RuleOption::Bsize(parse_uint_cmp(need()?, kw)?)),
-            "dns.opcode" | "dns.rcode" | "dns.rrtype" => {
-                let field = match kw {
-                    "dns.opcode" => AppNumber::DnsOpcode,
-                    "dns.rcode" => AppNumber::DnsRcode,
-                    _ => AppNumber::DnsRrtype,
-                };
-                // Suricata writes negation as a leading '!' on these keywords.
-                let text = need()?.trim();
-                let cmp = match text.strip_prefix('!') {
-                    Some(rest) => match parse_uint_cmp(rest, kw)? {
-                        UintCmp::Eq(v) => UintCmp::Ne(v),
-                        _ => return Err(OptionError::NegatedRange { keyword: kw.to_string() }),
-                    },
-                    None => parse_uint_cmp(text, kw)?,
-                };
-                self.push(RuleOption::AppNumber { field, cmp })
-            }
-            "tls.version" => {
-                let cmp = UintCmp::Eq(parse_tls_version(need()?)?);
-                self.push(RuleOption::AppNumber { field: AppNumber::TlsVersion, cmp })
-            }
-            "tls.cert_chain_len" => {
-                let cmp = parse_uint_cmp(need()?, kw)?;
-                self.push(RuleOption::AppNumber { field: AppNumber::TlsCertChainLen, cmp })
-            }
-            "tls_cert_notbefore" | "tls_cert_notafter" => {
-                let field = if kw == "tls_cert_notbefore" { AppNumber::TlsCertNotBefore } else { AppNumber::TlsCertNotAfter };
-                let cmp = parse_cert_validity(need()?)?;
-                self.push(RuleOption::AppNumber { field, cmp })
-            }
-            // Legacy string keywords: a case-sensitive substring of the certificate field,
-            // '!' for its absence. They are contents on the matching buffer.
-            "tls.subject" | "tls.issuerdn" | "tls.fingerprint" => {
-                let (negated, v) = strip_bang(need()?);
-                let text = unquote_lenient(v);
-                if text.is_empty() {
-                    return Err(OptionError::MissingValue { keyword: kw.to_string() });
-                }
-                let (buffer, pattern) = match kw {
-                    "tls.subject" => ("tls.cert_subject", text.as_bytes().to_vec()),
-                    "tls.issuerdn" => ("tls.cert_issuer", text.as_bytes().to_vec()),
-                    // Fingerprints are kept in lowercase hex; the keyword ignores case.
-                    _ => ("tls.cert_fingerprint", text.to_ascii_lowercase().into_bytes()),
-                };
-                let content = Content {
-                    pattern,
-                    negated,
-                    legacy_buffer: buffer_by_name(buffer),
-                    ..Content::default()
-                };
-                self.push(RuleOption::Content(content))
-            }
-            "urilen" => {
-                let v = need()?;
-                let (cmp_text, raw) = match v.split_once(',') {
-                    None => (v, false),
-                    Some((c, "raw")) | Some((c, " raw")) => (c, true),
-                    Some((c, m)) if m.trim() == "norm" => (c, false),
-                    Some((_, m)) => {
-                        return Err(bad_value("urilen modifier", m.trim()))
-                    }
-                };
-                self.push(RuleOption::Urilen {
-                    cmp: parse_uint_cmp(cmp_text, kw)?,
-                    raw,
-                })
-            }
-            "stream_size" => self.push(parse_stream_size(need()?)?),
-            "flow.pkts" | "flow.bytes" | "flow.pkts_toserver" | "flow.pkts_toclient" | "flow.bytes_toserver"
-            | "flow.bytes_toclient" => self.push(RuleOption::FlowCount(parse_flow_count(kw, need()?)?)),
-            "flowbits" => self.push(RuleOption::Flowbits(parse_flowbits(need()?)?)),
-            "flowint" => self.push(RuleOption::Flowint(parse_flowint(need()?)?)),
-            "xbits" => self.push(RuleOption::Xbits(parse_xbits(need()?)?)),
-            "hostbits" => self.push(RuleOption::Xbits(parse_hostbits(need()?)?)),
-            "threshold" => self.push(RuleOption::Threshold(parse_threshold(need()?)?)),
-            "detection_filter" => {
-                let (t, unique_on) = parse_threshold_fields(need()?, false)?;
-                self.push(RuleOption::DetectionFilter(DetectionFilter {
-                    track: t.track,
-                    count: t.count,
-                    seconds: t.seconds,
-                    unique_on,
-                }))
-            }
-            "noalert" => {
-                none()?;
-                self.push(RuleOption::Noalert)
-            }
-            "app-layer-protocol" => {
-                let (negated, v) = strip_bang(need()?);
-                let name = app_protocol(v.trim())
-                    .ok_or_else(|| OptionError::UnknownAppProtocol { name: v.trim().to_string() })?;
-                self.push(RuleOption::AppLayerProtocol { negated, name })
-            }
-            "pkt_data" => {
-                none()?;
-                self.push(RuleOption::PktData)
-            }
-            _ => {
-                if let Some(parsed) = packet_keywords::parse(kw, value) {
-                    self.push(parsed?.into());
-                } else if let Some(buffer) = sticky_buffer(kw) {
-                    let direction = match value {
-                        None => None,
-                        Some("to_server") => Some(BufferDirection::ToServer),
-                        Some("to_client") => Some(BufferDirection::ToClient),
-                        Some(other) => {
-                            return Err(OptionError::BufferDirection { keyword: kw.to_string(), direction: other.to_string() })
-                        }
-                    };
-                    self.push(RuleOption::StickyBuffer { buffer, direction });
-                } else if let Some(buffer) = content_modifier_buffer(kw) {
-                    none()?;
-                    let c = self.last_content_mut(kw)?;
-                    if c.legacy_buffer.is_some() {
-                        return Err(OptionError::DuplicateBuffer { keyword: kw.to_string() });
-                    }
-                    c.legacy_buffer = Some(buffer);
-                } else if let Some(t) = Transform::parse(kw, value)? {
-                    self.push(RuleOption::Transform(t));
-                } else {
-                    return Err(OptionError::UnknownKeyword);
-                }
+            if (kw == "depth" || kw == "within") && (n as usize) < c.pattern.len() {
+                return Err(OptionError::ShorterThanContent {
+                    keyword: kw.to_string(),
+                    value: n,
+                    len: c.pattern.len(),
+                });
             }
         }
+        let slot = match kw {
+            "depth" => &mut c.depth,
+            "offset" => &mut c.offset,
+            "distance" => &mut c.distance,
+            _ => &mut c.within,
+        };
+        if slot.is_some() {
+            return Err(OptionError::DuplicateModifier { keyword: kw.to_string() });
+        }
+        *slot = Some(v);
+        Ok(())
+    }
+
+    fn fast_pattern(&mut self, arg: &Arg<'_>) -> OptResult<()> {
+        let kw = arg.kw;
+        let fp = match arg.value.map(str::trim) {
+            None => FastPattern::Whole,
+            Some("only") => FastPattern::Only,
+            Some(v) => {
+                let (o, l) = v.split_once(',').ok_or_else(|| bad_value("fast_pattern", v))?;
+                FastPattern::Chop {
+                    offset: parse_u16(o, kw)?,
+                    length: parse_u16(l, kw)?,
+                }
+            }
+        };
+        let c = self.last_content_mut(kw)?;
+        if let FastPattern::Chop { offset, length } = fp {
+            if usize::from(offset) + usize::from(length) > c.pattern.len() || length == 0 {
+                return Err(OptionError::FastPatternOutOfBounds);
+            }
+        }
+        if c.fast_pattern.is_some() {
+            return Err(OptionError::DuplicateFastPattern);
+        }
+        c.fast_pattern = Some(fp);
         Ok(())
     }
 }
@@ -649,6 +468,242 @@ impl Default for OptionParser {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// `msg`, `sid`, `rev`, `gid`, `classtype`, `priority`, `reference`, `metadata`, `target`.
+fn meta_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
+    let kw = arg.kw;
+    let value = || arg.need();
+    let parsed = match kw {
+        "msg" => value().map(|v| RuleOption::Msg(unescape_text(unquote_lenient(v)))),
+        "sid" => value().and_then(|v| match parse_u32(v, kw)? {
+            0 => Err(OptionError::SidZero),
+            sid => Ok(RuleOption::Sid(sid)),
+        }),
+        "rev" => value().and_then(|v| parse_u32(v, kw)).map(RuleOption::Rev),
+        "gid" => value().and_then(|v| parse_u32(v, kw)).map(RuleOption::Gid),
+        "classtype" => value().and_then(|v| {
+            let v = v.trim();
+            if !v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
+                return Err(bad_value("classtype", v));
+            }
+            Ok(RuleOption::Classtype(v.to_string()))
+        }),
+        "priority" => value().and_then(|v| match parse_u32(v, kw)? {
+            p @ 1..=255 => Ok(RuleOption::Priority(p as u8)),
+            p => Err(OptionError::PriorityRange { priority: p }),
+        }),
+        "reference" => value().and_then(|v| {
+            let (system, id) = v.split_once(',').ok_or(OptionError::BadReference)?;
+            Ok(RuleOption::Reference { system: system.trim().to_string(), id: id.trim().to_string() })
+        }),
+        "metadata" => value().map(|v| RuleOption::Metadata(parse_metadata(v))),
+        "target" => value().and_then(|v| match v.trim() {
+            "src_ip" => Ok(RuleOption::Target(Target::SrcIp)),
+            "dest_ip" => Ok(RuleOption::Target(Target::DestIp)),
+            other => Err(bad_value("target", other)),
+        }),
+        _ => return None,
+    };
+    Some(parsed)
+}
+
+/// `metadata:key value, key value`; a key may come without a value.
+fn parse_metadata(value: &str) -> Vec<(String, String)> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once(char::is_whitespace) {
+            Some((k, v)) => (k.to_string(), v.trim().to_string()),
+            None => (item.to_string(), String::new()),
+        })
+        .collect()
+}
+
+/// `content` (`uricontent`), `pcre`, `isdataat`, the `byte_*` keywords and `base64_decode`.
+fn payload_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
+    let kw = arg.kw;
+    let parsed = match kw {
+        "content" | "uricontent" => arg.need().and_then(parse_content).map(|mut content| {
+            if kw == "uricontent" {
+                content.legacy_buffer = buffer_by_name("http.uri");
+            }
+            RuleOption::Content(content)
+        }),
+        "pcre" => arg.need().and_then(parse_pcre).map(RuleOption::Pcre),
+        "isdataat" => arg.need().and_then(parse_isdataat).map(RuleOption::Isdataat),
+        "byte_test" => arg.need().and_then(parse_byte_test).map(RuleOption::ByteTest),
+        "byte_jump" => arg.need().and_then(parse_byte_jump).map(RuleOption::ByteJump),
+        "byte_extract" => arg.need().and_then(parse_byte_extract).map(RuleOption::ByteExtract),
+        "byte_math" => arg.need().and_then(parse_byte_math).map(RuleOption::ByteMath),
+        "base64_decode" => parse_base64_decode(arg.value).map(RuleOption::Base64Decode),
+        _ => return None,
+    };
+    Some(parsed)
+}
+
+/// Keywords on the packet's IP, TCP and ICMP headers, its size and its flow.
+fn packet_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
+    let kw = arg.kw;
+    let value = || arg.need();
+    let parsed = match kw {
+        "flow" => value().and_then(parse_flow).map(RuleOption::Flow),
+        // `tcp.flags` is Suricata 8's name for `flags`.
+        "flags" | "tcp.flags" => value().and_then(parse_flags).map(RuleOption::Flags),
+        "window" => value().and_then(|v| {
+            let (negated, v) = strip_bang(v);
+            Ok(RuleOption::Window { negated, size: parse_u16(v, kw)? })
+        }),
+        "seq" => value().and_then(|v| parse_u32(v, kw)).map(RuleOption::Seq),
+        "ack" => value().and_then(|v| parse_u32(v, kw)).map(RuleOption::Ack),
+        "ttl" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Ttl),
+        "tos" => value().and_then(|v| {
+            let (negated, v) = strip_bang(v);
+            let tos = parse_u64_any_base(v).filter(|n| *n <= 255).ok_or_else(|| bad_value("tos", v))?;
+            Ok(RuleOption::Tos { negated, tos: tos as u8 })
+        }),
+        "ipopts" => value().and_then(parse_ipopts).map(RuleOption::Ipopts),
+        "fragbits" => value().and_then(parse_fragbits).map(RuleOption::Fragbits),
+        "fragoffset" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Fragoffset),
+        "id" => value().and_then(|v| parse_u16(v, kw)).map(RuleOption::IpId),
+        "ip_proto" => value().and_then(parse_ip_proto).map(RuleOption::IpProto),
+        "itype" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Itype),
+        "icode" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Icode),
+        "icmp_id" => value().and_then(|v| parse_u16(v, kw)).map(RuleOption::IcmpId),
+        "icmp_seq" => value().and_then(|v| parse_u16(v, kw)).map(RuleOption::IcmpSeq),
+        "dsize" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Dsize),
+        "stream_size" => value().and_then(parse_stream_size),
+        "flow.pkts" | "flow.bytes" | "flow.pkts_toserver" | "flow.pkts_toclient" | "flow.bytes_toserver"
+        | "flow.bytes_toclient" => value().and_then(|v| parse_flow_count(kw, v)).map(RuleOption::FlowCount),
+        _ => return packet_keywords::parse(kw, arg.value).map(|parsed| parsed.map(RuleOption::from)),
+    };
+    Some(parsed)
+}
+
+/// Keywords on application-layer facts: `bsize`, `urilen`, `app-layer-protocol`, the numeric
+/// DNS and TLS keywords, and the legacy TLS string keywords.
+fn app_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
+    let kw = arg.kw;
+    let value = || arg.need();
+    let number = |field: AppNumber, cmp: UintCmp<u64>| RuleOption::AppNumber { field, cmp };
+    let parsed = match kw {
+        "bsize" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Bsize),
+        "urilen" => value().and_then(|v| parse_urilen(v, kw)),
+        "app-layer-protocol" => value().and_then(|v| {
+            let (negated, v) = strip_bang(v);
+            let name = app_protocol(v.trim())
+                .ok_or_else(|| OptionError::UnknownAppProtocol { name: v.trim().to_string() })?;
+            Ok(RuleOption::AppLayerProtocol { negated, name })
+        }),
+        "dns.opcode" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsOpcode, cmp)),
+        "dns.rcode" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsRcode, cmp)),
+        "dns.rrtype" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsRrtype, cmp)),
+        "tls.version" => value().and_then(parse_tls_version).map(|v| number(AppNumber::TlsVersion, UintCmp::Eq(v))),
+        "tls.cert_chain_len" => {
+            value().and_then(|v| parse_uint_cmp(v, kw)).map(|cmp| number(AppNumber::TlsCertChainLen, cmp))
+        }
+        "tls_cert_notbefore" => {
+            value().and_then(parse_cert_validity).map(|cmp| number(AppNumber::TlsCertNotBefore, cmp))
+        }
+        "tls_cert_notafter" => value().and_then(parse_cert_validity).map(|cmp| number(AppNumber::TlsCertNotAfter, cmp)),
+        "tls.subject" | "tls.issuerdn" | "tls.fingerprint" => value().and_then(|v| parse_tls_string(v, kw)),
+        _ => return None,
+    };
+    Some(parsed)
+}
+
+/// `urilen:N[,raw|norm]`.
+fn parse_urilen(v: &str, kw: &str) -> OptResult<RuleOption> {
+    let (cmp_text, raw) = match v.split_once(',') {
+        None => (v, false),
+        Some((c, "raw")) | Some((c, " raw")) => (c, true),
+        Some((c, m)) if m.trim() == "norm" => (c, false),
+        Some((_, m)) => return Err(bad_value("urilen modifier", m.trim())),
+    };
+    Ok(RuleOption::Urilen { cmp: parse_uint_cmp(cmp_text, kw)?, raw })
+}
+
+/// `dns.opcode` and friends; Suricata writes negation as a leading '!' on these keywords.
+fn parse_dns_number(v: &str, kw: &str) -> OptResult<UintCmp<u64>> {
+    let text = v.trim();
+    match text.strip_prefix('!') {
+        Some(rest) => match parse_uint_cmp(rest, kw)? {
+            UintCmp::Eq(v) => Ok(UintCmp::Ne(v)),
+            _ => Err(OptionError::NegatedRange { keyword: kw.to_string() }),
+        },
+        None => parse_uint_cmp(text, kw),
+    }
+}
+
+/// Legacy string keywords (`tls.subject`, `tls.issuerdn`, `tls.fingerprint`): a case-sensitive
+/// substring of the certificate field, '!' for its absence. They are contents on the
+/// matching buffer.
+fn parse_tls_string(v: &str, kw: &str) -> OptResult<RuleOption> {
+    let (negated, v) = strip_bang(v);
+    let text = unquote_lenient(v);
+    if text.is_empty() {
+        return Err(OptionError::MissingValue { keyword: kw.to_string() });
+    }
+    let (buffer, pattern) = match kw {
+        "tls.subject" => ("tls.cert_subject", text.as_bytes().to_vec()),
+        "tls.issuerdn" => ("tls.cert_issuer", text.as_bytes().to_vec()),
+        // Fingerprints are kept in lowercase hex; the keyword ignores case.
+        _ => ("tls.cert_fingerprint", text.to_ascii_lowercase().into_bytes()),
+    };
+    Ok(RuleOption::Content(Content {
+        pattern,
+        negated,
+        legacy_buffer: buffer_by_name(buffer),
+        ..Content::default()
+    }))
+}
+
+/// Flow and host state (`flowbits`, `flowint`, `xbits`, `hostbits`), alert limits
+/// (`threshold`, `detection_filter`) and `noalert`.
+fn state_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
+    let value = || arg.need();
+    let parsed = match arg.kw {
+        "flowbits" => value().and_then(parse_flowbits).map(RuleOption::Flowbits),
+        "flowint" => value().and_then(parse_flowint).map(RuleOption::Flowint),
+        "xbits" => value().and_then(parse_xbits).map(RuleOption::Xbits),
+        "hostbits" => value().and_then(parse_hostbits).map(RuleOption::Xbits),
+        "threshold" => value().and_then(parse_threshold).map(RuleOption::Threshold),
+        "detection_filter" => value().and_then(|v| {
+            let (t, unique_on) = parse_threshold_fields(v, false)?;
+            Ok(RuleOption::DetectionFilter(DetectionFilter {
+                track: t.track,
+                count: t.count,
+                seconds: t.seconds,
+                unique_on,
+            }))
+        }),
+        "noalert" => arg.none().map(|()| RuleOption::Noalert),
+        _ => return None,
+    };
+    Some(parsed)
+}
+
+/// What the following payload keywords inspect: `pkt_data`, a sticky buffer (with an optional
+/// direction), or a transform of the current buffer.
+fn buffer_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
+    let kw = arg.kw;
+    if kw == "pkt_data" {
+        return Some(arg.none().map(|()| RuleOption::PktData));
+    }
+    if let Some(buffer) = sticky_buffer(kw) {
+        let direction = match arg.value {
+            None => None,
+            Some("to_server") => Some(BufferDirection::ToServer),
+            Some("to_client") => Some(BufferDirection::ToClient),
+            Some(other) => {
+                let error = OptionError::BufferDirection { keyword: kw.to_string(), direction: other.to_string() };
+                return Some(Err(error));
+            }
+        };
+        return Some(Ok(RuleOption::StickyBuffer { buffer, direction }));
+    }
+    Transform::parse(kw, arg.value).transpose().map(|t| t.map(RuleOption::Transform))
 }
 
 fn set_flag(flag: &mut bool, kw: &str) -> OptResult<()> {

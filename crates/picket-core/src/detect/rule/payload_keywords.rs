@@ -269,6 +269,19 @@ pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, OptionError> {
     if pattern.is_empty() {
         return Err(OptionError::EmptyRegex { keyword: "pcre" });
     }
+    let (flags, buffer) = parse_pcre_modifiers(flag_text)?;
+    Ok(Pcre {
+        pattern: pattern.to_string(),
+        negated,
+        flags,
+        buffer,
+        captures,
+    })
+}
+
+/// The modifiers after a pcre's closing `/`: regex flags, Suricata's `R`/`B`/`O`, and at most
+/// one HTTP buffer (`U`, `H`, ...).
+fn parse_pcre_modifiers(flag_text: &str) -> Result<(PcreFlags, Option<Buffer>), OptionError> {
     let mut flags = PcreFlags::default();
     let mut buffer: Option<Buffer> = None;
     for f in flag_text.chars() {
@@ -335,13 +348,7 @@ pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, OptionError> {
             buffer = buffer_by_name(name);
         }
     }
-    Ok(Pcre {
-        pattern: pattern.to_string(),
-        negated,
-        flags,
-        buffer,
-        captures,
-    })
+    Ok((flags, buffer))
 }
 
 pub(crate) fn parse_isdataat(value: &str) -> Result<Isdataat, OptionError> {

@@ -842,7 +842,7 @@ fn ip_and_icmp_header_keywords() {
 }
 
 #[test]
-fn state_keywords() {
+fn flow_state_keywords() {
     assert_eq!(
         first("flowbits:set,a.b;"),
         RuleOption::Flowbits(Flowbits {
@@ -914,7 +914,10 @@ fn state_keywords() {
     );
     assert!(invalid("xbits:set,x;").contains("track"));
     assert!(invalid("xbits:set,x,track nowhere;").contains("track"));
+}
 
+#[test]
+fn limits_and_other_keywords() {
     assert_eq!(
         first("threshold: type limit, track by_src, count 1, seconds 60;"),
         RuleOption::Threshold(Threshold {
