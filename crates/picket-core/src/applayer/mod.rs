@@ -4,5 +4,6 @@
 
 pub mod dns;
 pub mod http;
+pub mod layer;
 pub mod probe;
 pub mod tls;

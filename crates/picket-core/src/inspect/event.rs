@@ -5,7 +5,7 @@
 //! that keeps anything must copy or format it before returning. picket's `output::eve`
 //! formats them into eve.json and fast.log lines on the worker thread.
 
-use super::app::AppTx;
+use crate::applayer::layer::AppTx;
 use super::FlowExt;
 use crate::applayer::probe::AppProto;
 use crate::applayer::tls::TlsState;

@@ -14,13 +14,10 @@ use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeou
 use crate::stream::{Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
 use std::sync::Arc;
 
-mod app;
 mod detection;
-mod dns;
 pub mod event;
-mod tls;
-pub use app::{AppLayer, AppTx};
-use app::AppCounters;
+pub use crate::applayer::layer::{AppLayer, AppTx};
+use crate::applayer::layer::AppCounters;
 use detection::{Out, RunVerdict};
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,

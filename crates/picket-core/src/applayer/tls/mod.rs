@@ -16,6 +16,8 @@
 //! direction, plus stored certificates (≤ `max_cert_bytes` per direction). Everything past a
 //! limit is skipped and counted.
 
+pub(crate) mod buffers;
+
 use md5::{Digest as _, Md5};
 use sha1::Sha1;
 

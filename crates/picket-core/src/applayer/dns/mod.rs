@@ -14,6 +14,8 @@
 //! Names are the raw label bytes joined with '.', without a trailing dot (the root is the
 //! empty string), exactly what Suricata puts in its buffers.
 
+pub(crate) mod buffers;
+
 use std::collections::VecDeque;
 
 use crate::record::RecordWriter;

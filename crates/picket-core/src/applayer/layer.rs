@@ -8,7 +8,7 @@
 //! so a request is parsed while handling a to-client packet and inspected on the next
 //! to-server packet (or at flow end), as in Suricata.
 
-use super::dns::{DnsAppCounters, DnsFlow, DnsTxBuffers};
+use crate::applayer::dns::buffers::{DnsAppCounters, DnsFlow, DnsTxBuffers};
 use crate::applayer::dns::DnsTransaction;
 use crate::applayer::http::{HttpConfig, HttpEvent, HttpParser, HttpTx, Progress};
 use crate::applayer::probe::{AppProto, DetectStatus, DetectionPorts, ProtoDetector, Transport};
@@ -18,7 +18,7 @@ use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::Buffer;
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
 
-use super::tls::{TlsBuffers, TlsProgress, TLS_TX_ID};
+use crate::applayer::tls::buffers::{TlsBuffers, TlsProgress, TLS_TX_ID};
 
 /// Bytes per direction looked at (and kept for replay into the parser) while probing.
 const PROBE_LIMIT: usize = 4096;
