@@ -1,5 +1,6 @@
-//! The application layer of a TCP flow: protocol detection on the first bytes of each
-//! direction, then the protocol's parser, fed from the reassembled stream.
+//! The application layer of a flow: protocol detection on the first bytes of each
+//! direction, then the protocol's [`AppParser`], fed from the reassembled stream (or with
+//! each UDP datagram).
 //!
 //! Detection of a transaction happens on a packet of the direction whose progress changed:
 //! request buffers on to-server packets, response buffers (plus the request's) on to-client
@@ -7,26 +8,19 @@
 //! so a request is parsed while handling a to-client packet and inspected on the next
 //! to-server packet (or at flow end), as in Suricata.
 
-use crate::applayer::dns::buffers::{DnsAppCounters, DnsFlow, DnsTxBuffers};
-use crate::applayer::dns::DnsTransaction;
-use crate::applayer::http::buffers::TxBuffers;
-use crate::applayer::http::{HttpConfig, HttpEvent, HttpParser, HttpTx};
-use crate::applayer::probe::{AppProto, DetectStatus, DetectionPorts, ProtoDetector, Transport};
-use crate::applayer::tls::{TlsConfig, TlsCounters, TlsState};
-use std::sync::Arc;
-use crate::detect::engine::BufferSource;
+use crate::applayer::http::HttpConfig;
+use crate::applayer::probe::{DetectStatus, DetectionPorts, ProtoDetector, Transport};
+use crate::applayer::tls::TlsState;
+use crate::applayer::{dns, http, tls, AppCounters, AppCtx, AppParser, AppProto, AppTx, Pending};
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
-
-use crate::applayer::tls::buffers::{TlsBuffers, TlsProgress, TLS_TX_ID};
+use std::sync::Arc;
 
 /// Bytes per direction looked at (and kept for replay into the parser) while probing.
 const PROBE_LIMIT: usize = 4096;
 /// (transaction, sid) pairs remembered per flow to alert once per transaction and rule.
 const MAX_ALERTED: usize = 512;
-/// Transactions waiting for inspection per direction.
-const MAX_PENDING: usize = 64;
 
-enum Parser {
+enum State {
     Probing {
         detector: ProtoDetector,
         /// Bytes seen so far per direction, replayed into the parser once detected.
@@ -34,42 +28,25 @@ enum Parser {
         /// A gap or the probe limit cut the direction: its later bytes are not kept.
         cut: [bool; 2],
     },
-    Http(Box<HttpParser>),
-    /// DNS over UDP (one message per datagram) or TCP (length-prefixed messages).
-    Dns(Box<DnsFlow>),
-    /// One TLS session: a single transaction (id 0) for its whole life.
-    Tls(Box<TlsState>),
+    /// The detected protocol's parser. A trait object: it is called once per stream chunk
+    /// or datagram, where a virtual call costs nothing measurable.
+    Parsing(Box<dyn AppParser>),
     /// Detected as something without a parser here, or detection failed.
     Idle,
 }
 
 /// Per-flow app-layer state (boxed in `FlowExt`, created with the flow's stream).
 pub struct AppLayer {
-    parser: Parser,
+    state: State,
     pub proto: Option<AppProto>,
     /// Transactions whose progress changed since last inspected, per direction.
-    pending: [Vec<u64>; 2],
+    pending: Pending,
     /// (tx, sid) that already alerted; oldest forgotten first past `MAX_ALERTED`.
     alerted: Vec<(u64, u32)>,
     /// Ports on which port-recognised protocols (DNS) are probed, shared by the worker.
     detection_ports: Arc<DetectionPorts>,
     /// libhtp settings for the HTTP parser this flow gets once detected (shared per run).
     http_config: Arc<HttpConfig>,
-}
-
-/// Worker-wide app-layer counters.
-#[derive(Default, Clone)]
-pub(crate) struct AppCounters {
-    pub flows_http: u64,
-    pub flows_tls: u64,
-    pub flows_other: u64,
-    pub http_tx: u64,
-    pub tls_tx: u64,
-    pub tls: TlsCounters,
-    pub http_anomalies: u64,
-    pub pending_dropped: u64,
-    pub alerted_forgotten: u64,
-    pub dns: DnsAppCounters,
 }
 
 impl Default for AppLayer {
@@ -81,9 +58,9 @@ impl Default for AppLayer {
 impl AppLayer {
     pub(crate) fn new(http_config: Arc<HttpConfig>, detection_ports: Arc<DetectionPorts>) -> Self {
         AppLayer {
-            parser: Parser::Probing { detector: ProtoDetector::new(PROBE_LIMIT), seen: Default::default(), cut: [false; 2] },
+            state: State::Probing { detector: ProtoDetector::new(PROBE_LIMIT), seen: Default::default(), cut: [false; 2] },
             proto: None,
-            pending: Default::default(),
+            pending: Pending::default(),
             alerted: Vec::new(),
             detection_ports,
             http_config,
@@ -119,25 +96,16 @@ impl AppLayer {
 
     /// End of the flow: messages that run until close are complete now.
     pub(crate) fn close(&mut self, counters: &mut AppCounters) {
-        if let Parser::Http(p) = &mut self.parser {
-            let pending = &mut self.pending;
-            p.on_close(&mut |ev| note_event(pending, ev, counters));
+        if let State::Parsing(p) = &mut self.state {
+            p.on_close(&mut AppCtx::new(&mut self.pending, counters));
         }
     }
 
     fn on_data(&mut self, dir: Direction, data: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
-        match &mut self.parser {
-            Parser::Http(p) => {
-                let pending = &mut self.pending;
-                p.on_data(dir, data, &mut |ev| note_event(pending, ev, counters));
-            }
-            Parser::Dns(p) => {
-                let pending = &mut self.pending;
-                p.on_stream(dir, data, &mut counters.dns, &mut |d, tx| queue_pending(pending, d, tx, &mut counters.pending_dropped));
-            }
-            Parser::Tls(st) => parse_tls(st, &mut self.pending, dir, data, counters),
-            Parser::Idle => {}
-            Parser::Probing { detector, seen, cut } => {
+        match &mut self.state {
+            State::Parsing(p) => p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters)),
+            State::Idle => {}
+            State::Probing { detector, seen, cut } => {
                 let d = dir.index();
                 if cut[d] {
                     return;
@@ -154,15 +122,10 @@ impl AppLayer {
     }
 
     fn on_gap(&mut self, dir: Direction, len: u64, counters: &mut AppCounters) {
-        match &mut self.parser {
-            Parser::Http(p) => {
-                let pending = &mut self.pending;
-                p.on_gap(dir, len, &mut |ev| note_event(pending, ev, counters));
-            }
-            Parser::Dns(p) => p.on_gap(dir),
-            Parser::Tls(st) => st.on_gap(dir, &mut counters.tls),
-            Parser::Idle => {}
-            Parser::Probing { detector, seen, cut } => {
+        match &mut self.state {
+            State::Parsing(p) => p.on_gap(dir, len, &mut AppCtx::new(&mut self.pending, counters)),
+            State::Idle => {}
+            State::Probing { detector, seen, cut } => {
                 let d = dir.index();
                 // The direction's start is known but its continuation is not: detection
                 // can still succeed on the bytes already seen or on the other direction.
@@ -174,54 +137,24 @@ impl AppLayer {
         }
     }
 
+    /// Detection over TCP moved on: once it decided, the parser (if any) gets the bytes
+    /// seen while probing.
     fn on_status(&mut self, status: DetectStatus, counters: &mut AppCounters) {
         match status {
             DetectStatus::Pending => {}
-            DetectStatus::Failed => self.parser = Parser::Idle,
-            DetectStatus::Detected(AppProto::Http) => {
-                counters.flows_http += 1;
-                self.proto = Some(AppProto::Http);
-                let old = std::mem::replace(&mut self.parser, Parser::Idle);
-                let mut parser = Box::new(HttpParser::new(*self.http_config));
-                if let Parser::Probing { seen, .. } = old {
-                    let pending = &mut self.pending;
-                    for dir in [Direction::ToServer, Direction::ToClient] {
-                        parser.on_data(dir, &seen[dir.index()], &mut |ev| note_event(pending, ev, counters));
+            DetectStatus::Failed => self.state = State::Idle,
+            DetectStatus::Detected(proto) => {
+                self.proto = Some(proto);
+                let old = std::mem::replace(&mut self.state, State::Idle);
+                let cx = &mut AppCtx::new(&mut self.pending, counters);
+                if let Some(mut parser) = new_parser(proto, Transport::Tcp, &self.http_config, cx) {
+                    if let State::Probing { seen, .. } = old {
+                        for dir in [Direction::ToServer, Direction::ToClient] {
+                            parser.on_data(dir, &seen[dir.index()], cx);
+                        }
                     }
+                    self.state = State::Parsing(parser);
                 }
-                self.parser = Parser::Http(parser);
-            }
-            DetectStatus::Detected(AppProto::Dns) => {
-                self.proto = Some(AppProto::Dns);
-                let old = std::mem::replace(&mut self.parser, Parser::Idle);
-                let mut parser = Box::new(DnsFlow::new(true, &mut counters.dns));
-                if let Parser::Probing { seen, .. } = old {
-                    let pending = &mut self.pending;
-                    for dir in [Direction::ToServer, Direction::ToClient] {
-                        parser.on_stream(dir, &seen[dir.index()], &mut counters.dns, &mut |d, tx| {
-                            queue_pending(pending, d, tx, &mut counters.pending_dropped)
-                        });
-                    }
-                }
-                self.parser = Parser::Dns(parser);
-            }
-            DetectStatus::Detected(AppProto::Tls) => {
-                counters.flows_tls += 1;
-                counters.tls_tx += 1;
-                self.proto = Some(AppProto::Tls);
-                let old = std::mem::replace(&mut self.parser, Parser::Idle);
-                let mut state = Box::new(TlsState::new(TlsConfig::default()));
-                if let Parser::Probing { seen, .. } = old {
-                    for dir in [Direction::ToServer, Direction::ToClient] {
-                        parse_tls(&mut state, &mut self.pending, dir, &seen[dir.index()], counters);
-                    }
-                }
-                self.parser = Parser::Tls(state);
-            }
-            DetectStatus::Detected(p) => {
-                counters.flows_other += 1;
-                self.proto = Some(p);
-                self.parser = Parser::Idle;
             }
         }
     }
@@ -229,138 +162,87 @@ impl AppLayer {
     /// One UDP datagram of the flow: protocol detection on it (DNS only over UDP), then
     /// the parser; the message's transaction waits for inspection on this same packet.
     pub(crate) fn on_datagram(&mut self, dir: Direction, datagram: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
-        if let Parser::Probing { detector, .. } = &mut self.parser {
+        let cx = &mut AppCtx::new(&mut self.pending, counters);
+        if let State::Probing { detector, .. } = &mut self.state {
             // Datagrams stand alone: nothing is kept for replay.
             match detector.on_data_with(Transport::Udp, dir, datagram, ports, &self.detection_ports) {
                 DetectStatus::Pending => return,
                 DetectStatus::Failed => {
-                    self.parser = Parser::Idle;
+                    self.state = State::Idle;
                     return;
                 }
-                DetectStatus::Detected(AppProto::Dns) => {
-                    self.proto = Some(AppProto::Dns);
-                    self.parser = Parser::Dns(Box::new(DnsFlow::new(false, &mut counters.dns)));
-                }
-                DetectStatus::Detected(p) => {
-                    counters.flows_other += 1;
-                    self.proto = Some(p);
-                    self.parser = Parser::Idle;
-                    return;
+                DetectStatus::Detected(proto) => {
+                    self.proto = Some(proto);
+                    let Some(parser) = new_parser(proto, Transport::Udp, &self.http_config, cx) else {
+                        self.state = State::Idle;
+                        return;
+                    };
+                    self.state = State::Parsing(parser);
                 }
             }
         }
-        if let Parser::Dns(p) = &mut self.parser {
-            let pending = &mut self.pending;
-            p.on_datagram(dir, datagram, &mut counters.dns, &mut |d, tx| queue_pending(pending, d, tx, &mut counters.pending_dropped));
+        if let State::Parsing(p) = &mut self.state {
+            p.on_datagram(dir, datagram, cx);
         }
     }
 
     /// The next transaction of `dir` waiting for inspection.
     pub(crate) fn take_pending(&mut self, dir: Direction) -> Option<u64> {
-        let q = &mut self.pending[dir.index()];
-        (!q.is_empty()).then(|| q.remove(0))
-    }
-
-    pub(crate) fn has_pending(&self) -> bool {
-        self.pending.iter().any(|q| !q.is_empty())
+        self.pending.take(dir)
     }
 
     #[cfg(test)]
-    pub(crate) fn tx(&self, id: u64) -> Option<&HttpTx> {
-        match &self.parser {
-            Parser::Http(p) => p.tx(id),
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn tx(&self, id: u64) -> Option<AppTx<'_>> {
+        match &self.state {
+            State::Parsing(p) => p.tx(id),
             _ => None,
         }
     }
 
     /// Split borrow for a detection run: the transaction (if any) and the alerted set.
     pub(crate) fn view(&mut self, id: Option<u64>, dir: Direction) -> AppView<'_> {
-        let tx = match (&self.parser, id) {
-            (Parser::Http(p), Some(id)) => p.tx(id).map(AppTx::Http),
-            (Parser::Dns(p), Some(id)) => p.tx(id).map(AppTx::Dns),
-            (Parser::Tls(st), Some(TLS_TX_ID)) => Some(AppTx::Tls(st)),
-            _ => None,
-        };
-        let tls = match &self.parser {
-            Parser::Tls(st) => Some(&**st),
-            _ => None,
+        let (tx, tls) = match &self.state {
+            State::Parsing(p) => {
+                let tls = match p.flow_tx() {
+                    Some(AppTx::Tls(st)) => Some(st),
+                    _ => None,
+                };
+                (id.and_then(|id| p.tx(id)), tls)
+            }
+            _ => (None, None),
         };
         AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), tls, alerted: &mut self.alerted, app_only: false }
     }
 
-    /// Once nothing waits for inspection, finished transactions and their alert marks go.
+    /// Finished transactions and their alert marks go (each protocol knows which are).
     pub(crate) fn prune(&mut self) {
-        if let Parser::Dns(p) = &mut self.parser {
-            // DNS transactions are complete when parsed: all but those still waiting go.
-            let keep_from = self.pending.iter().flatten().copied().min().unwrap_or_else(|| p.next_tx_id());
-            p.free_below(keep_from);
-            self.alerted.retain(|&(tx, _)| tx >= keep_from);
-            return;
-        }
-        if self.has_pending() {
-            return;
-        }
-        if let Parser::Http(p) = &mut self.parser {
-            p.prune_completed();
-            if let Some(first) = p.txs().next().map(|t| t.id) {
-                self.alerted.retain(|&(tx, _)| tx >= first);
-            } else {
-                self.alerted.clear();
+        if let State::Parsing(p) = &mut self.state {
+            if let Some(first_live) = p.prune(&self.pending) {
+                self.alerted.retain(|&(tx, _)| tx >= first_live);
             }
         }
     }
 }
 
-/// Feeds TLS bytes of `dir`; the session is due for inspection in `dir` when its handshake
-/// in that direction moved on (a hello or certificates parsed).
-fn parse_tls(st: &mut TlsState, pending: &mut [Vec<u64>; 2], dir: Direction, data: &[u8], counters: &mut AppCounters) {
-    if data.is_empty() {
-        return;
-    }
-    let before = TlsProgress::of(st, dir);
-    st.parse(dir, data, &mut counters.tls);
-    if TlsProgress::of(st, dir) != before {
-        queue_pending(pending, dir, TLS_TX_ID, &mut counters.pending_dropped);
-    }
-}
-
-fn note_event(pending: &mut [Vec<u64>; 2], ev: HttpEvent, counters: &mut AppCounters) {
-    let (dir, tx) = match ev {
-        HttpEvent::RequestLine { tx } => {
-            counters.http_tx += 1;
-            (Direction::ToServer, tx)
-        }
-        HttpEvent::RequestHeaders { tx } | HttpEvent::RequestComplete { tx } => (Direction::ToServer, tx),
-        HttpEvent::ResponseLine { tx } | HttpEvent::ResponseHeaders { tx } | HttpEvent::ResponseComplete { tx } => {
-            (Direction::ToClient, tx)
-        }
-        // Body data does not queue the transaction: re-inspecting a growing body on every
-        // packet is quadratic. Bodies are inspected whole when the message completes (or
-        // the flow ends); Suricata inspects them in windows as they arrive.
-        HttpEvent::RequestBodyData { .. } | HttpEvent::ResponseBodyData { .. } => return,
-        HttpEvent::Anomaly { .. } => {
-            counters.http_anomalies += 1;
-            return;
+/// The parser of a flow detected as `proto` over `transport`, counted as a flow of the
+/// protocol; `None` (counted as other) for protocols without a parser here.
+fn new_parser(proto: AppProto, transport: Transport, http_config: &HttpConfig, cx: &mut AppCtx<'_>) -> Option<Box<dyn AppParser>> {
+    let parser = match (proto, transport) {
+        (AppProto::Http, Transport::Tcp) => http::flow::new_flow(*http_config, cx),
+        (AppProto::Tls, Transport::Tcp) => tls::flow::new_flow(cx),
+        (AppProto::Dns, _) => dns::flow::new_flow(transport, cx),
+        _ => {
+            cx.counters.flows_other += 1;
+            return None;
         }
     };
-    queue_pending(pending, dir, tx, &mut counters.pending_dropped);
+    Some(parser)
 }
-
-/// Queues `tx` for inspection on the next packet of `dir` (once; the oldest goes past
-/// `MAX_PENDING`, counted in `dropped`).
-fn queue_pending(pending: &mut [Vec<u64>; 2], dir: Direction, tx: u64, dropped: &mut u64) {
-    let q = &mut pending[dir.index()];
-    if q.contains(&tx) {
-        return;
-    }
-    if q.len() >= MAX_PENDING {
-        q.remove(0);
-        *dropped += 1;
-    }
-    q.push(tx);
-}
-
-/// A transaction of whichever protocol the flow speaks.
 
 /// What a detection run knows of the flow's app layer.
 pub(crate) struct AppView<'a> {
@@ -391,54 +273,18 @@ impl AppView<'_> {
     }
 }
 
-/// One transaction of whichever protocol the flow speaks.
-#[derive(Clone, Copy)]
-pub enum AppTx<'a> {
-    Http(&'a HttpTx),
-    Dns(&'a DnsTransaction),
-    /// A TLS session is its own (only) transaction.
-    Tls(&'a TlsState),
-}
-
-impl AppTx<'_> {
-    /// The transaction's number in its flow (eve's `tx_id`).
-    pub fn id(&self) -> u64 {
-        match self {
-            AppTx::Http(t) => t.id,
-            AppTx::Dns(t) => t.tx_id,
-            AppTx::Tls(_) => TLS_TX_ID,
-        }
-    }
-}
-
-/// The inspection buffers of one transaction of any protocol.
-pub(crate) enum AppBuffers<'a> {
-    Http(TxBuffers<'a>),
-    Dns(DnsTxBuffers<'a>),
-    Tls(TlsBuffers<'a>),
-}
-
-impl<'a> AppBuffers<'a> {
-    pub(crate) fn new(tx: AppTx<'a>, dir: Direction) -> Self {
-        match tx {
-            AppTx::Http(t) => AppBuffers::Http(TxBuffers::new(t, dir)),
-            AppTx::Dns(t) => AppBuffers::Dns(DnsTxBuffers::new(t, dir)),
-            AppTx::Tls(t) => AppBuffers::Tls(TlsBuffers::new(t, dir)),
-        }
-    }
-
-    pub(crate) fn source(&self) -> &dyn BufferSource {
-        match self {
-            AppBuffers::Http(b) => b,
-            AppBuffers::Dns(b) => b,
-            AppBuffers::Tls(b) => b,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::applayer::http::HttpTx;
+    use crate::applayer::tls::buffers::TLS_TX_ID;
+
+    fn http_tx(app: &AppLayer, id: u64) -> Option<&HttpTx> {
+        match app.tx(id) {
+            Some(AppTx::Http(tx)) => Some(tx),
+            _ => None,
+        }
+    }
 
     #[test]
     fn http_config_reaches_the_parser() {
@@ -448,7 +294,7 @@ mod tests {
         let mut c = AppCounters::default();
         app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 80), &mut c);
         app.on_data(Direction::ToClient, b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n0123456789", (40000, 80), &mut c);
-        assert_eq!(app.tx(0).map(|t| t.response_body.as_slice()), Some(&b"0123"[..]));
+        assert_eq!(http_tx(&app, 0).map(|t| t.response_body.as_slice()), Some(&b"0123"[..]));
     }
 
     #[test]
@@ -461,7 +307,7 @@ mod tests {
         assert_eq!(app.proto, Some(AppProto::Http));
         assert_eq!(app.take_pending(Direction::ToServer), Some(0));
         assert_eq!(app.take_pending(Direction::ToServer), None);
-        assert_eq!(app.tx(0).map(|t| t.uri_raw.as_slice()), Some(&b"/x"[..]));
+        assert_eq!(http_tx(&app, 0).map(|t| t.uri_raw.as_slice()), Some(&b"/x"[..]));
         let mut view = app.view(Some(0), Direction::ToServer);
         assert!(view.first_alert(7, &mut c));
         assert!(!view.first_alert(7, &mut c), "one alert per tx and sid");

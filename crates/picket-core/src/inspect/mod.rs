@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 mod detection;
 pub mod event;
-pub use crate::applayer::layer::{AppLayer, AppTx};
-use crate::applayer::layer::AppCounters;
+pub use crate::applayer::layer::AppLayer;
+pub use crate::applayer::AppTx;
+use crate::applayer::AppCounters;
 use detection::{Out, RunVerdict};
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
@@ -470,21 +471,7 @@ impl Inspector {
         s.add("detect.alert", det.counters.alerts);
         s.add("detect.stream_pseudo_packets", det.counters.stream_pseudo_packets);
         s.add("ips.blocked", det.counters.blocked_packets);
-        let a = &det.app_counters;
-        s.add("app_layer.flow.http", a.flows_http);
-        s.add("app_layer.flow.tls", a.flows_tls);
-        s.add("app_layer.flow.other", a.flows_other);
-        s.add("app_layer.tx.http", a.http_tx);
-        s.add("app_layer.tx.tls", a.tls_tx);
-        for (name, v) in a.tls.counters() {
-            s.add(&format!("app_layer.{name}"), v);
-        }
-        s.add("app_layer.http.anomalies", a.http_anomalies);
-        s.add("app_layer.pending_dropped", a.pending_dropped);
-        s.add("app_layer.alerted_forgotten", a.alerted_forgotten);
-        for (name, v) in a.dns.counters() {
-            s.add(&name, v);
-        }
+        det.app_counters.add_to(&mut s);
         if let Some(engine) = &det.engine {
             for (name, v) in engine.counters(&det.ctx) {
                 s.add(name, v);

@@ -15,6 +15,7 @@
 //! empty string), exactly what Suricata puts in its buffers.
 
 pub(crate) mod buffers;
+pub(crate) mod flow;
 pub mod record;
 
 use std::collections::VecDeque;

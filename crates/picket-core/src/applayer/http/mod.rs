@@ -32,6 +32,7 @@
 
 pub(crate) mod buffers;
 pub mod decompress;
+pub(crate) mod flow;
 pub mod headers;
 pub mod record;
 #[cfg(test)]

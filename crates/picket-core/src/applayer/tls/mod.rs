@@ -17,6 +17,7 @@
 //! limit is skipped and counted.
 
 pub(crate) mod buffers;
+pub(crate) mod flow;
 pub mod record;
 
 use md5::{Digest as _, Md5};
