@@ -28,8 +28,8 @@ enum State {
         /// A gap or the probe limit cut the direction: its later bytes are not kept.
         cut: [bool; 2],
     },
-    /// The detected protocol's parser. A trait object: it is called once per stream chunk
-    /// or datagram, where a virtual call costs nothing measurable.
+    /// The detected protocol's parser. A trait object: it is called a few times per stream
+    /// chunk or datagram, where a virtual call costs nothing measurable.
     Parsing(Box<dyn AppParser>),
     /// Detected as something without a parser here, or detection failed.
     Idle,
