@@ -1,8 +1,283 @@
 //! Application-layer parsers, sans-IO: fed reassembled stream bytes (or datagrams) per
 //! direction, they produce transactions whose fields fill Suricata's sticky buffers.
-//! Not yet wired into the worker: that is the HTTP/DNS/TLS inspection work.
+//!
+//! - [`probe`] tells which protocol a flow speaks from its first bytes (and its ports).
+//! - [`layer::AppLayer`] is the app layer of one flow: probing, then the detected
+//!   protocol's [`AppParser`], the transactions waiting for inspection, and the alerts
+//!   already raised per transaction.
+//! - One folder per protocol ([`http`], [`dns`], [`tls`]): `mod.rs` the parser,
+//!   `buffers.rs` the sticky buffers of one transaction, `record.rs` its eve object and
+//!   `flow.rs` the [`AppParser`] the app layer drives.
+//!
+//! # Adding a protocol
+//! 1. A folder `applayer/<proto>/` with the parser (`mod.rs`); the detection buffers of
+//!    one transaction, a [`BufferSource`] (`buffers.rs`); its eve object, a
+//!    `write_record(&self, &mut dyn RecordWriter)` (`record.rs`); and `flow.rs`: `impl
+//!    AppParser` plus a `new_flow` that counts the flow and boxes a parser.
+//! 2. Here: the transaction type in [`AppTx`], its buffers in `AppBuffers`, its counters
+//!    in `AppCounters` (and in `AppCounters::add_to`, which fixes the stats order).
+//! 3. Its detection in [`probe`] and one line in [`layer`]'s `new_parser` creating it.
+//! 4. picket's eve alert writer (`src/output/eve/alert.rs`): its object for its [`AppTx`].
+//!
+//! Dependencies go one way, so no file uses one that uses it back: a protocol's parser,
+//! buffers and record files use nothing of this file; this file names their transaction,
+//! buffer and counter types; the protocol's `flow.rs` implements [`AppParser`] with them;
+//! [`layer`] creates the parsers.
 
 pub mod dns;
 pub mod http;
+pub mod layer;
 pub mod probe;
 pub mod tls;
+
+use crate::counters::CounterSet;
+use crate::detect::engine::BufferSource;
+use crate::stream::Direction;
+use dns::buffers::DnsTxBuffers;
+use dns::{DnsCounters, DnsTransaction};
+use http::buffers::TxBuffers;
+use http::HttpTx;
+use tls::buffers::{TlsBuffers, TLS_TX_ID};
+use tls::{TlsCounters, TlsState};
+
+/// Transactions waiting for inspection per direction.
+const MAX_PENDING: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AppProto {
+    Http,
+    Tls,
+    Dns,
+    Ssh,
+    Smtp,
+    Ftp,
+}
+
+impl AppProto {
+    /// Name as in rules (`alert tls ...`) and eve's `app_proto`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AppProto::Http => "http",
+            AppProto::Tls => "tls",
+            AppProto::Dns => "dns",
+            AppProto::Ssh => "ssh",
+            AppProto::Smtp => "smtp",
+            AppProto::Ftp => "ftp",
+        }
+    }
+
+    /// Ports Suricata's default configuration associates with the protocol. Only DNS and the
+    /// SMTP/FTP banner need them here; the others are recognised on any port by their bytes.
+    pub fn default_ports(self) -> &'static [u16] {
+        match self {
+            AppProto::Http => &[80],
+            AppProto::Tls => &[443, 444, 465, 853, 993, 995],
+            AppProto::Dns => &[53],
+            AppProto::Ssh => &[22],
+            AppProto::Smtp => &[25, 465, 587, 2525],
+            AppProto::Ftp => &[21],
+        }
+    }
+}
+
+/// The parser of one flow's application protocol, as [`layer::AppLayer`] drives it once
+/// the protocol is detected (the bytes seen while probing are replayed first).
+///
+/// Whenever a transaction progresses in a way detection cares about, the parser tells
+/// [`AppCtx::progressed`]: the transaction is then inspected on the next packet of that
+/// direction. The parser counts what it sees in the worker's [`AppCtx`] counters.
+pub trait AppParser: Send {
+    /// Stream bytes of `dir`, in order, following what was fed before (or a gap). The parser
+    /// copies what it keeps: the caller frees the bytes afterwards.
+    fn on_data(&mut self, dir: Direction, data: &[u8], cx: &mut AppCtx<'_>);
+
+    /// `len` bytes of `dir` are missing from the stream and will not come.
+    fn on_gap(&mut self, dir: Direction, len: u64, cx: &mut AppCtx<'_>);
+
+    /// One UDP datagram of `dir`. Only protocols spoken over UDP implement it.
+    fn on_datagram(&mut self, _dir: Direction, _datagram: &[u8], _cx: &mut AppCtx<'_>) {}
+
+    /// End of the flow: what runs until the connection closes is complete now.
+    fn on_close(&mut self, _cx: &mut AppCtx<'_>) {}
+
+    /// Transaction `id`, while the parser keeps it.
+    fn tx(&self, id: u64) -> Option<AppTx<'_>>;
+
+    /// What is logged with every alert of the flow, whatever transaction the alert is on
+    /// (as Suricata does for a TLS session).
+    fn flow_tx(&self) -> Option<AppTx<'_>> {
+        None
+    }
+
+    /// Frees the transactions detection is done with; `pending` still wait for inspection.
+    /// Returns the lowest transaction id that may still be looked up if transactions went
+    /// (the flow forgets which rules alerted on those below), `None` if nothing changed.
+    fn prune(&mut self, _pending: &Pending) -> Option<u64> {
+        None
+    }
+}
+
+/// What a parser reports to while it is fed: its flow's transactions waiting for
+/// inspection, and the worker's counters.
+pub struct AppCtx<'a> {
+    pending: &'a mut Pending,
+    pub(crate) counters: &'a mut AppCounters,
+}
+
+impl<'a> AppCtx<'a> {
+    pub(crate) fn new(pending: &'a mut Pending, counters: &'a mut AppCounters) -> Self {
+        AppCtx { pending, counters }
+    }
+
+    /// Transaction `tx` moved on in `dir`: it is due for inspection on the next packet of
+    /// `dir` (once, however often it moved on before).
+    pub fn progressed(&mut self, dir: Direction, tx: u64) {
+        self.pending.push(dir, tx, &mut self.counters.pending_dropped);
+    }
+}
+
+/// The transactions of a flow whose progress changed since they were last inspected, per
+/// direction, oldest first.
+#[derive(Default)]
+pub struct Pending {
+    queues: [Vec<u64>; 2],
+}
+
+impl Pending {
+    /// Queues `tx` for inspection on the next packet of `dir` (once; the oldest goes past
+    /// `MAX_PENDING`, counted in `dropped`).
+    fn push(&mut self, dir: Direction, tx: u64, dropped: &mut u64) {
+        let q = &mut self.queues[dir.index()];
+        if q.contains(&tx) {
+            return;
+        }
+        if q.len() >= MAX_PENDING {
+            q.remove(0);
+            *dropped += 1;
+        }
+        q.push(tx);
+    }
+
+    /// The next transaction of `dir` waiting for inspection.
+    pub(crate) fn take(&mut self, dir: Direction) -> Option<u64> {
+        let q = &mut self.queues[dir.index()];
+        (!q.is_empty()).then(|| q.remove(0))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queues.iter().all(|q| q.is_empty())
+    }
+
+    /// The lowest transaction id waiting, in either direction.
+    pub fn min(&self) -> Option<u64> {
+        self.queues.iter().flatten().copied().min()
+    }
+}
+
+/// One transaction of whichever protocol the flow speaks.
+#[derive(Clone, Copy)]
+pub enum AppTx<'a> {
+    Http(&'a HttpTx),
+    Dns(&'a DnsTransaction),
+    /// A TLS session is its own (only) transaction.
+    Tls(&'a TlsState),
+}
+
+impl AppTx<'_> {
+    /// The transaction's number in its flow (eve's `tx_id`).
+    pub fn id(&self) -> u64 {
+        match self {
+            AppTx::Http(t) => t.id,
+            AppTx::Dns(t) => t.tx_id,
+            AppTx::Tls(_) => TLS_TX_ID,
+        }
+    }
+}
+
+/// The inspection buffers of one transaction of any protocol.
+///
+/// An enum rather than a boxed [`BufferSource`]: it is built on every detection run that
+/// has a transaction, and must not allocate.
+pub(crate) enum AppBuffers<'a> {
+    Http(TxBuffers<'a>),
+    Dns(DnsTxBuffers<'a>),
+    Tls(TlsBuffers<'a>),
+}
+
+impl<'a> AppBuffers<'a> {
+    pub(crate) fn new(tx: AppTx<'a>, dir: Direction) -> Self {
+        match tx {
+            AppTx::Http(t) => AppBuffers::Http(TxBuffers::new(t, dir)),
+            AppTx::Dns(t) => AppBuffers::Dns(DnsTxBuffers::new(t, dir)),
+            AppTx::Tls(t) => AppBuffers::Tls(TlsBuffers::new(t, dir)),
+        }
+    }
+
+    pub(crate) fn source(&self) -> &dyn BufferSource {
+        match self {
+            AppBuffers::Http(b) => b,
+            AppBuffers::Dns(b) => b,
+            AppBuffers::Tls(b) => b,
+        }
+    }
+}
+
+/// Worker-wide app-layer counters.
+#[derive(Default, Clone)]
+pub(crate) struct AppCounters {
+    pub flows_http: u64,
+    pub flows_tls: u64,
+    pub flows_other: u64,
+    pub http_tx: u64,
+    pub tls_tx: u64,
+    pub tls: TlsCounters,
+    pub http_anomalies: u64,
+    pub pending_dropped: u64,
+    pub alerted_forgotten: u64,
+    pub dns: DnsAppCounters,
+}
+
+impl AppCounters {
+    /// Adds the counters to `s` under their stats.log names, in stats.log order.
+    pub(crate) fn add_to(&self, s: &mut CounterSet) {
+        s.add("app_layer.flow.http", self.flows_http);
+        s.add("app_layer.flow.tls", self.flows_tls);
+        s.add("app_layer.flow.other", self.flows_other);
+        s.add("app_layer.tx.http", self.http_tx);
+        s.add("app_layer.tx.tls", self.tls_tx);
+        for (name, v) in self.tls.counters() {
+            s.add(&format!("app_layer.{name}"), v);
+        }
+        s.add("app_layer.http.anomalies", self.http_anomalies);
+        s.add("app_layer.pending_dropped", self.pending_dropped);
+        s.add("app_layer.alerted_forgotten", self.alerted_forgotten);
+        for (name, v) in self.dns.counters() {
+            s.add(&name, v);
+        }
+    }
+}
+
+/// Worker-wide DNS counters of the inspection path (Suricata's `app_layer.flow.dns_*`,
+/// `app_layer.tx.dns_*`) plus the parser's own anomaly counters.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct DnsAppCounters {
+    pub flows_udp: u64,
+    pub flows_tcp: u64,
+    pub tx_udp: u64,
+    pub tx_tcp: u64,
+    pub parser: DnsCounters,
+}
+
+impl DnsAppCounters {
+    /// (name, value) in stats.log naming.
+    pub(crate) fn counters(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        [
+            ("app_layer.flow.dns_udp".to_string(), self.flows_udp),
+            ("app_layer.flow.dns_tcp".to_string(), self.flows_tcp),
+            ("app_layer.tx.dns_udp".to_string(), self.tx_udp),
+            ("app_layer.tx.dns_tcp".to_string(), self.tx_tcp),
+        ]
+        .into_iter()
+        .chain(self.parser.counters().map(|(name, v)| (format!("app_layer.{name}"), v)))
+    }
+}

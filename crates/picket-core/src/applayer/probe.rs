@@ -7,46 +7,11 @@
 //! identifies the flow as well as a client request does. [`ProtoDetector`] keeps the per-flow
 //! verdict; [`probe`] is the stateless check of one direction's first bytes.
 
+// Defined with the app layer's shared types; still reachable here, where it was.
+pub use crate::applayer::AppProto;
 use crate::applayer::dns;
 use crate::bytes;
 use crate::stream::Direction;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AppProto {
-    Http,
-    Tls,
-    Dns,
-    Ssh,
-    Smtp,
-    Ftp,
-}
-
-impl AppProto {
-    /// Name as in rules (`alert tls ...`) and eve's `app_proto`.
-    pub fn name(self) -> &'static str {
-        match self {
-            AppProto::Http => "http",
-            AppProto::Tls => "tls",
-            AppProto::Dns => "dns",
-            AppProto::Ssh => "ssh",
-            AppProto::Smtp => "smtp",
-            AppProto::Ftp => "ftp",
-        }
-    }
-
-    /// Ports Suricata's default configuration associates with the protocol. Only DNS and the
-    /// SMTP/FTP banner need them here; the others are recognised on any port by their bytes.
-    pub fn default_ports(self) -> &'static [u16] {
-        match self {
-            AppProto::Http => &[80],
-            AppProto::Tls => &[443, 444, 465, 853, 993, 995],
-            AppProto::Dns => &[53],
-            AppProto::Ssh => &[22],
-            AppProto::Smtp => &[25, 465, 587, 2525],
-            AppProto::Ftp => &[21],
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {

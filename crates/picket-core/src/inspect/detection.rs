@@ -1,7 +1,8 @@
 //! Running the detection engine on a packet (or on the stream data a flow still holds when
 //! it ends) and reporting what it found as [`Event`]s: alerts, drops, and the flow record.
 
-use super::app::{AppBuffers, AppLayer, AppView};
+use crate::applayer::layer::{AppLayer, AppView};
+use crate::applayer::AppBuffers;
 use super::event::{AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Verdict, WirePacket};
 use super::{Detection, FlowExt};
 use crate::decode::FiveTuple;

@@ -5,10 +5,9 @@
 //! that keeps anything must copy or format it before returning. picket's `output::eve`
 //! formats them into eve.json and fast.log lines on the worker thread.
 
-use super::app::AppTx;
 use super::FlowExt;
-use crate::applayer::probe::AppProto;
 use crate::applayer::tls::TlsState;
+use crate::applayer::{AppProto, AppTx};
 use crate::decode::{Decoded, FiveTuple};
 use crate::detect::engine::{Alert, DetectEngine, DetectFlow, FlowInfo};
 use crate::detect::rule::Action;

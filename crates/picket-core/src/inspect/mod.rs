@@ -10,7 +10,9 @@
 //! | `mod.rs` | [`Inspector`]: per packet, decode → flow → stream → app layer → detection |
 //! | `detection.rs` | running the engine on a packet or on flow-end stream data; alerts, drops |
 //! | `event.rs` | the events, the sink trait, the verdict, the events' sort keys |
-//! | `app.rs`, `dns.rs`, `tls.rs` | the per-flow app layer and the protocols' detection buffers |
+//! | `tests.rs` | the contract with the caller: verdicts and events |
+//!
+//! The application layer (protocol detection, one folder per protocol) is `crate::applayer`.
 
 use crate::applayer::http::HttpConfig;
 use crate::applayer::probe::{DetectionPorts, Transport};
@@ -23,15 +25,13 @@ use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeou
 use crate::stream::{Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
 use std::sync::Arc;
 
-mod app;
 mod detection;
-mod dns;
 pub mod event;
 #[cfg(test)]
 mod tests;
-mod tls;
-pub use app::{AppLayer, AppTx};
-use app::AppCounters;
+pub use crate::applayer::layer::AppLayer;
+pub use crate::applayer::AppTx;
+use crate::applayer::AppCounters;
 use detection::{Out, RunVerdict};
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
@@ -484,21 +484,7 @@ impl Inspector {
         s.add("detect.alert", det.counters.alerts);
         s.add("detect.stream_pseudo_packets", det.counters.stream_pseudo_packets);
         s.add("ips.blocked", det.counters.blocked_packets);
-        let a = &det.app_counters;
-        s.add("app_layer.flow.http", a.flows_http);
-        s.add("app_layer.flow.tls", a.flows_tls);
-        s.add("app_layer.flow.other", a.flows_other);
-        s.add("app_layer.tx.http", a.http_tx);
-        s.add("app_layer.tx.tls", a.tls_tx);
-        for (name, v) in a.tls.counters() {
-            s.add(&format!("app_layer.{name}"), v);
-        }
-        s.add("app_layer.http.anomalies", a.http_anomalies);
-        s.add("app_layer.pending_dropped", a.pending_dropped);
-        s.add("app_layer.alerted_forgotten", a.alerted_forgotten);
-        for (name, v) in a.dns.counters() {
-            s.add(&name, v);
-        }
+        det.app_counters.add_to(&mut s);
         if let Some(engine) = &det.engine {
             for (name, v) in engine.counters(&det.ctx) {
                 s.add(name, v);

@@ -1,94 +1,11 @@
-//! DNS in the inspection path: feeding [`DnsState`] from UDP datagrams and the TCP stream,
-//! the inspection buffers of one DNS transaction, and the `dns` object of eve alerts.
-//!
-//! Transactions follow Suricata 8: every message (request or response) is its own
-//! transaction, complete when parsed. A request is inspected on a to-server packet, a
-//! response on a to-client packet: over UDP the datagram's own packet, over TCP the packet
-//! on which the stream releases the message (in IDS mode after the peer acked it).
+//! The inspection buffers of one DNS transaction (`dns.query`, `dns.queries.rrname`,
+//! `dns.answers.rrname`, `dns.response.rrname`, and the opcode, rcode and rrtype numbers).
 
-use crate::applayer::dns::{DnsCounters, DnsRecord, DnsState, DnsTransaction, RData};
+use crate::applayer::dns::{DnsRecord, DnsTransaction, RData};
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::{AppNumber, Buffer};
 use crate::stream::Direction;
 use std::cell::OnceCell;
-
-/// Worker-wide DNS counters of the inspection path (Suricata's `app_layer.flow.dns_*`,
-/// `app_layer.tx.dns_*`) plus the parser's own anomaly counters.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct DnsAppCounters {
-    pub flows_udp: u64,
-    pub flows_tcp: u64,
-    pub tx_udp: u64,
-    pub tx_tcp: u64,
-    pub parser: DnsCounters,
-}
-
-impl DnsAppCounters {
-    /// (name, value) in stats.log naming.
-    pub(crate) fn counters(&self) -> impl Iterator<Item = (String, u64)> + '_ {
-        [
-            ("app_layer.flow.dns_udp".to_string(), self.flows_udp),
-            ("app_layer.flow.dns_tcp".to_string(), self.flows_tcp),
-            ("app_layer.tx.dns_udp".to_string(), self.tx_udp),
-            ("app_layer.tx.dns_tcp".to_string(), self.tx_tcp),
-        ]
-        .into_iter()
-        .chain(self.parser.counters().map(|(name, v)| (format!("app_layer.{name}"), v)))
-    }
-}
-
-/// The DNS parser of one flow.
-pub(crate) struct DnsFlow {
-    state: DnsState,
-}
-
-impl DnsFlow {
-    pub(crate) fn new(tcp: bool, counters: &mut DnsAppCounters) -> Self {
-        if tcp {
-            counters.flows_tcp += 1;
-        } else {
-            counters.flows_udp += 1;
-        }
-        DnsFlow { state: DnsState::default() }
-    }
-
-    /// One UDP datagram of `dir`; `on_tx` gets the new transaction's id, if the message parsed.
-    pub(crate) fn on_datagram(&mut self, dir: Direction, datagram: &[u8], counters: &mut DnsAppCounters, on_tx: &mut dyn FnMut(Direction, u64)) {
-        if let Some(id) = self.state.parse_udp(dir, datagram, &mut counters.parser) {
-            counters.tx_udp += 1;
-            on_tx(dir, id);
-        }
-    }
-
-    /// Stream bytes of `dir`; `on_tx` gets each transaction the bytes completed.
-    pub(crate) fn on_stream(&mut self, dir: Direction, data: &[u8], counters: &mut DnsAppCounters, on_tx: &mut dyn FnMut(Direction, u64)) {
-        let first_new = self.state.next_tx_id();
-        self.state.parse_tcp(dir, data, &mut counters.parser);
-        // Transaction ids are handed out consecutively, and only to parsed messages.
-        let next = self.state.next_tx_id();
-        counters.tx_tcp += next - first_new;
-        for id in first_new..next {
-            on_tx(dir, id);
-        }
-    }
-
-    pub(crate) fn on_gap(&mut self, dir: Direction) {
-        self.state.on_gap(dir);
-    }
-
-    pub(crate) fn tx(&self, id: u64) -> Option<&DnsTransaction> {
-        self.state.tx(id)
-    }
-
-    /// Inspected transactions are complete: everything below `keep_from` goes.
-    pub(crate) fn free_below(&mut self, keep_from: u64) {
-        self.state.free_below(keep_from);
-    }
-
-    pub(crate) fn next_tx_id(&self) -> u64 {
-        self.state.next_tx_id()
-    }
-}
 
 /// The name an rdata carries, for the records whose data is a domain name (what
 /// `dns.response.rrname` inspects besides the owner names).
@@ -167,9 +84,9 @@ impl BufferSource for DnsTxBuffers<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::applayer::dns::labels;
+    use crate::applayer::dns::{labels, DnsCounters, DnsState};
     use crate::detect::rule::buffers::buffer_by_name;
 
     fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16) -> Vec<u8> {
@@ -205,19 +122,16 @@ mod tests {
         (0..).map_while(|i| b.get_nth(buf, i)).map(|s| String::from_utf8_lossy(s).into_owned()).collect()
     }
 
-    fn parse(dir: Direction, msg: &[u8]) -> (DnsFlow, u64) {
-        let mut c = DnsAppCounters::default();
-        let mut flow = DnsFlow::new(false, &mut c);
-        let mut ids = Vec::new();
-        flow.on_datagram(dir, msg, &mut c, &mut |_, id| ids.push(id));
-        assert_eq!(c.tx_udp, 1);
-        (flow, ids[0])
+    fn parse(dir: Direction, msg: &[u8]) -> (DnsState, u64) {
+        let mut state = DnsState::default();
+        let id = state.parse_udp(dir, msg, &mut DnsCounters::default()).expect("message parses");
+        (state, id)
     }
 
     #[test]
     fn request_buffers() {
-        let (flow, id) = parse(Direction::ToServer, &request(7, 4, &["a.example", "b.example"]));
-        let tx = flow.tx(id).expect("tx");
+        let (state, id) = parse(Direction::ToServer, &request(7, 4, &["a.example", "b.example"]));
+        let tx = state.tx(id).expect("tx");
         let b = DnsTxBuffers::new(tx, Direction::ToServer);
         assert_eq!(all(&b, "dns.query"), ["a.example", "b.example"]);
         assert_eq!(all(&b, "dns.queries.rrname"), ["a.example", "b.example"]);
@@ -232,8 +146,8 @@ mod tests {
 
     #[test]
     fn response_buffers() {
-        let (flow, id) = parse(Direction::ToClient, &response(7, "www.oisf.net", "web.oisf.net", "ns1.dns.example"));
-        let tx = flow.tx(id).expect("tx");
+        let (state, id) = parse(Direction::ToClient, &response(7, "www.oisf.net", "web.oisf.net", "ns1.dns.example"));
+        let tx = state.tx(id).expect("tx");
         let b = DnsTxBuffers::new(tx, Direction::ToClient);
         assert!(all(&b, "dns.query").is_empty(), "dns.query is for requests");
         assert_eq!(all(&b, "dns.queries.rrname"), ["www.oisf.net"]);
@@ -247,26 +161,5 @@ mod tests {
         // is an authority.
         assert_eq!(b.number(AppNumber::DnsRrtype, 0), Some(5));
         assert_eq!(b.number(AppNumber::DnsRrtype, 1), None);
-    }
-
-    #[test]
-    fn tcp_stream_yields_each_framed_message() {
-        let mut c = DnsAppCounters::default();
-        let mut flow = DnsFlow::new(true, &mut c);
-        let mut framed = Vec::new();
-        for name in ["one.example", "two.example"] {
-            let m = request(1, 0, &[name]);
-            framed.extend((m.len() as u16).to_be_bytes());
-            framed.extend(m);
-        }
-        let mut seen = Vec::new();
-        let (head, tail) = framed.split_at(20);
-        flow.on_stream(Direction::ToServer, head, &mut c, &mut |d, id| seen.push((d, id)));
-        assert!(seen.is_empty(), "first message incomplete");
-        flow.on_stream(Direction::ToServer, tail, &mut c, &mut |d, id| seen.push((d, id)));
-        assert_eq!(seen, [(Direction::ToServer, 0), (Direction::ToServer, 1)]);
-        assert_eq!((c.flows_tcp, c.tx_tcp), (1, 2));
-        flow.free_below(1);
-        assert!(flow.tx(0).is_none() && flow.tx(1).is_some());
     }
 }

@@ -1,0 +1,60 @@
+//! HTTP in a flow's app layer: the parser's events queue transactions for inspection.
+
+use super::{HttpConfig, HttpEvent, HttpParser};
+use crate::applayer::{AppCtx, AppParser, AppTx, Pending};
+use crate::stream::Direction;
+
+/// The parser of a flow just detected as HTTP.
+pub(crate) fn new_flow(config: HttpConfig, cx: &mut AppCtx<'_>) -> Box<dyn AppParser> {
+    cx.counters.flows_http += 1;
+    Box::new(HttpParser::new(config))
+}
+
+impl AppParser for HttpParser {
+    fn on_data(&mut self, dir: Direction, data: &[u8], cx: &mut AppCtx<'_>) {
+        HttpParser::on_data(self, dir, data, &mut |ev| note_event(cx, ev));
+    }
+
+    fn on_gap(&mut self, dir: Direction, len: u64, cx: &mut AppCtx<'_>) {
+        HttpParser::on_gap(self, dir, len, &mut |ev| note_event(cx, ev));
+    }
+
+    fn on_close(&mut self, cx: &mut AppCtx<'_>) {
+        HttpParser::on_close(self, &mut |ev| note_event(cx, ev));
+    }
+
+    fn tx(&self, id: u64) -> Option<AppTx<'_>> {
+        HttpParser::tx(self, id).map(AppTx::Http)
+    }
+
+    /// Completed transactions go once nothing waits for inspection.
+    fn prune(&mut self, pending: &Pending) -> Option<u64> {
+        if !pending.is_empty() {
+            return None;
+        }
+        self.prune_completed();
+        Some(self.txs().next().map_or(u64::MAX, |t| t.id))
+    }
+}
+
+fn note_event(cx: &mut AppCtx<'_>, ev: HttpEvent) {
+    let (dir, tx) = match ev {
+        HttpEvent::RequestLine { tx } => {
+            cx.counters.http_tx += 1;
+            (Direction::ToServer, tx)
+        }
+        HttpEvent::RequestHeaders { tx } | HttpEvent::RequestComplete { tx } => (Direction::ToServer, tx),
+        HttpEvent::ResponseLine { tx } | HttpEvent::ResponseHeaders { tx } | HttpEvent::ResponseComplete { tx } => {
+            (Direction::ToClient, tx)
+        }
+        // Body data does not queue the transaction: re-inspecting a growing body on every
+        // packet is quadratic. Bodies are inspected whole when the message completes (or
+        // the flow ends); Suricata inspects them in windows as they arrive.
+        HttpEvent::RequestBodyData { .. } | HttpEvent::ResponseBodyData { .. } => return,
+        HttpEvent::Anomaly { .. } => {
+            cx.counters.http_anomalies += 1;
+            return;
+        }
+    };
+    cx.progressed(dir, tx);
+}

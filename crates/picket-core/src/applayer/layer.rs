@@ -1,0 +1,355 @@
+//! The application layer of a flow: protocol detection on the first bytes of each
+//! direction, then the protocol's [`AppParser`], fed from the reassembled stream (or with
+//! each UDP datagram).
+//!
+//! Detection of a transaction happens on a packet of the direction whose progress changed:
+//! request buffers on to-server packets, response buffers (plus the request's) on to-client
+//! packets. In IDS mode the stream hands request bytes over only once the server acked them,
+//! so a request is parsed while handling a to-client packet and inspected on the next
+//! to-server packet (or at flow end), as in Suricata.
+
+use crate::applayer::http::HttpConfig;
+use crate::applayer::probe::{DetectStatus, DetectionPorts, ProtoDetector, Transport};
+use crate::applayer::tls::TlsState;
+use crate::applayer::{dns, http, tls, AppCounters, AppCtx, AppParser, AppProto, AppTx, Pending};
+use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
+use std::sync::Arc;
+
+/// Bytes per direction looked at (and kept for replay into the parser) while probing.
+const PROBE_LIMIT: usize = 4096;
+/// (transaction, sid) pairs remembered per flow to alert once per transaction and rule.
+const MAX_ALERTED: usize = 512;
+
+enum State {
+    Probing {
+        detector: ProtoDetector,
+        /// Bytes seen so far per direction, replayed into the parser once detected.
+        seen: [Vec<u8>; 2],
+        /// A gap or the probe limit cut the direction: its later bytes are not kept.
+        cut: [bool; 2],
+    },
+    /// The detected protocol's parser. A trait object: it is called a few times per stream
+    /// chunk or datagram, where a virtual call costs nothing measurable.
+    Parsing(Box<dyn AppParser>),
+    /// Detected as something without a parser here, or detection failed.
+    Idle,
+}
+
+/// Per-flow app-layer state (boxed in `FlowExt`, created with the flow's stream).
+pub struct AppLayer {
+    state: State,
+    pub proto: Option<AppProto>,
+    /// Transactions whose progress changed since last inspected, per direction.
+    pending: Pending,
+    /// (tx, sid) that already alerted; oldest forgotten first past `MAX_ALERTED`.
+    alerted: Vec<(u64, u32)>,
+    /// Ports on which port-recognised protocols (DNS) are probed, shared by the worker.
+    detection_ports: Arc<DetectionPorts>,
+    /// libhtp settings for the HTTP parser this flow gets once detected (shared per run).
+    http_config: Arc<HttpConfig>,
+}
+
+impl Default for AppLayer {
+    fn default() -> Self {
+        AppLayer::new(Arc::new(HttpConfig::default()), Arc::new(DetectionPorts::default()))
+    }
+}
+
+impl AppLayer {
+    pub(crate) fn new(http_config: Arc<HttpConfig>, detection_ports: Arc<DetectionPorts>) -> Self {
+        AppLayer {
+            state: State::Probing { detector: ProtoDetector::new(PROBE_LIMIT), seen: Default::default(), cut: [false; 2] },
+            proto: None,
+            pending: Pending::default(),
+            alerted: Vec::new(),
+            detection_ports,
+            http_config,
+        }
+    }
+
+    /// Hands the parser every byte of `dir` the stream releases now, and consumes it so
+    /// the stream can free memory. `ports` is (client port, server port).
+    pub(crate) fn feed(
+        &mut self,
+        stream: &mut TcpReassembly,
+        dir: Direction,
+        ports: (u16, u16),
+        mem: &mut ReassemblyMemory,
+        counters: &mut AppCounters,
+    ) {
+        // Every step consumes at least one byte; the bound only guards against a stream bug.
+        for _ in 0..1024 {
+            let upto = match stream.app_data(dir) {
+                None => break,
+                Some(AppData::Data { offset, data }) => {
+                    self.on_data(dir, data, ports, counters);
+                    offset + data.len() as u64
+                }
+                Some(AppData::Gap { offset, len }) => {
+                    self.on_gap(dir, len, counters);
+                    offset + len
+                }
+            };
+            stream.app_consume(dir, upto, mem);
+        }
+    }
+
+    /// End of the flow: messages that run until close are complete now.
+    pub(crate) fn close(&mut self, counters: &mut AppCounters) {
+        if let State::Parsing(p) = &mut self.state {
+            p.on_close(&mut AppCtx::new(&mut self.pending, counters));
+        }
+    }
+
+    fn on_data(&mut self, dir: Direction, data: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
+        match &mut self.state {
+            State::Parsing(p) => p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters)),
+            State::Idle => {}
+            State::Probing { detector, seen, cut } => {
+                let d = dir.index();
+                if cut[d] {
+                    return;
+                }
+                seen[d].extend_from_slice(data);
+                let status = detector.on_data_with(Transport::Tcp, dir, &seen[d], ports, &self.detection_ports);
+                if seen[d].len() >= PROBE_LIMIT && status == DetectStatus::Pending {
+                    cut[d] = true;
+                    seen[d] = Vec::new();
+                }
+                self.on_status(status, counters);
+            }
+        }
+    }
+
+    fn on_gap(&mut self, dir: Direction, len: u64, counters: &mut AppCounters) {
+        match &mut self.state {
+            State::Parsing(p) => p.on_gap(dir, len, &mut AppCtx::new(&mut self.pending, counters)),
+            State::Idle => {}
+            State::Probing { detector, seen, cut } => {
+                let d = dir.index();
+                // The direction's start is known but its continuation is not: detection
+                // can still succeed on the bytes already seen or on the other direction.
+                cut[d] = true;
+                seen[d] = Vec::new();
+                let status = detector.direction_finished(dir);
+                self.on_status(status, counters);
+            }
+        }
+    }
+
+    /// Detection over TCP moved on: once it decided, the parser (if any) gets the bytes
+    /// seen while probing.
+    fn on_status(&mut self, status: DetectStatus, counters: &mut AppCounters) {
+        match status {
+            DetectStatus::Pending => {}
+            DetectStatus::Failed => self.state = State::Idle,
+            DetectStatus::Detected(proto) => {
+                self.proto = Some(proto);
+                let old = std::mem::replace(&mut self.state, State::Idle);
+                let cx = &mut AppCtx::new(&mut self.pending, counters);
+                if let Some(mut parser) = new_parser(proto, Transport::Tcp, &self.http_config, cx) {
+                    if let State::Probing { seen, .. } = old {
+                        for dir in [Direction::ToServer, Direction::ToClient] {
+                            parser.on_data(dir, &seen[dir.index()], cx);
+                        }
+                    }
+                    self.state = State::Parsing(parser);
+                }
+            }
+        }
+    }
+
+    /// One UDP datagram of the flow: protocol detection on it (DNS only over UDP), then
+    /// the parser; the message's transaction waits for inspection on this same packet.
+    pub(crate) fn on_datagram(&mut self, dir: Direction, datagram: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
+        let cx = &mut AppCtx::new(&mut self.pending, counters);
+        if let State::Probing { detector, .. } = &mut self.state {
+            // Datagrams stand alone: nothing is kept for replay.
+            match detector.on_data_with(Transport::Udp, dir, datagram, ports, &self.detection_ports) {
+                DetectStatus::Pending => return,
+                DetectStatus::Failed => {
+                    self.state = State::Idle;
+                    return;
+                }
+                DetectStatus::Detected(proto) => {
+                    self.proto = Some(proto);
+                    let Some(parser) = new_parser(proto, Transport::Udp, &self.http_config, cx) else {
+                        self.state = State::Idle;
+                        return;
+                    };
+                    self.state = State::Parsing(parser);
+                }
+            }
+        }
+        if let State::Parsing(p) = &mut self.state {
+            p.on_datagram(dir, datagram, cx);
+        }
+    }
+
+    /// The next transaction of `dir` waiting for inspection.
+    pub(crate) fn take_pending(&mut self, dir: Direction) -> Option<u64> {
+        self.pending.take(dir)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn tx(&self, id: u64) -> Option<AppTx<'_>> {
+        match &self.state {
+            State::Parsing(p) => p.tx(id),
+            _ => None,
+        }
+    }
+
+    /// Split borrow for a detection run: the transaction (if any) and the alerted set.
+    pub(crate) fn view(&mut self, id: Option<u64>, dir: Direction) -> AppView<'_> {
+        let (tx, tls) = match &self.state {
+            State::Parsing(p) => {
+                let tls = match p.flow_tx() {
+                    Some(AppTx::Tls(st)) => Some(st),
+                    _ => None,
+                };
+                (id.and_then(|id| p.tx(id)), tls)
+            }
+            _ => (None, None),
+        };
+        AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), tls, alerted: &mut self.alerted, app_only: false }
+    }
+
+    /// Finished transactions and their alert marks go (each protocol knows which are).
+    pub(crate) fn prune(&mut self) {
+        if let State::Parsing(p) = &mut self.state {
+            if let Some(first_live) = p.prune(&self.pending) {
+                self.alerted.retain(|&(tx, _)| tx >= first_live);
+            }
+        }
+    }
+}
+
+/// The parser of a flow detected as `proto` over `transport`, counted as a flow of the
+/// protocol; `None` (counted as other) for protocols without a parser here.
+fn new_parser(proto: AppProto, transport: Transport, http_config: &HttpConfig, cx: &mut AppCtx<'_>) -> Option<Box<dyn AppParser>> {
+    let parser = match (proto, transport) {
+        (AppProto::Http, Transport::Tcp) => http::flow::new_flow(*http_config, cx),
+        (AppProto::Tls, Transport::Tcp) => tls::flow::new_flow(cx),
+        (AppProto::Dns, _) => dns::flow::new_flow(transport, cx),
+        _ => {
+            cx.counters.flows_other += 1;
+            return None;
+        }
+    };
+    Some(parser)
+}
+
+/// What a detection run knows of the flow's app layer.
+pub(crate) struct AppView<'a> {
+    pub proto: Option<AppProto>,
+    /// The transaction inspected by this run and the packet's direction.
+    pub tx: Option<(AppTx<'a>, Direction)>,
+    /// The flow's TLS session, logged with every alert of the flow as Suricata does.
+    pub tls: Option<&'a TlsState>,
+    alerted: &'a mut Vec<(u64, u32)>,
+    /// An extra run for a further transaction: only transaction rules may alert.
+    pub app_only: bool,
+}
+
+impl AppView<'_> {
+    /// Whether an alert of `sid` on this run's transaction is new; remembers it.
+    pub(crate) fn first_alert(&mut self, sid: u32, counters: &mut AppCounters) -> bool {
+        let Some((tx, _)) = self.tx else { return true };
+        let id = tx.id();
+        if self.alerted.contains(&(id, sid)) {
+            return false;
+        }
+        if self.alerted.len() >= MAX_ALERTED {
+            self.alerted.remove(0);
+            counters.alerted_forgotten += 1;
+        }
+        self.alerted.push((id, sid));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::applayer::http::HttpTx;
+    use crate::applayer::tls::buffers::TLS_TX_ID;
+
+    fn http_tx(app: &AppLayer, id: u64) -> Option<&HttpTx> {
+        match app.tx(id) {
+            Some(AppTx::Http(tx)) => Some(tx),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn http_config_reaches_the_parser() {
+        // A body limit of 4 bytes: the parser created on detection must use it.
+        let cfg = HttpConfig { response_body_limit: 4, ..HttpConfig::default() };
+        let mut app = AppLayer::new(Arc::new(cfg), Arc::new(DetectionPorts::default()));
+        let mut c = AppCounters::default();
+        app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 80), &mut c);
+        app.on_data(Direction::ToClient, b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n0123456789", (40000, 80), &mut c);
+        assert_eq!(http_tx(&app, 0).map(|t| t.response_body.as_slice()), Some(&b"0123"[..]));
+    }
+
+    #[test]
+    fn probing_then_parsing_queues_transactions() {
+        let mut app = AppLayer::default();
+        let mut c = AppCounters::default();
+        app.on_data(Direction::ToServer, b"GE", (40000, 80), &mut c);
+        assert_eq!(app.proto, None);
+        app.on_data(Direction::ToServer, b"T /x HTTP/1.0\r\n\r\n", (40000, 80), &mut c);
+        assert_eq!(app.proto, Some(AppProto::Http));
+        assert_eq!(app.take_pending(Direction::ToServer), Some(0));
+        assert_eq!(app.take_pending(Direction::ToServer), None);
+        assert_eq!(http_tx(&app, 0).map(|t| t.uri_raw.as_slice()), Some(&b"/x"[..]));
+        let mut view = app.view(Some(0), Direction::ToServer);
+        assert!(view.first_alert(7, &mut c));
+        assert!(!view.first_alert(7, &mut c), "one alert per tx and sid");
+        assert!(view.first_alert(8, &mut c));
+    }
+
+    #[test]
+    fn tls_session_is_one_transaction_queued_per_direction() {
+        use crate::applayer::tls::tests::{client_stream, server_stream};
+        let mut app = AppLayer::default();
+        let mut c = AppCounters::default();
+        let client = client_stream();
+        // Split inside the ClientHello: probing keeps the bytes and replays them.
+        app.on_data(Direction::ToServer, &client[..3], (40000, 443), &mut c);
+        app.on_data(Direction::ToServer, &client[3..], (40000, 443), &mut c);
+        assert_eq!(app.proto, Some(AppProto::Tls));
+        assert_eq!((c.flows_tls, c.tls_tx), (1, 1));
+        assert_eq!(app.take_pending(Direction::ToServer), Some(TLS_TX_ID));
+        assert_eq!(app.take_pending(Direction::ToClient), None, "nothing from the server yet");
+        let view = app.view(Some(TLS_TX_ID), Direction::ToServer);
+        assert!(matches!(view.tx, Some((AppTx::Tls(st), Direction::ToServer)) if st.sni() == Some(&b"example.com"[..])));
+        app.on_data(Direction::ToClient, &server_stream(), (40000, 443), &mut c);
+        assert_eq!(app.take_pending(Direction::ToClient), Some(TLS_TX_ID));
+        assert!(!app.has_pending());
+        let mut view = app.view(Some(TLS_TX_ID), Direction::ToClient);
+        assert!(view.tls.is_some_and(|st| st.certificates(Direction::ToClient).len() == 2));
+        assert!(view.first_alert(5, &mut c));
+        let mut view = app.view(Some(TLS_TX_ID), Direction::ToServer);
+        assert!(!view.first_alert(5, &mut c), "one alert per session and sid, whatever the direction");
+        // Encrypted records afterwards change nothing inspection sees.
+        app.on_data(Direction::ToClient, &[23, 3, 3, 0, 2, 0xaa, 0xbb], (40000, 443), &mut c);
+        assert!(!app.has_pending());
+        assert!(app.view(None, Direction::ToClient).tx.is_none());
+    }
+
+    #[test]
+    fn non_http_goes_idle() {
+        let mut app = AppLayer::default();
+        let mut c = AppCounters::default();
+        app.on_data(Direction::ToClient, b"SSH-2.0-x\r\n", (40000, 22), &mut c);
+        assert_eq!(app.proto, Some(AppProto::Ssh));
+        app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 22), &mut c);
+        assert!(!app.has_pending());
+    }
+}

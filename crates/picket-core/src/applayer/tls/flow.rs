@@ -1,0 +1,39 @@
+//! TLS in a flow's app layer: the session is one transaction, due for inspection in a
+//! direction whenever that direction's handshake moved on (a hello or certificates parsed).
+
+use super::buffers::{TlsProgress, TLS_TX_ID};
+use super::{TlsConfig, TlsState};
+use crate::applayer::{AppCtx, AppParser, AppTx};
+use crate::stream::Direction;
+
+/// The parser of a flow just detected as TLS: its session is its one transaction.
+pub(crate) fn new_flow(cx: &mut AppCtx<'_>) -> Box<dyn AppParser> {
+    cx.counters.flows_tls += 1;
+    cx.counters.tls_tx += 1;
+    Box::new(TlsState::new(TlsConfig::default()))
+}
+
+impl AppParser for TlsState {
+    fn on_data(&mut self, dir: Direction, data: &[u8], cx: &mut AppCtx<'_>) {
+        if data.is_empty() {
+            return;
+        }
+        let before = TlsProgress::of(self, dir);
+        self.parse(dir, data, &mut cx.counters.tls);
+        if TlsProgress::of(self, dir) != before {
+            cx.progressed(dir, TLS_TX_ID);
+        }
+    }
+
+    fn on_gap(&mut self, dir: Direction, _len: u64, cx: &mut AppCtx<'_>) {
+        TlsState::on_gap(self, dir, &mut cx.counters.tls);
+    }
+
+    fn tx(&self, id: u64) -> Option<AppTx<'_>> {
+        (id == TLS_TX_ID).then_some(AppTx::Tls(self))
+    }
+
+    fn flow_tx(&self) -> Option<AppTx<'_>> {
+        Some(AppTx::Tls(self))
+    }
+}
