@@ -196,7 +196,11 @@ impl AppLayer {
         !self.pending.is_empty()
     }
 
-    #[cfg(test)]
+    /// The next transaction done and not reported yet.
+    pub(crate) fn take_done(&mut self) -> Option<u64> {
+        self.pending.take_done()
+    }
+
     pub(crate) fn tx(&self, id: u64) -> Option<AppTx<'_>> {
         match &self.state {
             State::Parsing(p) => p.tx(id),

@@ -134,6 +134,13 @@ impl<'a> AppCtx<'a> {
     pub fn progressed(&mut self, dir: Direction, tx: u64) {
         self.pending.push(dir, tx, &mut self.counters.pending_dropped);
     }
+
+    /// Transaction `tx` is done: both sides complete, or the flow ended with it open. It is
+    /// reported (`Event::Transaction`) once, after this packet's detection; call it once
+    /// per transaction.
+    pub fn done(&mut self, tx: u64) {
+        self.pending.done.push(tx);
+    }
 }
 
 /// The transactions of a flow whose progress changed since they were last inspected, per
@@ -141,6 +148,10 @@ impl<'a> AppCtx<'a> {
 #[derive(Default)]
 pub struct Pending {
     queues: [Vec<u64>; 2],
+    /// Transactions done since the last packet, to be reported in order. Drained after
+    /// every packet; each transaction is done once, so this holds at most what one packet
+    /// completes.
+    done: Vec<u64>,
 }
 
 impl Pending {
@@ -166,6 +177,11 @@ impl Pending {
 
     pub fn is_empty(&self) -> bool {
         self.queues.iter().all(|q| q.is_empty())
+    }
+
+    /// The oldest transaction done and not reported yet.
+    pub(crate) fn take_done(&mut self) -> Option<u64> {
+        (!self.done.is_empty()).then(|| self.done.remove(0))
     }
 
     /// The lowest transaction id waiting, in either direction.

@@ -287,5 +287,10 @@ impl Detection {
             }
             rec.ext.alerted |= alerted;
         }
+        if let Some(app) = rec.ext.app.as_deref_mut() {
+            let info = FlowInfo { to_server: true, ..info };
+            let facts = FlowFacts { info, client, server, start: rec.start };
+            super::report_done(app, rec.end, 0, facts, out);
+        }
     }
 }

@@ -48,6 +48,20 @@ pub enum Event<'a> {
     Drop(&'a DropEvent<'a>),
     /// A flow ended (timeout, eviction, shutdown).
     Flow(&'a FlowRecord<FlowExt>),
+    /// An application-layer transaction is done (both sides complete, or its flow ended).
+    Transaction(&'a TxEvent<'a>),
+}
+
+/// An application-layer transaction is done: what a protocol log record (eve `http`,
+/// `dns`, `tls`) is written from. Reported once per transaction, after the detection of
+/// the packet that completed it (or at flow end), while the transaction is still held.
+pub struct TxEvent<'a> {
+    pub ts: Timestamp,
+    /// The packet that completed it; 0 at flow end.
+    pub pcap_cnt: u64,
+    pub flow: FlowFacts,
+    pub proto: Option<AppProto>,
+    pub tx: AppTx<'a>,
 }
 
 /// A packet as captured and decoded.

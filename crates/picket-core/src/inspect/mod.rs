@@ -35,7 +35,7 @@ use crate::applayer::AppCounters;
 use detection::{Out, RunVerdict};
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
-    RejectTarget, Verdict, WirePacket, SHUTDOWN_KEY,
+    RejectTarget, TxEvent, Verdict, WirePacket, SHUTDOWN_KEY,
 };
 
 const AUTO_CHECKSUM_SAMPLE: u64 = 1000;
@@ -356,6 +356,7 @@ impl Inspector {
         }
         if let Some(al) = app_layer {
             run.merge(self.detection.run_pending(&wire, facts, al, dir, detect, out));
+            report_done(al, meta.ts, meta.pcap_cnt, facts, out);
             al.prune();
         }
         *alerted |= run.alerted;
@@ -491,6 +492,15 @@ impl Inspector {
             }
         }
         s
+    }
+}
+
+/// Reports the transactions the app layer finished, oldest first.
+fn report_done(app: &mut AppLayer, ts: Timestamp, pcap_cnt: u64, flow: FlowFacts, out: &mut Out<'_>) {
+    while let Some(id) = app.take_done() {
+        if let Some(tx) = app.tx(id) {
+            out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, proto: app.proto, tx }));
+        }
     }
 }
 

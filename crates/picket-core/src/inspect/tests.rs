@@ -16,6 +16,7 @@ enum Seen {
     Alert { sid: u32, pcap_cnt: u64, blocked: bool, in_stream: bool },
     Drop { pcap_cnt: u64, reason: &'static str },
     Flow { alerted: bool, pkts: u64 },
+    Tx { id: u64, pcap_cnt: u64, proto: &'static str, detail: String },
 }
 
 #[derive(Default)]
@@ -29,6 +30,16 @@ impl EventSink for Collect {
             }
             Event::Drop(d) => Seen::Drop { pcap_cnt: d.wire.meta.pcap_cnt, reason: d.reason },
             Event::Flow(rec) => Seen::Flow { alerted: rec.ext.alerted, pkts: rec.pkts_toserver + rec.pkts_toclient },
+            Event::Transaction(t) => Seen::Tx {
+                id: t.tx.id(),
+                pcap_cnt: t.pcap_cnt,
+                proto: t.proto.map_or("?", |p| p.name()),
+                detail: match t.tx {
+                    AppTx::Http(h) => format!("{} {:?}", String::from_utf8_lossy(&h.uri_raw), h.status_code),
+                    AppTx::Dns(d) => format!("dns {}", d.tx_id),
+                    AppTx::Tls(_) => "tls".into(),
+                },
+            },
         };
         self.0.push((key, seen));
     }
@@ -147,4 +158,36 @@ fn stream_matches_carry_the_held_stream_and_flow_end_is_reported() {
     assert_eq!(alerts.len(), 1, "{:?}", sink.0);
     assert!(matches!(alerts[0], Seen::Alert { sid: 2, in_stream: true, blocked: false, .. }), "{:?}", alerts[0]);
     assert!(matches!(sink.0.last(), Some((SHUTDOWN_KEY, Seen::Flow { alerted: true, pkts: 5 }))), "{:?}", sink.0.last());
+}
+
+/// Feeds one HTTP/1.1 session with two requests, the second never answered.
+fn http_session() -> Vec<Vec<u8>> {
+    let req1 = b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n";
+    let resp1 = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let req2 = b"GET /two HTTP/1.1\r\nHost: x\r\n\r\n";
+    let (c, s) = (101u32, 501u32);
+    vec![
+        tcp(true, 100, 0, true, b""),
+        tcp(false, 500, 101, true, b""),
+        tcp(true, c, s, false, b""),
+        tcp(true, c, s, false, req1),
+        tcp(false, s, c + req1.len() as u32, false, resp1),
+        tcp(true, c + req1.len() as u32, s + resp1.len() as u32, false, req2),
+        tcp(false, s + resp1.len() as u32, c + (req1.len() + req2.len()) as u32, false, b""),
+    ]
+}
+
+#[test]
+fn transactions_are_reported_once_when_done_and_open_ones_at_flow_end() {
+    let mut insp = inspector("alert http any any -> any any (http.uri; content:\"/nothing\"; sid:3;)\n", false);
+    let mut sink = Collect::default();
+    feed(&mut insp, &http_session(), &mut sink);
+    insp.finish(&mut sink);
+    let txs: Vec<&Seen> = sink.0.iter().map(|(_, s)| s).filter(|s| matches!(s, Seen::Tx { .. })).collect();
+    assert_eq!(txs.len(), 2, "{:?}", sink.0);
+    // IDS mode: the response is parsed once the client acks it (packet 6).
+    assert!(matches!(txs[0], Seen::Tx { id: 0, proto: "http", detail, .. } if detail == "/one Some(200)"), "{:?}", txs[0]);
+    assert!(matches!(txs[1], Seen::Tx { id: 1, pcap_cnt: 0, proto: "http", detail, .. } if detail == "/two None"), "{:?}", txs[1]);
+    let last_two: Vec<&Seen> = sink.0.iter().rev().take(2).map(|(_, s)| s).collect();
+    assert!(matches!(last_two[0], Seen::Flow { .. }) && matches!(last_two[1], Seen::Tx { id: 1, .. }), "open tx reported before its flow ends");
 }

@@ -35,6 +35,7 @@ impl AppParser for DnsFlow {
         cx.counters.dns.tx_tcp += next - first_new;
         for id in first_new..next {
             cx.progressed(dir, id);
+            cx.done(id);
         }
     }
 
@@ -47,6 +48,7 @@ impl AppParser for DnsFlow {
         if let Some(id) = self.state.parse_udp(dir, datagram, &mut cx.counters.dns.parser) {
             cx.counters.dns.tx_udp += 1;
             cx.progressed(dir, id);
+            cx.done(id);
         }
     }
 

@@ -12,15 +12,25 @@ pub(crate) fn new_flow(config: HttpConfig, cx: &mut AppCtx<'_>) -> Box<dyn AppPa
 
 impl AppParser for HttpParser {
     fn on_data(&mut self, dir: Direction, data: &[u8], cx: &mut AppCtx<'_>) {
-        HttpParser::on_data(self, dir, data, &mut |ev| note_event(cx, ev));
+        let mut finished = Vec::new();
+        HttpParser::on_data(self, dir, data, &mut |ev| note_event(cx, ev, &mut finished));
+        report_done(self, &finished, cx);
     }
 
     fn on_gap(&mut self, dir: Direction, len: u64, cx: &mut AppCtx<'_>) {
-        HttpParser::on_gap(self, dir, len, &mut |ev| note_event(cx, ev));
+        let mut finished = Vec::new();
+        HttpParser::on_gap(self, dir, len, &mut |ev| note_event(cx, ev, &mut finished));
+        report_done(self, &finished, cx);
     }
 
+    /// Messages that run until close complete now; the transactions still open are done too.
     fn on_close(&mut self, cx: &mut AppCtx<'_>) {
-        HttpParser::on_close(self, &mut |ev| note_event(cx, ev));
+        let mut finished = Vec::new();
+        HttpParser::on_close(self, &mut |ev| note_event(cx, ev, &mut finished));
+        report_done(self, &finished, cx);
+        for tx in self.txs().filter(|t| !t.is_complete()) {
+            cx.done(tx.id);
+        }
     }
 
     fn tx(&self, id: u64) -> Option<AppTx<'_>> {
@@ -37,7 +47,19 @@ impl AppParser for HttpParser {
     }
 }
 
-fn note_event(cx: &mut AppCtx<'_>, ev: HttpEvent) {
+/// Transactions whose request or response completed are done once both are.
+fn report_done(parser: &HttpParser, finished: &[u64], cx: &mut AppCtx<'_>) {
+    for &id in finished {
+        if parser.tx(id).is_some_and(|t| t.is_complete()) {
+            cx.done(id);
+        }
+    }
+}
+
+fn note_event(cx: &mut AppCtx<'_>, ev: HttpEvent, finished: &mut Vec<u64>) {
+    if let HttpEvent::RequestComplete { tx } | HttpEvent::ResponseComplete { tx } = ev {
+        finished.push(tx);
+    }
     let (dir, tx) = match ev {
         HttpEvent::RequestLine { tx } => {
             cx.counters.http_tx += 1;

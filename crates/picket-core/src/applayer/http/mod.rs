@@ -360,7 +360,7 @@ impl HttpTx {
         out.extend_from_slice(b"\r\n");
     }
 
-    /// `urilen` is the length of the normalised (or raw) URI.
+    /// Both the request and the response are complete.
     pub fn is_complete(&self) -> bool {
         self.request_progress == Progress::Complete && self.response_progress == Progress::Complete
     }

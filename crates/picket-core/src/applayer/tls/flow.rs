@@ -19,9 +19,20 @@ impl AppParser for TlsState {
             return;
         }
         let before = TlsProgress::of(self, dir);
+        let was_done = self.handshake_done();
         self.parse(dir, data, &mut cx.counters.tls);
         if TlsProgress::of(self, dir) != before {
             cx.progressed(dir, TLS_TX_ID);
+        }
+        if !was_done && self.handshake_done() {
+            cx.done(TLS_TX_ID);
+        }
+    }
+
+    /// A session whose handshake never finished is done when the flow ends.
+    fn on_close(&mut self, cx: &mut AppCtx<'_>) {
+        if !self.handshake_done() && (self.client_hello().is_some() || self.server_hello().is_some()) {
+            cx.done(TLS_TX_ID);
         }
     }
 
