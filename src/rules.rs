@@ -96,7 +96,7 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
         read_rules_file(&mut load, f, &vars);
     }
     let classification = match &settings.classification_file {
-        Some(path) if path.is_file() => read_config_file(path, |name, text| ClassificationTable::parse(name, text), &mut warnings),
+        Some(path) if path.is_file() => read_config_file(path, ClassificationTable::parse, &mut warnings),
         Some(path) => {
             warnings.push(format!("classification file {} not found, using the built-in classifications", path.display()));
             ClassificationTable::default()

@@ -11,6 +11,11 @@ use picket::detect::rule::{RuleSetLoad, RuleVars};
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// Sorted endpoints and protocol.
+type FlowKey = ([u8; 16], [u8; 16], u16, u16, u8);
+/// Client address/port, both sides seen, detection state, flow id.
+type FlowSlot = (([u8; 16], u16), bool, DetectFlow, u64);
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -47,7 +52,7 @@ fn bench_et_open_on_pcap() {
     let mut ctx = engine.new_ctx();
     let opts = DecodeOptions { validate_checksums: false, ..DecodeOptions::default() };
     // Flow key (sorted endpoints) -> (client address/port, both sides seen, state, id).
-    let mut flows: HashMap<([u8; 16], [u8; 16], u16, u16, u8), (([u8; 16], u16), bool, DetectFlow, u64)> = HashMap::new();
+    let mut flows: HashMap<FlowKey, FlowSlot> = HashMap::new();
     let mut alerts = Vec::new();
     let mut n = 0u64;
     let mut alert_count = 0u64;

@@ -13,7 +13,9 @@ fn check_capture(path: &Path, workers: usize) -> usize {
     let Ok(mut source) = open_offline(path) else { return 0 };
     let mut policy = make_policy(PolicyKind::Flow);
     let opts = DecodeOptions { validate_checksums: false, ..DecodeOptions::default() };
-    let mut owner: HashMap<([u8; 16], u16, [u8; 16], u16, u8, [u16; 2]), usize> = HashMap::new();
+    // (source, source port, destination, destination port, protocol, VLANs) -> worker.
+    type Endpoints = ([u8; 16], u16, [u8; 16], u16, u8, [u16; 2]);
+    let mut owner: HashMap<Endpoints, usize> = HashMap::new();
     while let Ok(Some(raw)) = source.next_packet() {
         let w = policy.pick(raw.link, raw.data, workers);
         assert!(w < workers);

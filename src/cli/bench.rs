@@ -67,13 +67,13 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         source.byte_len() as f64 / 1e6,
         args.repeat
     );
-    println!("{:<10} {:>14} {:>10} {:>12}  {}", "mode", "packets/s", "Gbit/s", "wall s", "per-worker share %");
+    println!("{:<10} {:>14} {:>10} {:>12}  per-worker share %", "mode", "packets/s", "Gbit/s", "wall s");
     for spec in &args.workers {
         let (single, workers) = match spec.as_str() {
             "single" => (true, 1),
             n => (false, n.parse::<usize>().map_err(|_| CliError(format!("--workers: '{n}' is not a number or 'single'")))?),
         };
-        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), eve: base.options.eve.clone(), defrag: base.options.defrag.clone(), bpf_filter: base.options.bpf_filter.clone() };
+        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), eve: base.options.eve.clone(), defrag: base.options.defrag, bpf_filter: base.options.bpf_filter.clone() };
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {
             source.reset();

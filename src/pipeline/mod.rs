@@ -103,7 +103,7 @@ struct Reader {
 impl Reader {
     fn new(opts: &RunOptions) -> Self {
         Reader {
-            defrag: opts.defrag.clone().map(Defragmenter::new),
+            defrag: opts.defrag.map(Defragmenter::new),
             rebuilt: Vec::new(),
             last_expiry_sec: 0,
             bpf: opts.bpf_filter.clone(),

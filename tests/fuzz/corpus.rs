@@ -208,7 +208,7 @@ pub fn packet_seeds() -> Vec<Vec<u8>> {
             seed.extend_from_slice(&p.data);
             out.push(seed);
             if link == LinkType::Ethernet && i % 8 == 0 && p.data.len() > 14 {
-                out.extend(reframe(&p.data).into_iter());
+                out.extend(reframe(&p.data));
             }
         }
     }
@@ -242,10 +242,13 @@ fn reframe(frame: &[u8]) -> Vec<Vec<u8>> {
         with(LinkType::LinuxSll2, &sll2),
         with(LinkType::Null, &af.to_le_bytes()),
         with(LinkType::Loop, &af.to_be_bytes()),
-        with(LinkType::Ppp, &[0xff, 0x03, if v6 { 0x00 } else { 0x00 }, if v6 { 0x57 } else { 0x21 }]),
+        with(LinkType::Ppp, &[0xff, 0x03, 0x00, if v6 { 0x57 } else { 0x21 }]),
         with(LinkType::CiscoHdlc, &[0x0f, 0x00, ethertype[0], ethertype[1]]),
     ]
 }
+
+/// An address as 16 bytes (IPv4 v4-mapped).
+type Addr = [u8; 16];
 
 /// One record of a session: data in a direction, or a gap of `len` bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -329,7 +332,7 @@ pub fn session_seeds(kind: SessionKind) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for cap in &corpus().captures {
         let link = LinkType::from_pcap(cap.linktype);
-        let mut flows: HashMap<([u8; 16], [u8; 16], u16, u16, u8), Vec<Rec>> = HashMap::new();
+        let mut flows: HashMap<(Addr, Addr, u16, u16, u8), Vec<Rec>> = HashMap::new();
         let mut order = Vec::new();
         for p in &cap.packets {
             let d = decode(link, &p.data, &opts);

@@ -122,13 +122,18 @@ fn run_caught(check: &dyn Fn(&[u8]) -> Result<(), String>, input: &[u8]) -> Resu
     }
 }
 
+/// Makes an input from the seeds.
+pub type Mutator = dyn Fn(&mut Rng, &[Vec<u8>]) -> Vec<u8>;
+/// Runs an input; `Err` describes a broken invariant.
+pub type Checker = dyn Fn(&[u8]) -> Result<(), String>;
+
 /// A fuzz target: the seeds, how to derive a new input from them, and the check (which
 /// must not panic and returns `Err` when an invariant does not hold).
 pub struct Target<'a> {
     pub name: &'static str,
     pub seeds: Vec<Vec<u8>>,
-    pub mutate: &'a dyn Fn(&mut Rng, &[Vec<u8>]) -> Vec<u8>,
-    pub check: &'a dyn Fn(&[u8]) -> Result<(), String>,
+    pub mutate: &'a Mutator,
+    pub check: &'a Checker,
 }
 
 struct Failure {

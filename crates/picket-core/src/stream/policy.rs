@@ -125,7 +125,7 @@ impl HostOsPolicy {
             }
         }
         // Longest prefix first, so the first hit is the most specific one.
-        table.nets.sort_by(|a, b| b.1.cmp(&a.1));
+        table.nets.sort_by_key(|n| std::cmp::Reverse(n.1));
         (table, rejected)
     }
 

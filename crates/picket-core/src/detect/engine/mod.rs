@@ -767,7 +767,7 @@ fn matchers_memory(matchers: &[Arc<dyn MultiPatternMatcher>]) -> usize {
 
 /// Estimated memory of the compiled rules and the IP-only index.
 fn rules_memory(rules: &[CompiledRule], ip_only: &IpOnly) -> usize {
-    let mut memory = rules.len() * std::mem::size_of::<CompiledRule>();
+    let mut memory = std::mem::size_of_val(rules);
     memory += rules
         .iter()
         .map(|r| {
@@ -1102,10 +1102,8 @@ impl DetectEngine {
                     return None;
                 }
             }
-            if !matched {
-                if pkt.payload.is_empty() || !self.run_program(ctx, program, pkt.payload, 0) {
-                    return None;
-                }
+            if !matched && (pkt.payload.is_empty() || !self.run_program(ctx, program, pkt.payload, 0)) {
+                return None;
             }
         }
         if rule.inspects_app_layer() {

@@ -345,9 +345,7 @@ impl<'b, 's> Inspection<'b, 's> {
                 return if c.negated { self.next(program, i) } else { Outcome::NoMatch };
             }
             let window = &self.buf[offset as usize..depth as usize];
-            let found = if c.endswith && depth < buf_len {
-                None
-            } else if c.needle.bytes.len() > window.len() {
+            let found = if (c.endswith && depth < buf_len) || c.needle.bytes.len() > window.len() {
                 None
             } else {
                 c.needle.find(window)

@@ -101,6 +101,9 @@ pub(crate) struct ByteRead {
     pub bitmask: Option<u32>,
 }
 
+// Ops are stored by value in a program's `Vec` and walked on every candidate rule: boxing
+// the large variants would put a pointer chase on that path, for memory that is per rule.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum PayloadOp {
     Content(ContentOp),
     Pcre(PcreOp),

@@ -166,7 +166,7 @@ alert udp any any -> any any (msg:"math"; byte_math:bytes 1,offset 0,oper +,rval
     assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\xAA\x00\x01\x00Zx")), vec![4, 5]);
     // byte_extract: first byte 4 -> "Q" must be in [1, 5).
     assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x04xxQ")), vec![6]);
-    assert!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x02xxQ")).contains(&6) == false);
+    assert!(!sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x02xxQ")).contains(&6));
     // byte_math: 2 + 1 = 3 equals the second byte.
     assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"\x02\x03")), vec![7]);
 }

@@ -333,12 +333,11 @@ fn decode_strict(data: &[u8], out: &mut Vec<u8>) -> bool {
         }
     }
     // The bits after the last full byte must be zero (canonical encoding).
-    let last_bits_zero = match pad {
+    match pad {
         1 => base64_value(data[data.len() - 2]).is_some_and(|v| v & 0x03 == 0),
         2 => base64_value(data[data.len() - 3]).is_some_and(|v| v & 0x0f == 0),
         _ => true,
-    };
-    last_bits_zero
+    }
 }
 
 /// Reads decompressed output up to `max_size` bytes; a corrupt stream keeps what came out

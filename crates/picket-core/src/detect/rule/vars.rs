@@ -648,15 +648,14 @@ impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
         let vars = self.vars;
         let result = {
             let mut inner = GroupParser::<K>::new(value, vars, self.stack);
-            let r = inner.parse_item(depth + 1).and_then(|(neg, set)| {
+            inner.parse_item(depth + 1).and_then(|(neg, set)| {
                 inner.skip_ws();
                 if inner.pos != value.len() {
                     Err(GroupError::BadVariable { name: name.to_string(), value: value.to_string() })
                 } else {
                     Ok(if neg { K::complement(&set) } else { set })
                 }
-            });
-            r
+            })
         };
         self.stack.pop();
         result
