@@ -37,8 +37,11 @@ use picket::settings::ChecksumMode;
 use picket::output::sink::LogSink;
 use picket::output::json::JsonObject;
 use picket::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
+use picket::flow::tcp::{TcpConfig, TcpSession};
+use picket::flow::TcpSegment;
 use picket::stream::{
-    AppData, Direction, OverlapPolicy, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly,
+    AppData, Direction, OverlapPolicy, ReassemblyMemory, Segment, SegmentOutcome, StreamConfig, TcpFlags,
+    TcpReassembly,
 };
 
 /// Reads fuzz input as a sequence of small decisions; past the end it yields zeros, so
@@ -249,7 +252,27 @@ fn defrag() {
 
 // ---------------------------------------------------------------- TCP reassembly
 
-fn stream_config(b: &mut Bytes<'_>) -> (StreamConfig, u64) {
+/// The flow's TCP session and its reassembly, fed as the inspector feeds them: the session
+/// first, then reassembly reading the updated session. `dir` is taken as the session's
+/// role as given (a role swap the session asks for is not applied: more combinations).
+struct TcpFlow {
+    session: TcpSession,
+    r: TcpReassembly,
+}
+
+impl TcpFlow {
+    fn new(cfg: StreamConfig) -> Self {
+        TcpFlow { session: TcpSession::default(), r: TcpReassembly::new(cfg) }
+    }
+
+    fn on_segment(&mut self, dir: Direction, seg: &Segment<'_>, tcp: TcpConfig, mem: &mut ReassemblyMemory) -> SegmentOutcome {
+        let flow_seg = TcpSegment { flags: seg.flags.0, seq: seg.seq, ack: seg.ack, window: seg.window };
+        self.session.on_segment(&flow_seg, seg.payload.len() as u32, dir == Direction::ToServer, tcp);
+        self.r.on_segment(dir, seg, self.session.stream(), mem)
+    }
+}
+
+fn stream_config(b: &mut Bytes<'_>) -> (StreamConfig, TcpConfig, u64) {
     let c = b.u8();
     let d = b.u8();
     let policies = ["bsd", "linux", "old-linux", "first", "last", "windows", "vista", "solaris", "hpux10", "macos"];
@@ -258,15 +281,15 @@ fn stream_config(b: &mut Bytes<'_>) -> (StreamConfig, u64) {
         depth: [0, 64, 1000, 1024 * 1024][(c & 3) as usize],
         policy,
         inline: c & 4 != 0,
-        midstream: c & 8 != 0,
         async_oneside: c & 16 != 0,
         toserver_chunk_size: [1, 16, 300, 2560][(d >> 4 & 3) as usize],
         toclient_chunk_size: [1, 16, 300, 2560][(d >> 6) as usize],
         lookback: if c & 32 != 0 { 8 } else { 0 },
         app_layer: c & 64 != 0,
     };
+    let tcp = TcpConfig { midstream: c & 8 != 0, async_oneside: c & 16 != 0, reassembly_depth: cfg.depth };
     let memcap = if c & 128 != 0 { 600 } else { 64 * 1024 };
-    (cfg, memcap)
+    (cfg, tcp, memcap)
 }
 
 /// Per-flow stream bytes are a fixed function of the offset, so retransmissions carry the
@@ -289,9 +312,9 @@ fn check_chunk(c: &picket::stream::StreamChunk<'_>) -> Result<(), String> {
 /// both directions, inspection and app-layer consumption at any point.
 fn check_stream(input: &[u8]) -> Result<(), String> {
     let mut b = Bytes(input);
-    let (cfg, memcap) = stream_config(&mut b);
+    let (cfg, tcp, memcap) = stream_config(&mut b);
     let mut mem = ReassemblyMemory::new(memcap);
-    let mut flows = [TcpReassembly::new(cfg), TcpReassembly::new(cfg)];
+    let mut flows = [TcpFlow::new(cfg), TcpFlow::new(cfg)];
     let isn = [b.u32(), b.u32()];
     let mut steps = 0;
     while !b.is_empty() && steps < 2000 {
@@ -300,7 +323,7 @@ fn check_stream(input: &[u8]) -> Result<(), String> {
         let f = (op >> 7) as usize;
         let dir = if op & 0x40 != 0 { Direction::ToClient } else { Direction::ToServer };
         let di = dir.index();
-        let flow = &mut flows[f];
+        let TcpFlow { r: flow, .. } = &mut flows[f];
         match op & 7 {
             0..=3 => {
                 let flags = TcpFlags(b.u8() & 0x1f | if op & 0x20 != 0 { TcpFlags::ACK } else { 0 });
@@ -312,7 +335,7 @@ fn check_stream(input: &[u8]) -> Result<(), String> {
                 let differ = op & 3 == 3;
                 let payload: Vec<u8> = (0..len as u64).map(|i| stream_byte(di, base + i) ^ if differ { 0x55 } else { 0 }).collect();
                 let seg = Segment { seq, ack, flags, window: 65535, payload: &payload };
-                flow.on_segment(dir, &seg, &mut mem);
+                flows[f].on_segment(dir, &seg, tcp, &mut mem);
             }
             4 => {
                 let mut err = Ok(());
@@ -337,7 +360,7 @@ fn check_stream(input: &[u8]) -> Result<(), String> {
         }
         ensure(mem.used() <= memcap, || format!("reassembly memory {} over memcap {memcap}", mem.used()))?;
     }
-    for flow in &mut flows {
+    for TcpFlow { r: flow, .. } in &mut flows {
         flow.close();
         for dir in [Direction::ToServer, Direction::ToClient] {
             let mut err = Ok(());
@@ -350,7 +373,7 @@ fn check_stream(input: &[u8]) -> Result<(), String> {
         }
     }
     ensure(mem.peak() <= memcap, || format!("peak {} over memcap {memcap}", mem.peak()))?;
-    for flow in &mut flows {
+    for TcpFlow { r: flow, .. } in &mut flows {
         flow.release(&mut mem);
     }
     ensure(mem.used() == 0, || format!("{} bytes still charged after both flows were released", mem.used()))
@@ -405,12 +428,13 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
     }
 
     let mut mem = ReassemblyMemory::new(1 << 30);
-    let mut r = TcpReassembly::new(cfg);
+    let mut flow = TcpFlow::new(cfg);
+    let tcp = TcpConfig { reassembly_depth: cfg.depth, ..TcpConfig::default() };
     let server_isn = 7_000u32;
     let syn = |seq, ack, flags| Segment { seq, ack, flags: TcpFlags(flags), window: 65535, payload: &[] };
-    r.on_segment(Direction::ToServer, &syn(isn, 0, TcpFlags::SYN), &mut mem);
-    r.on_segment(Direction::ToClient, &syn(server_isn, isn.wrapping_add(1), TcpFlags::SYN | TcpFlags::ACK), &mut mem);
-    r.on_segment(Direction::ToServer, &syn(isn.wrapping_add(1), server_isn.wrapping_add(1), TcpFlags::ACK), &mut mem);
+    flow.on_segment(Direction::ToServer, &syn(isn, 0, TcpFlags::SYN), tcp, &mut mem);
+    flow.on_segment(Direction::ToClient, &syn(server_isn, isn.wrapping_add(1), TcpFlags::SYN | TcpFlags::ACK), tcp, &mut mem);
+    flow.on_segment(Direction::ToServer, &syn(isn.wrapping_add(1), server_isn.wrapping_add(1), TcpFlags::ACK), tcp, &mut mem);
 
     // What detection saw: every chunk's bytes must be the original ones at that offset, the
     // new parts together must cover the stream, and in IDS mode they come in order.
@@ -461,16 +485,17 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
             window: 65535,
             payload: &stream[*start..*end],
         };
-        r.on_segment(Direction::ToServer, &seg, &mut mem);
-        collect(&mut r, &mut mem, &mut covered, &mut progress, &mut app)?;
+        flow.on_segment(Direction::ToServer, &seg, tcp, &mut mem);
+        collect(&mut flow.r, &mut mem, &mut covered, &mut progress, &mut app)?;
     }
     // The server acknowledges everything, then the client sends one more empty ACK, which
     // is when IDS mode inspects.
-    r.on_segment(Direction::ToClient, &syn(server_isn.wrapping_add(1), isn.wrapping_add(1 + len as u32), TcpFlags::ACK), &mut mem);
-    r.on_segment(Direction::ToServer, &syn(isn.wrapping_add(1 + len as u32), server_isn.wrapping_add(1), TcpFlags::ACK), &mut mem);
-    collect(&mut r, &mut mem, &mut covered, &mut progress, &mut app)?;
+    flow.on_segment(Direction::ToClient, &syn(server_isn.wrapping_add(1), isn.wrapping_add(1 + len as u32), TcpFlags::ACK), tcp, &mut mem);
+    flow.on_segment(Direction::ToServer, &syn(isn.wrapping_add(1 + len as u32), server_isn.wrapping_add(1), TcpFlags::ACK), tcp, &mut mem);
+    let r = &mut flow.r;
+    collect(r, &mut mem, &mut covered, &mut progress, &mut app)?;
     r.close();
-    collect(&mut r, &mut mem, &mut covered, &mut progress, &mut app)?;
+    collect(r, &mut mem, &mut covered, &mut progress, &mut app)?;
     r.release(&mut mem);
     ensure(mem.used() == 0, || format!("{} bytes charged after release", mem.used()))?;
     let missing = covered.iter().filter(|c| !**c).count();

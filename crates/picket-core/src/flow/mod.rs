@@ -252,6 +252,10 @@ pub struct FlowConfig {
     pub midstream: bool,
     /// Accept a handshake where only the client side is visible (`stream.async-oneside`).
     pub async_oneside: bool,
+    /// `stream.reassembly.depth` (0: unlimited): the TCP session's view for stream
+    /// reassembly ([`tcp::StreamView`]) keeps reassembly's sequence bookkeeping, which stops
+    /// at the depth. Give it the value reassembly uses.
+    pub reassembly_depth: u64,
 }
 
 impl Default for FlowConfig {
@@ -264,6 +268,7 @@ impl Default for FlowConfig {
             emergency_timeouts: FlowTimeouts::suricata_emergency_default(),
             midstream: false,
             async_oneside: false,
+            reassembly_depth: 1024 * 1024,
         }
     }
 }

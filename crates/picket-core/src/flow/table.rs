@@ -30,8 +30,9 @@ use super::counters::FlowCounters;
 use super::hash::{flow_id, key_hash};
 use super::tcp::{TcpConfig, TcpSession};
 use super::{
-    is_icmp, FiveTuple, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord, FlowState,
-    FlowTimeouts, PacketVerdict, TcpRecord, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
+    is_icmp, FiveTuple, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord,
+    FlowState, FlowTimeouts, PacketVerdict, TcpRecord, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP,
+    IPPROTO_UDP,
 };
 use crate::packet::Timestamp;
 
@@ -181,6 +182,7 @@ impl<E: Default> FlowTable<E> {
             tcp_config: TcpConfig {
                 midstream: config.midstream,
                 async_oneside: config.async_oneside,
+                reassembly_depth: config.reassembly_depth,
             },
             index: HashTable::with_capacity(prealloc),
             slots: Vec::with_capacity(prealloc),

@@ -16,6 +16,33 @@
 //! Midstream pickup (`midstream = true`): a session whose first packet carries ACK is taken
 //! as established; a first SYN/ACK starts in syn_recv with the roles swapped so the SYN/ACK
 //! sender is the server. With midstream off such flows stay in state none ("new").
+//!
+//! # One owner, two views
+//!
+//! [`TcpSession`] is the only place TCP session state lives and is updated: stream
+//! reassembly ([`crate::stream`]) keeps none and reads [`TcpSession::stream`], a
+//! [`StreamView`] that the same [`TcpSession::on_segment`] call maintains. The flow's
+//! view above drives timeouts, eve's `flow.state`/`tcp.state`, `flow:established`, port
+//! reuse and the stream events. The stream view decides what reassembly needs: whether
+//! the session is tracked at all, where each direction's stream starts (the only copy of
+//! the base sequence numbers) and when it is closing (which flushes raw inspection).
+//!
+//! The stream view keeps the rules reassembly has always applied. They differ from the
+//! flow's view in corner cases, and putting reassembly on the flow's rules changes which
+//! alerts fire and on which packet (seen on the conformance suite's TCP Fast Open
+//! captures and a FIN during SYN_RECV), so the difference stays, explicitly. The
+//! stream view:
+//! - does not check handshake ACK numbers: a SYN/ACK answering a TFO SYN also
+//!   acknowledges the SYN's data, which the flow's view rejects
+//!   (`3whs_synack_with_wrong_ack`) and Suricata's stream engine accepts;
+//! - starts the teardown on a FIN during SYN_RECV, as Suricata does (the flow's view
+//!   does not);
+//! - acts on the FIN/RST bits of segments the flow's view rejects as invalid flag
+//!   combinations (SYN+FIN, SYN+RST) and, with midstream pickup, picks a session up from
+//!   any first segment without RST (the flow's view needs an ACK without FIN);
+//! - counts a FIN as acknowledged once any plausible ACK passed it (the flow's view: the
+//!   ACK of the packet that moves the state), and goes CLOSING → CLOSED once both FINs
+//!   are acknowledged (the flow's view, like Suricata: CLOSING → TIME_WAIT → CLOSED).
 
 use super::{tcp_flags as f, FlowState, TcpSegment};
 
@@ -166,6 +193,8 @@ impl StreamEvent {
 pub struct TcpConfig {
     pub midstream: bool,
     pub async_oneside: bool,
+    /// `stream.reassembly.depth` (0: unlimited), for the [`StreamView`]'s bookkeeping.
+    pub reassembly_depth: u64,
 }
 
 /// Per-flow TCP session. "Client" is the flow's initiator.
@@ -181,6 +210,8 @@ pub struct TcpSession {
     /// The ACK number that acknowledges the client's FIN, once it sent one.
     client_fin_acked_by: Option<u32>,
     server_fin_acked_by: Option<u32>,
+    /// The session as stream reassembly sees it (see the module doc).
+    stream: StreamView,
 }
 
 /// Result of feeding one segment to [`TcpSession::on_segment`].
@@ -207,10 +238,32 @@ fn seq_ge(a: u32, b: u32) -> bool {
 }
 
 impl TcpSession {
+    /// The session as stream reassembly sees it: pass this to
+    /// [`crate::stream::TcpReassembly::on_segment`] after each segment.
+    #[inline]
+    pub fn stream(&self) -> &StreamView {
+        &self.stream
+    }
+
     /// Advances the session with one segment. `from_client` is the packet's direction
     /// before any role swap this call may request; when `swap_roles` is returned, the
-    /// session has already been updated as if the sender had the other role.
+    /// session has already been updated as if the sender had the other role (and so has
+    /// the stream view, which only sees the sender's final role).
     pub fn on_segment(
+        &mut self,
+        seg: &TcpSegment,
+        payload_len: u32,
+        from_client: bool,
+        cfg: TcpConfig,
+    ) -> TcpOutcome {
+        let out = self.advance(seg, payload_len, from_client, cfg);
+        self.stream
+            .on_segment(seg, payload_len, from_client != out.swap_roles, cfg);
+        out
+    }
+
+    /// The flow's view.
+    fn advance(
         &mut self,
         seg: &TcpSegment,
         payload_len: u32,
@@ -437,6 +490,280 @@ impl TcpSession {
     }
 }
 
+/// The session as stream reassembly sees it, kept by [`TcpSession`] (see the module doc
+/// for why its rules differ from the flow's view in corner cases). Read-only outside
+/// this module: reassembly takes from it whether the session is tracked, where each
+/// direction's stream starts and whether it is closing.
+///
+/// State names and order are Suricata's ([`TcpState`]). To tell when a FIN is
+/// acknowledged, it keeps the sequence bookkeeping reassembly does, in the same stream
+/// offsets (unwrapped against the highest offset seen, which stops at
+/// `reassembly.depth`): a FIN counts as acknowledged once a plausible ACK (not before the
+/// stream start, at most 2^30 past the data seen) or, in a one-sided capture, the data
+/// seen passes it. Offsets are 32-bit: with an unlimited depth, streams beyond 4 GiB wrap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamView {
+    state: TcpState,
+    /// The client's direction (to server), then the server's.
+    sides: [StreamSide; 2],
+}
+
+/// One direction of a [`StreamView`]. Offsets count from the stream start (`base_seq`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct StreamSide {
+    /// Sequence number of stream offset 0 (ISN + 1, or where a pickup starts the stream);
+    /// valid with [`StreamSide::BASE`], otherwise this direction is not reassembled.
+    base_seq: u32,
+    /// Highest right edge of the data seen, capped at the depth: the unwrapping reference.
+    next_off: u32,
+    /// Highest plausible offset acknowledged by the peer (with [`StreamSide::ACKED`]).
+    acked_off: u32,
+    /// Offset of the latest FIN, i.e. its sequence number (with [`StreamSide::FIN`]).
+    fin_off: u32,
+    /// Which of the above are set, and [`StreamSide::SEEN`].
+    has: u8,
+}
+
+/// Furthest an ACK or a segment may reach past the data seen: the largest scaled TCP
+/// window (reassembly's `MAX_AHEAD`).
+const MAX_AHEAD: i64 = 1 << 30;
+
+impl StreamSide {
+    const BASE: u8 = 1;
+    const ACKED: u8 = 2;
+    const FIN: u8 = 4;
+    /// A tracked segment came from this side.
+    const SEEN: u8 = 8;
+
+    fn base(&self) -> Option<u32> {
+        (self.has & Self::BASE != 0).then_some(self.base_seq)
+    }
+
+    fn init(&mut self, base_seq: u32) {
+        self.base_seq = base_seq;
+        self.has |= Self::BASE;
+    }
+
+    /// `seq` as a signed offset from the stream start, unwrapped against `next_off`.
+    fn offset_of(&self, seq: u32) -> i64 {
+        let reference = self.next_off;
+        let delta = seq.wrapping_sub(self.base_seq.wrapping_add(reference)) as i32 as i64;
+        reference as i64 + delta
+    }
+
+    /// Raises the acknowledged offset to `off`.
+    fn ack_to(&mut self, off: u32) {
+        if self.has & Self::ACKED == 0 || off > self.acked_off {
+            self.acked_off = off;
+            self.has |= Self::ACKED;
+        }
+    }
+
+    fn on_ack(&mut self, ack: u32) {
+        if self.has & Self::BASE == 0 {
+            return;
+        }
+        let off = self.offset_of(ack);
+        if off < 0 || off > self.next_off as i64 + MAX_AHEAD {
+            return;
+        }
+        self.ack_to(off as u32);
+    }
+
+    /// Data `[off, off + len)` arrived; reassembly keeps nothing from `depth` on (0:
+    /// unlimited) and ignores data beyond any TCP window.
+    fn on_data(&mut self, off: i64, len: u32, depth: u64) {
+        if off > self.next_off as i64 + MAX_AHEAD {
+            return;
+        }
+        let mut end = off + len as i64;
+        if depth > 0 {
+            if off >= depth as i64 {
+                return;
+            }
+            end = end.min(depth as i64);
+        }
+        if end > self.next_off as i64 {
+            self.next_off = end as u32;
+        }
+    }
+
+    fn fin_acked(&self) -> bool {
+        let both = Self::FIN | Self::ACKED;
+        self.has & both == both && self.acked_off > self.fin_off
+    }
+}
+
+impl StreamView {
+    /// Session states in Suricata's order.
+    #[inline]
+    pub fn state(&self) -> TcpState {
+        self.state
+    }
+
+    /// Whether reassembly tracks the session at all: a handshake was seen, or a midstream
+    /// pickup allowed.
+    #[inline]
+    pub fn is_tracked(&self) -> bool {
+        self.state != TcpState::None
+    }
+
+    /// Sequence number of stream offset 0 of the client's (`client == true`) or the
+    /// server's direction; `None` while that direction has no known start and is not
+    /// reassembled.
+    #[inline]
+    pub fn base_seq(&self, client: bool) -> Option<u32> {
+        self.sides[!client as usize].base()
+    }
+
+    /// Past TIME_WAIT (CLOSE_WAIT, LAST_ACK, CLOSING, CLOSED): raw inspection flushes
+    /// acknowledged data without waiting for a full chunk.
+    #[inline]
+    pub fn is_closing(&self) -> bool {
+        self.state > TcpState::TimeWait
+    }
+
+    /// One segment from the client (`from_client`, the sender's final role) or server.
+    fn on_segment(
+        &mut self,
+        seg: &TcpSegment,
+        payload_len: u32,
+        from_client: bool,
+        cfg: TcpConfig,
+    ) {
+        let flags = seg.flags;
+        let (d, o) = if from_client { (0, 1) } else { (1, 0) };
+        if !self.track_handshake(seg, d, o, cfg) {
+            return;
+        }
+        self.sides[d].has |= StreamSide::SEEN;
+        if flags & f::ACK != 0 {
+            self.sides[o].on_ack(seg.ack);
+        }
+        if self.sides[d].base().is_none() {
+            // Direction first seen after the handshake state was set up (e.g. midstream
+            // pickup from a packet without ACK): its first segment defines offset 0. Without
+            // pickup there is no trustworthy ISN for it, so it is not reassembled.
+            if !(cfg.midstream || cfg.async_oneside) || flags & f::RST != 0 {
+                self.track_close(flags, from_client);
+                return;
+            }
+            self.sides[d].init(seg.seq);
+        }
+        let side = &mut self.sides[d];
+        // SYN occupies one sequence number before the first data byte (TCP Fast Open data).
+        let data_seq = if flags & f::SYN != 0 {
+            seg.seq.wrapping_add(1)
+        } else {
+            seg.seq
+        };
+        let off = side.offset_of(data_seq);
+        if payload_len > 0 {
+            side.on_data(off, payload_len, cfg.reassembly_depth);
+        }
+        if flags & f::FIN != 0 && off >= 0 {
+            side.fin_off = (off + payload_len as i64) as u32;
+            side.has |= StreamSide::FIN;
+        }
+        // One-sided capture: while the peer is never seen, reassembly counts this side's
+        // contiguous data as acknowledged. Holes are not tracked here: the data seen
+        // counts, which only differs for a FIN below data seen past a hole.
+        if cfg.async_oneside && self.sides[o].has & StreamSide::SEEN == 0 {
+            let side = &mut self.sides[d];
+            let acked = if side.has & StreamSide::ACKED != 0 {
+                side.acked_off
+            } else {
+                0
+            };
+            side.ack_to(acked.max(side.next_off));
+        }
+        self.track_close(flags, from_client);
+    }
+
+    /// Handshake and pickup; returns false if the session is not tracked.
+    fn track_handshake(&mut self, seg: &TcpSegment, d: usize, o: usize, cfg: TcpConfig) -> bool {
+        let flags = seg.flags;
+        let syn = flags & f::SYN != 0;
+        let ack = flags & f::ACK != 0;
+        let from_client = d == 0;
+        match self.state {
+            TcpState::None => {
+                if syn && !ack {
+                    self.sides[d].init(seg.seq.wrapping_add(1));
+                    self.state = TcpState::SynSent;
+                } else if syn && ack {
+                    if !cfg.midstream {
+                        return false;
+                    }
+                    self.sides[d].init(seg.seq.wrapping_add(1));
+                    self.sides[o].init(seg.ack);
+                    self.state = TcpState::SynRecv;
+                } else {
+                    if !cfg.midstream || flags & f::RST != 0 {
+                        return false;
+                    }
+                    self.sides[d].init(seg.seq);
+                    if ack {
+                        self.sides[o].init(seg.ack);
+                    }
+                    self.state = TcpState::Established;
+                }
+            }
+            TcpState::SynSent => {
+                if syn && ack && !from_client {
+                    self.sides[d].init(seg.seq.wrapping_add(1));
+                    self.state = TcpState::SynRecv;
+                } else if !syn && ack && from_client && cfg.async_oneside {
+                    // The SYN/ACK was not captured: the client's ACK tells the server's ISN.
+                    self.sides[o].init(seg.ack);
+                    self.state = TcpState::Established;
+                }
+            }
+            TcpState::SynRecv if !syn && ack && from_client => {
+                self.state = TcpState::Established;
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// FIN/RST state changes.
+    fn track_close(&mut self, flags: u8, from_client: bool) {
+        if flags & f::RST != 0 {
+            if self.state >= TcpState::SynSent {
+                self.state = TcpState::Closed;
+            }
+            return;
+        }
+        let fin = flags & f::FIN != 0;
+        let client_fin_acked = self.sides[0].fin_acked();
+        let server_fin_acked = self.sides[1].fin_acked();
+        self.state = match self.state {
+            TcpState::SynRecv | TcpState::Established if fin => {
+                if from_client {
+                    TcpState::FinWait1
+                } else {
+                    TcpState::CloseWait
+                }
+            }
+            TcpState::FinWait1 if !from_client && fin => {
+                if client_fin_acked {
+                    TcpState::TimeWait
+                } else {
+                    TcpState::Closing
+                }
+            }
+            TcpState::FinWait1 if !from_client && client_fin_acked => TcpState::FinWait2,
+            TcpState::FinWait2 if !from_client && fin => TcpState::TimeWait,
+            TcpState::CloseWait if from_client && fin => TcpState::LastAck,
+            TcpState::LastAck if !from_client && client_fin_acked => TcpState::Closed,
+            TcpState::TimeWait if from_client && server_fin_acked => TcpState::Closed,
+            TcpState::Closing if client_fin_acked && server_fin_acked => TcpState::Closed,
+            s => s,
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,10 +771,12 @@ mod tests {
     const STRICT: TcpConfig = TcpConfig {
         midstream: false,
         async_oneside: false,
+        reassembly_depth: 0,
     };
     const MIDSTREAM: TcpConfig = TcpConfig {
         midstream: true,
         async_oneside: false,
+        reassembly_depth: 0,
     };
 
     fn seg(flags: u8, seq: u32, ack: u32) -> TcpSegment {
@@ -602,6 +931,7 @@ mod tests {
         let cfg = TcpConfig {
             midstream: false,
             async_oneside: true,
+            reassembly_depth: 0,
         };
         let mut s = TcpSession::default();
         s.on_segment(&seg(f::SYN, 100, 0), 0, true, cfg);
@@ -649,6 +979,86 @@ mod tests {
         );
         assert!(s.on_segment(&seg(0, 1, 0), 0, true, STRICT).invalid_flags);
         assert_eq!(s.state, TcpState::Established);
+    }
+
+    // The stream view (what reassembly reads) and where it deliberately differs from the
+    // flow's view: see the module doc.
+
+    #[test]
+    fn stream_view_follows_the_handshake_and_gives_stream_starts() {
+        let s = handshake();
+        let v = s.stream();
+        assert!(v.is_tracked() && !v.is_closing());
+        assert_eq!(v.state(), TcpState::Established);
+        assert_eq!(
+            (v.base_seq(true), v.base_seq(false)),
+            (Some(101), Some(501))
+        );
+
+        let mut picked = TcpSession::default();
+        picked.on_segment(&seg(f::ACK | f::PSH, 7_000, 9_000), 10, true, MIDSTREAM);
+        let v = picked.stream();
+        assert_eq!(
+            (v.base_seq(true), v.base_seq(false)),
+            (Some(7_000), Some(9_000))
+        );
+        let mut off = TcpSession::default();
+        off.on_segment(&seg(f::ACK | f::PSH, 7_000, 9_000), 10, true, STRICT);
+        assert!(!off.stream().is_tracked());
+    }
+
+    #[test]
+    fn stream_view_accepts_a_fast_open_synack() {
+        let mut s = TcpSession::default();
+        // 8 bytes of data on the SYN; the SYN/ACK acknowledges them too.
+        s.on_segment(&seg(f::SYN, 50, 0), 8, true, STRICT);
+        let out = s.on_segment(&seg(f::SYN | f::ACK, 60, 59), 0, false, STRICT);
+        assert_eq!(out.event, Some(StreamEvent::ThreeWhsSynackWithWrongAck));
+        assert_eq!(s.state, TcpState::SynSent);
+        assert_eq!(s.stream().state(), TcpState::SynRecv);
+        assert_eq!(s.stream().base_seq(false), Some(61));
+    }
+
+    #[test]
+    fn stream_view_starts_the_teardown_on_a_fin_in_syn_recv() {
+        let mut s = TcpSession::default();
+        s.on_segment(&seg(f::SYN | f::ACK, 500, 101), 0, true, MIDSTREAM);
+        // The SYN/ACK sender, the server after the role swap, sends its FIN before any
+        // client ACK.
+        s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 0, false, MIDSTREAM);
+        assert_eq!(s.state, TcpState::SynRecv);
+        assert_eq!(s.stream().state(), TcpState::CloseWait);
+        assert!(s.stream().is_closing());
+    }
+
+    #[test]
+    fn stream_view_closes_a_simultaneous_close_without_time_wait() {
+        let mut s = handshake();
+        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 0, true, STRICT);
+        s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 0, false, STRICT);
+        assert_eq!(
+            (s.state, s.stream().state()),
+            (TcpState::Closing, TcpState::Closing)
+        );
+        s.on_segment(&seg(f::ACK, 502, 102), 0, false, STRICT);
+        assert_eq!(
+            (s.state, s.stream().state()),
+            (TcpState::TimeWait, TcpState::Closing)
+        );
+        s.on_segment(&seg(f::ACK, 102, 502), 0, true, STRICT);
+        assert_eq!(
+            (s.state, s.stream().state()),
+            (TcpState::Closed, TcpState::Closed)
+        );
+    }
+
+    #[test]
+    fn stream_view_acts_on_invalid_flag_combinations() {
+        let mut s = handshake();
+        let out = s.on_segment(&seg(f::SYN | f::RST, 101, 0), 0, true, STRICT);
+        assert!(out.invalid_flags);
+        assert_eq!(s.state, TcpState::Established);
+        assert_eq!(s.stream().state(), TcpState::Closed);
     }
 
     #[test]

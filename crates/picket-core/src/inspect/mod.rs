@@ -89,6 +89,7 @@ impl InspectSettings {
             emergency_timeouts: timeouts(true),
             midstream,
             async_oneside: engine.async_oneside,
+            reassembly_depth: engine.stream_reassembly_depth,
             ..FlowConfig::default()
         };
         let stream = StreamConfig {
@@ -99,7 +100,6 @@ impl InspectSettings {
                 // Suricata's `auto`: inline when acting as an IPS.
                 StreamInline::Auto => simulate_ips,
             },
-            midstream,
             async_oneside: engine.async_oneside,
             ..StreamConfig::default()
         };
@@ -318,7 +318,7 @@ impl Inspector {
             let stages = &self.stages;
             let reassembly = stream.get_or_insert_with(|| stages.new_reassembly(flow));
             let seg = Segment { seq: t.seq(), ack: t.ack(), flags: TcpFlags(t.flags()), window: t.window(), payload: d.payload };
-            let outcome = reassembly.on_segment(dir, &seg, &mut self.stream_mem);
+            let outcome = reassembly.on_segment(dir, &seg, flow.tcp.stream(), &mut self.stream_mem);
             wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
             facts.info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
             facts.info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];

@@ -84,16 +84,14 @@ pub(crate) struct InsertDetail {
 #[derive(Debug)]
 pub(crate) struct StreamHalf {
     pub policy: OverlapPolicy,
+    /// The flow's session gives this direction a start ([`crate::flow::tcp::TcpSession::base_seq`],
+    /// which is where sequence numbers are converted from); updated on every segment.
     pub initialized: bool,
-    /// Sequence number of stream offset 0 (ISN + 1, or the first seen byte mid-stream).
-    base_seq: u32,
     /// Highest right edge of data seen (or of the FIN); reference for unwrapping sequences.
     pub next_off: u64,
     /// Offset acknowledged by the peer (may pass `next_off` by one for the FIN).
     pub last_ack_off: u64,
     pub ack_seen: bool,
-    /// Offset of the FIN (its sequence number), if one was seen.
-    pub fin_off: Option<u64>,
     /// Bytes before this offset are freed; segments there are ignored.
     pub left: u64,
     blocks: Vec<Block>,
@@ -123,11 +121,9 @@ impl StreamHalf {
         StreamHalf {
             policy,
             initialized: false,
-            base_seq: 0,
             next_off: 0,
             last_ack_off: 0,
             ack_seen: false,
-            fin_off: None,
             left: 0,
             blocks: Vec::new(),
             records: VecDeque::new(),
@@ -144,18 +140,14 @@ impl StreamHalf {
         }
     }
 
-    /// Sets the sequence number of stream offset 0.
-    pub fn init(&mut self, base_seq: u32) {
-        self.initialized = true;
-        self.base_seq = base_seq;
-    }
-
-    /// Converts a 32-bit sequence number into a signed stream offset, choosing the
-    /// unwrapping closest to the highest offset seen so far. Streams longer than 4 GiB and
-    /// sequence wrap-around are both handled because only the distance (< 2^31) matters.
-    pub fn offset_of(&self, seq: u32) -> i64 {
+    /// Converts a 32-bit sequence number into a signed stream offset, given the sequence
+    /// number of offset 0, choosing the unwrapping closest to the highest offset seen so
+    /// far. Streams longer than 4 GiB and sequence wrap-around are both handled because
+    /// only the distance (< 2^31) matters.
+    #[inline]
+    pub fn offset_of(&self, seq: u32, base_seq: u32) -> i64 {
         let reference = self.next_off;
-        let reference_seq = self.base_seq.wrapping_add(reference as u32);
+        let reference_seq = base_seq.wrapping_add(reference as u32);
         let delta = seq.wrapping_sub(reference_seq) as i32 as i64;
         reference as i64 + delta
     }
@@ -173,12 +165,9 @@ impl StreamHalf {
         }
     }
 
-    /// Records the peer's acknowledgement of this direction.
-    pub fn on_ack(&mut self, ack: u32) {
-        if !self.initialized {
-            return;
-        }
-        let off = self.offset_of(ack);
+    /// Records the peer's acknowledgement of this direction (whose offset 0 is `base_seq`).
+    pub fn on_ack(&mut self, ack: u32, base_seq: u32) {
+        let off = self.offset_of(ack, base_seq);
         if off < 0 {
             return;
         }

@@ -29,8 +29,6 @@ pub struct ReassemblyCounters {
     pub overlap: u64,
     /// `tcp.overlap_diff_data`: overlapping segments whose bytes differ from those held.
     pub overlap_diff_data: u64,
-    /// `tcp.midstream_pickups`: sessions picked up without a handshake.
-    pub midstream_pickups: u64,
     /// Segments entirely before the retained window (old retransmissions), ignored.
     pub old_segments: u64,
     /// Segments starting further ahead than any TCP window reaches, ignored.
@@ -92,7 +90,6 @@ impl ReassemblyMemory {
             ("tcp.reassembly_gap", c.reassembly_gap),
             ("tcp.overlap", c.overlap),
             ("tcp.overlap_diff_data", c.overlap_diff_data),
-            ("tcp.midstream_pickups", c.midstream_pickups),
             ("tcp.reassembly_old_segments", c.old_segments),
             ("tcp.reassembly_out_of_window", c.out_of_window),
             ("tcp.reassembly_memuse", self.used),

@@ -68,13 +68,25 @@
 //! when detection did not look" is not modelled: detection calls [`TcpReassembly::inspect_raw`]
 //! on every packet.
 //!
-//! # Session tracking
+//! # Session state comes from the flow
 //!
-//! Only what reassembly needs: ISNs from SYN and SYN/ACK (or the first segment seen when
-//! `midstream` pickup is on), the acknowledged edge of each direction, FIN/RST to find the
-//! closing states. With `async_oneside`, a direction whose peer is never seen counts its
-//! contiguous data as acknowledged. Sequence numbers are unwrapped into 64-bit stream
-//! offsets, so wrap-around at 2^32 and streams above 4 GiB need no special cases.
+//! Reassembly keeps no TCP state machine: the flow's
+//! [`TcpSession`](crate::flow::tcp::TcpSession) (one per flow) owns the handshake, ISNs,
+//! midstream / `async_oneside` pickup and the established/closing/closed states. The
+//! caller feeds each segment to the session first and then hands the session's view for
+//! reassembly ([`StreamView`], see [`crate::flow::tcp`] for how its rules differ from the
+//! flow's own) to [`TcpReassembly::on_segment`], which reads from it:
+//! - whether the session is tracked at all;
+//! - where each direction's stream starts ([`StreamView::base_seq`]); a direction
+//!   without a start is not reassembled;
+//! - whether it is closing ([`StreamView::is_closing`]), which flushes raw inspection.
+//!
+//! What reassembly owns: per-direction buffers and segment records, the acknowledged
+//! edge of each direction, overlap policy, depth, memory, and the inspection and
+//! app-layer progress. With `async_oneside`, a direction whose peer is never seen counts
+//! its contiguous data as acknowledged. Sequence numbers are unwrapped into 64-bit
+//! stream offsets, so wrap-around at 2^32 and streams above 4 GiB need no special cases.
+//! Midstream pickups are counted by the flow (`tcp.midstream_pickups`), once.
 
 mod half;
 mod memory;
@@ -88,6 +100,8 @@ pub use policy::{HostOsPolicy, OverlapPolicy};
 
 use half::StreamHalf;
 
+use crate::flow::tcp::StreamView;
+
 /// Settings from suricata.yaml's `stream:` section.
 #[derive(Clone, Copy, Debug)]
 pub struct StreamConfig {
@@ -97,9 +111,10 @@ pub struct StreamConfig {
     pub policy: OverlapPolicy,
     /// `stream.inline`.
     pub inline: bool,
-    /// `stream.midstream`: pick up sessions without seeing the handshake.
-    pub midstream: bool,
-    /// `stream.async-oneside`: accept sessions where only one direction is seen.
+    /// `stream.async-oneside`: a direction whose peer is never seen counts its contiguous
+    /// data as acknowledged. (Whether such a session is tracked at all, like
+    /// `stream.midstream` pickup, is the flow's TCP session's decision: see
+    /// [`crate::flow::FlowConfig`].)
     pub async_oneside: bool,
     /// `stream.reassembly.toserver-chunk-size`. Suricata randomises both chunk sizes by
     /// ±10 % unless `randomize-chunk-size: no`; picking the value is the config loader's
@@ -120,7 +135,6 @@ impl Default for StreamConfig {
             depth: 1024 * 1024,
             policy: OverlapPolicy::Bsd,
             inline: false,
-            midstream: false,
             async_oneside: false,
             toserver_chunk_size: 2560,
             toclient_chunk_size: 2560,
@@ -184,23 +198,6 @@ pub struct Segment<'a> {
     pub flags: TcpFlags,
     pub window: u16,
     pub payload: &'a [u8],
-}
-
-/// Session states in Suricata's order; the ordering matters (states after `TimeWait`
-/// flush raw inspection).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TcpState {
-    None,
-    SynSent,
-    SynRecv,
-    Established,
-    FinWait1,
-    FinWait2,
-    TimeWait,
-    LastAck,
-    CloseWait,
-    Closing,
-    Closed,
 }
 
 /// What [`TcpReassembly::on_segment`] did with a segment.
@@ -285,7 +282,9 @@ pub enum AppData<'a> {
 pub struct TcpReassembly {
     cfg: StreamConfig,
     halves: [StreamHalf; 2],
-    state: TcpState,
+    /// The session was closing ([`StreamView::is_closing`]) after the latest segment: raw
+    /// inspection flushes without waiting for a full chunk.
+    session_closing: bool,
     /// Flow ended: everything buffered is inspectable.
     eof: bool,
 }
@@ -295,7 +294,7 @@ impl TcpReassembly {
         TcpReassembly {
             cfg,
             halves: [StreamHalf::new(cfg.policy), StreamHalf::new(cfg.policy)],
-            state: TcpState::None,
+            session_closing: false,
             eof: false,
         }
     }
@@ -305,50 +304,53 @@ impl TcpReassembly {
         self.halves[dir.index()].policy = policy;
     }
 
-    pub fn state(&self) -> TcpState {
-        self.state
-    }
-
-    /// Processes one segment travelling in `dir`.
+    /// Processes one segment travelling in `dir` (`ToServer`: sent by the session's
+    /// client). `session` is the flow's view of the TCP session for reassembly
+    /// ([`crate::flow::tcp::TcpSession::stream`]) *after* the session processed this
+    /// segment: reassembly keeps no session state of its own and takes from it whether the
+    /// session is tracked at all, where each direction's stream starts and whether it is
+    /// closing.
     pub fn on_segment(
         &mut self,
         dir: Direction,
         seg: &Segment<'_>,
+        session: &StreamView,
         mem: &mut ReassemblyMemory,
     ) -> SegmentOutcome {
         let mut out = SegmentOutcome::default();
         let flags = seg.flags;
         let (d, o) = (dir.index(), dir.opposite().index());
         self.halves[d].last_packet = None;
+        self.session_closing = session.is_closing();
 
-        if !self.track_handshake(dir, seg, mem) {
+        // No handshake seen and no midstream pickup: nothing to reassemble.
+        if !session.is_tracked() {
             return out;
         }
         out.tracked = true;
+        let base = |dir: Direction| session.base_seq(dir == Direction::ToServer);
+        let (base_d, base_o) = (base(dir), base(dir.opposite()));
+        self.halves[d].initialized = base_d.is_some();
+        self.halves[o].initialized = base_o.is_some();
         self.halves[d].packets += 1;
 
-        if flags.has(TcpFlags::ACK) {
-            self.halves[o].on_ack(seg.ack);
+        if let (true, Some(base_o)) = (flags.has(TcpFlags::ACK), base_o) {
+            self.halves[o].on_ack(seg.ack, base_o);
         }
 
+        // A direction the session gave no start (seen after a handshake it was not part of,
+        // without pickup): there is no trustworthy ISN for it, so its data is not reassembled.
+        let Some(base_d) = base_d else {
+            return out;
+        };
         let half = &mut self.halves[d];
-        if !half.initialized {
-            // Direction first seen after the handshake state was set up (e.g. midstream
-            // pickup from a packet without ACK): its first segment defines offset 0. Without
-            // pickup there is no trustworthy ISN for it, so its data is not reassembled.
-            if !(self.cfg.midstream || self.cfg.async_oneside) || flags.has(TcpFlags::RST) {
-                self.track_close(dir, flags);
-                return out;
-            }
-            half.init(seg.seq);
-        }
         // SYN occupies one sequence number before the first data byte (TCP Fast Open data).
         let data_seq = if flags.has(TcpFlags::SYN) {
             seg.seq.wrapping_add(1)
         } else {
             seg.seq
         };
-        let off = half.offset_of(data_seq);
+        let off = half.offset_of(data_seq, base_d);
         if !seg.payload.is_empty() && !self.eof {
             let (result, detail) =
                 half.insert(off, seg.payload, self.cfg.depth, self.cfg.inline, mem);
@@ -361,9 +363,6 @@ impl TcpReassembly {
                 half.last_packet = Some((off as u64, seg.payload.len() as u32, stored));
             }
         }
-        if flags.has(TcpFlags::FIN) && off >= 0 {
-            half.fin_off = Some(off as u64 + seg.payload.len() as u64);
-        }
         // One-sided capture: nobody will acknowledge this direction, so treat what
         // arrived contiguously as acknowledged.
         if self.cfg.async_oneside && self.halves[o].packets == 0 {
@@ -375,8 +374,6 @@ impl TcpReassembly {
             }
         }
 
-        self.track_close(dir, flags);
-
         for i in [d, o] {
             let h = &mut self.halves[i];
             if h.ack_seen && h.check_gaps(mem, h.last_ack_off) {
@@ -384,99 +381,6 @@ impl TcpReassembly {
             }
         }
         out
-    }
-
-    /// Handshake and pickup; returns false if the session is not tracked.
-    fn track_handshake(
-        &mut self,
-        dir: Direction,
-        seg: &Segment<'_>,
-        mem: &mut ReassemblyMemory,
-    ) -> bool {
-        let flags = seg.flags;
-        let (d, o) = (dir.index(), dir.opposite().index());
-        let syn = flags.has(TcpFlags::SYN);
-        let ack = flags.has(TcpFlags::ACK);
-        match self.state {
-            TcpState::None => {
-                if syn && !ack {
-                    self.halves[d].init(seg.seq.wrapping_add(1));
-                    self.state = TcpState::SynSent;
-                } else if syn && ack {
-                    if !self.cfg.midstream {
-                        return false;
-                    }
-                    self.halves[d].init(seg.seq.wrapping_add(1));
-                    self.halves[o].init(seg.ack);
-                    mem.counters.midstream_pickups += 1;
-                    self.state = TcpState::SynRecv;
-                } else {
-                    if !self.cfg.midstream || flags.has(TcpFlags::RST) {
-                        return false;
-                    }
-                    self.halves[d].init(seg.seq);
-                    if ack {
-                        self.halves[o].init(seg.ack);
-                    }
-                    mem.counters.midstream_pickups += 1;
-                    self.state = TcpState::Established;
-                }
-            }
-            TcpState::SynSent => {
-                if syn && ack && dir == Direction::ToClient {
-                    self.halves[d].init(seg.seq.wrapping_add(1));
-                    self.state = TcpState::SynRecv;
-                } else if !syn && ack && dir == Direction::ToServer && self.cfg.async_oneside {
-                    // The SYN/ACK was not captured: the client's ACK tells the server's ISN.
-                    self.halves[o].init(seg.ack);
-                    self.state = TcpState::Established;
-                }
-            }
-            TcpState::SynRecv if !syn && ack && dir == Direction::ToServer => {
-                self.state = TcpState::Established;
-            }
-            _ => {}
-        }
-        true
-    }
-
-    /// FIN/RST state changes, in Suricata's state names.
-    fn track_close(&mut self, dir: Direction, flags: TcpFlags) {
-        if flags.has(TcpFlags::RST) {
-            if self.state >= TcpState::SynSent {
-                self.state = TcpState::Closed;
-            }
-            return;
-        }
-        let fin = flags.has(TcpFlags::FIN);
-        let from_client = dir == Direction::ToServer;
-        let fin_acked =
-            |h: &StreamHalf| h.fin_off.is_some_and(|f| h.ack_seen && h.last_ack_off > f);
-        let client_fin_acked = fin_acked(&self.halves[Direction::ToServer.index()]);
-        let server_fin_acked = fin_acked(&self.halves[Direction::ToClient.index()]);
-        self.state = match self.state {
-            TcpState::SynRecv | TcpState::Established if fin => {
-                if from_client {
-                    TcpState::FinWait1
-                } else {
-                    TcpState::CloseWait
-                }
-            }
-            TcpState::FinWait1 if !from_client && fin => {
-                if client_fin_acked {
-                    TcpState::TimeWait
-                } else {
-                    TcpState::Closing
-                }
-            }
-            TcpState::FinWait1 if !from_client && client_fin_acked => TcpState::FinWait2,
-            TcpState::FinWait2 if !from_client && fin => TcpState::TimeWait,
-            TcpState::CloseWait if from_client && fin => TcpState::LastAck,
-            TcpState::LastAck if !from_client && client_fin_acked => TcpState::Closed,
-            TcpState::TimeWait if from_client && server_fin_acked => TcpState::Closed,
-            TcpState::Closing if client_fin_acked && server_fin_acked => TcpState::Closed,
-            s => s,
-        };
     }
 
     /// App-layer request for immediate inspection of `dir` (Suricata's
@@ -518,7 +422,7 @@ impl TcpReassembly {
     ) -> bool {
         let cfg = self.cfg;
         let eof = self.eof;
-        let closing = self.state > TcpState::TimeWait;
+        let closing = self.session_closing;
         let chunk_size = cfg.chunk_size(dir);
         let h = &mut self.halves[dir.index()];
         if !h.initialized {

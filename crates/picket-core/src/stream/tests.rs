@@ -1,4 +1,6 @@
 use super::*;
+use crate::flow::tcp::{TcpConfig, TcpSession, TcpState};
+use crate::flow::TcpSegment;
 use proptest::prelude::*;
 
 const SYN: u8 = TcpFlags::SYN;
@@ -8,9 +10,40 @@ const RST: u8 = TcpFlags::RST;
 const TS: Direction = Direction::ToServer;
 const TC: Direction = Direction::ToClient;
 
+/// Feeds one segment to the flow's TCP session and then to reassembly, as the inspector
+/// does (`dir` is the session's role; these tests never make the session swap roles).
+fn feed(
+    r: &mut TcpReassembly,
+    session: &mut TcpSession,
+    tcp: TcpConfig,
+    dir: Direction,
+    seg: &Segment<'_>,
+    mem: &mut ReassemblyMemory,
+) -> SegmentOutcome {
+    let flow_seg = TcpSegment {
+        flags: seg.flags.0,
+        seq: seg.seq,
+        ack: seg.ack,
+        window: seg.window,
+    };
+    session.on_segment(&flow_seg, seg.payload.len() as u32, dir == TS, tcp);
+    r.on_segment(dir, seg, session.stream(), mem)
+}
+
+/// The session settings matching `cfg` (no midstream pickup unless asked).
+fn tcp_config(cfg: &StreamConfig, midstream: bool) -> TcpConfig {
+    TcpConfig {
+        midstream,
+        async_oneside: cfg.async_oneside,
+        reassembly_depth: cfg.depth,
+    }
+}
+
 /// A test connection: sequence numbers are given as stream offsets from each side's ISN.
 struct Conn {
     r: TcpReassembly,
+    s: TcpSession,
+    tcp: TcpConfig,
     mem: ReassemblyMemory,
     client_isn: u32,
     server_isn: u32,
@@ -29,6 +62,8 @@ impl Conn {
     fn new(cfg: StreamConfig, client_isn: u32, server_isn: u32) -> Self {
         Conn {
             r: TcpReassembly::new(cfg),
+            s: TcpSession::default(),
+            tcp: tcp_config(&cfg, false),
             mem: ReassemblyMemory::default(),
             client_isn,
             server_isn,
@@ -46,7 +81,7 @@ impl Conn {
             ACK,
             b"",
         );
-        assert_eq!(c.r.state(), TcpState::Established);
+        assert_eq!(c.s.stream().state(), TcpState::Established);
         c
     }
     fn raw_pkt(
@@ -64,7 +99,7 @@ impl Conn {
             window: 65535,
             payload,
         };
-        self.r.on_segment(dir, &seg, &mut self.mem)
+        feed(&mut self.r, &mut self.s, self.tcp, dir, &seg, &mut self.mem)
     }
     /// Sends `payload` at stream offset `off` of `dir`, acking `peer_ack` of the other side.
     fn send(
@@ -601,7 +636,7 @@ fn server_fin_moves_to_close_wait_which_flushes_acked_data() {
     let mut c = Conn::handshake(cfg(), 1, 1);
     c.send(TS, 0, 0, ACK, b"request");
     c.send(TC, 0, 7, ACK | FIN, b"");
-    assert_eq!(c.r.state(), TcpState::CloseWait);
+    assert_eq!(c.s.stream().state(), TcpState::CloseWait);
     c.send(TS, 7, 1, ACK, b"");
     assert_eq!(c.inspected_bytes(TS), vec![b"request".to_vec()]);
 }
@@ -611,14 +646,14 @@ fn client_close_flushes_only_when_closed() {
     let mut c = Conn::handshake(cfg(), 1, 1);
     c.send(TS, 0, 0, ACK, b"abc");
     c.send(TS, 3, 0, ACK | FIN, b"");
-    assert_eq!(c.r.state(), TcpState::FinWait1);
+    assert_eq!(c.s.stream().state(), TcpState::FinWait1);
     c.send(TC, 0, 4, ACK, b"");
-    assert_eq!(c.r.state(), TcpState::FinWait2);
+    assert_eq!(c.s.stream().state(), TcpState::FinWait2);
     c.send(TC, 0, 4, ACK | FIN, b"");
-    assert_eq!(c.r.state(), TcpState::TimeWait);
+    assert_eq!(c.s.stream().state(), TcpState::TimeWait);
     assert!(c.inspect(TC).is_empty());
     c.send(TS, 4, 1, ACK, b"");
-    assert_eq!(c.r.state(), TcpState::Closed);
+    assert_eq!(c.s.stream().state(), TcpState::Closed);
     assert_eq!(c.inspected_bytes(TS), vec![b"abc".to_vec()]);
 }
 
@@ -627,7 +662,7 @@ fn rst_closes_and_flushes() {
     let mut c = Conn::handshake(cfg(), 1, 1);
     c.send(TS, 0, 0, ACK, b"abc");
     c.send(TC, 0, 3, ACK | RST, b"");
-    assert_eq!(c.r.state(), TcpState::Closed);
+    assert_eq!(c.s.stream().state(), TcpState::Closed);
     c.send(TS, 3, 0, ACK, b"");
     assert_eq!(c.inspected_bytes(TS), vec![b"abc".to_vec()]);
 }
@@ -821,10 +856,15 @@ fn depth_limits_reassembly_and_counts() {
 #[test]
 fn memcap_bounds_memory_across_flows_and_counts_drops() {
     let mut mem = ReassemblyMemory::new(4096);
-    let mut flows: Vec<TcpReassembly> = (0..4).map(|_| TcpReassembly::new(cfg())).collect();
-    for (i, r) in flows.iter_mut().enumerate() {
+    let mut flows: Vec<(TcpReassembly, TcpSession)> = (0..4)
+        .map(|_| (TcpReassembly::new(cfg()), TcpSession::default()))
+        .collect();
+    for (i, (r, s)) in flows.iter_mut().enumerate() {
         let isn = 1000 * i as u32;
-        r.on_segment(
+        feed(
+            r,
+            s,
+            tcp_config(&cfg(), false),
             TS,
             &Segment {
                 seq: isn,
@@ -835,7 +875,10 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
             },
             &mut mem,
         );
-        r.on_segment(
+        feed(
+            r,
+            s,
+            tcp_config(&cfg(), false),
             TC,
             &Segment {
                 seq: 9,
@@ -849,7 +892,10 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
         // Unacknowledged, never inspected: all of it stays buffered.
         for k in 0..20u32 {
             let payload = [k as u8; 100];
-            r.on_segment(
+            feed(
+                r,
+                s,
+                tcp_config(&cfg(), false),
                 TS,
                 &Segment {
                     seq: isn + 1 + k * 100,
@@ -871,7 +917,7 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
         mem.stats().segment_memcap_drop
     );
     assert_eq!(named["tcp.reassembly_memuse"], mem.used());
-    for r in &mut flows {
+    for (r, _) in &mut flows {
         r.release(&mut mem);
     }
     assert_eq!(mem.used(), 0);
@@ -966,18 +1012,23 @@ fn midstream_pickup_only_when_enabled() {
     };
     let mut mem = ReassemblyMemory::default();
     let mut off = TcpReassembly::new(cfg());
-    assert!(!off.on_segment(TC, &seg, &mut mem).tracked);
+    let mut s = TcpSession::default();
+    let no_pickup = tcp_config(&cfg(), false);
+    assert!(!feed(&mut off, &mut s, no_pickup, TC, &seg, &mut mem).tracked);
     assert_eq!(off.retained(TC).count(), 0);
 
-    let mut on = TcpReassembly::new(StreamConfig {
-        midstream: true,
-        ..cfg()
-    });
-    assert!(on.on_segment(TC, &seg, &mut mem).tracked);
-    assert_eq!(mem.stats().midstream_pickups, 1);
+    // Pickup is the session's decision (the flow counts it as `tcp.midstream_pickups`).
+    let midstream = tcp_config(&cfg(), true);
+    let mut on = TcpReassembly::new(cfg());
+    let mut s = TcpSession::default();
+    assert!(feed(&mut on, &mut s, midstream, TC, &seg, &mut mem).tracked);
+    assert!(s.midstream);
     assert_eq!(on.retained(TC).next(), Some((0, &b"uid=0(root)"[..])));
     // The peer's ISN came from the ACK field: its first byte is offset 0.
-    on.on_segment(
+    feed(
+        &mut on,
+        &mut s,
+        midstream,
         TS,
         &Segment {
             seq: 9_000,
@@ -996,14 +1047,18 @@ fn midstream_pickup_only_when_enabled() {
 #[test]
 fn async_oneside_treats_contiguous_data_as_acked() {
     let cfg = StreamConfig {
-        midstream: true,
         async_oneside: true,
         toclient_chunk_size: 5,
         ..cfg()
     };
+    let tcp = tcp_config(&cfg, true);
     let mut mem = ReassemblyMemory::default();
     let mut r = TcpReassembly::new(cfg);
-    r.on_segment(
+    let mut s = TcpSession::default();
+    feed(
+        &mut r,
+        &mut s,
+        tcp,
         TC,
         &Segment {
             seq: 10,
@@ -1150,15 +1205,17 @@ proptest! {
         policy_idx in 0usize..13,
         lookback in 0u32..16,
     ) {
-        let cfg = StreamConfig { inline, midstream, async_oneside: midstream, lookback, depth: 300,
+        let cfg = StreamConfig { inline, async_oneside: midstream, lookback, depth: 300,
             toserver_chunk_size: 16, toclient_chunk_size: 16, app_layer: true, policy: ALL_POLICIES[policy_idx] };
+        let tcp = tcp_config(&cfg, midstream);
         let mut mem = ReassemblyMemory::new(2_000);
         let mut r = TcpReassembly::new(cfg);
+        let mut s = TcpSession::default();
         for (to_server, seq, ack, flags, payload, action) in segs {
             let dir = if to_server { TS } else { TC };
             // Keep numbers near each other half of the time so overlaps actually happen.
             let (seq, ack) = if near { (seq % 200, ack % 200) } else { (seq, ack) };
-            let out = r.on_segment(dir, &Segment { seq, ack, flags: TcpFlags(flags), window: 0, payload: &payload }, &mut mem);
+            let out = feed(&mut r, &mut s, tcp, dir, &Segment { seq, ack, flags: TcpFlags(flags), window: 0, payload: &payload }, &mut mem);
             prop_assert!(mem.used() <= mem.memcap());
             let _ = out;
             match action {
