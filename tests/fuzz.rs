@@ -911,7 +911,7 @@ fn check_rule(input: &[u8]) -> Result<(), String> {
     for line in text.lines().take(20) {
         match parse_rule(line, &vars) {
             Ok(rule) => {
-                if fnv(line.as_bytes()) % 8 == 0 {
+                if fnv(line.as_bytes()).is_multiple_of(8) {
                     if let Err(e) = DetectEngine::build(vec![rule], &detect_config()) {
                         ensure(!e.trim().is_empty(), || "engine build error without a reason".into())?;
                     }
@@ -971,10 +971,12 @@ fn engine() -> Option<Arc<DetectEngine>> {
 }
 
 fn inspect_settings(sel: u64) -> InspectSettings {
-    let mut config = EngineSettings::default();
-    config.midstream = sel & 1 != 0;
-    config.async_oneside = sel & 2 != 0;
-    config.checksum_mode = if sel & 4 != 0 { ChecksumMode::Never } else { ChecksumMode::Auto };
+    let mut config = EngineSettings {
+        midstream: sel & 1 != 0,
+        async_oneside: sel & 2 != 0,
+        checksum_mode: if sel & 4 != 0 { ChecksumMode::Never } else { ChecksumMode::Auto },
+        ..EngineSettings::default()
+    };
     if sel & 8 != 0 {
         // Tight caps: flow and stream memcaps reached on a few flows.
         config.stream_reassembly_memcap = 4096;
