@@ -77,11 +77,7 @@ fn decode_content(raw: &[u8]) -> (Vec<u8>, &[u8]) {
             b'"' => return (bytes, raw.get(index + 1..).unwrap_or_default()),
             b'|' => {
                 if in_hex {
-                    bytes.extend(
-                        hex_digits
-                            .split_whitespace()
-                            .filter_map(|h| u8::from_str_radix(h, 16).ok()),
-                    );
+                    bytes.extend(hex_digits.split_whitespace().filter_map(|h| u8::from_str_radix(h, 16).ok()));
                     hex_digits.clear();
                 }
                 in_hex = !in_hex;
@@ -99,13 +95,7 @@ fn random_contents(rng: &mut XorShift, count: usize) -> Vec<(Vec<u8>, bool)> {
         .map(|_| {
             let len = 3 + rng.below(38);
             let bytes = (0..len)
-                .map(|_| {
-                    if rng.below(4) == 0 {
-                        rng.next() as u8
-                    } else {
-                        b'a' + rng.below(26) as u8
-                    }
-                })
+                .map(|_| if rng.below(4) == 0 { rng.next() as u8 } else { b'a' + rng.below(26) as u8 })
                 .collect();
             (bytes, rng.below(2) == 0)
         })
@@ -164,10 +154,7 @@ fn bench_set(label: &str, patterns: &[Pattern], rng: &mut XorShift) {
         algos.insert(0, MpmAlgo::Hyperscan);
     }
     // PICKET_BENCH_ALGO=hs|ac limits the run to one backend (e.g. for profiling).
-    if let Some(only) = std::env::var("PICKET_BENCH_ALGO")
-        .ok()
-        .and_then(|name| name.parse::<MpmAlgo>().ok())
-    {
+    if let Some(only) = std::env::var("PICKET_BENCH_ALGO").ok().and_then(|name| name.parse::<MpmAlgo>().ok()) {
         algos.retain(|algo| *algo == matchers::resolve(only));
     }
     for algo in algos {
@@ -189,9 +176,7 @@ fn bench_set(label: &str, patterns: &[Pattern], rng: &mut XorShift) {
         let mut hits = 0u64;
         let mut count_hit = |_: u32| hits += 1;
         let (rounds, elapsed) = time_for(Duration::from_secs(2), || {
-            matcher
-                .scan(black_box(&buffer), &mut scratch, &mut count_hit)
-                .expect("scan");
+            matcher.scan(black_box(&buffer), &mut scratch, &mut count_hit).expect("scan");
         });
         let big_mbps = (rounds as f64 * buffer.len() as f64) / elapsed.as_secs_f64() / 1e6;
         let big_hits = hits / rounds.max(1);
@@ -201,9 +186,7 @@ fn bench_set(label: &str, patterns: &[Pattern], rng: &mut XorShift) {
         let mut count_hit = |_: u32| hits += 1;
         let (rounds, elapsed) = time_for(Duration::from_secs(2), || {
             for packet in &packets {
-                matcher
-                    .scan(black_box(packet), &mut scratch, &mut count_hit)
-                    .expect("scan");
+                matcher.scan(black_box(packet), &mut scratch, &mut count_hit).expect("scan");
             }
         });
         let calls = rounds * packets.len() as u64;
@@ -222,12 +205,10 @@ fn bench_set(label: &str, patterns: &[Pattern], rng: &mut XorShift) {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
-    let rules_dir =
-        std::env::var("PICKET_RULES_DIR").unwrap_or_else(|_| DEFAULT_RULES_DIR.to_string());
+    let rules_dir = std::env::var("PICKET_RULES_DIR").unwrap_or_else(|_| DEFAULT_RULES_DIR.to_string());
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     let et_open = et_open_contents(Path::new(&rules_dir));
-    let nocase_share =
-        et_open.iter().filter(|(_, nocase)| *nocase).count() as f64 / et_open.len().max(1) as f64;
+    let nocase_share = et_open.iter().filter(|(_, nocase)| *nocase).count() as f64 / et_open.len().max(1) as f64;
     println!(
         "ET Open: {} distinct contents of 3..=40 bytes ({:.0}% nocase) from {rules_dir}",
         et_open.len(),
@@ -236,16 +217,8 @@ fn main() {
     let random = random_contents(&mut rng, 20_000);
     for count in [5_000, 20_000] {
         if et_open.len() >= count {
-            bench_set(
-                &format!("et-open {count}"),
-                &select(&et_open, count),
-                &mut rng,
-            );
+            bench_set(&format!("et-open {count}"), &select(&et_open, count), &mut rng);
         }
-        bench_set(
-            &format!("random {count}"),
-            &select(&random, count),
-            &mut rng,
-        );
+        bench_set(&format!("random {count}"), &select(&random, count), &mut rng);
     }
 }

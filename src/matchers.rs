@@ -10,9 +10,7 @@ use std::cmp::Reverse;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::detect::mpm::{
-    AcBuilder, MatcherBuilder, MpmAlgo, MpmError, MultiPatternMatcher, Pattern,
-};
+use crate::detect::mpm::{AcBuilder, MatcherBuilder, MpmAlgo, MpmError, MultiPatternMatcher, Pattern};
 
 /// Hyperscan backend: the `picket-hs` crate, on `detect::mpm`'s public API.
 #[cfg(feature = "hyperscan")]
@@ -78,18 +76,12 @@ pub struct Parallel<B> {
 
 impl<B> Parallel<B> {
     pub fn new(inner: B) -> Self {
-        Parallel {
-            inner,
-            threads: None,
-        }
+        Parallel { inner, threads: None }
     }
 
     /// At most `threads` threads (at least one).
     pub fn with_threads(inner: B, threads: usize) -> Self {
-        Parallel {
-            inner,
-            threads: Some(threads.max(1)),
-        }
+        Parallel { inner, threads: Some(threads.max(1)) }
     }
 }
 
@@ -105,11 +97,7 @@ impl<B: MatcherBuilder> MatcherBuilder for Parallel<B> {
     fn build_all(&self, sets: &[&[Pattern]]) -> Vec<Built> {
         let threads = self
             .threads
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
             .min(sets.len());
         if threads <= 1 {
             return self.inner.build_all(sets);
@@ -131,10 +119,7 @@ impl<B: MatcherBuilder> MatcherBuilder for Parallel<B> {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
+            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
         });
         let mut results: Vec<Option<Built>> = (0..sets.len()).map(|_| None).collect();
         for (i, result) in finished.into_iter().flatten() {
@@ -146,10 +131,7 @@ impl<B: MatcherBuilder> MatcherBuilder for Parallel<B> {
             .into_iter()
             .map(|result| {
                 result.unwrap_or_else(|| {
-                    Err(MpmError::Compile {
-                        algo: self.algo(),
-                        message: "pattern compilation thread failed".into(),
-                    })
+                    Err(MpmError::Compile { algo: self.algo(), message: "pattern compilation thread failed".into() })
                 })
             })
             .collect()
@@ -167,20 +149,13 @@ mod tests {
 
     #[test]
     fn auto_picks_hyperscan_only_when_built_in() {
-        let expected = if HYPERSCAN_BUILT_IN && hyperscan_usable() {
-            MpmAlgo::Hyperscan
-        } else {
-            MpmAlgo::AhoCorasick
-        };
+        let expected = if HYPERSCAN_BUILT_IN && hyperscan_usable() { MpmAlgo::Hyperscan } else { MpmAlgo::AhoCorasick };
         assert_eq!(resolve(MpmAlgo::Auto), expected);
         let auto = builder(MpmAlgo::Auto).expect("builder");
         assert_eq!(auto.algo(), expected);
         assert_eq!(auto.build(&[lit(1, b"x")]).expect("build").algo(), expected);
         assert_eq!(resolve(MpmAlgo::AhoCorasick), MpmAlgo::AhoCorasick);
-        assert_eq!(
-            builder(MpmAlgo::AhoCorasick).expect("builder").algo(),
-            MpmAlgo::AhoCorasick
-        );
+        assert_eq!(builder(MpmAlgo::AhoCorasick).expect("builder").algo(), MpmAlgo::AhoCorasick);
     }
 
     /// Every backend built in (the mpm module's own tests cannot spawn threads).
@@ -195,15 +170,11 @@ mod tests {
     /// One compiled matcher scanned by two worker threads at once, each with its own scratch.
     #[test]
     fn matcher_is_shared_across_worker_threads() {
-        let patterns: Arc<Vec<Pattern>> = Arc::new(
-            (0..300u32)
-                .map(|id| Pattern::new(id, format!("sig-{id}-").into_bytes(), id % 2 == 1))
-                .collect(),
-        );
+        let patterns: Arc<Vec<Pattern>> =
+            Arc::new((0..300u32).map(|id| Pattern::new(id, format!("sig-{id}-").into_bytes(), id % 2 == 1)).collect());
         for builder in builders() {
             let algo = builder.algo();
-            let matcher: Arc<dyn MultiPatternMatcher> =
-                Arc::from(builder.build(&patterns).expect("build"));
+            let matcher: Arc<dyn MultiPatternMatcher> = Arc::from(builder.build(&patterns).expect("build"));
             let workers: Vec<_> = (0..2u32)
                 .map(|worker| {
                     let matcher = Arc::clone(&matcher);
@@ -213,9 +184,7 @@ mod tests {
                         for id in (0..300u32).filter(|id| id % 2 == worker) {
                             let haystack = format!("..SIG-{id}-..sig-{}-", 299 - id);
                             let mut found = Vec::new();
-                            matcher
-                                .scan(haystack.as_bytes(), &mut scratch, &mut |id| found.push(id))
-                                .expect("scan");
+                            matcher.scan(haystack.as_bytes(), &mut scratch, &mut |id| found.push(id)).expect("scan");
                             found.sort_unstable();
                             // The lowercase id always; the uppercase one only for odd (nocase) ids.
                             let mut expected = vec![299 - id];
@@ -230,10 +199,7 @@ mod tests {
                     })
                 })
                 .collect();
-            let total: usize = workers
-                .into_iter()
-                .map(|worker| worker.join().expect("worker panicked"))
-                .sum();
+            let total: usize = workers.into_iter().map(|worker| worker.join().expect("worker panicked")).sum();
             assert_eq!(total, 300 + 150, "{algo}");
         }
     }
@@ -241,10 +207,7 @@ mod tests {
     #[cfg(not(feature = "hyperscan"))]
     #[test]
     fn hyperscan_request_fails_when_not_built_in() {
-        assert_eq!(
-            builder(MpmAlgo::Hyperscan).err(),
-            Some(MpmError::HyperscanNotBuiltIn)
-        );
+        assert_eq!(builder(MpmAlgo::Hyperscan).err(), Some(MpmError::HyperscanNotBuiltIn));
     }
 
     /// Results come back in input order whatever order the threads finish in, errors included.
@@ -253,9 +216,7 @@ mod tests {
         let sets: Vec<Vec<Pattern>> = (0..9u32)
             .map(|n| {
                 (0..n * 20)
-                    .map(|id| {
-                        Pattern::new(id, format!("set{n}-pattern{id}").into_bytes(), id % 2 == 0)
-                    })
+                    .map(|id| Pattern::new(id, format!("set{n}-pattern{id}").into_bytes(), id % 2 == 0))
                     .collect()
             })
             .collect();
@@ -271,9 +232,7 @@ mod tests {
                         assert_eq!(matcher.pattern_count(), patterns.len(), "{threads} threads");
                         if let Some(last) = patterns.last() {
                             let mut found = Vec::new();
-                            matcher
-                                .scan(&last.bytes, &mut Scratch::new(), &mut |id| found.push(id))
-                                .expect("scan");
+                            matcher.scan(&last.bytes, &mut Scratch::new(), &mut |id| found.push(id)).expect("scan");
                             assert!(found.contains(&last.id), "{threads} threads");
                         }
                     }

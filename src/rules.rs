@@ -98,13 +98,16 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
     let classification = match &settings.classification_file {
         Some(path) if path.is_file() => read_config_file(path, ClassificationTable::parse, &mut warnings),
         Some(path) => {
-            warnings.push(format!("classification file {} not found, using the built-in classifications", path.display()));
+            warnings
+                .push(format!("classification file {} not found, using the built-in classifications", path.display()));
             ClassificationTable::default()
         }
         None => ClassificationTable::default(),
     };
     let thresholds = match &settings.threshold_file {
-        Some(path) if path.is_file() => read_config_file(path, |name, text| ThresholdConfig::parse(name, text, &vars), &mut warnings),
+        Some(path) if path.is_file() => {
+            read_config_file(path, |name, text| ThresholdConfig::parse(name, text, &vars), &mut warnings)
+        }
         Some(path) => {
             warnings.push(format!("threshold file {} not found, no thresholds applied", path.display()));
             ThresholdConfig::default()
@@ -112,7 +115,14 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
         None => ThresholdConfig::default(),
     };
     if files.is_empty() {
-        return Ok(LoadedRules { engine: None, load, build: BuildReport::default(), files, warnings, elapsed: started.elapsed() });
+        return Ok(LoadedRules {
+            engine: None,
+            load,
+            build: BuildReport::default(),
+            files,
+            warnings,
+            elapsed: started.elapsed(),
+        });
     }
     let algo: MpmAlgo = match settings.mpm_algo.as_deref() {
         Some(a) => a.parse().map_err(|e: UnknownMpmAlgo| e.to_string())?,
@@ -203,7 +213,8 @@ mod tests {
     fn load_from_file_keeps_line_numbers() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.rules");
-        std::fs::write(&path, "\n\nalert ip any any -> any any (sid:10;)\nalert ip any any -> any any (sid:x;)\n").unwrap();
+        std::fs::write(&path, "\n\nalert ip any any -> any any (sid:10;)\nalert ip any any -> any any (sid:x;)\n")
+            .unwrap();
         let load = read(&path);
         assert_eq!(load.rules[0].line, 3);
         assert_eq!(load.errors[0].line, 4);

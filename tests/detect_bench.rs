@@ -6,8 +6,8 @@
 use picket::capture::{MemorySource, PacketSource};
 use picket::decode::{decode, DecodeOptions};
 use picket::detect::engine::{DetectConfig, DetectEngine, DetectFlow, DetectPacket, FlowInfo};
-use picket::rules::read_rules_file;
 use picket::detect::rule::{RuleSetLoad, RuleVars};
+use picket::rules::read_rules_file;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -19,7 +19,9 @@ type FlowSlot = (([u8; 16], u16), bool, DetectFlow, u64);
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -29,7 +31,8 @@ fn bench_et_open_on_pcap() {
     let pcap = &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench.pcap");
     let rules_dir = &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/rules/et-open-2024-04-21");
     let (Ok(mut source), Ok(entries)) = (MemorySource::load(pcap), std::fs::read_dir(rules_dir)) else { return };
-    let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
+    let mut files: Vec<_> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
     files.sort();
     let rss0 = rss_kib();
     let t0 = Instant::now();

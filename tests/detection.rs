@@ -19,11 +19,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn eve(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("eve.json"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    std::fs::read_to_string(dir.join("eve.json")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 fn alerts_by_sid(events: &[Value]) -> BTreeMap<u64, usize> {
@@ -36,7 +32,12 @@ fn alerts_by_sid(events: &[Value]) -> BTreeMap<u64, usize> {
 
 fn run_sample(rules: &Path, extra: &[&str]) -> (tempfile::TempDir, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
-    let mut args: Vec<String> = vec!["-r".into(), repo("data/sample.pcap").to_str().unwrap().into(), "-S".into(), rules.to_str().unwrap().into()];
+    let mut args: Vec<String> = vec![
+        "-r".into(),
+        repo("data/sample.pcap").to_str().unwrap().into(),
+        "-S".into(),
+        rules.to_str().unwrap().into(),
+    ];
     args.extend(["-l".to_string(), dir.path().to_str().unwrap().to_string()]);
     args.extend(extra.iter().map(|s| s.to_string()));
     let out = picket().args(&args).output().unwrap();
@@ -127,11 +128,21 @@ fn bad_rules_are_reported_with_file_and_line_and_the_rest_load() {
     assert!(stderr.contains("duplicate signature 1:1"), "{stderr}");
     assert!(stdout.contains("loaded  2"), "{stdout}");
     assert!(stdout.contains("failed  1"), "{stdout}");
-    assert!(stdout.lines().any(|l| l.trim_start().starts_with('1') && l.contains("frobnicate")), "skipped-by-keyword table: {stdout}");
+    assert!(
+        stdout.lines().any(|l| l.trim_start().starts_with('1') && l.contains("frobnicate")),
+        "skipped-by-keyword table: {stdout}"
+    );
 
     // A run with the same file still loads the good rules and runs.
     let log = tempfile::tempdir().unwrap();
-    let out = run(&["-r", repo("data/sample.pcap").to_str().unwrap(), "-S", rules.to_str().unwrap(), "-l", log.path().to_str().unwrap()]);
+    let out = run(&[
+        "-r",
+        repo("data/sample.pcap").to_str().unwrap(),
+        "-S",
+        rules.to_str().unwrap(),
+        "-l",
+        log.path().to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("mixed.rules:3:"));
 }
@@ -139,7 +150,14 @@ fn bad_rules_are_reported_with_file_and_line_and_the_rest_load() {
 #[test]
 fn missing_rule_file_is_an_error() {
     let log = tempfile::tempdir().unwrap();
-    let out = run(&["-r", repo("data/sample.pcap").to_str().unwrap(), "-S", "/nonexistent.rules", "-l", log.path().to_str().unwrap()]);
+    let out = run(&[
+        "-r",
+        repo("data/sample.pcap").to_str().unwrap(),
+        "-S",
+        "/nonexistent.rules",
+        "-l",
+        log.path().to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.rules"));
 }

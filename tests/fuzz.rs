@@ -32,16 +32,15 @@ use picket::defrag::{is_fragment, DefragConfig, DefragOutcome, DefragPolicy, Def
 use picket::detect::engine::{DetectConfig, DetectEngine};
 use picket::detect::mpm::AcBuilder;
 use picket::detect::rule::{load_rules_str, parse_rule, RuleVars};
-use picket::inspect::{InspectSettings, Inspector};
-use picket::settings::ChecksumMode;
-use picket::output::sink::LogSink;
-use picket::output::json::JsonObject;
-use picket::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
 use picket::flow::tcp::{TcpConfig, TcpSession};
 use picket::flow::TcpSegment;
+use picket::inspect::{InspectSettings, Inspector};
+use picket::output::json::JsonObject;
+use picket::output::sink::LogSink;
+use picket::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
+use picket::settings::ChecksumMode;
 use picket::stream::{
-    AppData, Direction, OverlapPolicy, ReassemblyMemory, Segment, SegmentOutcome, StreamConfig, TcpFlags,
-    TcpReassembly,
+    AppData, Direction, OverlapPolicy, ReassemblyMemory, Segment, SegmentOutcome, StreamConfig, TcpFlags, TcpReassembly,
 };
 
 /// Reads fuzz input as a sequence of small decisions; past the end it yields zeros, so
@@ -130,7 +129,19 @@ fn decode_packets() {
         name: "decode",
         seeds: packet_seeds(),
         mutate: &|rng, seeds| {
-            let mut input = mutate::mutate_bytes(rng, seeds, &[b"\x08\x00\x45\x00", b"\x86\xdd\x60\x00", b"\x81\x00", b"\x88\xa8", b"\x12\xb5", b"\x65\x58", b"\x00\x00\x08\x00"]);
+            let mut input = mutate::mutate_bytes(
+                rng,
+                seeds,
+                &[
+                    b"\x08\x00\x45\x00",
+                    b"\x86\xdd\x60\x00",
+                    b"\x81\x00",
+                    b"\x88\xa8",
+                    b"\x12\xb5",
+                    b"\x65\x58",
+                    b"\x00\x00\x08\x00",
+                ],
+            );
             if rng.chance(4) {
                 if let Some(first) = input.first_mut() {
                     *first = rng.byte();
@@ -155,7 +166,9 @@ fn check_capture(input: &[u8]) -> Result<(), String> {
         match source.next_packet() {
             Ok(Some(p)) => {
                 packets += 1;
-                ensure(p.data.len() <= MAX_CAPLEN as usize, || format!("packet of {} bytes over MAX_CAPLEN", p.data.len()))?;
+                ensure(p.data.len() <= MAX_CAPLEN as usize, || {
+                    format!("packet of {} bytes over MAX_CAPLEN", p.data.len())
+                })?;
                 // A packet's bytes are in the file; a record cannot produce more packets
                 // than the file has bytes.
                 ensure(packets <= input.len() / 8 + 1, || format!("{packets} packets from {} bytes", input.len()))?;
@@ -163,7 +176,9 @@ fn check_capture(input: &[u8]) -> Result<(), String> {
             Ok(None) => break,
             Err(e) => {
                 let text = e.to_string();
-                ensure(text.contains("fuzz.pcap") && text.len() > "fuzz.pcap: ".len(), || format!("error without file or reason: {text:?}"))?;
+                ensure(text.contains("fuzz.pcap") && text.len() > "fuzz.pcap: ".len(), || {
+                    format!("error without file or reason: {text:?}")
+                })?;
                 // The contract: after an error a single-file source ends.
                 return match source.next_packet() {
                     Ok(None) => Ok(()),
@@ -185,7 +200,19 @@ fn capture_files() {
             if rng.chance(2) {
                 mutate::capture(rng, seeds, &[])
             } else {
-                mutate::mutate_bytes(rng, seeds, &[b"\x0a\x0d\x0d\x0a", b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d", b"\xd4\xc3\xb2\xa1", b"\x06\x00\x00\x00", b"\x01\x00\x00\x00", b"\x09\x00\x01\x00"])
+                mutate::mutate_bytes(
+                    rng,
+                    seeds,
+                    &[
+                        b"\x0a\x0d\x0d\x0a",
+                        b"\x4d\x3c\x2b\x1a",
+                        b"\x1a\x2b\x3c\x4d",
+                        b"\xd4\xc3\xb2\xa1",
+                        b"\x06\x00\x00\x00",
+                        b"\x01\x00\x00\x00",
+                        b"\x09\x00\x01\x00",
+                    ],
+                )
             }
         },
         check: &check_capture,
@@ -197,12 +224,25 @@ fn capture_files() {
 fn check_defrag(input: &[u8]) -> Result<(), String> {
     let Some(cap) = corpus::parse_pcap(input) else { return Ok(()) };
     let h = fnv(input);
-    let policies = [DefragPolicy::Bsd, DefragPolicy::Linux, DefragPolicy::First, DefragPolicy::Last, DefragPolicy::Windows, DefragPolicy::Solaris];
+    let policies = [
+        DefragPolicy::Bsd,
+        DefragPolicy::Linux,
+        DefragPolicy::First,
+        DefragPolicy::Last,
+        DefragPolicy::Windows,
+        DefragPolicy::Solaris,
+    ];
     let cfg = if h & 1 == 0 {
         DefragConfig { policy: policies[(h >> 8) as usize % 6], ..DefragConfig::default() }
     } else {
         // Tight limits, so every limit path runs.
-        DefragConfig { memcap: 3000, timeout_secs: 2, max_frags: 8, max_trackers: 3, policy: policies[(h >> 8) as usize % 6] }
+        DefragConfig {
+            memcap: 3000,
+            timeout_secs: 2,
+            max_frags: 8,
+            max_trackers: 3,
+            policy: policies[(h >> 8) as usize % 6],
+        }
     };
     let link = LinkType::from_pcap(cap.linktype);
     let mut d = Defragmenter::new(cfg);
@@ -224,7 +264,9 @@ fn check_defrag(input: &[u8]) -> Result<(), String> {
         }
     }
     d.expire(Timestamp(last.0.saturating_add(3600 * Timestamp::NANOS_PER_SEC)));
-    ensure(d.memuse() == 0 && d.trackers() == 0, || format!("after expiry: memuse {} trackers {}", d.memuse(), d.trackers()))
+    ensure(d.memuse() == 0 && d.trackers() == 0, || {
+        format!("after expiry: memuse {} trackers {}", d.memuse(), d.trackers())
+    })
 }
 
 fn fragment_seeds() -> Vec<Vec<u8>> {
@@ -234,7 +276,10 @@ fn fragment_seeds() -> Vec<Vec<u8>> {
     for cap in &c.captures {
         let link = LinkType::from_pcap(cap.linktype);
         if cap.packets.iter().any(|p| is_fragment(link, &p.data)) {
-            seeds.push(corpus::write_pcap(&corpus::Capture { packets: cap.packets.iter().take(200).cloned().collect(), ..cap.clone() }));
+            seeds.push(corpus::write_pcap(&corpus::Capture {
+                packets: cap.packets.iter().take(200).cloned().collect(),
+                ..cap.clone()
+            }));
         }
     }
     seeds
@@ -265,7 +310,13 @@ impl TcpFlow {
         TcpFlow { session: TcpSession::default(), r: TcpReassembly::new(cfg) }
     }
 
-    fn on_segment(&mut self, dir: Direction, seg: &Segment<'_>, tcp: TcpConfig, mem: &mut ReassemblyMemory) -> SegmentOutcome {
+    fn on_segment(
+        &mut self,
+        dir: Direction,
+        seg: &Segment<'_>,
+        tcp: TcpConfig,
+        mem: &mut ReassemblyMemory,
+    ) -> SegmentOutcome {
         let flow_seg = TcpSegment { flags: seg.flags.0, seq: seg.seq, ack: seg.ack, window: seg.window };
         self.session.on_segment(&flow_seg, seg.payload.len() as u32, dir == Direction::ToServer, tcp);
         self.r.on_segment(dir, seg, self.session.stream(), mem)
@@ -333,7 +384,8 @@ fn check_stream(input: &[u8]) -> Result<(), String> {
                 let len = (b.u8() as usize) * if op & 16 != 0 { 8 } else { 1 };
                 let base = seq.wrapping_sub(isn[di]).wrapping_sub(1) as u64;
                 let differ = op & 3 == 3;
-                let payload: Vec<u8> = (0..len as u64).map(|i| stream_byte(di, base + i) ^ if differ { 0x55 } else { 0 }).collect();
+                let payload: Vec<u8> =
+                    (0..len as u64).map(|i| stream_byte(di, base + i) ^ if differ { 0x55 } else { 0 }).collect();
                 let seg = Segment { seq, ack, flags, window: 65535, payload: &payload };
                 flows[f].on_segment(dir, &seg, tcp, &mut mem);
             }
@@ -407,7 +459,8 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
         inline,
         app_layer,
         toserver_chunk_size: [1, 100, 2560, 4000][(c >> 2 & 3) as usize],
-        policy: OverlapPolicy::from_name(["bsd", "first", "last", "linux"][(c >> 4 & 3) as usize]).unwrap_or(OverlapPolicy::Bsd),
+        policy: OverlapPolicy::from_name(["bsd", "first", "last", "linux"][(c >> 4 & 3) as usize])
+            .unwrap_or(OverlapPolicy::Bsd),
         ..StreamConfig::default()
     };
     let stream: Vec<u8> = (0..len as u64).map(|i| stream_byte(0, i) ^ (i >> 8) as u8).collect();
@@ -433,15 +486,30 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
     let server_isn = 7_000u32;
     let syn = |seq, ack, flags| Segment { seq, ack, flags: TcpFlags(flags), window: 65535, payload: &[] };
     flow.on_segment(Direction::ToServer, &syn(isn, 0, TcpFlags::SYN), tcp, &mut mem);
-    flow.on_segment(Direction::ToClient, &syn(server_isn, isn.wrapping_add(1), TcpFlags::SYN | TcpFlags::ACK), tcp, &mut mem);
-    flow.on_segment(Direction::ToServer, &syn(isn.wrapping_add(1), server_isn.wrapping_add(1), TcpFlags::ACK), tcp, &mut mem);
+    flow.on_segment(
+        Direction::ToClient,
+        &syn(server_isn, isn.wrapping_add(1), TcpFlags::SYN | TcpFlags::ACK),
+        tcp,
+        &mut mem,
+    );
+    flow.on_segment(
+        Direction::ToServer,
+        &syn(isn.wrapping_add(1), server_isn.wrapping_add(1), TcpFlags::ACK),
+        tcp,
+        &mut mem,
+    );
 
     // What detection saw: every chunk's bytes must be the original ones at that offset, the
     // new parts together must cover the stream, and in IDS mode they come in order.
     let mut covered = vec![false; len];
     let mut progress = 0u64;
     let mut app: Vec<u8> = Vec::new();
-    let collect = |r: &mut TcpReassembly, mem: &mut ReassemblyMemory, covered: &mut Vec<bool>, progress: &mut u64, app: &mut Vec<u8>| -> Result<(), String> {
+    let collect = |r: &mut TcpReassembly,
+                   mem: &mut ReassemblyMemory,
+                   covered: &mut Vec<bool>,
+                   progress: &mut u64,
+                   app: &mut Vec<u8>|
+     -> Result<(), String> {
         let mut err = Ok(());
         r.inspect_raw(Direction::ToServer, mem, |c| {
             if err.is_err() {
@@ -454,7 +522,10 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
                 })?;
                 if !inline {
                     ensure(c.new_start == *progress && c.gap_before == 0, || {
-                        format!("IDS chunk new {}..{} after progress {} (gap {})", c.new_start, c.new_end, progress, c.gap_before)
+                        format!(
+                            "IDS chunk new {}..{} after progress {} (gap {})",
+                            c.new_start, c.new_end, progress, c.gap_before
+                        )
                     })?;
                     *progress = c.new_end;
                 }
@@ -471,7 +542,9 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
                         app.extend_from_slice(data);
                         r.app_consume(Direction::ToServer, offset + data.len() as u64, mem);
                     }
-                    AppData::Gap { offset, len } => return Err(format!("app-layer gap of {len} at {offset} in a stream without holes")),
+                    AppData::Gap { offset, len } => {
+                        return Err(format!("app-layer gap of {len} at {offset} in a stream without holes"))
+                    }
                 }
             }
         }
@@ -490,8 +563,18 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
     }
     // The server acknowledges everything, then the client sends one more empty ACK, which
     // is when IDS mode inspects.
-    flow.on_segment(Direction::ToClient, &syn(server_isn.wrapping_add(1), isn.wrapping_add(1 + len as u32), TcpFlags::ACK), tcp, &mut mem);
-    flow.on_segment(Direction::ToServer, &syn(isn.wrapping_add(1 + len as u32), server_isn.wrapping_add(1), TcpFlags::ACK), tcp, &mut mem);
+    flow.on_segment(
+        Direction::ToClient,
+        &syn(server_isn.wrapping_add(1), isn.wrapping_add(1 + len as u32), TcpFlags::ACK),
+        tcp,
+        &mut mem,
+    );
+    flow.on_segment(
+        Direction::ToServer,
+        &syn(isn.wrapping_add(1 + len as u32), server_isn.wrapping_add(1), TcpFlags::ACK),
+        tcp,
+        &mut mem,
+    );
     let r = &mut flow.r;
     collect(r, &mut mem, &mut covered, &mut progress, &mut app)?;
     r.close();
@@ -500,10 +583,18 @@ fn check_stream_reorder(input: &[u8]) -> Result<(), String> {
     ensure(mem.used() == 0, || format!("{} bytes charged after release", mem.used()))?;
     let missing = covered.iter().filter(|c| !**c).count();
     ensure(missing == 0, || {
-        format!("{missing} of {len} bytes never inspected, first at {:?} ({} segments, cfg {c:#x})", covered.iter().position(|c| !c), segs.len())
+        format!(
+            "{missing} of {len} bytes never inspected, first at {:?} ({} segments, cfg {c:#x})",
+            covered.iter().position(|c| !c),
+            segs.len()
+        )
     })?;
     ensure(!app_layer || app == stream, || {
-        format!("app layer got {} of {len} bytes, first difference at {:?}", app.len(), app.iter().zip(&stream).position(|(a, b)| a != b))
+        format!(
+            "app layer got {} of {len} bytes, first difference at {:?}",
+            app.len(),
+            app.iter().zip(&stream).position(|(a, b)| a != b)
+        )
     })
 }
 
@@ -546,7 +637,12 @@ fn http_dir(to_server: bool) -> Direction {
 }
 
 /// Feeds a session; `split` re-cuts each data record into pieces of that size.
-fn run_http(recs: &[Rec], cfg: HttpConfig, split: Option<usize>, prune: bool) -> Result<(HttpParser, Vec<String>), String> {
+fn run_http(
+    recs: &[Rec],
+    cfg: HttpConfig,
+    split: Option<usize>,
+    prune: bool,
+) -> Result<(HttpParser, Vec<String>), String> {
     let mut p = HttpParser::new(cfg);
     let mut events = Vec::new();
     let mut buf = Vec::new();
@@ -560,7 +656,9 @@ fn run_http(recs: &[Rec], cfg: HttpConfig, split: Option<usize>, prune: bool) ->
                 }
                 None => p.on_data(http_dir(*to_server), bytes, &mut |e| events.push(format!("{e:?}"))),
             },
-            Rec::Gap { to_server, len } => p.on_gap(http_dir(*to_server), *len as u64, &mut |e| events.push(format!("{e:?}"))),
+            Rec::Gap { to_server, len } => {
+                p.on_gap(http_dir(*to_server), *len as u64, &mut |e| events.push(format!("{e:?}")))
+            }
             Rec::Close => p.on_close(&mut |e| events.push(format!("{e:?}"))),
         }
         // The transactions a record can change are the newest ones; all are checked at the end.
@@ -582,8 +680,12 @@ fn run_http(recs: &[Rec], cfg: HttpConfig, split: Option<usize>, prune: bool) ->
 fn check_http_tx(tx: &picket::applayer::http::HttpTx, cfg: &HttpConfig, buf: &mut Vec<u8>) -> Result<(), String> {
     {
         {
-            ensure(tx.request_body.len() <= cfg.request_body_limit, || format!("request body {} over limit {}", tx.request_body.len(), cfg.request_body_limit))?;
-            ensure(tx.response_body.len() <= cfg.response_body_limit, || format!("response body {} over limit {}", tx.response_body.len(), cfg.response_body_limit))?;
+            ensure(tx.request_body.len() <= cfg.request_body_limit, || {
+                format!("request body {} over limit {}", tx.request_body.len(), cfg.request_body_limit)
+            })?;
+            ensure(tx.response_body.len() <= cfg.response_body_limit, || {
+                format!("response body {} over limit {}", tx.response_body.len(), cfg.response_body_limit)
+            })?;
             for dir in [Direction::ToServer, Direction::ToClient] {
                 let n = tx.headers(dir).len();
                 ensure(n <= cfg.max_headers, || format!("{n} headers kept, limit {}", cfg.max_headers))?;
@@ -593,8 +695,15 @@ fn check_http_tx(tx: &picket::applayer::http::HttpTx, cfg: &HttpConfig, buf: &mu
                 tx.start_buffer(dir, buf);
             }
             // A line or header block is never longer than the field limit (plus its ending).
-            for (what, len) in [("request line", tx.request_line.len()), ("response line", tx.response_line.len()), ("request headers", tx.request_headers_raw.len()), ("response headers", tx.response_headers_raw.len())] {
-                ensure(len <= cfg.field_limit + 4, || format!("{what} of {len} bytes kept, field limit {}", cfg.field_limit))?;
+            for (what, len) in [
+                ("request line", tx.request_line.len()),
+                ("response line", tx.response_line.len()),
+                ("request headers", tx.request_headers_raw.len()),
+                ("response headers", tx.response_headers_raw.len()),
+            ] {
+                ensure(len <= cfg.field_limit + 4, || {
+                    format!("{what} of {len} bytes kept, field limit {}", cfg.field_limit)
+                })?;
             }
             let _ = (tx.user_agent(), tx.cookie(), tx.content_type(Direction::ToClient), tx.is_complete());
         }
@@ -674,7 +783,8 @@ fn check_dns_tx(state: &DnsState, cfg: &DnsConfig, from: &mut u64) -> Result<(),
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(&out) {
             return Err(format!("eve dns object is not JSON ({e}): {}", String::from_utf8_lossy(&out)));
         }
-        let _ = (tx.query_names().count(), tx.answer_names().count(), tx.query_rrtypes().count(), tx.opcode(), tx.rcode());
+        let _ =
+            (tx.query_names().count(), tx.answer_names().count(), tx.query_rrtypes().count(), tx.opcode(), tx.rcode());
     }
     Ok(())
 }
@@ -750,7 +860,9 @@ fn check_dns_tcp(input: &[u8]) -> Result<(), String> {
         let pieces = run_dns_tcp(&recs, &cfg, Some(n))?;
         let a: Vec<_> = whole.transactions().collect();
         let b: Vec<_> = pieces.transactions().collect();
-        ensure(a == b, || format!("DNS/TCP transactions differ when fed in {n}-byte pieces: {} vs {}", a.len(), b.len()))?;
+        ensure(a == b, || {
+            format!("DNS/TCP transactions differ when fed in {n}-byte pieces: {} vs {}", a.len(), b.len())
+        })?;
     }
     Ok(())
 }
@@ -801,16 +913,30 @@ fn run_tls(recs: &[Rec], cfg: &TlsConfig, split: Option<usize>) -> Result<TlsSta
         }
         for dir in [Direction::ToServer, Direction::ToClient] {
             let certs = state.certificates(dir);
-            ensure(certs.len() <= cfg.max_certs, || format!("{} certificates kept, max {}", certs.len(), cfg.max_certs))?;
+            ensure(certs.len() <= cfg.max_certs, || {
+                format!("{} certificates kept, max {}", certs.len(), cfg.max_certs)
+            })?;
             let stored: usize = certs.iter().map(|c| c.der.len()).sum();
-            ensure(stored <= cfg.max_cert_bytes, || format!("{stored} certificate bytes kept, max {}", cfg.max_cert_bytes))?;
+            ensure(stored <= cfg.max_cert_bytes, || {
+                format!("{stored} certificate bytes kept, max {}", cfg.max_cert_bytes)
+            })?;
         }
     }
     let out = eve_object(|o| state.write_record(o, true));
     {
-        serde_json::from_slice::<serde_json::Value>(&out).map_err(|e| format!("eve tls object is not JSON ({e}): {}", String::from_utf8_lossy(&out)))?;
+        serde_json::from_slice::<serde_json::Value>(&out)
+            .map_err(|e| format!("eve tls object is not JSON ({e}): {}", String::from_utf8_lossy(&out)))?;
     }
-    let _ = (state.sni(), state.ja3(), state.ja3s(), state.client_alpns(), state.server_alpn(), state.version(), state.server_cert(), state.handshake_done());
+    let _ = (
+        state.sni(),
+        state.ja3(),
+        state.ja3s(),
+        state.client_alpns(),
+        state.server_alpn(),
+        state.version(),
+        state.server_cert(),
+        state.handshake_done(),
+    );
     Ok(state)
 }
 
@@ -837,7 +963,13 @@ fn check_tls(input: &[u8]) -> Result<(), String> {
         let pieces = run_tls(&recs, &cfg, Some(n))?;
         let a = eve_object(|o| whole.write_record(o, true));
         let b = eve_object(|o| pieces.write_record(o, true));
-        ensure(a == b, || format!("TLS state differs when fed in {n}-byte pieces:\n{}\n{}", String::from_utf8_lossy(&a), String::from_utf8_lossy(&b)))?;
+        ensure(a == b, || {
+            format!(
+                "TLS state differs when fed in {n}-byte pieces:\n{}\n{}",
+                String::from_utf8_lossy(&a),
+                String::from_utf8_lossy(&b)
+            )
+        })?;
     }
     Ok(())
 }
@@ -857,7 +989,8 @@ fn tls() {
 fn check_probe(input: &[u8]) -> Result<(), String> {
     let sel = fnv(input);
     let transport = if sel & 1 == 0 { Transport::Tcp } else { Transport::Udp };
-    let ports = [(40000, 80), (40000, 53), (53, 40000), (40000, 443), (40000, 25), (21, 40000), (1, 1)][(sel >> 1) as usize % 7];
+    let ports = [(40000, 80), (40000, 53), (53, 40000), (40000, 443), (40000, 25), (21, 40000), (1, 1)]
+        [(sel >> 1) as usize % 7];
     let mut det = ProtoDetector::new([0usize, 1, 16, 4096][(sel >> 4) as usize % 4]);
     let mut seen = [Vec::new(), Vec::new()];
     let mut detected = None;
@@ -889,7 +1022,8 @@ fn probe_protocols() {
         name: "probe",
         seeds: session_seeds(SessionKind::Any).into_iter().step_by(3).collect(),
         mutate: &|rng, seeds| {
-            let dicts: [&[&[u8]]; 3] = [mutate::HTTP_DICT, mutate::TLS_DICT, &[b"SSH-2.0-", b"220 ", b"EHLO ", b"USER ", b"HTTP/1."]];
+            let dicts: [&[&[u8]]; 3] =
+                [mutate::HTTP_DICT, mutate::TLS_DICT, &[b"SSH-2.0-", b"220 ", b"EHLO ", b"USER ", b"HTTP/1."]];
             let dict = dicts[rng.below(3)];
             mutate::session(rng, seeds, dict)
         },
@@ -1027,7 +1161,9 @@ fn check_inspect(input: &[u8]) -> Result<(), String> {
     check_events(&mut events)?;
     let counters = inspector.counters();
     let get = |name: &str| counters.get(name).unwrap_or(0);
-    ensure(get("tcp.reassembly_memuse") == 0, || format!("{} bytes of stream memory still charged after finish", get("tcp.reassembly_memuse")))?;
+    ensure(get("tcp.reassembly_memuse") == 0, || {
+        format!("{} bytes of stream memory still charged after finish", get("tcp.reassembly_memuse"))
+    })?;
     ensure(get("flow.active") == 0, || format!("{} flows active after finish", get("flow.active")))?;
     ensure(get("decoder.pkts") >= cap.packets.len() as u64, || "packets not counted".into())
 }
@@ -1038,7 +1174,10 @@ fn inspect_end_to_end() {
     let mut seeds: Vec<Vec<u8>> = c.files.clone();
     // Larger captures cut down to their first packets.
     for cap in c.captures.iter().filter(|cap| cap.packets.len() > 50) {
-        seeds.push(corpus::write_pcap(&corpus::Capture { packets: cap.packets.iter().take(50).cloned().collect(), ..cap.clone() }));
+        seeds.push(corpus::write_pcap(&corpus::Capture {
+            packets: cap.packets.iter().take(50).cloned().collect(),
+            ..cap.clone()
+        }));
     }
     fuzz(Target {
         name: "inspect",

@@ -1,14 +1,14 @@
 //! DNS end to end through the inspection core and the eve writer: crafted packets in, eve
 //! lines out.
 
+use etherparse::PacketBuilder;
 use picket::config::{EngineSettings, StreamInline};
 use picket::detect::engine::{DetectConfig, DetectEngine};
 use picket::detect::rule::{load_rules_str, RuleVars};
 use picket::inspect::{InspectSettings, Inspector};
-use picket::output::sink::LogSink;
 use picket::output::merge::Sink;
+use picket::output::sink::LogSink;
 use picket::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
-use etherparse::PacketBuilder;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -17,7 +17,12 @@ const SERVER: [u8; 4] = [10, 0, 0, 53];
 
 fn inspector(rules: &str, inline: bool) -> Inspector {
     let load = load_rules_str("t.rules", rules, &RuleVars::default());
-    assert!(load.errors.is_empty() && load.unsupported_rules.is_empty(), "{:?} {:?}", load.errors, load.unsupported_rules);
+    assert!(
+        load.errors.is_empty() && load.unsupported_rules.is_empty(),
+        "{:?} {:?}",
+        load.errors,
+        load.unsupported_rules
+    );
     let (engine, _) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
     // Inline with midstream pickup: TCP data is released on its own packet.
     let engine_settings = EngineSettings {
@@ -33,7 +38,11 @@ fn inspector(rules: &str, inline: bool) -> Inspector {
 fn udp(to_server: bool, client_port: u16, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let b = PacketBuilder::ethernet2([1; 6], [2; 6]);
-    let b = if to_server { b.ipv4(CLIENT, SERVER, 64).udp(client_port, 53) } else { b.ipv4(SERVER, CLIENT, 64).udp(53, client_port) };
+    let b = if to_server {
+        b.ipv4(CLIENT, SERVER, 64).udp(client_port, 53)
+    } else {
+        b.ipv4(SERVER, CLIENT, 64).udp(53, client_port)
+    };
     b.write(&mut out, payload).expect("build");
     out
 }
@@ -41,7 +50,13 @@ fn udp(to_server: bool, client_port: u16, payload: &[u8]) -> Vec<u8> {
 fn run(insp: &mut Inspector, frames: &[Vec<u8>]) -> Vec<Value> {
     let mut out = LogSink::new(Default::default());
     for (i, frame) in frames.iter().enumerate() {
-        let meta = PacketMeta::standalone(i as u64 + 1, Timestamp(1_000_000_000 * (i as u64 + 1)), LinkType::Ethernet, frame.len() as u32, frame.len());
+        let meta = PacketMeta::standalone(
+            i as u64 + 1,
+            Timestamp(1_000_000_000 * (i as u64 + 1)),
+            LinkType::Ethernet,
+            frame.len() as u32,
+            frame.len(),
+        );
         insp.packet(PacketRef { meta: &meta, data: frame }, &mut out);
     }
     insp.finish(&mut out);
@@ -85,7 +100,8 @@ fn udp_request_and_response_inspected_on_their_own_packets() {
     assert_eq!(a["dns"]["answers"][0]["rdata"], "web.oisf.net");
     let flow = events.iter().find(|e| e["event_type"] == "flow").expect("flow event");
     assert_eq!(flow["app_proto"], "dns");
-    let counters: std::collections::HashMap<String, u64> = insp.counters().iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let counters: std::collections::HashMap<String, u64> =
+        insp.counters().iter().map(|(n, v)| (n.to_string(), v)).collect();
     assert_eq!(counters.get("app_layer.flow.dns_udp"), Some(&1));
     assert_eq!(counters.get("app_layer.tx.dns_udp"), Some(&3));
 }
@@ -99,7 +115,10 @@ fn udp_off_the_dns_port_and_garbage_are_not_dns() {
         .udp(40000, 5353)
         .write(&mut off_port, &request(1, 0, &["www.oisf.net"]))
         .expect("build");
-    let events = run(&mut insp, &[off_port, udp(true, 40001, b"\x00\x01not dns at all"), udp(true, 40001, &request(2, 0, &["www.oisf.net"]))]);
+    let events = run(
+        &mut insp,
+        &[off_port, udp(true, 40001, b"\x00\x01not dns at all"), udp(true, 40001, &request(2, 0, &["www.oisf.net"]))],
+    );
     assert!(alerts(&events).is_empty(), "{:?}", alerts(&events));
     assert!(events.iter().filter(|e| e["event_type"] == "flow").all(|f| f.get("app_proto").is_none()));
 }
@@ -127,49 +146,51 @@ fn tcp_messages_inspected_when_released_inline() {
     let events = run(&mut insp, &frames);
     // Each request is its own transaction and alerts once per rule.
     assert_eq!(alerts(&events), [(1, 1), (1, 5), (2, 1), (2, 5)]);
-    let tx_ids: Vec<u64> = events.iter().filter(|e| e["alert"]["signature_id"] == 1).map(|e| e["tx_id"].as_u64().unwrap_or(99)).collect();
+    let tx_ids: Vec<u64> =
+        events.iter().filter(|e| e["alert"]["signature_id"] == 1).map(|e| e["tx_id"].as_u64().unwrap_or(99)).collect();
     assert_eq!(tx_ids, [0, 1]);
-    let counters: std::collections::HashMap<String, u64> = insp.counters().iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let counters: std::collections::HashMap<String, u64> =
+        insp.counters().iter().map(|(n, v)| (n.to_string(), v)).collect();
     assert_eq!(counters.get("app_layer.flow.dns_tcp"), Some(&1));
     assert_eq!(counters.get("app_layer.tx.dns_tcp"), Some(&2));
 }
 
 fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16) -> Vec<u8> {
-[id, flags, qd, an, ns, 0].iter().flat_map(|w| w.to_be_bytes()).collect()
+    [id, flags, qd, an, ns, 0].iter().flat_map(|w| w.to_be_bytes()).collect()
 }
 
 /// A request for `names` (type A) with opcode `opcode`.
 fn request(id: u16, opcode: u16, names: &[&str]) -> Vec<u8> {
-let mut m = header(id, 0x0100 | (opcode << 11), names.len() as u16, 0, 0);
-for n in names {
-    m.extend(labels(n));
-    m.extend([0, 1, 0, 1]);
-}
-m
+    let mut m = header(id, 0x0100 | (opcode << 11), names.len() as u16, 0, 0);
+    for n in names {
+        m.extend(labels(n));
+        m.extend([0, 1, 0, 1]);
+    }
+    m
 }
 
 /// A response to `qname`: a CNAME answer to `cname` and an NS authority `ns`.
 fn response(id: u16, qname: &str, cname: &str, ns: &str) -> Vec<u8> {
-let mut m = header(id, 0x8183, 1, 1, 1);
-m.extend(labels(qname));
-m.extend([0, 1, 0, 1]);
-for (rrtype, target) in [(5u8, cname), (2, ns)] {
-    m.extend([0xc0, 12, 0, rrtype, 0, 1, 0, 0, 0, 60]);
-    let rdata = labels(target);
-    m.extend((rdata.len() as u16).to_be_bytes());
-    m.extend(rdata);
-}
-m
+    let mut m = header(id, 0x8183, 1, 1, 1);
+    m.extend(labels(qname));
+    m.extend([0, 1, 0, 1]);
+    for (rrtype, target) in [(5u8, cname), (2, ns)] {
+        m.extend([0xc0, 12, 0, rrtype, 0, 1, 0, 0, 0, 60]);
+        let rdata = labels(target);
+        m.extend((rdata.len() as u16).to_be_bytes());
+        m.extend(rdata);
+    }
+    m
 }
 
 /// Test support: a dotted name as uncompressed labels.
 #[cfg(test)]
 fn labels(name: &str) -> Vec<u8> {
-let mut out = Vec::new();
-for label in name.split('.').filter(|l| !l.is_empty()) {
-    out.push(label.len() as u8);
-    out.extend_from_slice(label.as_bytes());
-}
-out.push(0);
-out
+    let mut out = Vec::new();
+    for label in name.split('.').filter(|l| !l.is_empty()) {
+        out.push(label.len() as u8);
+        out.extend_from_slice(label.as_bytes());
+    }
+    out.push(0);
+    out
 }

@@ -150,7 +150,19 @@ fn live_capture_two_workers_flows_alert_and_clean_stop() {
     let picket_bin = env!("CARGO_BIN_EXE_picket");
     let mut picket = Guarded(
         Command::new("ip")
-            .args(["netns", "exec", &lab.b, picket_bin, "-i", "veth-b", "--workers", "2", "--set", "stats.interval=1", "-S"])
+            .args([
+                "netns",
+                "exec",
+                &lab.b,
+                picket_bin,
+                "-i",
+                "veth-b",
+                "--workers",
+                "2",
+                "--set",
+                "stats.interval=1",
+                "-S",
+            ])
             .arg(&rules)
             .arg("-l")
             .arg(&logs)
@@ -316,7 +328,10 @@ fn measure_live_cpu_per_packet() {
         .ok()
         .map(|s| s.split(',').filter_map(|r| r.parse().ok()).collect())
         .unwrap_or_else(|| vec![100_000, 200_000, 300_000]);
-    eprintln!("{:<10} {:>8} {:>9} {:>10} {:>8} {:>10} {:>7}", "workers", "rate", "sent/s", "inspected", "drops", "ns/packet", "cpu %");
+    eprintln!(
+        "{:<10} {:>8} {:>9} {:>10} {:>8} {:>10} {:>7}",
+        "workers", "rate", "sent/s", "inspected", "drops", "ns/packet", "cpu %"
+    );
     for &rate in &rates {
         for workers in [1usize, 2] {
             let logs = dir.path().join(format!("logs-{rate}-{workers}"));

@@ -101,7 +101,12 @@ fn flow_records_do_not_depend_on_run_mode_under_flow_dispatch() {
         events
             .iter()
             .filter(|e| e["event_type"] == "flow")
-            .map(|e| format!("{} {} {} {}", e["flow_id"], e["flow"]["pkts_toserver"], e["flow"]["pkts_toclient"], e["flow"]["bytes_toserver"]))
+            .map(|e| {
+                format!(
+                    "{} {} {} {}",
+                    e["flow_id"], e["flow"]["pkts_toserver"], e["flow"]["pkts_toclient"], e["flow"]["bytes_toserver"]
+                )
+            })
             .collect()
     };
     let single = summary(eve_for(&["--runmode", "single"]));
@@ -267,7 +272,16 @@ fn bpf_filter_drops_packets_before_numbering() {
     std::fs::write(&filter_file, "# ssh only\nudp port 22 # the server\n").unwrap();
     let run = |extra: &[&str]| -> Vec<Value> {
         let logs = tempfile::tempdir().unwrap();
-        let mut args = vec!["-r", pcap.to_str().unwrap(), "-S", rules.to_str().unwrap(), "-l", logs.path().to_str().unwrap(), "-k", "none"];
+        let mut args = vec![
+            "-r",
+            pcap.to_str().unwrap(),
+            "-S",
+            rules.to_str().unwrap(),
+            "-l",
+            logs.path().to_str().unwrap(),
+            "-k",
+            "none",
+        ];
         args.extend_from_slice(extra);
         run_ok(&args);
         read_eve(logs.path())

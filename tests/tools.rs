@@ -67,12 +67,22 @@ fn top_deltas_give_exact_percentages_and_rates() {
                   cpu1 0 0 0 1400 0 0 0 0 0 0 77\n\
                   cpu2 1 1 1 1 1 1 1 1 0 0\n";
     top_fixture(root, stat_1, SOFTIRQS_1, [100, 50, 10_000, 5_000, 3, 0]);
-    write_snapshot_at(&stats_file, 1_000_000_000, &[WorkerSnapshot { name: "W#01".into(), packets: 100, bytes: 64_000, drops: 1, busy_ns: 0 }]).unwrap();
+    write_snapshot_at(
+        &stats_file,
+        1_000_000_000,
+        &[WorkerSnapshot { name: "W#01".into(), packets: 100, bytes: 64_000, drops: 1, busy_ns: 0 }],
+    )
+    .unwrap();
     let mut state = TopState::new(read_sample(&sources(root, Some(stats_file.clone()))).unwrap());
 
     top_fixture(root, stat_2, SOFTIRQS_2, [300, 60, 30_000, 6_000, 7, 1]);
     // Snapshot written 2 s later: rates use the snapshot's own clock, not the 1 s sample.
-    write_snapshot_at(&stats_file, 3_000_000_000, &[WorkerSnapshot { name: "W#01".into(), packets: 2100, bytes: 1_064_000, drops: 5, busy_ns: 500_000_000 }]).unwrap();
+    write_snapshot_at(
+        &stats_file,
+        3_000_000_000,
+        &[WorkerSnapshot { name: "W#01".into(), packets: 2100, bytes: 1_064_000, drops: 5, busy_ns: 500_000_000 }],
+    )
+    .unwrap();
     let second = read_sample(&sources(root, Some(stats_file.clone()))).unwrap();
     let view = state.advance(second, Duration::from_secs(1), 3_500_000_000);
 
@@ -90,7 +100,10 @@ fn top_deltas_give_exact_percentages_and_rates() {
             net_tx_per_sec: Some(2.0),
         }
     );
-    assert_eq!((view.cpus[1].idle, view.cpus[1].user, view.cpus[1].net_rx_per_sec), (Some(100.0), Some(0.0), Some(0.0)));
+    assert_eq!(
+        (view.cpus[1].idle, view.cpus[1].user, view.cpus[1].net_rx_per_sec),
+        (Some(100.0), Some(0.0), Some(0.0))
+    );
     assert_eq!(view.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), vec![Some(0), Some(1), Some(2)]);
     assert_eq!((view.cpus[2].idle, view.cpus[2].net_rx_per_sec), (None, Some(300.0)));
     let all = view.all.as_ref().unwrap();
@@ -101,14 +114,23 @@ fn top_deltas_give_exact_percentages_and_rates() {
     assert_eq!(view.ifaces.len(), 1);
     let eth0 = &view.ifaces[0];
     assert_eq!(eth0.name, "eth0");
-    assert_eq!((eth0.rx_packets_per_sec, eth0.rx_bits_per_sec, eth0.rx_drops_per_sec), (Some(200.0), Some(160_000.0), Some(4.0)));
-    assert_eq!((eth0.tx_packets_per_sec, eth0.tx_bits_per_sec, eth0.tx_drops_per_sec), (Some(10.0), Some(8_000.0), Some(1.0)));
+    assert_eq!(
+        (eth0.rx_packets_per_sec, eth0.rx_bits_per_sec, eth0.rx_drops_per_sec),
+        (Some(200.0), Some(160_000.0), Some(4.0))
+    );
+    assert_eq!(
+        (eth0.tx_packets_per_sec, eth0.tx_bits_per_sec, eth0.tx_drops_per_sec),
+        (Some(10.0), Some(8_000.0), Some(1.0))
+    );
     assert_eq!(eth0.total_drops, 8);
 
     let WorkerView::Workers { rows, age_secs, stale } = &view.workers else { panic!("{:?}", view.workers) };
     assert_eq!((*age_secs, *stale), (0.5, false));
     assert_eq!(rows.len(), 1);
-    assert_eq!((rows[0].packets_per_sec, rows[0].bits_per_sec, rows[0].drops_per_sec), (Some(1000.0), Some(4_000_000.0), Some(2.0)));
+    assert_eq!(
+        (rows[0].packets_per_sec, rows[0].bits_per_sec, rows[0].drops_per_sec),
+        (Some(1000.0), Some(4_000_000.0), Some(2.0))
+    );
     assert_eq!((rows[0].busy, rows[0].packets, rows[0].drops), (Some(25.0), 2100, 5));
     assert_eq!(view.anomalies, 0);
 
@@ -183,7 +205,19 @@ fn top_args_parse_like_the_subcommand_will() {
         #[command(flatten)]
         top: picket::tools::TopArgs,
     }
-    let w = Wrapper::try_parse_from(["top", "--once", "--interval", "0.5", "--proc-root", "/x/proc", "--stats", "/l/picket-stats.json", "-i", "eth1"]).unwrap();
+    let w = Wrapper::try_parse_from([
+        "top",
+        "--once",
+        "--interval",
+        "0.5",
+        "--proc-root",
+        "/x/proc",
+        "--stats",
+        "/l/picket-stats.json",
+        "-i",
+        "eth1",
+    ])
+    .unwrap();
     assert!(w.top.once);
     assert_eq!(w.top.interval, 0.5);
     assert_eq!(w.top.sys_root, PathBuf::from("/sys"));
@@ -217,11 +251,16 @@ fn tune_fixture(root: &Path) {
     put(root, "sys/class/net/veth0/queues/tx-0/xps_cpus", "00\n");
     put(root, "proc/sys/net/core/rps_sock_flow_entries", "0\n");
     let cols = "0          0          0          0          0          0          0          0";
-    let mut interrupts = String::from("            CPU0       CPU1       CPU2       CPU3       CPU4       CPU5       CPU6       CPU7\n");
+    let mut interrupts =
+        String::from("            CPU0       CPU1       CPU2       CPU3       CPU4       CPU5       CPU6       CPU7\n");
     interrupts.push_str(&format!("  0:         {cols}   IO-APIC   2-edge      timer\n"));
     interrupts.push_str(&format!(" 40:         {cols}  IR-PCI-MSIX-0000:3b:00.0    0-edge      eth0\n"));
     for q in 0..4 {
-        interrupts.push_str(&format!(" {}:         {cols}  IR-PCI-MSIX-0000:3b:00.0    {}-edge      eth0-TxRx-{q}\n", 41 + q, q + 1));
+        interrupts.push_str(&format!(
+            " {}:         {cols}  IR-PCI-MSIX-0000:3b:00.0    {}-edge      eth0-TxRx-{q}\n",
+            41 + q,
+            q + 1
+        ));
     }
     // Another port of the same card: must not be taken for eth0's.
     interrupts.push_str(&format!(" 50:         {cols}  IR-PCI-MSIX-0000:3b:00.1    1-edge      eth01-TxRx-0\n"));
@@ -278,7 +317,10 @@ fn tune_reads_the_nic_and_plans_one_queue_per_numa_local_core() {
     assert_eq!(nic.numa_node, Some(1));
     assert_eq!((nic.rx_queues.len(), nic.tx_queues.len()), (4, 4));
     assert_eq!(nic.device_irqs, vec![40, 41, 42, 43, 44]);
-    assert_eq!(nic.queue_irqs.iter().map(|q| (q.irq, q.queue)).collect::<Vec<_>>(), vec![(41, 0), (42, 1), (43, 2), (44, 3)]);
+    assert_eq!(
+        nic.queue_irqs.iter().map(|q| (q.irq, q.queue)).collect::<Vec<_>>(),
+        vec![(41, 0), (42, 1), (43, 2), (44, 3)]
+    );
     assert_eq!(nic.other_irqs, vec![(40, "eth0".to_string())]);
 
     let plan = make_plan(&nic, &topology, &PlanOptions::default()).unwrap();
@@ -377,7 +419,10 @@ fn tune_apply_carries_on_past_a_failed_write_and_reports_it() {
     fs::remove_file(dir.path().join("sys/class/net/eth0/queues/rx-1/rps_cpus")).unwrap();
     let mut out = Vec::new();
     let error = picket::tools::tune::apply(&roots, &plan, &mut out).unwrap_err();
-    assert!(error.contains("1 write(s) failed") && error.contains("/sys/class/net/eth0/queues/rx-1/rps_cpus"), "{error}");
+    assert!(
+        error.contains("1 write(s) failed") && error.contains("/sys/class/net/eth0/queues/rx-1/rps_cpus"),
+        "{error}"
+    );
     assert!(String::from_utf8(out).unwrap().contains("wrote 16 value(s), 1 failed"));
     assert!(!dir.path().join("sys/class/net/eth0/queues/rx-1/rps_cpus").exists());
     assert_eq!(read(dir.path(), "sys/class/net/eth0/queues/rx-2/rps_cpus"), "04");

@@ -283,7 +283,8 @@ mod ffi {
         }
         let program = RawProgram { bf_len: instructions.len() as c_uint, bf_insns: instructions.as_ptr().cast_mut() };
         let captured = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        let header = PacketHeader { ts: libc::timeval { tv_sec: 0, tv_usec: 0 }, caplen: captured, len: wire_len.max(captured) };
+        let header =
+            PacketHeader { ts: libc::timeval { tv_sec: 0, tv_usec: 0 }, caplen: captured, len: wire_len.max(captured) };
         // SAFETY: `program` points at `bf_len` valid instructions produced by libpcap's
         // compiler (which only emits programs its interpreter accepts); the interpreter
         // only reads them, and reads packet bytes within `caplen` = `data.len()`.
@@ -413,7 +414,9 @@ mod tests {
         let handles: Vec<_> = (0..4)
             .map(|i| {
                 std::thread::spawn(move || {
-                    (0..20).all(|j| BpfProgram::compile(&format!("port {}", 1000 + i * 20 + j), LinkType::Ethernet).is_ok())
+                    (0..20).all(|j| {
+                        BpfProgram::compile(&format!("port {}", 1000 + i * 20 + j), LinkType::Ethernet).is_ok()
+                    })
                 })
             })
             .collect();

@@ -87,4 +87,3 @@ impl RunArgs {
         !self.live.interfaces.is_empty() || !self.live.af_packet.is_empty()
     }
 }
-

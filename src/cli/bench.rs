@@ -1,9 +1,9 @@
 //! `picket bench`: the engine's own speed on a capture preloaded into memory, so that disk
 //! and page cache do not show. Reports packets/s and Gbit/s per run mode / worker count.
 
-use crate::capture::MemorySource;
 use super::args::RunArgs;
 use super::resolve::{load_rules, resolve, CliError};
+use crate::capture::MemorySource;
 use crate::dispatch::make_policy;
 use crate::pipeline::{self, RunOptions};
 use clap::Args;
@@ -71,9 +71,20 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     for spec in &args.workers {
         let (single, workers) = match spec.as_str() {
             "single" => (true, 1),
-            n => (false, n.parse::<usize>().map_err(|_| CliError(format!("--workers: '{n}' is not a number or 'single'")))?),
+            n => (
+                false,
+                n.parse::<usize>().map_err(|_| CliError(format!("--workers: '{n}' is not a number or 'single'")))?,
+            ),
         };
-        let opts = RunOptions { workers, single, pin_cores: true, inspect: base.options.inspect.clone(), eve: base.options.eve.clone(), defrag: base.options.defrag, bpf_filter: base.options.bpf_filter.clone() };
+        let opts = RunOptions {
+            workers,
+            single,
+            pin_cores: true,
+            inspect: base.options.inspect.clone(),
+            eve: base.options.eve.clone(),
+            defrag: base.options.defrag,
+            bpf_filter: base.options.bpf_filter.clone(),
+        };
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {
             source.reset();
@@ -92,7 +103,11 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             .iter()
             .map(|w| format!("{:.1}", 100.0 * w.packets as f64 / s.packets_read.max(1) as f64))
             .collect();
-        let label = if single { "single".to_string() } else { format!("{workers} worker{}", if workers > 1 { "s" } else { "" }) };
+        let label = if single {
+            "single".to_string()
+        } else {
+            format!("{workers} worker{}", if workers > 1 { "s" } else { "" })
+        };
         println!(
             "{label:<10} {:>14.0} {:>10.2} {:>12.3}  {}",
             s.packets_read as f64 / secs,

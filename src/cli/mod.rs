@@ -13,17 +13,22 @@ pub use resolve::{load_rules, resolve, warn, CliError, Resolved};
 use crate::capture::{self, PacketSource};
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
 use crate::dispatch::make_policy;
-use crate::rules::RuleSources;
-use std::sync::Arc;
 use crate::output::stats::{stats_event, write_load_table, write_stats_log};
 use crate::pipeline::{self, RunSummary};
+use crate::rules::RuleSources;
 use clap::{Parser, Subcommand};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Parser, Debug)]
-#[command(name = "picket", version, about = "Multi-core IPS, Suricata-compatible", args_conflicts_with_subcommands = true)]
+#[command(
+    name = "picket",
+    version,
+    about = "Multi-core IPS, Suricata-compatible",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -82,7 +87,8 @@ pub fn main() -> i32 {
         Some(Command::Top(args)) => crate::tools::run_top(&args).map_err(CliError),
         Some(Command::Tune(args)) => crate::tools::run_tune(&args).map_err(CliError),
         None if cli.run.test_config => {
-            let sources = RuleSources { exclusive: cli.run.rules_exclusive.clone(), extra: cli.run.rules_extra.clone() };
+            let sources =
+                RuleSources { exclusive: cli.run.rules_exclusive.clone(), extra: cli.run.rules_extra.clone() };
             check_rules(cli.run.config.as_deref(), &cli.run.set, &sources)
         }
         None if cli.run.is_live() => run_live_capture(&cli.run),
@@ -106,13 +112,17 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     resolved.options.inspect.detect = rules.engine.map(Arc::new);
     let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    fs::create_dir_all(&log_dir).map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    fs::create_dir_all(&log_dir)
+        .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
     let mut source = capture::open_offline(input)?;
     let eve_path = log_dir.join("eve.json");
-    let eve_file = File::create(&eve_path).map_err(|e| CliError(format!("cannot write {}: {e}", eve_path.display())))?;
+    let eve_file =
+        File::create(&eve_path).map_err(|e| CliError(format!("cannot write {}: {e}", eve_path.display())))?;
     let mut eve = BufWriter::with_capacity(1 << 20, eve_file);
     let fast_path = log_dir.join("fast.log");
-    let mut fast = BufWriter::new(File::create(&fast_path).map_err(|e| CliError(format!("cannot write {}: {e}", fast_path.display())))?);
+    let mut fast = BufWriter::new(
+        File::create(&fast_path).map_err(|e| CliError(format!("cannot write {}: {e}", fast_path.display())))?,
+    );
     let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
     let summary = pipeline::run(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs)?;
     fast.flush()?;
@@ -148,14 +158,17 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
             }
         }
         if interfaces.is_empty() {
-            return Err(CliError("--af-packet: no interface given and none listed under af-packet: in the configuration".into()));
+            return Err(CliError(
+                "--af-packet: no interface given and none listed under af-packet: in the configuration".into(),
+            ));
         }
     }
     if resolved.options.single {
         warn("--runmode single does not apply to live capture; running workers");
     }
     if args.checksum.is_none() {
-        resolved.engine.checksum_mode = crate::config::live_checksum_mode(&resolved.config, &interfaces).map_err(CliError)?;
+        resolved.engine.checksum_mode =
+            crate::config::live_checksum_mode(&resolved.config, &interfaces).map_err(CliError)?;
     }
     let workers = resolved.options.workers;
     // Memory caps are split between the workers that will really run.
@@ -163,25 +176,43 @@ fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     inspect.http = resolved.options.inspect.http.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let overrides = crate::config::CaptureOverrides {
-        fanout: args.live.fanout.as_deref().map(crate::config::parse_fanout).transpose().map_err(|e| CliError(format!("--fanout: {e}")))?,
+        fanout: args
+            .live
+            .fanout
+            .as_deref()
+            .map(crate::config::parse_fanout)
+            .transpose()
+            .map_err(|e| CliError(format!("--fanout: {e}")))?,
         promiscuous: args.live.no_promisc.then_some(false),
         bpf_filter: resolved.bpf_expression.clone(),
     };
-    let (captures, warnings) = crate::config::capture_configs(&resolved.config, &interfaces, &overrides, &stop).map_err(CliError)?;
+    let (captures, warnings) =
+        crate::config::capture_configs(&resolved.config, &interfaces, &overrides, &stop).map_err(CliError)?;
     for w in warnings {
         warn(w);
     }
     let stats_interval = crate::config::stats_interval(&resolved.config).map_err(CliError)?;
-    let metrics_addr = args.live.metrics.as_deref().map(metrics::parse_listen_address).transpose().map_err(|e| CliError(format!("--metrics: {e}")))?;
+    let metrics_addr = args
+        .live
+        .metrics
+        .as_deref()
+        .map(metrics::parse_listen_address)
+        .transpose()
+        .map_err(|e| CliError(format!("--metrics: {e}")))?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     inspect.detect = rules.engine.map(Arc::new);
     let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    fs::create_dir_all(&log_dir).map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    fs::create_dir_all(&log_dir)
+        .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
     // A live sensor appends to its logs across restarts, as Suricata does by default.
     let open_log = |name: &str| {
         let path = log_dir.join(name);
-        OpenOptions::new().create(true).append(true).open(&path).map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
     };
     let logs = LiveLogs { eve: Box::new(open_log("eve.json")?), fast: Box::new(open_log("fast.log")?) };
 

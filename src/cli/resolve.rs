@@ -52,7 +52,9 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     let single = match args.runmode.as_deref() {
         None | Some("workers") | Some("autofp") => false,
         Some("single") => true,
-        Some(other) => return Err(CliError(format!("--runmode: unknown run mode '{other}' (expected single, workers or autofp)"))),
+        Some(other) => {
+            return Err(CliError(format!("--runmode: unknown run mode '{other}' (expected single, workers or autofp)")))
+        }
     };
     let workers = match args.workers {
         Some(0) => return Err(CliError("--workers: must be at least 1".into())),
@@ -81,7 +83,13 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
 
 /// Loads rules for a run: prints the summary, every failed rule with file and line, and
 /// (verbose) the skipped-by-keyword table. Bad rules never stop the rest from loading.
-pub fn load_rules(config: &Config, engine: &EngineSettings, sources: &RuleSources, announce: bool, verbose: bool) -> Result<LoadedRules, CliError> {
+pub fn load_rules(
+    config: &Config,
+    engine: &EngineSettings,
+    sources: &RuleSources,
+    announce: bool,
+    verbose: bool,
+) -> Result<LoadedRules, CliError> {
     let loaded = rules::load(config, engine, sources).map_err(CliError)?;
     for w in &loaded.warnings {
         warn(w);
@@ -172,4 +180,3 @@ pub(super) fn check_bpf_words(words: &[String]) -> Result<Option<String>, CliErr
     }
     Ok(Some(words.join(" ")))
 }
-

@@ -44,11 +44,7 @@ pub struct CaptureOverrides {
 /// without a value), the `default` entry excepted.
 pub fn configured_interfaces(config: &Config) -> Vec<String> {
     let Some(Value::Sequence(items)) = config.node("af-packet") else { return Vec::new() };
-    items
-        .iter()
-        .filter_map(|item| item.get("interface").and_then(scalar))
-        .filter(|name| name != "default")
-        .collect()
+    items.iter().filter_map(|item| item.get("interface").and_then(scalar)).filter(|name| name != "default").collect()
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -67,9 +63,8 @@ fn af_packet_value<'a>(config: &'a Config, interface: &str, key: &str) -> Option
     match config.node("af-packet")? {
         Value::Mapping(map) => map.get(key),
         Value::Sequence(items) => {
-            let entry = |name: &str| {
-                items.iter().find(|item| item.get("interface").and_then(scalar).as_deref() == Some(name))
-            };
+            let entry =
+                |name: &str| items.iter().find(|item| item.get("interface").and_then(scalar).as_deref() == Some(name));
             entry(interface).and_then(|e| e.get(key)).or_else(|| entry("default").and_then(|e| e.get(key)))
         }
         _ => None,
@@ -199,9 +194,8 @@ pub fn live_checksum_mode(config: &Config, interfaces: &[String]) -> Result<Chec
         Some(Value::Sequence(items)) => interfaces
             .first()
             .and_then(|first| {
-                let position = |name: &str| {
-                    items.iter().position(|i| i.get("interface").and_then(|v| v.as_str()) == Some(name))
-                };
+                let position =
+                    |name: &str| items.iter().position(|i| i.get("interface").and_then(|v| v.as_str()) == Some(name));
                 position(first).or_else(|| position("default"))
             })
             .map(|i| format!("af-packet.{i}.checksum-checks")),
@@ -243,7 +237,8 @@ mod tests {
         .collect();
         let (config, warnings) = Config::load(None, &sets).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
-        let (cfgs, _) = capture_configs(&config, &["eth0".into(), "eth1".into()], &Default::default(), &stop()).unwrap();
+        let (cfgs, _) =
+            capture_configs(&config, &["eth0".into(), "eth1".into()], &Default::default(), &stop()).unwrap();
         let c = &cfgs[0];
         assert_eq!(c.fanout_mode, FanoutMode::Lb);
         assert_eq!(c.fanout_group, 42);

@@ -104,7 +104,8 @@ mod tests {
         assert_eq!(xff_options(&yaml("enabled: no\nmode: overwrite\n")), None);
         let reverse = xff_options(&yaml("enabled: yes\n")).expect("enabled");
         assert!(reverse.reverse && !reverse.overwrite && reverse.header == "X-Forwarded-For");
-        let forward = xff_options(&yaml("enabled: yes\nmode: overwrite\ndeployment: forward\nheader: X-Real-IP\n")).expect("enabled");
+        let forward = xff_options(&yaml("enabled: yes\nmode: overwrite\ndeployment: forward\nheader: X-Real-IP\n"))
+            .expect("enabled");
         assert!(!forward.reverse && forward.overwrite && forward.header == "X-Real-IP");
     }
 

@@ -18,13 +18,13 @@ mod afpacket;
 mod eve;
 mod settings;
 
-pub use picket_core::settings::{
-    parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
-};
 pub use afpacket::{
     capture_configs, configured_interfaces, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
 pub use eve::{alert_log_options, apply_metadata, xff_options};
+pub use picket_core::settings::{
+    parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
+};
 pub use settings::{http_config, EngineSettingsExt, HTTP_CONFIG_PREFIX};
 
 use serde::de::{self, Deserialize, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess};
@@ -81,14 +81,10 @@ pub const KNOWN_KEYS: &[&str] = &[
 
 /// Whether `key` is covered by [`KNOWN_KEYS`].
 pub fn is_known_key(key: &str) -> bool {
-    KNOWN_KEYS
-        .iter()
-        .any(|pattern| match pattern.strip_suffix(".*") {
-            Some(base) => {
-                key == base || (key.starts_with(base) && key[base.len()..].starts_with('.'))
-            }
-            None => key == *pattern,
-        })
+    KNOWN_KEYS.iter().any(|pattern| match pattern.strip_suffix(".*") {
+        Some(base) => key == base || (key.starts_with(base) && key[base.len()..].starts_with('.')),
+        None => key == *pattern,
+    })
 }
 
 /// Limits on include chains: deep enough for any real layout, small enough that a file
@@ -106,18 +102,13 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(message: impl Into<String>) -> Self {
-        ConfigError {
-            message: message.into(),
-        }
+        ConfigError { message: message.into() }
     }
     pub fn message(&self) -> &str {
         &self.message
     }
     fn bad_value(key: &str, value: &Value, expected: &str) -> Self {
-        ConfigError::new(format!(
-            "invalid value for '{key}': '{}' (expected {expected})",
-            describe(value)
-        ))
+        ConfigError::new(format!("invalid value for '{key}': '{}' (expected {expected})", describe(value)))
     }
 }
 
@@ -140,10 +131,7 @@ pub struct Config {
 impl Config {
     /// Reads `path` (with its includes) if given, then applies each `--set key=value`.
     /// Returns the configuration and the warnings to show the user.
-    pub fn load(
-        path: Option<&Path>,
-        sets: &[String],
-    ) -> Result<(Config, Vec<String>), ConfigError> {
+    pub fn load(path: Option<&Path>, sets: &[String]) -> Result<(Config, Vec<String>), ConfigError> {
         let mut warnings = Vec::new();
         let mut config = Config::default();
         if let Some(path) = path {
@@ -169,10 +157,7 @@ impl Config {
         let mut warnings = Vec::new();
         let mut loader = Loader::new(Path::new("."), &mut warnings);
         let root = loader.parse_text(text, Path::new("<string>"), None)?;
-        Ok(Config {
-            root: Value::Mapping(root),
-            source: None,
-        })
+        Ok(Config { root: Value::Mapping(root), source: None })
     }
 
     /// The top-level YAML file this configuration was read from.
@@ -220,9 +205,7 @@ impl Config {
             Value::Bool(b) => Some(*b),
             other => scalar_text(other).and_then(|t| parse_bool(&t)),
         };
-        parsed
-            .map(Some)
-            .ok_or_else(|| ConfigError::bad_value(key, value, "yes/no/true/false/on/off/1/0"))
+        parsed.map(Some).ok_or_else(|| ConfigError::bad_value(key, value, "yes/no/true/false/on/off/1/0"))
     }
 
     /// A non-negative integer.
@@ -235,9 +218,7 @@ impl Config {
             Value::String(s) => s.trim().parse::<u64>().ok(),
             _ => None,
         };
-        parsed
-            .map(Some)
-            .ok_or_else(|| ConfigError::bad_value(key, value, "a non-negative integer"))
+        parsed.map(Some).ok_or_else(|| ConfigError::bad_value(key, value, "a non-negative integer"))
     }
 
     /// A byte size such as `1024`, `64kb`, `128mb`, `1gb`, `1.5 MiB` (see [`parse_size`]).
@@ -250,9 +231,7 @@ impl Config {
             Value::String(s) => parse_size(s),
             _ => None,
         };
-        parsed.map(Some).ok_or_else(|| {
-            ConfigError::bad_value(key, value, "a size such as 4096, 64kb, 128mb or 1gb")
-        })
+        parsed.map(Some).ok_or_else(|| ConfigError::bad_value(key, value, "a size such as 4096, 64kb, 128mb or 1gb"))
     }
 
     /// `vars.address-groups`, in file order, followed by Suricata's default groups that the
@@ -327,15 +306,11 @@ fn describe(value: &Value) -> String {
 /// Splits `key=value` at the first `=`; both sides are trimmed.
 fn split_set(set: &str) -> Result<(&str, &str), ConfigError> {
     let Some((key, value)) = set.split_once('=') else {
-        return Err(ConfigError::new(format!(
-            "invalid --set '{set}': expected key=value"
-        )));
+        return Err(ConfigError::new(format!("invalid --set '{set}': expected key=value")));
     };
     let key = key.trim();
     if key.is_empty() {
-        return Err(ConfigError::new(format!(
-            "invalid --set '{set}': empty key"
-        )));
+        return Err(ConfigError::new(format!("invalid --set '{set}': empty key")));
     }
     Ok((key, value.trim()))
 }
@@ -343,27 +318,23 @@ fn split_set(set: &str) -> Result<(&str, &str), ConfigError> {
 fn split_key(key: &str) -> Result<Vec<&str>, ConfigError> {
     let segments: Vec<&str> = key.split('.').collect();
     if segments.iter().any(|s| s.is_empty()) {
-        return Err(ConfigError::new(format!(
-            "invalid key '{key}': empty segment"
-        )));
+        return Err(ConfigError::new(format!("invalid key '{key}': empty segment")));
     }
     Ok(segments)
 }
 
 /// The child of `node` named `segment`, created if missing. Scalars and nulls in the way are
 /// replaced by a mapping (or by a list when the first index is 0 and nothing was there).
-fn child_for_set<'a>(
-    node: &'a mut Value,
-    segment: &str,
-    key: &str,
-) -> Result<&'a mut Value, ConfigError> {
+fn child_for_set<'a>(node: &'a mut Value, segment: &str, key: &str) -> Result<&'a mut Value, ConfigError> {
     let index = segment.parse::<usize>().ok();
     match node {
         Value::Mapping(_) => {}
         Value::Sequence(_) if index.is_some() => {}
-        Value::Sequence(_) => return Err(ConfigError::new(format!(
-            "invalid key '{key}': '{segment}' names an entry of a list; use its index (0, 1, ...)"
-        ))),
+        Value::Sequence(_) => {
+            return Err(ConfigError::new(format!(
+                "invalid key '{key}': '{segment}' names an entry of a list; use its index (0, 1, ...)"
+            )))
+        }
         Value::Null if index == Some(0) => *node = Value::Sequence(Vec::new()),
         _ => *node = Value::Mapping(Mapping::new()),
     }
@@ -374,14 +345,10 @@ fn child_for_set<'a>(
             }
             let len = items.len();
             items.get_mut(i).ok_or_else(|| {
-                ConfigError::new(format!(
-                    "invalid key '{key}': index {i} is past the end of a list of {len}"
-                ))
+                ConfigError::new(format!("invalid key '{key}': index {i} is past the end of a list of {len}"))
             })
         }
-        (Value::Mapping(map), _) => Ok(map
-            .entry(Value::String(segment.to_string()))
-            .or_insert(Value::Null)),
+        (Value::Mapping(map), _) => Ok(map.entry(Value::String(segment.to_string())).or_insert(Value::Null)),
         _ => Err(ConfigError::new(format!("invalid key '{key}'"))),
     }
 }
@@ -474,12 +441,7 @@ struct Loader<'w> {
 
 impl<'w> Loader<'w> {
     fn new(top_file: &Path, warnings: &'w mut Vec<String>) -> Self {
-        Loader {
-            top_dir: parent_dir(top_file),
-            stack: Vec::new(),
-            files_read: 0,
-            warnings,
-        }
+        Loader { top_dir: parent_dir(top_file), stack: Vec::new(), files_read: 0, warnings }
     }
 
     fn load_file(&mut self, path: &Path) -> Result<Mapping, ConfigError> {
@@ -489,15 +451,11 @@ impl<'w> Loader<'w> {
             return Err(ConfigError::new(format!("{shown}: include cycle")));
         }
         if self.stack.len() >= MAX_INCLUDE_DEPTH {
-            return Err(ConfigError::new(format!(
-                "{shown}: includes nested deeper than {MAX_INCLUDE_DEPTH}"
-            )));
+            return Err(ConfigError::new(format!("{shown}: includes nested deeper than {MAX_INCLUDE_DEPTH}")));
         }
         self.files_read += 1;
         if self.files_read > MAX_FILES {
-            return Err(ConfigError::new(format!(
-                "{shown}: more than {MAX_FILES} configuration files included"
-            )));
+            return Err(ConfigError::new(format!("{shown}: more than {MAX_FILES} configuration files included")));
         }
         let text = read_limited(path).map_err(|e| ConfigError::new(format!("{shown}: {e}")))?;
         self.stack.push(identity);
@@ -508,12 +466,7 @@ impl<'w> Loader<'w> {
 
     /// Parses one document and applies the merge rules; `dir` is where relative includes are
     /// looked up (`None`: includes are not allowed).
-    fn parse_text(
-        &mut self,
-        text: &str,
-        path: &Path,
-        dir: Option<&Path>,
-    ) -> Result<Mapping, ConfigError> {
+    fn parse_text(&mut self, text: &str, path: &Path, dir: Option<&Path>) -> Result<Mapping, ConfigError> {
         let shown = path.display();
         // serde_yaml accepts the `%YAML 1.1` directive itself; nothing to strip.
         let raw = RawNode::deserialize(serde_yaml::Deserializer::from_str(text))
@@ -522,11 +475,7 @@ impl<'w> Loader<'w> {
         match raw {
             RawNode::Map(entries) => self.apply_entries(entries, &mut root, path, dir)?,
             RawNode::Scalar(Value::Null) => {}
-            _ => {
-                return Err(ConfigError::new(format!(
-                    "{shown}: the top level must be a mapping of settings"
-                )))
-            }
+            _ => return Err(ConfigError::new(format!("{shown}: the top level must be a mapping of settings"))),
         }
         Ok(root)
     }
@@ -545,12 +494,7 @@ impl<'w> Loader<'w> {
                 RawNode::Scalar(k) => scalar_text(&k),
                 _ => None,
             }
-            .ok_or_else(|| {
-                ConfigError::new(format!(
-                    "{}: mapping keys must be plain scalars",
-                    path.display()
-                ))
-            })?;
+            .ok_or_else(|| ConfigError::new(format!("{}: mapping keys must be plain scalars", path.display())))?;
             if key == "include" {
                 for target in self.include_targets(value, path)? {
                     let Some(dir) = dir else {
@@ -572,20 +516,12 @@ impl<'w> Loader<'w> {
         Ok(())
     }
 
-    fn resolve(
-        &mut self,
-        node: RawNode,
-        path: &Path,
-        dir: Option<&Path>,
-    ) -> Result<Value, ConfigError> {
+    fn resolve(&mut self, node: RawNode, path: &Path, dir: Option<&Path>) -> Result<Value, ConfigError> {
         Ok(match node {
             RawNode::Scalar(v) => v,
-            RawNode::List(items) => Value::Sequence(
-                items
-                    .into_iter()
-                    .map(|item| self.resolve(item, path, dir))
-                    .collect::<Result<_, _>>()?,
-            ),
+            RawNode::List(items) => {
+                Value::Sequence(items.into_iter().map(|item| self.resolve(item, path, dir)).collect::<Result<_, _>>()?)
+            }
             RawNode::Map(entries) => {
                 let mut map = Mapping::new();
                 self.apply_entries(entries, &mut map, path, dir)?;
@@ -596,16 +532,11 @@ impl<'w> Loader<'w> {
 
     /// File names of an `include:` value: one name or a list of names.
     fn include_targets(&mut self, value: RawNode, path: &Path) -> Result<Vec<String>, ConfigError> {
-        let bad = || {
-            ConfigError::new(format!(
-                "{}: include expects a file name or a list of file names",
-                path.display()
-            ))
-        };
+        let bad =
+            || ConfigError::new(format!("{}: include expects a file name or a list of file names", path.display()));
         match value {
             RawNode::Scalar(Value::Null) => {
-                self.warnings
-                    .push(format!("{}: empty include ignored", path.display()));
+                self.warnings.push(format!("{}: empty include ignored", path.display()));
                 Ok(Vec::new())
             }
             RawNode::Scalar(v) => Ok(vec![scalar_text(&v).ok_or_else(bad)?]),
@@ -651,10 +582,7 @@ fn read_limited(path: &Path) -> Result<String, String> {
         return Err("cannot read: not a regular file".to_string());
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "cannot read: larger than {} MiB",
-            MAX_FILE_BYTES >> 20
-        ));
+        return Err(format!("cannot read: larger than {} MiB", MAX_FILE_BYTES >> 20));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     String::from_utf8(bytes).map_err(|_| "not valid UTF-8".to_string())

@@ -53,7 +53,9 @@ impl EngineSettingsExt for EngineSettings {
         set_opt(&mut s.midstream, cfg.get_bool("stream.midstream")?);
         set_opt(&mut s.async_oneside, cfg.get_bool("stream.async-oneside")?);
         let policies = "auto, ignore, pass-packet, pass-flow, bypass, drop-packet, drop-flow or reject";
-        for (key, slot) in [("exception-policy", &mut s.exception_policy), ("stream.midstream-policy", &mut s.midstream_policy)] {
+        for (key, slot) in
+            [("exception-policy", &mut s.exception_policy), ("stream.midstream-policy", &mut s.midstream_policy)]
+        {
             if let Some(text) = cfg.get_str(key) {
                 *slot = Some(ExceptionPolicy::parse(&text).ok_or_else(|| bad(key, &text, policies))?);
             }
@@ -71,41 +73,23 @@ impl EngineSettingsExt for EngineSettings {
             };
         }
         set_opt(&mut s.stream_memcap, cfg.get_size("stream.memcap")?);
-        set_opt(
-            &mut s.stream_reassembly_memcap,
-            cfg.get_size("stream.reassembly.memcap")?,
-        );
-        set_opt(
-            &mut s.stream_reassembly_depth,
-            cfg.get_size("stream.reassembly.depth")?,
-        );
-        set_opt(
-            &mut s.stream_checksum_validation,
-            cfg.get_bool("stream.checksum-validation")?,
-        );
+        set_opt(&mut s.stream_reassembly_memcap, cfg.get_size("stream.reassembly.memcap")?);
+        set_opt(&mut s.stream_reassembly_depth, cfg.get_size("stream.reassembly.depth")?);
+        set_opt(&mut s.stream_checksum_validation, cfg.get_bool("stream.checksum-validation")?);
         if let Some(text) = cfg.get_str("pcap-file.checksum-checks") {
-            s.checksum_mode = ChecksumMode::parse(&text)
-                .ok_or_else(|| bad("pcap-file.checksum-checks", &text, "auto, yes or no"))?;
+            s.checksum_mode =
+                ChecksumMode::parse(&text).ok_or_else(|| bad("pcap-file.checksum-checks", &text, "auto, yes or no"))?;
         }
         set_opt(&mut s.flow_memcap, cfg.get_size("flow.memcap")?);
-        set_opt(
-            &mut s.flow_hash_size,
-            bounded_u32(cfg, "flow.hash-size", 1, u32::MAX)?,
-        );
-        set_opt(
-            &mut s.flow_prealloc,
-            bounded_u32(cfg, "flow.prealloc", 0, u32::MAX)?,
-        );
+        set_opt(&mut s.flow_hash_size, bounded_u32(cfg, "flow.hash-size", 1, u32::MAX)?);
+        set_opt(&mut s.flow_prealloc, bounded_u32(cfg, "flow.prealloc", 0, u32::MAX)?);
         s.flow_timeouts = FlowTimeouts {
             default: proto_timeouts(cfg, "default", ProtoTimeouts::OTHER)?,
             tcp: proto_timeouts(cfg, "tcp", ProtoTimeouts::TCP)?,
             udp: proto_timeouts(cfg, "udp", ProtoTimeouts::OTHER)?,
             icmp: proto_timeouts(cfg, "icmp", ProtoTimeouts::OTHER)?,
         };
-        set_opt(
-            &mut s.vlan_use_for_tracking,
-            cfg.get_bool("vlan.use-for-tracking")?,
-        );
+        set_opt(&mut s.vlan_use_for_tracking, cfg.get_bool("vlan.use-for-tracking")?);
         s.mpm_algo = algorithm(cfg, "mpm-algo", MPM_ALGOS)?;
         s.spm_algo = algorithm(cfg, "spm-algo", SPM_ALGOS)?;
         s.default_rule_path = cfg.get_str("default-rule-path").map(PathBuf::from);
@@ -113,16 +97,11 @@ impl EngineSettingsExt for EngineSettings {
         s.classification_file = cfg.get_str("classification-file").map(PathBuf::from);
         s.reference_config_file = cfg.get_str("reference-config-file").map(PathBuf::from);
         s.threshold_file = cfg.get_str("threshold-file").map(PathBuf::from);
-        set_opt(
-            &mut s.max_pending_packets,
-            bounded_u32(cfg, "max-pending-packets", 1, 65534)?,
-        );
+        set_opt(&mut s.max_pending_packets, bounded_u32(cfg, "max-pending-packets", 1, 65534)?);
         match cfg.get_u64("packet-alert-max")? {
             Some(max @ 1..=255) => s.packet_alert_max = max as u16,
-            Some(max) => warnings.push(format!(
-                "packet-alert-max {max} is outside 1..=255, using the default {}",
-                s.packet_alert_max
-            )),
+            Some(max) => warnings
+                .push(format!("packet-alert-max {max} is outside 1..=255, using the default {}", s.packet_alert_max)),
             None => {}
         }
         s.runmode = cfg.get_str("runmode");
@@ -130,7 +109,8 @@ impl EngineSettingsExt for EngineSettings {
         for (slot, transport) in s.dns_detection_ports.iter_mut().zip(["tcp", "udp"]) {
             let specific = format!("app-layer.protocols.dns.{transport}.detection-ports.dp");
             let generic = "app-layer.protocols.dns.detection-ports.dp";
-            let Some((key, node)) = [specific.as_str(), generic].into_iter().find_map(|k| cfg.node(k).map(|n| (k, n))) else {
+            let Some((key, node)) = [specific.as_str(), generic].into_iter().find_map(|k| cfg.node(k).map(|n| (k, n)))
+            else {
                 continue;
             };
             match detection_ports(node) {
@@ -148,11 +128,7 @@ impl EngineSettingsExt for EngineSettings {
             v if v.eq_ignore_ascii_case("all") => ChecksumMode::Always,
             v if v.eq_ignore_ascii_case("none") => ChecksumMode::Never,
             v if v.eq_ignore_ascii_case("auto") => ChecksumMode::Auto,
-            _ => {
-                return Err(ConfigError::new(format!(
-                    "invalid -k '{value}' (expected all or none)"
-                )))
-            }
+            _ => return Err(ConfigError::new(format!("invalid -k '{value}' (expected all or none)"))),
         };
         self.checksum_mode = mode;
         self.stream_checksum_validation = mode != ChecksumMode::Never;
@@ -212,28 +188,18 @@ fn set_opt<T>(field: &mut T, value: Option<T>) {
 }
 
 fn bad(key: &str, value: &str, expected: &str) -> ConfigError {
-    ConfigError::new(format!(
-        "invalid value for '{key}': '{value}' (expected {expected})"
-    ))
+    ConfigError::new(format!("invalid value for '{key}': '{value}' (expected {expected})"))
 }
 
 fn bounded_u32(cfg: &Config, key: &str, min: u32, max: u32) -> Result<Option<u32>, ConfigError> {
     match cfg.get_u64(key)? {
         None => Ok(None),
         Some(v) if v >= min as u64 && v <= max as u64 => Ok(Some(v as u32)),
-        Some(v) => Err(bad(
-            key,
-            &v.to_string(),
-            &format!("a number from {min} to {max}"),
-        )),
+        Some(v) => Err(bad(key, &v.to_string(), &format!("a number from {min} to {max}"))),
     }
 }
 
-fn proto_timeouts(
-    cfg: &Config,
-    proto: &str,
-    defaults: ProtoTimeouts,
-) -> Result<ProtoTimeouts, ConfigError> {
+fn proto_timeouts(cfg: &Config, proto: &str, defaults: ProtoTimeouts) -> Result<ProtoTimeouts, ConfigError> {
     let mut t = defaults;
     let fields: [(&str, &mut u32); 8] = [
         ("new", &mut t.new),
@@ -246,10 +212,7 @@ fn proto_timeouts(
         ("emergency-bypassed", &mut t.emergency_bypassed),
     ];
     for (name, field) in fields {
-        set_opt(
-            field,
-            bounded_u32(cfg, &format!("flow-timeouts.{proto}.{name}"), 0, u32::MAX)?,
-        );
+        set_opt(field, bounded_u32(cfg, &format!("flow-timeouts.{proto}.{name}"), 0, u32::MAX)?);
     }
     Ok(t)
 }
@@ -275,14 +238,13 @@ fn rule_files(cfg: &Config) -> Result<Vec<String>, ConfigError> {
             .iter()
             .filter(|item| !item.is_null())
             .map(|item| {
-                super::scalar_text(item).ok_or_else(|| {
-                    ConfigError::new("invalid value for 'rule-files': entries must be file names")
-                })
+                super::scalar_text(item)
+                    .ok_or_else(|| ConfigError::new("invalid value for 'rule-files': entries must be file names"))
             })
             .collect(),
-        Some(Value::Mapping(_)) => Err(ConfigError::new(
-            "invalid value for 'rule-files': expected a list of file names",
-        )),
+        Some(Value::Mapping(_)) => {
+            Err(ConfigError::new("invalid value for 'rule-files': expected a list of file names"))
+        }
         Some(other) => Ok(super::scalar_text(other).into_iter().collect()),
     }
 }

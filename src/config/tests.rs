@@ -30,10 +30,7 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         if path.is_dir() {
             yaml_files(&path, out);
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml")
-        ) {
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
             out.push(path);
         }
     }
@@ -48,14 +45,9 @@ fn every_conformance_yaml_loads_and_validates() {
     }
     let mut files = Vec::new();
     yaml_files(suite, &mut files);
-    assert!(
-        files.len() > 10,
-        "expected the suite's YAML files, found {}",
-        files.len()
-    );
+    assert!(files.len() > 10, "expected the suite's YAML files, found {}", files.len());
     for file in &files {
-        let (config, warnings) =
-            Config::load(Some(file), &[]).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let (config, warnings) = Config::load(Some(file), &[]).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert!(warnings.is_empty(), "{}: {warnings:?}", file.display());
         EngineSettings::from_config(&config).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     }
@@ -63,7 +55,8 @@ fn every_conformance_yaml_loads_and_validates() {
 
 #[test]
 fn conformance_include_brings_base_settings_and_test_overrides_outputs() {
-    let test = &Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/tests/eve-alert-metadata-off/suricata.yaml");
+    let test =
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/tests/eve-alert-metadata-off/suricata.yaml");
     if !test.exists() {
         return;
     }
@@ -72,20 +65,9 @@ fn conformance_include_brings_base_settings_and_test_overrides_outputs() {
     assert_eq!(config.get_str("default-rule-path").as_deref(), Some("."));
     assert!(config.address_groups().iter().any(|(n, _)| n == "HOME_NET"));
     // The test's own `outputs` replaced the included list as a whole.
-    assert_eq!(
-        config
-            .get_bool("outputs.0.eve-log.types.0.alert.metadata")
-            .unwrap(),
-        Some(false)
-    );
-    assert_eq!(
-        config.get_str("outputs.0.eve-log.filename").as_deref(),
-        Some("eve.json")
-    );
-    assert!(
-        config.node("outputs.1").is_none(),
-        "included outputs must not survive"
-    );
+    assert_eq!(config.get_bool("outputs.0.eve-log.types.0.alert.metadata").unwrap(), Some(false));
+    assert_eq!(config.get_str("outputs.0.eve-log.filename").as_deref(), Some("eve.json"));
+    assert!(config.node("outputs.1").is_none(), "included outputs must not survive");
 }
 
 #[test]
@@ -100,51 +82,27 @@ fn yaml_directive_is_accepted_and_optional() {
 fn empty_file_is_an_empty_configuration() {
     let (config, _) = load_str(HEADER, &[]);
     assert!(config.node("stream").is_none());
-    assert_eq!(
-        EngineSettings::from_config(&config).unwrap().0,
-        EngineSettings::default()
-    );
+    assert_eq!(EngineSettings::from_config(&config).unwrap().0, EngineSettings::default());
 }
 
 #[test]
 fn include_relative_nested_and_list() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    write(
-        d,
-        "conf/base.yaml",
-        &format!("{HEADER}include: parts/vars.yaml\nstream:\n  memcap: 1mb\n  midstream: no\n"),
-    );
+    write(d, "conf/base.yaml", &format!("{HEADER}include: parts/vars.yaml\nstream:\n  memcap: 1mb\n  midstream: no\n"));
     // Nested include resolved next to parts/vars.yaml, not next to the top file.
-    write(
-        d,
-        "conf/parts/vars.yaml",
-        &format!("{HEADER}vars:\n  include: groups.yaml\n"),
-    );
-    write(
-        d,
-        "conf/parts/groups.yaml",
-        &format!("{HEADER}address-groups:\n  HOME_NET: \"[10.0.0.0/8]\"\n"),
-    );
+    write(d, "conf/parts/vars.yaml", &format!("{HEADER}vars:\n  include: groups.yaml\n"));
+    write(d, "conf/parts/groups.yaml", &format!("{HEADER}address-groups:\n  HOME_NET: \"[10.0.0.0/8]\"\n"));
     write(d, "conf/a.yaml", &format!("{HEADER}flow:\n  memcap: 2mb\n"));
-    write(
-        d,
-        "conf/b.yaml",
-        &format!("{HEADER}flow:\n  hash-size: 7\n"),
-    );
+    write(d, "conf/b.yaml", &format!("{HEADER}flow:\n  hash-size: 7\n"));
     let top = write(
         d,
         "conf/suricata.yaml",
-        &format!(
-            "{HEADER}include: base.yaml\ninclude: [a.yaml, b.yaml]\nstream:\n  midstream: yes\n"
-        ),
+        &format!("{HEADER}include: base.yaml\ninclude: [a.yaml, b.yaml]\nstream:\n  midstream: yes\n"),
     );
     let (config, warnings) = Config::load(Some(&top), &[]).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(
-        config.get_str("vars.address-groups.HOME_NET").as_deref(),
-        Some("[10.0.0.0/8]")
-    );
+    assert_eq!(config.get_str("vars.address-groups.HOME_NET").as_deref(), Some("[10.0.0.0/8]"));
     // b.yaml's `flow` replaced a.yaml's: Suricata replaces redefined keys, no deep merge.
     assert_eq!(config.get_u64("flow.hash-size").unwrap(), Some(7));
     assert_eq!(config.get_size("flow.memcap").unwrap(), None);
@@ -165,19 +123,9 @@ fn include_as_block_list_inside_a_nested_mapping() {
         &format!("{HEADER}flow-timeouts:\n  tcp:\n    closed: 3\n    include:\n      - tcp.yaml\n      - tcp-emergency.yaml\n    new: 6\n"),
     );
     let (config, _) = Config::load(Some(&top), &[]).unwrap();
-    let tcp = EngineSettings::from_config(&config)
-        .unwrap()
-        .0
-        .flow_timeouts
-        .tcp;
-    assert_eq!(
-        (tcp.new, tcp.established, tcp.closed, tcp.emergency_new),
-        (6, 50, 3, 1)
-    );
-    assert_eq!(
-        tcp.emergency_established, 100,
-        "untouched values keep defaults"
-    );
+    let tcp = EngineSettings::from_config(&config).unwrap().0.flow_timeouts.tcp;
+    assert_eq!((tcp.new, tcp.established, tcp.closed, tcp.emergency_new), (6, 50, 3, 1));
+    assert_eq!(tcp.emergency_established, 100, "untouched values keep defaults");
 }
 
 #[test]
@@ -195,30 +143,18 @@ fn include_falls_back_to_top_level_folder() {
 fn include_errors_name_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let top = write(
-        d,
-        "suricata.yaml",
-        &format!("{HEADER}include: nowhere.yaml\n"),
-    );
+    let top = write(d, "suricata.yaml", &format!("{HEADER}include: nowhere.yaml\n"));
     let err = Config::load(Some(&top), &[]).unwrap_err().to_string();
-    assert!(
-        err.contains("nowhere.yaml") && err.contains("cannot read"),
-        "{err}"
-    );
+    assert!(err.contains("nowhere.yaml") && err.contains("cannot read"), "{err}");
 
     write(d, "loop-a.yaml", "include: loop-b.yaml\n");
     write(d, "loop-b.yaml", "include: loop-a.yaml\n");
-    let err = Config::load(Some(&d.join("loop-a.yaml")), &[])
-        .unwrap_err()
-        .to_string();
+    let err = Config::load(Some(&d.join("loop-a.yaml")), &[]).unwrap_err().to_string();
     assert!(err.contains("include cycle"), "{err}");
 
     let top = write(d, "bad-include.yaml", "include:\n  file: x.yaml\n");
     let err = Config::load(Some(&top), &[]).unwrap_err().to_string();
-    assert!(
-        err.contains("bad-include.yaml") && err.contains("include expects"),
-        "{err}"
-    );
+    assert!(err.contains("bad-include.yaml") && err.contains("include expects"), "{err}");
 }
 
 #[test]
@@ -236,16 +172,10 @@ fn diamond_includes_are_bounded() {
     // Each level includes the next one twice: 2^12 loads without a bound.
     for level in 0..12 {
         let next = format!("l{}.yaml", level + 1);
-        write(
-            d,
-            &format!("l{level}.yaml"),
-            &format!("include: [{next}, {next}]\n"),
-        );
+        write(d, &format!("l{level}.yaml"), &format!("include: [{next}, {next}]\n"));
     }
     write(d, "l12.yaml", "a: 1\n");
-    let err = Config::load(Some(&d.join("l0.yaml")), &[])
-        .unwrap_err()
-        .to_string();
+    let err = Config::load(Some(&d.join("l0.yaml")), &[]).unwrap_err().to_string();
     assert!(err.contains("more than"), "{err}");
 }
 
@@ -253,21 +183,14 @@ fn diamond_includes_are_bounded() {
 fn missing_file_is_a_clear_error() {
     let err = Config::load(Some(Path::new("/nonexistent/picket.yaml")), &[]).unwrap_err();
     let msg = err.to_string();
-    assert!(
-        msg.starts_with("/nonexistent/picket.yaml: cannot read"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("/nonexistent/picket.yaml: cannot read"), "{msg}");
     assert!(!msg.contains('\n'));
 }
 
 #[test]
 fn syntax_error_names_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "broken.yaml",
-        &format!("{HEADER}a: 1\nb: [1, 2\nc: 3\n"),
-    );
+    let path = write(dir.path(), "broken.yaml", &format!("{HEADER}a: 1\nb: [1, 2\nc: 3\n"));
     let msg = Config::load(Some(&path), &[]).unwrap_err().to_string();
     assert!(msg.contains("broken.yaml") && msg.contains("line"), "{msg}");
     assert!(!msg.contains('\n'), "{msg}");
@@ -283,10 +206,7 @@ fn top_level_must_be_a_mapping() {
 
 #[test]
 fn repeated_key_replaces_earlier_one() {
-    let (config, _) = load_str(
-        "stream:\n  memcap: 1mb\n  midstream: yes\nstream:\n  memcap: 2mb\n",
-        &[],
-    );
+    let (config, _) = load_str("stream:\n  memcap: 1mb\n  midstream: yes\nstream:\n  memcap: 2mb\n", &[]);
     assert_eq!(config.get_size("stream.memcap").unwrap(), Some(2 << 20));
     assert_eq!(config.get_bool("stream.midstream").unwrap(), None);
 }
@@ -295,33 +215,18 @@ fn repeated_key_replaces_earlier_one() {
 fn set_overrides_file_value_and_creates_missing_paths() {
     let (config, warnings) = load_str(
         &format!("{HEADER}stream:\n  midstream: false\n  memcap: 1mb\n"),
-        &[
-            "stream.midstream=true",
-            "stream.reassembly.depth=0",
-            "vars.address-groups.HOME_NET=[10.0.0.0/8]",
-        ],
+        &["stream.midstream=true", "stream.reassembly.depth=0", "vars.address-groups.HOME_NET=[10.0.0.0/8]"],
     );
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(config.get_bool("stream.midstream").unwrap(), Some(true));
-    assert_eq!(
-        config.get_size("stream.memcap").unwrap(),
-        Some(1 << 20),
-        "siblings survive"
-    );
+    assert_eq!(config.get_size("stream.memcap").unwrap(), Some(1 << 20), "siblings survive");
     assert_eq!(config.get_size("stream.reassembly.depth").unwrap(), Some(0));
-    assert_eq!(
-        config.get_str("vars.address-groups.HOME_NET").as_deref(),
-        Some("[10.0.0.0/8]")
-    );
+    assert_eq!(config.get_str("vars.address-groups.HOME_NET").as_deref(), Some("[10.0.0.0/8]"));
 }
 
 #[test]
 fn set_without_a_file() {
-    let (config, warnings) = Config::load(
-        None,
-        &sets(&["flow.hash-size=1", "stream.async-oneside = yes "]),
-    )
-    .unwrap();
+    let (config, warnings) = Config::load(None, &sets(&["flow.hash-size=1", "stream.async-oneside = yes "])).unwrap();
     assert!(warnings.is_empty());
     let s = EngineSettings::from_config(&config).unwrap().0;
     assert_eq!(s.flow_hash_size, 1);
@@ -331,36 +236,16 @@ fn set_without_a_file() {
 
 #[test]
 fn set_indexes_lists() {
-    let body = format!(
-        "{HEADER}outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: no\n"
-    );
-    let (config, _) = load_str(
-        &body,
-        &[
-            "outputs.1.eve-log.enabled=yes",
-            "outputs.2.stats.enabled=on",
-        ],
-    );
-    assert_eq!(
-        config.get_bool("outputs.1.eve-log.enabled").unwrap(),
-        Some(true)
-    );
-    assert_eq!(
-        config.get_bool("outputs.0.fast.enabled").unwrap(),
-        Some(true)
-    );
+    let body = format!("{HEADER}outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: no\n");
+    let (config, _) = load_str(&body, &["outputs.1.eve-log.enabled=yes", "outputs.2.stats.enabled=on"]);
+    assert_eq!(config.get_bool("outputs.1.eve-log.enabled").unwrap(), Some(true));
+    assert_eq!(config.get_bool("outputs.0.fast.enabled").unwrap(), Some(true));
     // Index == length appends.
-    assert_eq!(
-        config.get_bool("outputs.2.stats.enabled").unwrap(),
-        Some(true)
-    );
+    assert_eq!(config.get_bool("outputs.2.stats.enabled").unwrap(), Some(true));
 
     // Creating a list from nothing.
     let (config, _) = Config::load(None, &sets(&["rule-files.0=local.rules"])).unwrap();
-    assert_eq!(
-        EngineSettings::from_config(&config).unwrap().0.rule_files,
-        vec!["local.rules"]
-    );
+    assert_eq!(EngineSettings::from_config(&config).unwrap().0.rule_files, vec!["local.rules"]);
 }
 
 #[test]
@@ -368,37 +253,21 @@ fn set_list_errors() {
     let body = format!("{HEADER}outputs:\n  - fast:\n      enabled: yes\n");
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "s.yaml", &body);
-    let err = Config::load(Some(&path), &sets(&["outputs.5.fast.enabled=no"]))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("outputs.5.fast.enabled") && err.contains("past the end"),
-        "{err}"
-    );
-    let err = Config::load(Some(&path), &sets(&["outputs.fast.enabled=no"]))
-        .unwrap_err()
-        .to_string();
+    let err = Config::load(Some(&path), &sets(&["outputs.5.fast.enabled=no"])).unwrap_err().to_string();
+    assert!(err.contains("outputs.5.fast.enabled") && err.contains("past the end"), "{err}");
+    let err = Config::load(Some(&path), &sets(&["outputs.fast.enabled=no"])).unwrap_err().to_string();
     assert!(err.contains("use its index"), "{err}");
 }
 
 #[test]
 fn set_syntax_errors() {
-    let err = Config::load(None, &sets(&["stream.midstream"]))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("'stream.midstream'") && err.contains("key=value"),
-        "{err}"
-    );
+    let err = Config::load(None, &sets(&["stream.midstream"])).unwrap_err().to_string();
+    assert!(err.contains("'stream.midstream'") && err.contains("key=value"), "{err}");
     assert!(Config::load(None, &sets(&["=yes"])).is_err());
     assert!(Config::load(None, &sets(&["stream..midstream=yes"])).is_err());
     // Value may contain '=' and may be empty.
-    let (config, _) =
-        Config::load(None, &sets(&["vars.address-groups.X=a=b", "runmode="])).unwrap();
-    assert_eq!(
-        config.get_str("vars.address-groups.X").as_deref(),
-        Some("a=b")
-    );
+    let (config, _) = Config::load(None, &sets(&["vars.address-groups.X=a=b", "runmode="])).unwrap();
+    assert_eq!(config.get_str("vars.address-groups.X").as_deref(), Some("a=b"));
     assert_eq!(config.get_str("runmode").as_deref(), Some(""));
 }
 
@@ -416,18 +285,10 @@ fn unknown_set_warns_and_is_not_applied_known_does_not_warn() {
     .unwrap();
     assert_eq!(
         warnings,
-        vec![
-            "unknown setting 'foo.bar' ignored",
-            "unknown setting 'pcap-file.delete-when-done' ignored"
-        ]
+        vec!["unknown setting 'foo.bar' ignored", "unknown setting 'pcap-file.delete-when-done' ignored"]
     );
     assert!(config.node("foo").is_none());
-    assert_eq!(
-        config
-            .get_bool("app-layer.protocols.http2.enabled")
-            .unwrap(),
-        Some(true)
-    );
+    assert_eq!(config.get_bool("app-layer.protocols.http2.enabled").unwrap(), Some(true));
 }
 
 #[test]
@@ -446,12 +307,8 @@ fn known_key_patterns() {
 
 #[test]
 fn yaml_file_keys_unknown_to_picket_do_not_warn() {
-    let (_, warnings) = load_str(
-        &format!(
-            "{HEADER}host-os-policy:\n  windows: [0.0.0.0/0]\nunix-command:\n  enabled: auto\n"
-        ),
-        &[],
-    );
+    let (_, warnings) =
+        load_str(&format!("{HEADER}host-os-policy:\n  windows: [0.0.0.0/0]\nunix-command:\n  enabled: auto\n"), &[]);
     assert!(warnings.is_empty());
 }
 
@@ -470,10 +327,7 @@ fn booleans_from_yaml_in_every_spelling() {
 
 #[test]
 fn sizes_from_yaml_and_set() {
-    let (config, _) = load_str(
-        "a: 128mb\nb: 4096\nc: 1 GB\nd: 64KiB\n",
-        &["stream.memcap=2gb"],
-    );
+    let (config, _) = load_str("a: 128mb\nb: 4096\nc: 1 GB\nd: 64KiB\n", &["stream.memcap=2gb"]);
     assert_eq!(config.get_size("a").unwrap(), Some(128 << 20));
     assert_eq!(config.get_size("b").unwrap(), Some(4096));
     assert_eq!(config.get_size("c").unwrap(), Some(1 << 30));
@@ -483,31 +337,18 @@ fn sizes_from_yaml_and_set() {
 
 #[test]
 fn bad_values_name_key_and_value() {
-    let (config, _) = load_str("stream:\n  midstream: maybe\n  memcap: 12 apples\nflow:\n  hash-size: -3\n  prealloc: [1]\n", &[]);
+    let (config, _) =
+        load_str("stream:\n  midstream: maybe\n  memcap: 12 apples\nflow:\n  hash-size: -3\n  prealloc: [1]\n", &[]);
     let err = config.get_bool("stream.midstream").unwrap_err().to_string();
-    assert!(
-        err.contains("'stream.midstream'") && err.contains("'maybe'"),
-        "{err}"
-    );
+    assert!(err.contains("'stream.midstream'") && err.contains("'maybe'"), "{err}");
     let err = config.get_size("stream.memcap").unwrap_err().to_string();
-    assert!(
-        err.contains("'stream.memcap'") && err.contains("'12 apples'"),
-        "{err}"
-    );
+    assert!(err.contains("'stream.memcap'") && err.contains("'12 apples'"), "{err}");
     let err = config.get_u64("flow.hash-size").unwrap_err().to_string();
-    assert!(
-        err.contains("'flow.hash-size'") && err.contains("'-3'"),
-        "{err}"
-    );
+    assert!(err.contains("'flow.hash-size'") && err.contains("'-3'"), "{err}");
     let err = config.get_u64("flow.prealloc").unwrap_err().to_string();
-    assert!(
-        err.contains("'flow.prealloc'") && err.contains("<list>"),
-        "{err}"
-    );
+    assert!(err.contains("'flow.prealloc'") && err.contains("<list>"), "{err}");
     // The settings layer surfaces the same errors.
-    let err = EngineSettings::from_config(&config)
-        .unwrap_err()
-        .to_string();
+    let err = EngineSettings::from_config(&config).unwrap_err().to_string();
     assert!(err.contains("stream.midstream"), "{err}");
 }
 
@@ -518,16 +359,11 @@ fn settings_validation_errors() {
         ("max-pending-packets=70000", "max-pending-packets"),
         ("mpm-algo=quantum", "mpm-algo"),
         ("stream.inline=sometimes", "stream.inline"),
-        (
-            "pcap-file.checksum-checks=perhaps",
-            "pcap-file.checksum-checks",
-        ),
+        ("pcap-file.checksum-checks=perhaps", "pcap-file.checksum-checks"),
         ("flow-timeouts.udp.new=soon", "flow-timeouts.udp.new"),
     ] {
         let (config, _) = Config::load(None, &sets(&[set])).unwrap();
-        let err = EngineSettings::from_config(&config)
-            .unwrap_err()
-            .to_string();
+        let err = EngineSettings::from_config(&config).unwrap_err().to_string();
         assert!(err.contains(key), "{set}: {err}");
         let value = set.split_once('=').unwrap().1;
         assert!(err.contains(value), "{set}: {err}");
@@ -537,24 +373,14 @@ fn settings_validation_errors() {
 #[test]
 fn packet_alert_max_out_of_range_warns_and_keeps_default() {
     for value in ["0", "256"] {
-        let (config, _) =
-            Config::load(None, &sets(&[&format!("packet-alert-max={value}")])).unwrap();
+        let (config, _) = Config::load(None, &sets(&[&format!("packet-alert-max={value}")])).unwrap();
         let (s, warnings) = EngineSettings::from_config(&config).unwrap();
         assert_eq!(s.packet_alert_max, 15);
         assert_eq!(warnings.len(), 1);
-        assert!(
-            warnings[0].contains("packet-alert-max") && warnings[0].contains(value),
-            "{warnings:?}"
-        );
+        assert!(warnings[0].contains("packet-alert-max") && warnings[0].contains(value), "{warnings:?}");
     }
     let (config, _) = Config::load(None, &sets(&["packet-alert-max=255"])).unwrap();
-    assert_eq!(
-        EngineSettings::from_config(&config)
-            .unwrap()
-            .0
-            .packet_alert_max,
-        255
-    );
+    assert_eq!(EngineSettings::from_config(&config).unwrap().0.packet_alert_max, 255);
 }
 
 #[test]
@@ -580,14 +406,8 @@ fn settings_read_from_file_and_set() {
          pcap-file:\n  checksum-checks: no\nmpm-algo: AC\ndefault-rule-path: /etc/rules\n\
          rule-files:\n  - a.rules\n  - /abs/b.rules\nthreshold-file: threshold.config\nvlan:\n  use-for-tracking: false\n"
     );
-    let (config, _) = load_str(
-        &body,
-        &[
-            "stream.inline=yes",
-            "threshold-file=/t/threshold.config",
-            "packet-alert-max=20",
-        ],
-    );
+    let (config, _) =
+        load_str(&body, &["stream.inline=yes", "threshold-file=/t/threshold.config", "packet-alert-max=20"]);
     let s = EngineSettings::from_config(&config).unwrap().0;
     assert_eq!(s.stream_inline, StreamInline::Yes);
     assert_eq!(s.stream_memcap, 128 << 20);
@@ -602,21 +422,12 @@ fn settings_read_from_file_and_set() {
     assert_eq!(s.threshold_file, Some(PathBuf::from("/t/threshold.config")));
     assert_eq!(s.packet_alert_max, 20);
     assert!(!s.vlan_use_for_tracking);
-    assert_eq!(
-        s.rule_paths(),
-        vec![
-            PathBuf::from("/etc/rules/a.rules"),
-            PathBuf::from("/abs/b.rules")
-        ]
-    );
+    assert_eq!(s.rule_paths(), vec![PathBuf::from("/etc/rules/a.rules"), PathBuf::from("/abs/b.rules")]);
 }
 
 #[test]
 fn checksum_flag_overrides_yaml() {
-    let (config, _) = load_str(
-        "pcap-file:\n  checksum-checks: yes\nstream:\n  checksum-validation: yes\n",
-        &[],
-    );
+    let (config, _) = load_str("pcap-file:\n  checksum-checks: yes\nstream:\n  checksum-validation: yes\n", &[]);
     let mut s = EngineSettings::from_config(&config).unwrap().0;
     assert_eq!(s.checksum_mode, ChecksumMode::Always);
     s.apply_checksum_flag("none").unwrap();
@@ -633,23 +444,10 @@ fn address_and_port_groups() {
     let body = "vars:\n  address-groups:\n    HOME_NET: \"[10.0.0.0/8]\"\n    DMZ: [1.2.3.4, 5.6.7.0/24]\n  port-groups:\n    HTTP_PORTS: 8080\n    WEB: [80, [443, 8443]]\n";
     let (config, _) = load_str(body, &["vars.port-groups.SSH_PORTS=2222"]);
     let addresses = config.address_groups();
-    assert_eq!(
-        addresses[0],
-        ("HOME_NET".to_string(), "[10.0.0.0/8]".to_string())
-    );
-    assert_eq!(
-        addresses[1],
-        ("DMZ".to_string(), "[1.2.3.4,5.6.7.0/24]".to_string())
-    );
-    assert!(
-        addresses.contains(&("EXTERNAL_NET".to_string(), "!$HOME_NET".to_string())),
-        "defaults fill gaps"
-    );
-    assert_eq!(
-        addresses.iter().filter(|(n, _)| n == "HOME_NET").count(),
-        1,
-        "configured value wins"
-    );
+    assert_eq!(addresses[0], ("HOME_NET".to_string(), "[10.0.0.0/8]".to_string()));
+    assert_eq!(addresses[1], ("DMZ".to_string(), "[1.2.3.4,5.6.7.0/24]".to_string()));
+    assert!(addresses.contains(&("EXTERNAL_NET".to_string(), "!$HOME_NET".to_string())), "defaults fill gaps");
+    assert_eq!(addresses.iter().filter(|(n, _)| n == "HOME_NET").count(), 1, "configured value wins");
     let ports = config.port_groups();
     assert!(ports.contains(&("HTTP_PORTS".to_string(), "8080".to_string())));
     assert!(ports.contains(&("WEB".to_string(), "[80,[443,8443]]".to_string())));
@@ -661,13 +459,7 @@ fn address_and_port_groups() {
 fn default_groups_without_configuration() {
     let config = Config::default();
     let addresses = config.address_groups();
-    assert_eq!(
-        addresses[0],
-        (
-            "HOME_NET".to_string(),
-            "[192.168.0.0/16,10.0.0.0/8,172.16.0.0/12]".to_string()
-        )
-    );
+    assert_eq!(addresses[0], ("HOME_NET".to_string(), "[192.168.0.0/16,10.0.0.0/8,172.16.0.0/12]".to_string()));
     assert_eq!(addresses.len(), DEFAULT_ADDRESS_GROUPS.len());
     assert_eq!(config.port_groups().len(), DEFAULT_PORT_GROUPS.len());
 }
@@ -687,18 +479,7 @@ fn anchors_tags_and_odd_scalars() {
 #[test]
 fn node_lookup_never_panics_on_odd_keys() {
     let config = Config::from_yaml_str("a:\n  - x\n  - y\nb: 1\n").unwrap();
-    for key in [
-        "",
-        ".",
-        "a.",
-        "a.99",
-        "a.-1",
-        "a.x",
-        "b.c",
-        "a.1.z",
-        "..",
-        "a.18446744073709551616",
-    ] {
+    for key in ["", ".", "a.", "a.99", "a.-1", "a.x", "b.c", "a.1.z", "..", "a.18446744073709551616"] {
         let _ = config.node(key);
         let _ = config.get_bool(key);
         let _ = config.get_size(key);
@@ -727,7 +508,10 @@ fn midstream_policy_resolution_follows_suricata() {
 
 #[test]
 fn host_os_policy_entries_in_file_order() {
-    let (config, _) = load_str(&format!("{HEADER}host-os-policy:\n  windows: [0.0.0.0/0]\n  old-linux: [2.2.2.2, 10.0.0.0/8]\n  bsd: []\n"), &[]);
+    let (config, _) = load_str(
+        &format!("{HEADER}host-os-policy:\n  windows: [0.0.0.0/0]\n  old-linux: [2.2.2.2, 10.0.0.0/8]\n  bsd: []\n"),
+        &[],
+    );
     let s = EngineSettings::from_config(&config).unwrap().0;
     let got: Vec<(&str, &str)> = s.host_os_policy.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     assert_eq!(got, [("windows", "0.0.0.0/0"), ("old-linux", "2.2.2.2"), ("old-linux", "10.0.0.0/8")]);

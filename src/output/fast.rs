@@ -10,7 +10,8 @@ pub fn write_fast_line(buf: &mut Vec<u8>, a: &AlertEvent<'_>) {
     let (alert, tuple) = (a.alert, &a.tuple);
     let iso = format_timestamp(a.ts);
     let when = format!("{}/{}/{}-{}", &iso[5..7], &iso[8..10], &iso[0..4], &iso[11..26]);
-    let class = if alert.category.is_empty() { String::new() } else { format!("[Classification: {}] ", alert.category) };
+    let class =
+        if alert.category.is_empty() { String::new() } else { format!("[Classification: {}] ", alert.category) };
     let endpoint = |ip: IpAddr, port: u16| {
         if matches!(tuple.proto, 6 | 17 | 132) {
             format!("{ip}:{port}")

@@ -102,12 +102,18 @@ const METRICS: &[MetricSpec] = &[
         "Packets the kernel dropped because the worker's capture ring was full.",
         |v| v.kernel_drops as f64,
     ),
-    ("picket_ring_freezes_total", "counter", "Times the worker's capture ring was found full.", |v| v.queue_freezes as f64),
+    ("picket_ring_freezes_total", "counter", "Times the worker's capture ring was found full.", |v| {
+        v.queue_freezes as f64
+    }),
     ("picket_alerts_total", "counter", "Alerts raised by the worker.", |v| v.alerts as f64),
     ("picket_flows_active", "gauge", "Flows in the worker's flow table.", |v| v.flows_active as f64),
     ("picket_flows_total", "counter", "Flows created by the worker.", |v| v.flows_total as f64),
-    ("picket_busy_seconds_total", "counter", "Seconds the worker spent inspecting packets.", |v| v.busy_ns as f64 / 1e9),
-    ("picket_capture_errors_total", "counter", "Errors reported by the worker's capture sockets.", |v| v.poll_errors as f64),
+    ("picket_busy_seconds_total", "counter", "Seconds the worker spent inspecting packets.", |v| {
+        v.busy_ns as f64 / 1e9
+    }),
+    ("picket_capture_errors_total", "counter", "Errors reported by the worker's capture sockets.", |v| {
+        v.poll_errors as f64
+    }),
 ];
 
 /// The Prometheus text exposition (format 0.0.4) of every worker's gauges.

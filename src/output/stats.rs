@@ -124,9 +124,8 @@ pub fn nested_json(counters: &CounterSet) -> serde_json::Value {
             if parts.peek().is_none() {
                 node.insert(part.to_string(), value.into());
             } else {
-                let child = node
-                    .entry(part.to_string())
-                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                let child =
+                    node.entry(part.to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
                 if !child.is_object() {
                     // A counter and a group share a name; keep the group.
                     *child = serde_json::Value::Object(Default::default());
@@ -155,13 +154,20 @@ mod tests {
     fn report(i: usize, pkts: u64) -> WorkerReport {
         let mut counters = CounterSet::new();
         counters.add("decoder.pkts", pkts);
-        WorkerReport { name: worker_name(i), packets: pkts, bytes: pkts * 100, busy: Duration::from_millis(10), counters }
+        WorkerReport {
+            name: worker_name(i),
+            packets: pkts,
+            bytes: pkts * 100,
+            busy: Duration::from_millis(10),
+            counters,
+        }
     }
 
     #[test]
     fn stats_log_has_totals_and_workers() {
         let mut out = Vec::new();
-        write_stats_log(&mut out, Duration::from_secs(3725), "11/22/2026 -- 10:00:00", &[report(0, 3), report(1, 4)]).unwrap();
+        write_stats_log(&mut out, Duration::from_secs(3725), "11/22/2026 -- 10:00:00", &[report(0, 3), report(1, 4)])
+            .unwrap();
         let s = String::from_utf8(out).unwrap();
         assert!(s.contains("(uptime: 0d, 01h 02m 05s)"));
         assert!(s.lines().any(|l| l.starts_with("decoder.pkts") && l.contains("Total") && l.ends_with("| 7")));

@@ -23,9 +23,9 @@ use crate::capture::RawPacket;
 use crate::counters::CounterSet;
 use crate::inspect::{InspectSettings, Inspector};
 use crate::output::eve::AlertLogOptions;
-use crate::output::sink::LogSink;
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
+use crate::output::sink::LogSink;
 use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
 use crate::tools::snapshot::{write_snapshot, WorkerSnapshot};
@@ -199,7 +199,13 @@ fn snapshot_of(gauges: &LiveGauges) -> Vec<WorkerSnapshot> {
         .iter()
         .map(|(name, g)| {
             let v = g.load();
-            WorkerSnapshot { name: name.clone(), packets: v.packets, bytes: v.bytes, drops: v.kernel_drops, busy_ns: v.busy_ns }
+            WorkerSnapshot {
+                name: name.clone(),
+                packets: v.packets,
+                bytes: v.bytes,
+                drops: v.kernel_drops,
+                busy_ns: v.busy_ns,
+            }
         })
         .collect()
 }
@@ -543,7 +549,13 @@ mod tests {
     #[test]
     fn load_table_shows_kernel_drops() {
         let worker = |i: usize, pkts: u64, drops: u64| LiveWorkerReport {
-            report: WorkerReport { name: worker_name(i), packets: pkts, bytes: pkts * 60, busy: Duration::from_millis(5), counters: CounterSet::new() },
+            report: WorkerReport {
+                name: worker_name(i),
+                packets: pkts,
+                bytes: pkts * 60,
+                busy: Duration::from_millis(5),
+                counters: CounterSet::new(),
+            },
             ring: RingStats { kernel_drops: drops, ..Default::default() },
             ..Default::default()
         };

@@ -16,12 +16,12 @@ use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
 use crate::dispatch::DispatchPolicy;
 use crate::inspect::{InspectSettings, Inspector};
 use crate::output::eve::AlertLogOptions;
-use crate::output::sink::LogSink;
-use std::sync::Arc;
 use crate::output::merge::{merge_ordered, EventBuf, OutputChunk, SINKS};
+use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::{ClockTick, PacketBatch, PacketMeta, PacketRef, Timestamp};
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Packets per batch handed to a worker.
@@ -153,7 +153,12 @@ impl Reader {
                     if is_fragment(raw.link, raw.data)
                         && defrag.offer(raw.link, raw.data, raw.ts, &mut self.rebuilt) == DefragOutcome::Reassembled
                     {
-                        let whole = RawPacket { ts: raw.ts, link: raw.link, wire_len: self.rebuilt.len() as u32, data: &self.rebuilt };
+                        let whole = RawPacket {
+                            ts: raw.ts,
+                            link: raw.link,
+                            wire_len: self.rebuilt.len() as u32,
+                            data: &self.rebuilt,
+                        };
                         on_packet(pcap_cnt, &whole);
                     }
                 }
@@ -265,7 +270,11 @@ fn run_workers(
                 }
                 worker::run(i, Inspector::new(&settings), eve, from_dispatcher, to_pool, out_tx)
             }));
-            lanes.push(Lane { ring: to_worker, pool: from_worker, pending: PacketBatch::with_capacity(BATCH_PACKETS, BATCH_PACKETS * 1600) });
+            lanes.push(Lane {
+                ring: to_worker,
+                pool: from_worker,
+                pending: PacketBatch::with_capacity(BATCH_PACKETS, BATCH_PACKETS * 1600),
+            });
         }
         let merger = scope.spawn(move || {
             let mut eve = std::io::BufWriter::with_capacity(1 << 20, logs.eve);
@@ -384,7 +393,12 @@ mod tests {
         fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError> {
             let Some((link, data)) = self.packets.get(self.next) else { return Ok(None) };
             self.next += 1;
-            Ok(Some(RawPacket { ts: Timestamp::from_parts(self.next as u64, 0), link: *link, wire_len: data.len() as u32, data }))
+            Ok(Some(RawPacket {
+                ts: Timestamp::from_parts(self.next as u64, 0),
+                link: *link,
+                wire_len: data.len() as u32,
+                data,
+            }))
         }
         fn describe(&self) -> String {
             "list".into()

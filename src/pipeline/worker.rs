@@ -1,8 +1,8 @@
 //! The worker loop: pop a batch, inspect its packets, pass events on, recycle the batch.
 
 use crate::inspect::Inspector;
-use crate::output::sink::LogSink;
 use crate::output::merge::{clock_key, OutputChunk};
+use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::PacketBatch;
 use crossbeam_channel::Sender;

@@ -60,7 +60,9 @@ pub fn write_snapshot(path: &Path, workers: &[WorkerSnapshot]) -> io::Result<()>
 pub fn write_snapshot_at(path: &Path, timestamp_ns: u64, workers: &[WorkerSnapshot]) -> io::Result<()> {
     let snapshot = StatsSnapshot { version: SNAPSHOT_VERSION, timestamp: timestamp_ns, workers: workers.to_vec() };
     let json = serde_json::to_vec(&snapshot).map_err(io::Error::other)?;
-    let file_name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "snapshot path has no file name"))?;
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "snapshot path has no file name"))?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(file_name);
     tmp_name.push(format!(".tmp.{}", std::process::id()));
@@ -86,7 +88,12 @@ pub fn read_snapshot(path: &Path) -> Result<Option<StatsSnapshot>, String> {
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
     if metadata.len() > MAX_SNAPSHOT_BYTES {
-        return Err(format!("{}: {} bytes, larger than the {} allowed", path.display(), metadata.len(), MAX_SNAPSHOT_BYTES));
+        return Err(format!(
+            "{}: {} bytes, larger than the {} allowed",
+            path.display(),
+            metadata.len(),
+            MAX_SNAPSHOT_BYTES
+        ));
     }
     let bytes = match fs::read(path) {
         Ok(b) => b,

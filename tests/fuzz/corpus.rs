@@ -43,9 +43,8 @@ fn repo(rel: &str) -> PathBuf {
 }
 
 fn capture_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
     files.retain(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("pcap" | "pcapng")));
     files.sort();
     files
@@ -253,8 +252,14 @@ type Addr = [u8; 16];
 /// One record of a session: data in a direction, or a gap of `len` bytes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rec {
-    Data { to_server: bool, bytes: Vec<u8> },
-    Gap { to_server: bool, len: u16 },
+    Data {
+        to_server: bool,
+        bytes: Vec<u8>,
+    },
+    Gap {
+        to_server: bool,
+        len: u16,
+    },
     /// App-layer targets: the flow ends here (parsers get `on_close` and later data).
     Close,
 }
@@ -350,7 +355,9 @@ pub fn session_seeds(kind: SessionKind) -> Vec<Vec<u8>> {
             let server_port = key.3;
             let first = d.payload[0];
             let keep = match kind {
-                SessionKind::Http => !udp && (matches!(server_port, 80 | 8080 | 3128) || d.payload.starts_with(b"HTTP/")),
+                SessionKind::Http => {
+                    !udp && (matches!(server_port, 80 | 8080 | 3128) || d.payload.starts_with(b"HTTP/"))
+                }
                 SessionKind::DnsUdp => udp && server_port == 53,
                 SessionKind::DnsTcp => !udp && server_port == 53,
                 SessionKind::Tls => !udp && (server_port == 443 || (first == 0x16 && d.payload.get(1) == Some(&3))),

@@ -66,13 +66,11 @@ impl Database {
     /// scan (`HS_FLAG_SINGLEMATCH`). Literal mode takes raw bytes (NUL included) and compiles
     /// short literals far faster than equivalent regexes.
     pub(super) fn compile_literals(literals: &[Literal<'_>]) -> Result<Database, String> {
-        let count =
-            c_uint::try_from(literals.len()).map_err(|_| "too many patterns".to_string())?;
+        let count = c_uint::try_from(literals.len()).map_err(|_| "too many patterns".to_string())?;
         if literals.iter().any(|literal| literal.bytes.is_empty()) {
             return Err("empty literal".into());
         }
-        let pointers: Vec<*const c_char> =
-            literals.iter().map(|l| l.bytes.as_ptr().cast()).collect();
+        let pointers: Vec<*const c_char> = literals.iter().map(|l| l.bytes.as_ptr().cast()).collect();
         let lengths: Vec<usize> = literals.iter().map(|l| l.bytes.len()).collect();
         let ids: Vec<c_uint> = literals.iter().map(|l| l.id).collect();
         let flags: Vec<c_uint> = literals
@@ -127,10 +125,7 @@ impl Database {
         on_match: F,
     ) -> Result<(), &'static str> {
         let length = c_uint::try_from(data.len()).map_err(|_| "haystack longer than 4 GiB")?;
-        let mut context = ScanContext {
-            on_match,
-            panic: None,
-        };
+        let mut context = ScanContext { on_match, panic: None };
         // SAFETY: database and scratch are live, and the caller has sized the scratch for this
         // database with `grow_for` (libhs may not detect an undersized scratch). `data` is valid
         // for `length` bytes. `context` outlives the call and is only touched by
@@ -203,9 +198,7 @@ fn take_compile_error(code: c_int, compile_error: *mut sys::hs_compile_error_t) 
         let message = if record.message.is_null() {
             error_name(code).to_string()
         } else {
-            CStr::from_ptr(record.message)
-                .to_string_lossy()
-                .into_owned()
+            CStr::from_ptr(record.message).to_string_lossy().into_owned()
         };
         let expression = record.expression;
         sys::hs_free_compile_error(compile_error);
@@ -220,10 +213,7 @@ fn take_compile_error(code: c_int, compile_error: *mut sys::hs_compile_error_t) 
 impl HsScratch {
     /// Makes `slot` hold a scratch that fits `database` as well as every database it fitted
     /// before, allocating or growing as needed.
-    pub(super) fn fit(
-        slot: &mut Option<HsScratch>,
-        database: &Database,
-    ) -> Result<(), &'static str> {
+    pub(super) fn fit(slot: &mut Option<HsScratch>, database: &Database) -> Result<(), &'static str> {
         // Hand ownership to libhs for the call: on a failed resize it frees the old scratch and
         // returns null, so `slot` must be refilled from whatever comes back.
         let mut raw = match slot.take() {

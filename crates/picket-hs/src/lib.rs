@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use self::ffi::{Database, HsScratch, Literal};
 use picket_core::detect::mpm::{
-    empty_matcher, overlapping_windows, validate_patterns, BackendScratch, IdTable, MatcherBuilder,
-    MpmAlgo, MpmError, MultiPatternMatcher, Pattern, Scratch, SeenSlots,
+    empty_matcher, overlapping_windows, validate_patterns, BackendScratch, IdTable, MatcherBuilder, MpmAlgo, MpmError,
+    MultiPatternMatcher, Pattern, Scratch, SeenSlots,
 };
 
 /// Most `HsScratchState::ready_for` entries kept; beyond that the list restarts (each
@@ -112,38 +112,22 @@ impl HsMatcher {
     }
 
     /// `max_window` is a parameter so tests can exercise the >4 GiB windowing with small inputs.
-    pub fn build_with_window(
-        patterns: &[Pattern],
-        max_window: usize,
-    ) -> Result<HsMatcher, MpmError> {
-        let compile_error = |message: String| MpmError::Compile {
-            algo: MpmAlgo::Hyperscan,
-            message,
-        };
+    pub fn build_with_window(patterns: &[Pattern], max_window: usize) -> Result<HsMatcher, MpmError> {
+        let compile_error = |message: String| MpmError::Compile { algo: MpmAlgo::Hyperscan, message };
         if !platform_supported() {
-            return Err(compile_error(
-                "this CPU lacks the SSSE3 instructions Hyperscan needs".into(),
-            ));
+            return Err(compile_error("this CPU lacks the SSSE3 instructions Hyperscan needs".into()));
         }
         let (ids, groups) = IdTable::group_by(patterns, |p| (p.bytes.clone(), p.nocase));
         let literals: Vec<Literal<'_>> = groups
             .iter()
             .enumerate()
-            .map(|(group, (bytes, nocase))| Literal {
-                bytes,
-                caseless: *nocase,
-                id: group as u32,
-            })
+            .map(|(group, (bytes, nocase))| Literal { bytes, caseless: *nocase, id: group as u32 })
             .collect();
         let database = Database::compile_literals(&literals).map_err(compile_error)?;
         Ok(HsMatcher {
             database,
             ids,
-            longest: groups
-                .iter()
-                .map(|(bytes, _)| bytes.len())
-                .max()
-                .unwrap_or(1),
+            longest: groups.iter().map(|(bytes, _)| bytes.len()).max().unwrap_or(1),
             pattern_count: patterns.len(),
             max_window: max_window.clamp(1, u32::MAX as usize),
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
@@ -151,10 +135,7 @@ impl HsMatcher {
     }
 
     fn scan_error(message: &str) -> MpmError {
-        MpmError::Scan {
-            algo: MpmAlgo::Hyperscan,
-            message: message.to_string(),
-        }
+        MpmError::Scan { algo: MpmAlgo::Hyperscan, message: message.to_string() }
     }
 
     #[inline]
@@ -165,20 +146,12 @@ impl HsMatcher {
         state: &mut HsScratchState,
         on_match: &mut dyn FnMut(u32),
     ) -> Result<(), MpmError> {
-        let hs_scratch = state
-            .fit(self.serial, &self.database)
-            .map_err(Self::scan_error)?;
+        let hs_scratch = state.fit(self.serial, &self.database).map_err(Self::scan_error)?;
         seen.reset_for(self.ids.slot_count());
-        for window in overlapping_windows(
-            haystack.len(),
-            self.max_window,
-            self.longest.saturating_sub(1),
-        ) {
+        for window in overlapping_windows(haystack.len(), self.max_window, self.longest.saturating_sub(1)) {
             let data = haystack.get(window).unwrap_or_default();
             self.database
-                .scan(data, hs_scratch, |group| {
-                    self.ids.report(group as usize, seen, on_match)
-                })
+                .scan(data, hs_scratch, |group| self.ids.report(group as usize, seen, on_match))
                 .map_err(Self::scan_error)?;
         }
         Ok(())
@@ -186,12 +159,7 @@ impl HsMatcher {
 }
 
 impl MultiPatternMatcher for HsMatcher {
-    fn scan(
-        &self,
-        haystack: &[u8],
-        scratch: &mut Scratch,
-        on_match: &mut dyn FnMut(u32),
-    ) -> Result<(), MpmError> {
+    fn scan(&self, haystack: &[u8], scratch: &mut Scratch, on_match: &mut dyn FnMut(u32)) -> Result<(), MpmError> {
         if let (seen, Some(state)) = scratch.backend_parts::<HsScratchState>() {
             return self.scan_with(haystack, seen, state, on_match);
         }
@@ -210,9 +178,7 @@ impl MultiPatternMatcher for HsMatcher {
         let (seen, Some(state)) = scratch.backend_parts::<HsScratchState>() else {
             return Err(Self::scan_error("scratch missing after preparation"));
         };
-        state
-            .fit(self.serial, &self.database)
-            .map_err(Self::scan_error)?;
+        state.fit(self.serial, &self.database).map_err(Self::scan_error)?;
         seen.reset_for(self.ids.slot_count());
         Ok(())
     }

@@ -25,19 +25,11 @@ fn build(algo: MpmAlgo, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatc
 
 /// Backends plus variants with tiny scan windows, to exercise window boundaries.
 fn matchers_for(patterns: &[Pattern]) -> Vec<(String, Box<dyn MultiPatternMatcher>)> {
-    let mut matchers: Vec<(String, Box<dyn MultiPatternMatcher>)> = backends()
-        .into_iter()
-        .map(|algo| (algo.to_string(), build(algo, patterns).expect("build")))
-        .collect();
+    let mut matchers: Vec<(String, Box<dyn MultiPatternMatcher>)> =
+        backends().into_iter().map(|algo| (algo.to_string(), build(algo, patterns).expect("build"))).collect();
     if !patterns.is_empty() {
-        matchers.push((
-            "ac-window-3".into(),
-            AcBuilder::build_with_window(patterns, 3).expect("build"),
-        ));
-        matchers.push((
-            "hs-window-5".into(),
-            Box::new(HsMatcher::build_with_window(patterns, 5).expect("build")),
-        ));
+        matchers.push(("ac-window-3".into(), AcBuilder::build_with_window(patterns, 3).expect("build")));
+        matchers.push(("hs-window-5".into(), Box::new(HsMatcher::build_with_window(patterns, 5).expect("build"))));
     }
     matchers
 }
@@ -61,21 +53,11 @@ fn reference_ids(patterns: &[Pattern], haystack: &[u8]) -> BTreeSet<u32> {
 }
 
 /// Scans and returns the reported ids, asserting the once-per-id contract.
-fn scan_ids(
-    matcher: &dyn MultiPatternMatcher,
-    haystack: &[u8],
-    scratch: &mut Scratch,
-) -> BTreeSet<u32> {
+fn scan_ids(matcher: &dyn MultiPatternMatcher, haystack: &[u8], scratch: &mut Scratch) -> BTreeSet<u32> {
     let mut reported = Vec::new();
-    matcher
-        .scan(haystack, scratch, &mut |id| reported.push(id))
-        .expect("scan");
+    matcher.scan(haystack, scratch, &mut |id| reported.push(id)).expect("scan");
     let unique: BTreeSet<u32> = reported.iter().copied().collect();
-    assert_eq!(
-        unique.len(),
-        reported.len(),
-        "an id was reported twice: {reported:?}"
-    );
+    assert_eq!(unique.len(), reported.len(), "an id was reported twice: {reported:?}");
     unique
 }
 
@@ -124,11 +106,7 @@ fn algo_names_follow_suricata_mpm_algo() {
 fn empty_pattern_is_rejected() {
     for algo in backends() {
         let result = build(algo, &[lit(1, b"ok"), lit(7, b"")]);
-        assert_eq!(
-            result.err(),
-            Some(MpmError::EmptyPattern { id: 7 }),
-            "{algo}"
-        );
+        assert_eq!(result.err(), Some(MpmError::EmptyPattern { id: 7 }), "{algo}");
     }
 }
 
@@ -145,10 +123,7 @@ fn empty_pattern_set_never_matches() {
 fn empty_haystack_matches_nothing() {
     let patterns = [lit(1, b"a"), nocase(2, b"B"), lit(3, b"\x00")];
     for (name, matcher) in matchers_for(&patterns) {
-        assert!(
-            scan_ids(matcher.as_ref(), b"", &mut Scratch::new()).is_empty(),
-            "{name}"
-        );
+        assert!(scan_ids(matcher.as_ref(), b"", &mut Scratch::new()).is_empty(), "{name}");
     }
 }
 
@@ -157,45 +132,18 @@ fn patterns_at_the_very_start_and_end_are_found() {
     let patterns = [lit(1, b"GET "), lit(2, b"\r\n\r\n"), lit(3, b"middle")];
     for (name, matcher) in matchers_for(&patterns) {
         let mut scratch = Scratch::new();
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"GET /x HTTP/1.0\r\n\r\n", &mut scratch),
-            ids(&[1, 2]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"GET ", &mut scratch),
-            ids(&[1]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"\r\n\r\n", &mut scratch),
-            ids(&[2]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"GET\r\n\r", &mut scratch),
-            ids(&[]),
-            "{name}"
-        );
+        assert_eq!(scan_ids(matcher.as_ref(), b"GET /x HTTP/1.0\r\n\r\n", &mut scratch), ids(&[1, 2]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"GET ", &mut scratch), ids(&[1]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"\r\n\r\n", &mut scratch), ids(&[2]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"GET\r\n\r", &mut scratch), ids(&[]), "{name}");
     }
 }
 
 #[test]
 fn overlapping_and_nested_patterns_are_all_found() {
-    let patterns = [
-        lit(1, b"abc"),
-        lit(2, b"bcd"),
-        lit(3, b"cde"),
-        lit(4, b"abcde"),
-        lit(5, b"c"),
-        lit(6, b"abcdef"),
-    ];
+    let patterns = [lit(1, b"abc"), lit(2, b"bcd"), lit(3, b"cde"), lit(4, b"abcde"), lit(5, b"c"), lit(6, b"abcdef")];
     for (name, matcher) in matchers_for(&patterns) {
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"xabcdex", &mut Scratch::new()),
-            ids(&[1, 2, 3, 4, 5]),
-            "{name}"
-        );
+        assert_eq!(scan_ids(matcher.as_ref(), b"xabcdex", &mut Scratch::new()), ids(&[1, 2, 3, 4, 5]), "{name}");
     }
 }
 
@@ -204,9 +152,9 @@ fn nocase_folds_ascii_letters_only() {
     let patterns = [
         nocase(1, b"HeLLo"),
         lit(2, b"World"),
-        nocase(3, b"\xc9t\xc9"), // Latin-1 "ÉtÉ": 0xc9 must not match 0xe9
+        nocase(3, b"\xc9t\xc9"),           // Latin-1 "ÉtÉ": 0xc9 must not match 0xe9
         nocase(4, "caf\u{c9}".as_bytes()), // UTF-8 "cafÉ": 0xc3 0x89 must not match 0xc3 0xa9
-        nocase(5, b"@[`{"),      // neighbours of the letter ranges must not fold
+        nocase(5, b"@[`{"),                // neighbours of the letter ranges must not fold
     ];
     for (name, matcher) in matchers_for(&patterns) {
         let mut scratch = Scratch::new();
@@ -224,34 +172,13 @@ fn nocase_folds_ascii_letters_only() {
 
 #[test]
 fn case_sensitive_and_nocase_variants_of_one_text_stay_distinct() {
-    let patterns = [
-        lit(1, b"Admin"),
-        lit(2, b"admin"),
-        nocase(3, b"ADMIN"),
-        lit(4, b"ADMIN"),
-    ];
+    let patterns = [lit(1, b"Admin"), lit(2, b"admin"), nocase(3, b"ADMIN"), lit(4, b"ADMIN")];
     for (name, matcher) in matchers_for(&patterns) {
         let mut scratch = Scratch::new();
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"user=admin", &mut scratch),
-            ids(&[2, 3]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"user=Admin", &mut scratch),
-            ids(&[1, 3]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"user=aDMIN", &mut scratch),
-            ids(&[3]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"ADMIN admin", &mut scratch),
-            ids(&[2, 3, 4]),
-            "{name}"
-        );
+        assert_eq!(scan_ids(matcher.as_ref(), b"user=admin", &mut scratch), ids(&[2, 3]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"user=Admin", &mut scratch), ids(&[1, 3]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"user=aDMIN", &mut scratch), ids(&[3]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"ADMIN admin", &mut scratch), ids(&[2, 3, 4]), "{name}");
     }
 }
 
@@ -280,77 +207,36 @@ fn binary_patterns_with_nul_ff_and_regex_metacharacters() {
 
 #[test]
 fn duplicate_patterns_report_each_id_and_shared_ids_report_once() {
-    let patterns = [
-        lit(10, b"evil"),
-        lit(11, b"evil"),
-        nocase(12, b"EVIL"),
-        lit(20, b"foo"),
-        lit(20, b"bar"),
-        lit(10, b"evil"),
-    ];
+    let patterns =
+        [lit(10, b"evil"), lit(11, b"evil"), nocase(12, b"EVIL"), lit(20, b"foo"), lit(20, b"bar"), lit(10, b"evil")];
     for (name, matcher) in matchers_for(&patterns) {
         assert_eq!(matcher.pattern_count(), 6, "{name}");
         let mut scratch = Scratch::new();
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"evil foo bar evil", &mut scratch),
-            ids(&[10, 11, 12, 20]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"bar", &mut scratch),
-            ids(&[20]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"EVIL", &mut scratch),
-            ids(&[12]),
-            "{name}"
-        );
+        assert_eq!(scan_ids(matcher.as_ref(), b"evil foo bar evil", &mut scratch), ids(&[10, 11, 12, 20]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"bar", &mut scratch), ids(&[20]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"EVIL", &mut scratch), ids(&[12]), "{name}");
     }
 }
 
 #[test]
 fn repeated_occurrences_report_once_and_next_scan_starts_fresh() {
-    let patterns = [
-        lit(1, b"a"),
-        nocase(2, b"b"),
-        lit(u32::MAX, b"z"),
-        lit(0, b"\xff"),
-    ];
+    let patterns = [lit(1, b"a"), nocase(2, b"b"), lit(u32::MAX, b"z"), lit(0, b"\xff")];
     for (name, matcher) in matchers_for(&patterns) {
         let mut scratch = Scratch::new();
         let haystack = b"aaaaBbBbzzzz\xff\xff".repeat(50);
-        assert_eq!(
-            scan_ids(matcher.as_ref(), &haystack, &mut scratch),
-            ids(&[0, 1, 2, u32::MAX]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"xa", &mut scratch),
-            ids(&[1]),
-            "{name}"
-        );
-        assert_eq!(
-            scan_ids(matcher.as_ref(), b"xa", &mut scratch),
-            ids(&[1]),
-            "{name}"
-        );
+        assert_eq!(scan_ids(matcher.as_ref(), &haystack, &mut scratch), ids(&[0, 1, 2, u32::MAX]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"xa", &mut scratch), ids(&[1]), "{name}");
+        assert_eq!(scan_ids(matcher.as_ref(), b"xa", &mut scratch), ids(&[1]), "{name}");
     }
 }
 
 #[test]
 fn single_byte_patterns_cover_every_byte_value() {
-    let patterns: Vec<Pattern> = (0..=255u8)
-        .map(|byte| lit(u32::from(byte), &[byte]))
-        .collect();
+    let patterns: Vec<Pattern> = (0..=255u8).map(|byte| lit(u32::from(byte), &[byte])).collect();
     let all: Vec<u8> = (0..=255u8).collect();
     assert_all_agree(&patterns, &[&all, b"", b"\x00", b"\xff", b"Aa"]);
     for (name, matcher) in matchers_for(&patterns) {
-        assert_eq!(
-            scan_ids(matcher.as_ref(), &all, &mut Scratch::new()).len(),
-            256,
-            "{name}"
-        );
+        assert_eq!(scan_ids(matcher.as_ref(), &all, &mut Scratch::new()).len(), 256, "{name}");
     }
 }
 
@@ -367,11 +253,7 @@ fn one_scratch_serves_several_matchers_alternately() {
         let large_matcher = build(algo, &large).expect("build");
         let mut scratch = Scratch::new();
         for _ in 0..3 {
-            assert_eq!(
-                scan_ids(small_matcher.as_ref(), b"ONE one", &mut scratch),
-                ids(&[1]),
-                "{algo}"
-            );
+            assert_eq!(scan_ids(small_matcher.as_ref(), b"ONE one", &mut scratch), ids(&[1]), "{algo}");
             assert_eq!(
                 scan_ids(large_matcher.as_ref(), b"ONE P42Q p43q P43Q", &mut scratch),
                 ids(&[42, 43, 1000]),
@@ -383,22 +265,17 @@ fn one_scratch_serves_several_matchers_alternately() {
 
 #[test]
 fn prepared_scratch_does_not_grow_while_scanning() {
-    let patterns: Vec<Pattern> = (0..200u32)
-        .map(|id| Pattern::new(id, format!("key{id}").into_bytes(), id % 3 == 0))
-        .collect();
+    let patterns: Vec<Pattern> =
+        (0..200u32).map(|id| Pattern::new(id, format!("key{id}").into_bytes(), id % 3 == 0)).collect();
     for algo in backends() {
         let matcher = build(algo, &patterns).expect("build");
         let mut scratch = Scratch::new();
         matcher.prepare_scratch(&mut scratch).expect("prepare");
         let prepared = scratch.memory_bytes();
         assert!(prepared > 0, "{algo}");
-        let haystack: Vec<u8> = (0..200)
-            .flat_map(|id| format!("KEY{id} ").into_bytes())
-            .collect();
+        let haystack: Vec<u8> = (0..200).flat_map(|id| format!("KEY{id} ").into_bytes()).collect();
         for packet in haystack.chunks(500) {
-            matcher
-                .scan(packet, &mut scratch, &mut |_| {})
-                .expect("scan");
+            matcher.scan(packet, &mut scratch, &mut |_| {}).expect("scan");
         }
         assert_eq!(scratch.memory_bytes(), prepared, "{algo}");
     }
@@ -414,26 +291,16 @@ fn fold_buffer_stays_bounded_on_huge_haystacks() {
     haystack[1 << 20..(1 << 20) + 6].copy_from_slice(b"NEEDLE");
     let mut scratch = Scratch::new();
     assert_eq!(scan_ids(&*matcher, &haystack, &mut scratch), ids(&[1, 2]));
-    assert!(
-        scratch.memory_bytes() < 64 * 1024,
-        "scratch grew to {}",
-        scratch.memory_bytes()
-    );
+    assert!(scratch.memory_bytes() < 64 * 1024, "scratch grew to {}", scratch.memory_bytes());
 }
 
 #[test]
 fn reports_size_and_count() {
-    let patterns: Vec<Pattern> = (0..100u32)
-        .map(|id| lit(id, format!("pattern number {id}").as_bytes()))
-        .collect();
+    let patterns: Vec<Pattern> = (0..100u32).map(|id| lit(id, format!("pattern number {id}").as_bytes())).collect();
     for algo in backends() {
         let matcher = build(algo, &patterns).expect("build");
         assert_eq!(matcher.pattern_count(), 100);
-        assert!(
-            matcher.memory_bytes() > 100 * 10,
-            "{algo}: {}",
-            matcher.memory_bytes()
-        );
+        assert!(matcher.memory_bytes() > 100 * 10, "{algo}: {}", matcher.memory_bytes());
         assert_eq!(matcher.algo(), algo);
     }
 }
@@ -442,18 +309,9 @@ fn reports_size_and_count() {
 fn overlapping_windows_cover_every_short_occurrence() {
     assert_eq!(overlapping_windows(0, 4, 2).collect::<Vec<_>>(), vec![0..0]);
     assert_eq!(overlapping_windows(3, 4, 2).collect::<Vec<_>>(), vec![0..3]);
-    assert_eq!(
-        overlapping_windows(10, 4, 2).collect::<Vec<_>>(),
-        vec![0..6, 4..10]
-    );
-    assert_eq!(
-        overlapping_windows(10, 4, 0).collect::<Vec<_>>(),
-        vec![0..4, 4..8, 8..10]
-    );
-    assert_eq!(
-        overlapping_windows(usize::MAX, usize::MAX / 2, 3).count(),
-        2
-    );
+    assert_eq!(overlapping_windows(10, 4, 2).collect::<Vec<_>>(), vec![0..6, 4..10]);
+    assert_eq!(overlapping_windows(10, 4, 0).collect::<Vec<_>>(), vec![0..4, 4..8, 8..10]);
+    assert_eq!(overlapping_windows(usize::MAX, usize::MAX / 2, 3).count(), 2);
     for len in 0..40 {
         for step in 1..7 {
             for overlap in 0..5 {
@@ -462,9 +320,7 @@ fn overlapping_windows_cover_every_short_occurrence() {
                     for pattern_len in 1..=(overlap + 1).min(len - start) {
                         let occurrence = start..start + pattern_len;
                         assert!(
-                            windows
-                                .iter()
-                                .any(|w| w.start <= occurrence.start && occurrence.end <= w.end),
+                            windows.iter().any(|w| w.start <= occurrence.start && occurrence.end <= w.end),
                             "{occurrence:?} not covered by {windows:?}"
                         );
                     }
@@ -481,12 +337,11 @@ fn alphabet_byte() -> impl Strategy<Value = u8> {
 }
 
 fn random_pattern() -> impl Strategy<Value = Pattern> {
-    (
-        0..12u32,
-        prop::collection::vec(alphabet_byte(), 1..6),
-        any::<bool>(),
-    )
-        .prop_map(|(id, bytes, nocase)| Pattern { id, bytes, nocase })
+    (0..12u32, prop::collection::vec(alphabet_byte(), 1..6), any::<bool>()).prop_map(|(id, bytes, nocase)| Pattern {
+        id,
+        bytes,
+        nocase,
+    })
 }
 
 proptest! {

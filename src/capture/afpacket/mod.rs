@@ -451,7 +451,8 @@ impl AfPacketSocket {
         if let Some(expression) = &cfg.bpf_filter {
             // Before bind: the socket (protocol 0) receives nothing until bound, so no
             // unfiltered packet can slip into the ring.
-            let hardware_type = sys::interface_hardware_type(&fd, &interface).map_err(setup(SetupStep::LookUpInterface))?;
+            let hardware_type =
+                sys::interface_hardware_type(&fd, &interface).map_err(setup(SetupStep::LookUpInterface))?;
             let link = link_type_for(hardware_type)
                 .ok_or_else(|| AfPacketError::UnsupportedLinkType { interface: interface.clone(), hardware_type })?;
             let program = BpfProgram::compile(expression, link)

@@ -3,8 +3,8 @@
 use super::options::AlertLogOptions;
 use super::{format_timestamp, proto_name, EventHeader};
 use crate::output::json::JsonObject;
-use picket_core::decode::{Decoded, FiveTuple};
 use picket_core::decode::ip_addr;
+use picket_core::decode::{Decoded, FiveTuple};
 use picket_core::inspect::{AlertEvent, AppTx, FlowBits, WirePacket};
 use picket_core::packet::LinkType;
 use picket_core::stream::HeldStream;
@@ -247,7 +247,10 @@ fn write_payload(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOpti
             None => (w.frame, w.meta.link),
         };
         o.str("packet", &base64(frame));
-        o.open("packet_info").u64("linktype", link.suricata_number().into()).str("linktype_name", link.suricata_name()).close();
+        o.open("packet_info")
+            .u64("linktype", link.suricata_number().into())
+            .str("linktype_name", link.suricata_name())
+            .close();
     }
 }
 
@@ -277,7 +280,9 @@ fn mac(b: &[u8]) -> String {
 
 /// Suricata's lossy printable form: printable ASCII kept, everything else as '.'.
 fn printable(data: &[u8]) -> String {
-    data.iter().map(|&b| if (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\r' || b == b'\t' { b as char } else { '.' }).collect()
+    data.iter()
+        .map(|&b| if (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\r' || b == b'\t' { b as char } else { '.' })
+        .collect()
 }
 
 pub(crate) fn base64(data: &[u8]) -> String {
@@ -310,7 +315,8 @@ mod tests {
 
     #[test]
     fn rule_metadata_groups_values_by_key() {
-        let pairs = [("tag", "a"), ("created_at", "2018-01-30"), ("tag", "b\"q")].map(|(k, v)| (k.to_string(), v.to_string()));
+        let pairs =
+            [("tag", "a"), ("created_at", "2018-01-30"), ("tag", "b\"q")].map(|(k, v)| (k.to_string(), v.to_string()));
         let got = json(|o| write_rule_metadata(o, &pairs));
         assert_eq!(got, r#"{"metadata":{"tag":["a","b\"q"],"created_at":["2018-01-30"]}}"#);
     }
@@ -324,7 +330,9 @@ mod tests {
 
     #[test]
     fn base64_matches_rfc4648_vectors() {
-        for (input, want) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("GOOD", "R09PRA==")] {
+        for (input, want) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("GOOD", "R09PRA==")]
+        {
             assert_eq!(base64(input.as_bytes()), want);
         }
     }

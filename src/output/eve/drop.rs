@@ -28,7 +28,9 @@ pub fn write_drop(buf: &mut Vec<u8>, d: &DropEvent<'_>) {
         }
         Some(IpLayer::V6(v6)) => {
             let h = &v6.header;
-            o.u64("tc", h.traffic_class().into()).u64("hoplimit", h.hop_limit().into()).u64("flowlbl", h.flow_label().into());
+            o.u64("tc", h.traffic_class().into())
+                .u64("hoplimit", h.hop_limit().into())
+                .u64("flowlbl", h.flow_label().into());
         }
         None => {}
     }

@@ -2,8 +2,8 @@
 
 use super::alert::write_vlan;
 use super::{format_timestamp, tcp_flags_hex, EventHeader};
-use picket_core::flow::FlowRecord;
 use picket_core::decode::ip_addr;
+use picket_core::flow::FlowRecord;
 use picket_core::inspect::FlowExt;
 
 /// One eve `flow` line for a finished flow.
@@ -45,9 +45,16 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
             .str("tcp_flags", &tcp_flags_hex(tcp.tcp_flags))
             .str("tcp_flags_ts", &tcp_flags_hex(tcp.tcp_flags_ts))
             .str("tcp_flags_tc", &tcp_flags_hex(tcp.tcp_flags_tc));
-        for (bit, name) in
-            [(0x02, "syn"), (0x01, "fin"), (0x04, "rst"), (0x08, "psh"), (0x10, "ack"), (0x20, "urg"), (0x40, "ecn"), (0x80, "cwr")]
-        {
+        for (bit, name) in [
+            (0x02, "syn"),
+            (0x01, "fin"),
+            (0x04, "rst"),
+            (0x08, "psh"),
+            (0x10, "ack"),
+            (0x20, "urg"),
+            (0x40, "ecn"),
+            (0x80, "cwr"),
+        ] {
             if tcp.tcp_flags & bit != 0 {
                 o.bool(name, true);
             }

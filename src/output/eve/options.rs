@@ -83,7 +83,11 @@ mod tests {
         let reverse = XffOptions { overwrite: false, reverse: true, header: "X-Forwarded-For".into() };
         let forward = XffOptions { overwrite: true, reverse: false, header: "X-Real-IP".into() };
         let mut p = picket_core::applayer::http::HttpParser::new(Default::default());
-        p.on_data(Direction::ToServer, b"GET / HTTP/1.1\r\nx-forwarded-for: 10.2.2.2, 10.3.3.3\r\nX-Real-IP: junk\r\n\r\n", &mut |_| {});
+        p.on_data(
+            Direction::ToServer,
+            b"GET / HTTP/1.1\r\nx-forwarded-for: 10.2.2.2, 10.3.3.3\r\nX-Real-IP: junk\r\n\r\n",
+            &mut |_| {},
+        );
         let tx = p.tx(0).expect("tx");
         assert_eq!(reverse.address(tx), Some("10.3.3.3".parse().unwrap()));
         let first = XffOptions { reverse: false, ..reverse.clone() };

@@ -138,7 +138,11 @@ pub enum WorkerView {
     Missing(PathBuf),
     Unreadable(String),
     /// Rates between the last two distinct snapshots; `age_secs` since the newest one.
-    Workers { rows: Vec<WorkerRates>, age_secs: f64, stale: bool },
+    Workers {
+        rows: Vec<WorkerRates>,
+        age_secs: f64,
+        stale: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -195,7 +199,11 @@ impl TopState {
             .collect();
         // The all-CPU row's softirq rates: the sum of the CPUs that have one.
         let sum = |f: fn(&CpuLoad) -> Option<f64>| cpus.iter().filter_map(f).reduce(|a, b| a + b);
-        let all = all.map(|load| CpuLoad { net_rx_per_sec: sum(|c| c.net_rx_per_sec), net_tx_per_sec: sum(|c| c.net_tx_per_sec), ..load });
+        let all = all.map(|load| CpuLoad {
+            net_rx_per_sec: sum(|c| c.net_rx_per_sec),
+            net_tx_per_sec: sum(|c| c.net_tx_per_sec),
+            ..load
+        });
 
         let ifaces = current
             .ifaces

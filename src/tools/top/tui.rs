@@ -123,7 +123,10 @@ pub fn render(frame: &mut Frame, view: Option<&TopView>, interval: Duration) {
     if view.anomalies > 0 {
         title.push_str(&format!("   ({} unreadable lines/files)", view.anomalies));
     }
-    frame.render_widget(Paragraph::new(Line::from(title).style(Style::default().add_modifier(Modifier::REVERSED))), title_area);
+    frame.render_widget(
+        Paragraph::new(Line::from(title).style(Style::default().add_modifier(Modifier::REVERSED))),
+        title_area,
+    );
     render_cpus(frame, cpu_area, view);
     render_ifaces(frame, iface_area, view);
     render_workers(frame, worker_area, view);
@@ -159,7 +162,9 @@ fn render_ifaces(frame: &mut Frame, area: Rect, view: &TopView) {
     if view.ifaces_not_shown > 0 {
         title.push_str(&format!("+{} not shown ", view.ifaces_not_shown));
     }
-    let table = Table::new(rows, widths.map(Constraint::Length)).header(header_row(IFACE_HEADER, &widths)).block(Block::bordered().title(title));
+    let table = Table::new(rows, widths.map(Constraint::Length))
+        .header(header_row(IFACE_HEADER, &widths))
+        .block(Block::bordered().title(title));
     frame.render_widget(table, area);
 }
 
@@ -172,7 +177,9 @@ fn render_workers(frame: &mut Frame, area: Rect, view: &TopView) {
                 title = format!(" picket workers (snapshot {age_secs:.0} s old: stopped?) ");
             }
             let rows = rows.into_iter().map(|cells| body_row(cells, &widths));
-            let table = Table::new(rows, widths.map(Constraint::Length)).header(header_row(WORKER_HEADER, &widths)).block(Block::bordered().title(title));
+            let table = Table::new(rows, widths.map(Constraint::Length))
+                .header(header_row(WORKER_HEADER, &widths))
+                .block(Block::bordered().title(title));
             frame.render_widget(table, area);
         }
         Err(why) => {
@@ -204,14 +211,27 @@ mod tests {
 
     #[test]
     fn renders_the_three_sections() {
-        let cpu = CpuLoad { cpu: Some(3), user: Some(50.0), system: Some(45.0), irq: Some(0.0), softirq: Some(0.0), idle: Some(5.0), net_rx_per_sec: Some(12_345.0), net_tx_per_sec: Some(1.0) };
+        let cpu = CpuLoad {
+            cpu: Some(3),
+            user: Some(50.0),
+            system: Some(45.0),
+            irq: Some(0.0),
+            softirq: Some(0.0),
+            idle: Some(5.0),
+            net_rx_per_sec: Some(12_345.0),
+            net_tx_per_sec: Some(1.0),
+        };
         let view = TopView {
             interval_secs: 1.0,
             all: None,
             cpus: vec![cpu],
             ifaces: vec![IfaceRates { name: "eth7".into(), rx_packets_per_sec: Some(2e6), ..IfaceRates::default() }],
             ifaces_not_shown: 0,
-            workers: WorkerView::Workers { rows: vec![WorkerRates { name: "W#01".into(), packets: 9, ..WorkerRates::default() }], age_secs: 0.0, stale: false },
+            workers: WorkerView::Workers {
+                rows: vec![WorkerRates { name: "W#01".into(), packets: 9, ..WorkerRates::default() }],
+                age_secs: 0.0,
+                stale: false,
+            },
             anomalies: 0,
         };
         let text = screen(Some(&view));

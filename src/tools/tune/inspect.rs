@@ -136,7 +136,8 @@ pub fn read_topology(roots: &Roots) -> Result<CpuTopology, String> {
     if let Ok(entries) = fs::read_dir(roots.resolve(Path::new("/sys/devices/system/node"))) {
         for entry in entries.filter_map(|e| e.ok()) {
             let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|n| n.strip_prefix("node")).and_then(|n| n.parse::<u32>().ok()) else {
+            let Some(id) = name.to_str().and_then(|n| n.strip_prefix("node")).and_then(|n| n.parse::<u32>().ok())
+            else {
                 continue;
             };
             if nodes.len() >= MAX_NUMA_NODES {
@@ -199,7 +200,10 @@ pub fn read_nic(roots: &Roots, iface: &str) -> Result<NicState, String> {
     }
     for index in numbered_entries(&queues_dir, "tx-") {
         let dir = format!("{base}/queues/tx-{index}");
-        nic.tx_queues.push(TxQueue { index, xps_cpus: roots.read(&format!("{dir}/xps_cpus")).and_then(|t| CpuSet::parse_hex_mask(&t).ok()) });
+        nic.tx_queues.push(TxQueue {
+            index,
+            xps_cpus: roots.read(&format!("{dir}/xps_cpus")).and_then(|t| CpuSet::parse_hex_mask(&t).ok()),
+        });
     }
     nic.rps_sock_flow_entries = roots.read("/proc/sys/net/core/rps_sock_flow_entries").and_then(|t| t.parse().ok());
 
@@ -291,7 +295,8 @@ fn find_queue_irqs(roots: &Roots, nic: &mut NicState, lines: &[InterruptLine]) {
                 if !nic.device_irqs.contains(&irq) {
                     return None;
                 }
-                let found = line.action_names().into_iter().find_map(|n| classify_irq_name(n, None).map(|c| (irq, n, c)));
+                let found =
+                    line.action_names().into_iter().find_map(|n| classify_irq_name(n, None).map(|c| (irq, n, c)));
                 Some(found.unwrap_or((irq, line.action_names().last().copied().unwrap_or(""), IrqName::Misc)))
             })
             .collect()
@@ -300,7 +305,8 @@ fn find_queue_irqs(roots: &Roots, nic: &mut NicState, lines: &[InterruptLine]) {
     for (irq, name, class) in matches {
         match class {
             IrqName::Queue(kind, queue) if seen.insert((kind, queue)) => {
-                let affinity = roots.read(&format!("/proc/irq/{irq}/smp_affinity_list")).and_then(|t| CpuSet::parse_list(&t).ok());
+                let affinity =
+                    roots.read(&format!("/proc/irq/{irq}/smp_affinity_list")).and_then(|t| CpuSet::parse_list(&t).ok());
                 nic.queue_irqs.push(QueueIrq { irq, kind, queue, name: name.to_string(), affinity });
             }
             IrqName::Queue(..) => nic.duplicate_irq_names += 1,
@@ -351,7 +357,10 @@ mod tests {
     #[test]
     fn resolve_maps_proc_and_sys_under_the_prefix() {
         let roots = Roots::new(Some(Path::new("/tmp/x")));
-        assert_eq!(roots.resolve(Path::new("/proc/irq/5/smp_affinity_list")), PathBuf::from("/tmp/x/proc/irq/5/smp_affinity_list"));
+        assert_eq!(
+            roots.resolve(Path::new("/proc/irq/5/smp_affinity_list")),
+            PathBuf::from("/tmp/x/proc/irq/5/smp_affinity_list")
+        );
         assert_eq!(roots.resolve(Path::new("/sys/class/net")), PathBuf::from("/tmp/x/sys/class/net"));
         assert_eq!(Roots::new(None).resolve(Path::new("/sys/class/net")), PathBuf::from("/sys/class/net"));
     }

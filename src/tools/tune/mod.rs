@@ -117,18 +117,38 @@ pub fn write_state(out: &mut dyn Write, nic: &NicState, topology: &CpuTopology) 
     } else {
         writeln!(out, "{:<6} {:<6} {:<6} {:<24} affinity", "IRQ", "queue", "dir", "name")?;
         for q in &nic.queue_irqs {
-            writeln!(out, "{:<6} {:<6} {:<6} {:<24} {}", q.irq, q.queue, q.kind.label(), q.name, opt(q.affinity.as_ref()))?;
+            writeln!(
+                out,
+                "{:<6} {:<6} {:<6} {:<24} {}",
+                q.irq,
+                q.queue,
+                q.kind.label(),
+                q.name,
+                opt(q.affinity.as_ref())
+            )?;
         }
     }
     writeln!(out)?;
     writeln!(out, "{:<8} {:<18} rps_flow_cnt", "queue", "rps_cpus")?;
     for q in &nic.rx_queues {
-        let mask = q.rps_cpus.as_ref().map(|c| format!("{} ({})", c.to_hex_mask(topology.nr_cpu_ids), if c.is_empty() { "none".to_string() } else { c.to_list() }));
+        let mask = q.rps_cpus.as_ref().map(|c| {
+            format!(
+                "{} ({})",
+                c.to_hex_mask(topology.nr_cpu_ids),
+                if c.is_empty() { "none".to_string() } else { c.to_list() }
+            )
+        });
         writeln!(out, "{:<8} {:<18} {}", format!("rx-{}", q.index), opt(mask), opt(q.rps_flow_cnt))?;
     }
     writeln!(out, "{:<8} xps_cpus", "queue")?;
     for q in &nic.tx_queues {
-        let mask = q.xps_cpus.as_ref().map(|c| format!("{} ({})", c.to_hex_mask(topology.nr_cpu_ids), if c.is_empty() { "none".to_string() } else { c.to_list() }));
+        let mask = q.xps_cpus.as_ref().map(|c| {
+            format!(
+                "{} ({})",
+                c.to_hex_mask(topology.nr_cpu_ids),
+                if c.is_empty() { "none".to_string() } else { c.to_list() }
+            )
+        });
         writeln!(out, "{:<8} {}", format!("tx-{}", q.index), opt(mask))?;
     }
     Ok(())
@@ -164,7 +184,11 @@ pub fn apply(roots: &Roots, plan: &TunePlan, out: &mut dyn Write) -> Result<(), 
     for write in plan.writes.iter().filter(|w| !w.unchanged) {
         let file = roots.resolve(&write.path);
         // No create: a missing file means the kernel lacks the feature, not a file to make.
-        let result = OpenOptions::new().write(true).truncate(true).open(&file).and_then(|mut f| f.write_all(write.value.as_bytes()));
+        let result = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&file)
+            .and_then(|mut f| f.write_all(write.value.as_bytes()));
         match result {
             Ok(()) => written += 1,
             Err(e) => failures.push(format!("{}: {e}", write.path.display())),

@@ -214,7 +214,12 @@ fn plan_rps(nic: &NicState, topology: &CpuTopology, options: &PlanOptions, order
         match &queue.rps_cpus {
             Some(current) => {
                 let planned = rps.get(&queue.index).cloned().unwrap_or_default();
-                plan.writes.push(cpu_write(format!("{dir}/rps_cpus"), &planned, Some(current), Some(topology.nr_cpu_ids)));
+                plan.writes.push(cpu_write(
+                    format!("{dir}/rps_cpus"),
+                    &planned,
+                    Some(current),
+                    Some(topology.nr_cpu_ids),
+                ));
             }
             None => plan.notes.push(format!("rx-{}: no rps_cpus (kernel without RPS?)", queue.index)),
         }
@@ -225,11 +230,13 @@ fn plan_rps(nic: &NicState, topology: &CpuTopology, options: &PlanOptions, order
     if rps_used {
         match nic.rps_sock_flow_entries {
             Some(current) => {
-                plan.notes.push(format!(
-                    "RFS: {} socket flow entries, {per_queue_flows} per rx queue",
-                    options.rfs_entries
+                plan.notes
+                    .push(format!("RFS: {} socket flow entries, {per_queue_flows} per rx queue", options.rfs_entries));
+                plan.writes.push(number_write(
+                    "/proc/sys/net/core/rps_sock_flow_entries".to_string(),
+                    options.rfs_entries,
+                    Some(current),
                 ));
-                plan.writes.push(number_write("/proc/sys/net/core/rps_sock_flow_entries".to_string(), options.rfs_entries, Some(current)));
             }
             None => plan.notes.push("no /proc/sys/net/core/rps_sock_flow_entries: RFS unavailable".to_string()),
         }
@@ -280,13 +287,21 @@ mod tests {
         for queue in 0..queues {
             for kind in irq_kinds {
                 irq += 1;
-                queue_irqs.push(QueueIrq { irq, kind: *kind, queue, name: format!("eth0-{}-{queue}", kind.label()), affinity: Some(CpuSet::parse_list("0-7").unwrap()) });
+                queue_irqs.push(QueueIrq {
+                    irq,
+                    kind: *kind,
+                    queue,
+                    name: format!("eth0-{}-{queue}", kind.label()),
+                    affinity: Some(CpuSet::parse_list("0-7").unwrap()),
+                });
             }
         }
         NicState {
             iface: "eth0".into(),
             numa_node,
-            rx_queues: (0..queues).map(|index| RxQueue { index, rps_cpus: Some(CpuSet::new()), rps_flow_cnt: Some(0) }).collect(),
+            rx_queues: (0..queues)
+                .map(|index| RxQueue { index, rps_cpus: Some(CpuSet::new()), rps_flow_cnt: Some(0) })
+                .collect(),
             tx_queues: (0..queues).map(|index| TxQueue { index, xps_cpus: Some(CpuSet::new()) }).collect(),
             queue_irqs,
             rps_sock_flow_entries: Some(0),
@@ -302,7 +317,8 @@ mod tests {
     fn spare_cpus_help_queues_on_their_own_node() {
         // 6 queues, device on node 0 (CPUs 0-3): queues 4 and 5 land on node 1 (CPUs 4, 5),
         // and the spare CPUs 6 and 7 (node 1) must help them, not queues 0 and 1.
-        let plan = make_plan(&nic(6, &[QueueKind::Combined], Some(0)), &topology_two_nodes(), &PlanOptions::default()).unwrap();
+        let plan = make_plan(&nic(6, &[QueueKind::Combined], Some(0)), &topology_two_nodes(), &PlanOptions::default())
+            .unwrap();
         assert_eq!(plan.cpu_order, vec![0, 1, 2, 3, 4, 5, 6, 7]);
         assert_eq!(plan.irq_cpu_of_rx_queue.values().copied().collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
         assert_eq!(value_of(&plan, "/sys/class/net/eth0/queues/rx-0/rps_cpus"), Some("00"));
@@ -314,7 +330,12 @@ mod tests {
 
     #[test]
     fn separate_rx_and_tx_vectors_of_a_queue_share_a_cpu() {
-        let plan = make_plan(&nic(2, &[QueueKind::Rx, QueueKind::Tx], Some(1)), &topology_two_nodes(), &PlanOptions::default()).unwrap();
+        let plan = make_plan(
+            &nic(2, &[QueueKind::Rx, QueueKind::Tx], Some(1)),
+            &topology_two_nodes(),
+            &PlanOptions::default(),
+        )
+        .unwrap();
         let irq_writes: Vec<(String, String)> = plan
             .writes
             .iter()

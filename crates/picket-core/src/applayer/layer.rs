@@ -58,7 +58,11 @@ impl Default for AppLayer {
 impl AppLayer {
     pub(crate) fn new(http_config: Arc<HttpConfig>, detection_ports: Arc<DetectionPorts>) -> Self {
         AppLayer {
-            state: State::Probing { detector: ProtoDetector::new(PROBE_LIMIT), seen: Default::default(), cut: [false; 2] },
+            state: State::Probing {
+                detector: ProtoDetector::new(PROBE_LIMIT),
+                seen: Default::default(),
+                cut: [false; 2],
+            },
             proto: None,
             pending: Pending::default(),
             alerted: Vec::new(),
@@ -161,7 +165,13 @@ impl AppLayer {
 
     /// One UDP datagram of the flow: protocol detection on it (DNS only over UDP), then
     /// the parser; the message's transaction waits for inspection on this same packet.
-    pub(crate) fn on_datagram(&mut self, dir: Direction, datagram: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
+    pub(crate) fn on_datagram(
+        &mut self,
+        dir: Direction,
+        datagram: &[u8],
+        ports: (u16, u16),
+        counters: &mut AppCounters,
+    ) {
         let cx = &mut AppCtx::new(&mut self.pending, counters);
         if let State::Probing { detector, .. } = &mut self.state {
             // Datagrams stand alone: nothing is kept for replay.
@@ -235,7 +245,12 @@ impl AppLayer {
 
 /// The parser of a flow detected as `proto` over `transport`, counted as a flow of the
 /// protocol; `None` (counted as other) for protocols without a parser here.
-fn new_parser(proto: AppProto, transport: Transport, http_config: &HttpConfig, cx: &mut AppCtx<'_>) -> Option<Box<dyn AppParser>> {
+fn new_parser(
+    proto: AppProto,
+    transport: Transport,
+    http_config: &HttpConfig,
+    cx: &mut AppCtx<'_>,
+) -> Option<Box<dyn AppParser>> {
     let parser = match (proto, transport) {
         (AppProto::Http, Transport::Tcp) => http::flow::new_flow(*http_config, cx),
         (AppProto::Tls, Transport::Tcp) => tls::flow::new_flow(cx),
@@ -297,7 +312,12 @@ mod tests {
         let mut app = AppLayer::new(Arc::new(cfg), Arc::new(DetectionPorts::default()));
         let mut c = AppCounters::default();
         app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 80), &mut c);
-        app.on_data(Direction::ToClient, b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n0123456789", (40000, 80), &mut c);
+        app.on_data(
+            Direction::ToClient,
+            b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n0123456789",
+            (40000, 80),
+            &mut c,
+        );
         assert_eq!(http_tx(&app, 0).map(|t| t.response_body.as_slice()), Some(&b"0123"[..]));
     }
 
@@ -332,7 +352,9 @@ mod tests {
         assert_eq!(app.take_pending(Direction::ToServer), Some(TLS_TX_ID));
         assert_eq!(app.take_pending(Direction::ToClient), None, "nothing from the server yet");
         let view = app.view(Some(TLS_TX_ID), Direction::ToServer);
-        assert!(matches!(view.tx, Some((AppTx::Tls(st), Direction::ToServer)) if st.sni() == Some(&b"example.com"[..])));
+        assert!(
+            matches!(view.tx, Some((AppTx::Tls(st), Direction::ToServer)) if st.sni() == Some(&b"example.com"[..]))
+        );
         app.on_data(Direction::ToClient, &server_stream(), (40000, 443), &mut c);
         assert_eq!(app.take_pending(Direction::ToClient), Some(TLS_TX_ID));
         assert!(!app.has_pending());

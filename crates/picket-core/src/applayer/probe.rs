@@ -8,8 +8,8 @@
 //! verdict; [`probe`] is the stateless check of one direction's first bytes.
 
 // Defined with the app layer's shared types; still reachable here, where it was.
-pub use crate::applayer::AppProto;
 use crate::applayer::dns;
+pub use crate::applayer::AppProto;
 use crate::bytes;
 use crate::stream::Direction;
 
@@ -29,7 +29,10 @@ pub struct DetectionPorts {
 
 impl Default for DetectionPorts {
     fn default() -> Self {
-        DetectionPorts { dns_tcp: AppProto::Dns.default_ports().to_vec(), dns_udp: AppProto::Dns.default_ports().to_vec() }
+        DetectionPorts {
+            dns_tcp: AppProto::Dns.default_ports().to_vec(),
+            dns_udp: AppProto::Dns.default_ports().to_vec(),
+        }
     }
 }
 
@@ -87,11 +90,42 @@ fn any_prefix(data: &[u8], patterns: &[&[u8]], nocase: bool) -> Check {
 
 /// Request methods Suricata's HTTP detection recognises, each followed by a space.
 const HTTP_METHODS: &[&[u8]] = &[
-    b"GET ", b"POST ", b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS ", b"CONNECT ", b"TRACE ", b"PATCH ",
-    b"PROPFIND ", b"PROPPATCH ", b"MKCOL ", b"COPY ", b"MOVE ", b"LOCK ", b"UNLOCK ", b"CHECKOUT ",
-    b"UNCHECKOUT ", b"CHECKIN ", b"UPDATE ", b"LABEL ", b"REPORT ", b"MKWORKSPACE ", b"MKACTIVITY ",
-    b"MERGE ", b"SEARCH ", b"BCOPY ", b"BDELETE ", b"BMOVE ", b"BPROPFIND ", b"BPROPPATCH ",
-    b"NOTIFY ", b"POLL ", b"SUBSCRIBE ", b"UNSUBSCRIBE ", b"ACL ",
+    b"GET ",
+    b"POST ",
+    b"HEAD ",
+    b"PUT ",
+    b"DELETE ",
+    b"OPTIONS ",
+    b"CONNECT ",
+    b"TRACE ",
+    b"PATCH ",
+    b"PROPFIND ",
+    b"PROPPATCH ",
+    b"MKCOL ",
+    b"COPY ",
+    b"MOVE ",
+    b"LOCK ",
+    b"UNLOCK ",
+    b"CHECKOUT ",
+    b"UNCHECKOUT ",
+    b"CHECKIN ",
+    b"UPDATE ",
+    b"LABEL ",
+    b"REPORT ",
+    b"MKWORKSPACE ",
+    b"MKACTIVITY ",
+    b"MERGE ",
+    b"SEARCH ",
+    b"BCOPY ",
+    b"BDELETE ",
+    b"BMOVE ",
+    b"BPROPFIND ",
+    b"BPROPPATCH ",
+    b"NOTIFY ",
+    b"POLL ",
+    b"SUBSCRIBE ",
+    b"UNSUBSCRIBE ",
+    b"ACL ",
 ];
 
 fn check_http(direction: Direction, data: &[u8]) -> Check {
@@ -202,8 +236,10 @@ pub fn probe_with(
             Check::NoMatch => None,
         }
     };
-    let smtp_client = if direction == Direction::ToServer { any_prefix(data, SMTP_COMMANDS, true) } else { Check::NoMatch };
-    let ftp_client = if direction == Direction::ToServer { any_prefix(data, FTP_COMMANDS, true) } else { Check::NoMatch };
+    let smtp_client =
+        if direction == Direction::ToServer { any_prefix(data, SMTP_COMMANDS, true) } else { Check::NoMatch };
+    let ftp_client =
+        if direction == Direction::ToServer { any_prefix(data, FTP_COMMANDS, true) } else { Check::NoMatch };
     let checks = [
         (check_http(direction, data), AppProto::Http),
         (check_tls(direction, data), AppProto::Tls),
@@ -280,7 +316,13 @@ impl ProtoDetector {
     }
 
     /// `data` is everything received so far in `direction`, from its first byte.
-    pub fn on_data(&mut self, transport: Transport, direction: Direction, data: &[u8], ports: (u16, u16)) -> DetectStatus {
+    pub fn on_data(
+        &mut self,
+        transport: Transport,
+        direction: Direction,
+        data: &[u8],
+        ports: (u16, u16),
+    ) -> DetectStatus {
         self.on_data_with(transport, direction, data, ports, &DetectionPorts::default())
     }
 
@@ -362,7 +404,10 @@ mod tests {
         let server = [0x16, 3, 3, 0, 0x58, 2, 0, 0];
         assert_eq!(probe(Transport::Tcp, ToClient, &server, HTTPS), ProbeResult::Detected(AppProto::Tls));
         // Midstream: application data record.
-        assert_eq!(probe(Transport::Tcp, ToClient, &[0x17, 3, 3, 0x01, 0xed, 0x5a], HTTPS), ProbeResult::Detected(AppProto::Tls));
+        assert_eq!(
+            probe(Transport::Tcp, ToClient, &[0x17, 3, 3, 0x01, 0xed, 0x5a], HTTPS),
+            ProbeResult::Detected(AppProto::Tls)
+        );
         // SSLv2 CLIENT-HELLO from the sslv2-tls-upgrade capture.
         let v2 = [0x80, 0x67, 0x01, 0x03, 0x01, 0x00, 0x4e];
         assert_eq!(probe(Transport::Tcp, ToServer, &v2, HTTPS), ProbeResult::Detected(AppProto::Tls));
@@ -372,7 +417,10 @@ mod tests {
 
     #[test]
     fn ssh_banner_either_direction() {
-        assert_eq!(probe(Transport::Tcp, ToClient, b"SSH-2.0-OpenSSH_9.6\r\n", ANY), ProbeResult::Detected(AppProto::Ssh));
+        assert_eq!(
+            probe(Transport::Tcp, ToClient, b"SSH-2.0-OpenSSH_9.6\r\n", ANY),
+            ProbeResult::Detected(AppProto::Ssh)
+        );
         assert_eq!(probe(Transport::Tcp, ToServer, b"SSH-2.0-PuTTY", ANY), ProbeResult::Detected(AppProto::Ssh));
         assert_eq!(probe(Transport::Tcp, ToServer, b"SS", ANY), ProbeResult::NeedMore);
     }
@@ -381,7 +429,10 @@ mod tests {
     fn smtp_and_ftp_banner_needs_port_or_client_command() {
         let banner = b"220 mail.example.com ESMTP\r\n";
         assert_eq!(probe(Transport::Tcp, ToClient, banner, (25, 50000)), ProbeResult::Detected(AppProto::Smtp));
-        assert_eq!(probe(Transport::Tcp, ToClient, b"220 ProFTPD\r\n", (21, 50000)), ProbeResult::Detected(AppProto::Ftp));
+        assert_eq!(
+            probe(Transport::Tcp, ToClient, b"220 ProFTPD\r\n", (21, 50000)),
+            ProbeResult::Detected(AppProto::Ftp)
+        );
         assert_eq!(probe(Transport::Tcp, ToClient, banner, ANY), ProbeResult::Unknown);
         assert_eq!(probe(Transport::Tcp, ToServer, b"ehlo client\r\n", ANY), ProbeResult::Detected(AppProto::Smtp));
         assert_eq!(probe(Transport::Tcp, ToServer, b"USER anonymous\r\n", ANY), ProbeResult::Detected(AppProto::Ftp));
@@ -400,13 +451,19 @@ mod tests {
     fn dns_on_configured_ports() {
         let q = dns_query();
         let ports = DetectionPorts { dns_tcp: vec![53], dns_udp: vec![5353] };
-        assert_eq!(probe_with(Transport::Udp, ToServer, &q, (38246, 5353), &ports), ProbeResult::Detected(AppProto::Dns));
+        assert_eq!(
+            probe_with(Transport::Udp, ToServer, &q, (38246, 5353), &ports),
+            ProbeResult::Detected(AppProto::Dns)
+        );
         assert_eq!(probe_with(Transport::Udp, ToServer, &q, (38246, 53), &ports), ProbeResult::Unknown);
         let mut framed = (q.len() as u16).to_be_bytes().to_vec();
         framed.extend_from_slice(&q);
         assert_eq!(probe_with(Transport::Tcp, ToServer, &framed, (40000, 5353), &ports), ProbeResult::Unknown);
         let mut det = ProtoDetector::default();
-        assert_eq!(det.on_data_with(Transport::Udp, ToClient, &q, (5353, 38246), &ports), DetectStatus::Detected(AppProto::Dns));
+        assert_eq!(
+            det.on_data_with(Transport::Udp, ToClient, &q, (5353, 38246), &ports),
+            DetectStatus::Detected(AppProto::Dns)
+        );
     }
 
     #[test]

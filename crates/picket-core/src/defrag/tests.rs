@@ -375,7 +375,11 @@ fn conformance_defrag_captures_rebuild_what_suricata_logs() {
     for test in tests {
         let Some((link, packets)) = crate::decode::tunnel_tests::conformance_pcap(test) else { return };
         let spec: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(format!("{}/../../../shared/conformance/tests/{test}/test.json", env!("CARGO_MANIFEST_DIR"))).unwrap(),
+            &std::fs::read_to_string(format!(
+                "{}/../../../shared/conformance/tests/{test}/test.json",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
         )
         .unwrap();
         let check = &spec["checks"][0]["match"];

@@ -110,14 +110,10 @@ impl FlowCounters {
             E::ThreeWhsAckInWrongDir => &mut self.stream_3whs_ack_in_wrong_dir,
             E::ThreeWhsAsyncWrongSeq => &mut self.stream_3whs_async_wrong_seq,
             E::ThreeWhsSynackInWrongDirection => &mut self.stream_3whs_synack_in_wrong_direction,
-            E::ThreeWhsSynackResendWithDifferentAck => {
-                &mut self.stream_3whs_synack_resend_with_different_ack
-            }
+            E::ThreeWhsSynackResendWithDifferentAck => &mut self.stream_3whs_synack_resend_with_different_ack,
             E::ThreeWhsSynackToserverOnSynRecv => &mut self.stream_3whs_synack_toserver_on_syn_recv,
             E::ThreeWhsSynackWithWrongAck => &mut self.stream_3whs_synack_with_wrong_ack,
-            E::ThreeWhsSynResendDiffSeqOnSynRecv => {
-                &mut self.stream_3whs_syn_resend_diff_seq_on_syn_recv
-            }
+            E::ThreeWhsSynResendDiffSeqOnSynRecv => &mut self.stream_3whs_syn_resend_diff_seq_on_syn_recv,
             E::ThreeWhsSynToclientOnSynRecv => &mut self.stream_3whs_syn_toclient_on_syn_recv,
             E::ThreeWhsWrongSeqWrongAck => &mut self.stream_3whs_wrong_seq_wrong_ack,
             E::EstSynackResend => &mut self.stream_est_synack_resend,
@@ -141,11 +137,7 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_values_follow_fields() {
-        let c = FlowCounters {
-            tcp_syn: 7,
-            active: 3,
-            ..FlowCounters::default()
-        };
+        let c = FlowCounters { tcp_syn: 7, active: 3, ..FlowCounters::default() };
         let names: Vec<_> = c.iter().map(|(n, _)| n).collect();
         let mut dedup = names.clone();
         dedup.sort_unstable();

@@ -125,14 +125,7 @@ mod tests {
     use crate::flow::FiveTuple;
 
     fn key(port: u16) -> FlowKey {
-        let tuple = FiveTuple {
-            src: [1; 16],
-            dst: [2; 16],
-            src_port: port,
-            dst_port: 80,
-            proto: 6,
-            is_v4: false,
-        };
+        let tuple = FiveTuple { src: [1; 16], dst: [2; 16], src_port: port, dst_port: 80, proto: 6, is_v4: false };
         FlowKey::new(&tuple, [0, 0]).0
     }
 

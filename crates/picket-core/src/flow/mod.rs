@@ -184,52 +184,20 @@ impl FlowTimeouts {
     /// Suricata's defaults for normal operation.
     pub fn suricata_default() -> Self {
         FlowTimeouts {
-            tcp: StateTimeouts {
-                new: 60,
-                established: 600,
-                closed: 60,
-            },
-            udp: StateTimeouts {
-                new: 30,
-                established: 300,
-                closed: 0,
-            },
-            icmp: StateTimeouts {
-                new: 30,
-                established: 300,
-                closed: 0,
-            },
-            default: StateTimeouts {
-                new: 30,
-                established: 300,
-                closed: 0,
-            },
+            tcp: StateTimeouts { new: 60, established: 600, closed: 60 },
+            udp: StateTimeouts { new: 30, established: 300, closed: 0 },
+            icmp: StateTimeouts { new: 30, established: 300, closed: 0 },
+            default: StateTimeouts { new: 30, established: 300, closed: 0 },
         }
     }
 
     /// Suricata's defaults for emergency mode (the `emergency-*` keys).
     pub fn suricata_emergency_default() -> Self {
         FlowTimeouts {
-            tcp: StateTimeouts {
-                new: 10,
-                established: 100,
-                closed: 10,
-            },
-            udp: StateTimeouts {
-                new: 10,
-                established: 100,
-                closed: 0,
-            },
-            icmp: StateTimeouts {
-                new: 10,
-                established: 100,
-                closed: 0,
-            },
-            default: StateTimeouts {
-                new: 10,
-                established: 100,
-                closed: 0,
-            },
+            tcp: StateTimeouts { new: 10, established: 100, closed: 10 },
+            udp: StateTimeouts { new: 10, established: 100, closed: 0 },
+            icmp: StateTimeouts { new: 10, established: 100, closed: 0 },
+            default: StateTimeouts { new: 10, established: 100, closed: 0 },
         }
     }
 }

@@ -30,9 +30,8 @@ use super::counters::FlowCounters;
 use super::hash::{flow_id, key_hash};
 use super::tcp::{TcpConfig, TcpSession};
 use super::{
-    is_icmp, FiveTuple, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord,
-    FlowState, FlowTimeouts, PacketVerdict, TcpRecord, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP,
-    IPPROTO_UDP,
+    is_icmp, FiveTuple, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord, FlowState,
+    FlowTimeouts, PacketVerdict, TcpRecord, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
 };
 use crate::packet::Timestamp;
 
@@ -250,32 +249,21 @@ impl<E: Default> FlowTable<E> {
     pub fn find(&self, key: &FlowKey) -> Option<FlowHandle> {
         let index = self.lookup(key_hash(key), key)?;
         let slot = self.slots.get(index as usize)?;
-        Some(FlowHandle {
-            index,
-            generation: slot.generation,
-        })
+        Some(FlowHandle { index, generation: slot.generation })
     }
 
     #[inline]
     fn lookup(&self, hash: u64, key: &FlowKey) -> Option<u32> {
         let slots = &self.slots;
-        self.index
-            .find(hash, |&i| {
-                slots.get(i as usize).is_some_and(|s| s.flow.key == *key)
-            })
-            .copied()
+        self.index.find(hash, |&i| slots.get(i as usize).is_some_and(|s| s.flow.key == *key)).copied()
     }
 
     fn live_slot(&self, handle: FlowHandle) -> Option<&Slot<E>> {
-        self.slots
-            .get(handle.index as usize)
-            .filter(|s| s.in_use && s.generation == handle.generation)
+        self.slots.get(handle.index as usize).filter(|s| s.in_use && s.generation == handle.generation)
     }
 
     fn live_slot_mut(&mut self, handle: FlowHandle) -> Option<&mut Slot<E>> {
-        self.slots
-            .get_mut(handle.index as usize)
-            .filter(|s| s.in_use && s.generation == handle.generation)
+        self.slots.get_mut(handle.index as usize).filter(|s| s.in_use && s.generation == handle.generation)
     }
 
     fn timeouts(&self) -> &FlowTimeouts {
@@ -289,11 +277,7 @@ impl<E: Default> FlowTable<E> {
     /// Finds or creates the packet's flow and updates it. Flows that end as a side effect
     /// (evicted under the memcap, replaced by TCP port reuse) are handed to `ended`.
     /// Returns `None` only when no flow could be created (memcap below one flow).
-    pub fn process(
-        &mut self,
-        pkt: &FlowPacket,
-        ended: &mut impl FnMut(FlowRecord<E>),
-    ) -> Option<PacketVerdict> {
+    pub fn process(&mut self, pkt: &FlowPacket, ended: &mut impl FnMut(FlowRecord<E>)) -> Option<PacketVerdict> {
         let (key, src_is_lo) = FlowKey::from_packet(pkt);
         let hash = key_hash(&key);
         let (index, created) = match self.lookup(hash, &key) {
@@ -322,13 +306,10 @@ impl<E: Default> FlowTable<E> {
         if let (IPPROTO_TCP, Some(seg)) = (pkt.tuple.proto, pkt.tcp) {
             let syn_ack = seg.flags & (super::tcp_flags::SYN | super::tcp_flags::ACK);
             counters.tcp_syn += (syn_ack == super::tcp_flags::SYN) as u64;
-            counters.tcp_synack +=
-                (syn_ack == super::tcp_flags::SYN | super::tcp_flags::ACK) as u64;
+            counters.tcp_synack += (syn_ack == super::tcp_flags::SYN | super::tcp_flags::ACK) as u64;
             counters.tcp_rst += (seg.flags & super::tcp_flags::RST != 0) as u64;
 
-            let outcome = flow
-                .tcp
-                .on_segment(&seg, pkt.payload_len, to_server, tcp_config);
+            let outcome = flow.tcp.on_segment(&seg, pkt.payload_len, to_server, tcp_config);
             if outcome.swap_roles {
                 flow.swap_roles();
                 to_server = !to_server;
@@ -344,8 +325,8 @@ impl<E: Default> FlowTable<E> {
             stream_event = outcome.event;
             // Suricata applies `stream.midstream-policy` to every packet that finds no
             // session and is not a SYN or RST: picked up or not.
-            midstream_exception = outcome.midstream_pickup
-                || (outcome.no_session && seg.flags & super::tcp_flags::RST == 0);
+            midstream_exception =
+                outcome.midstream_pickup || (outcome.no_session && seg.flags & super::tcp_flags::RST == 0);
 
             if to_server {
                 flow.tcp_flags_ts |= seg.flags;
@@ -375,10 +356,7 @@ impl<E: Default> FlowTable<E> {
 
         let state = flow.state();
         let verdict = PacketVerdict {
-            handle: FlowHandle {
-                index,
-                generation: slot.generation,
-            },
+            handle: FlowHandle { index, generation: slot.generation },
             flow_id: flow.flow_id,
             to_server,
             created,
@@ -407,10 +385,7 @@ impl<E: Default> FlowTable<E> {
         let Some(seg) = pkt.tcp else { return false };
         pkt.tuple.proto == IPPROTO_TCP
             && seg.flags & (SYN | ACK | FIN | RST) == SYN
-            && self
-                .slots
-                .get(index as usize)
-                .is_some_and(|s| s.flow.tcp.state.flow_state() == FlowState::Closed)
+            && self.slots.get(index as usize).is_some_and(|s| s.flow.tcp.state.flow_state() == FlowState::Closed)
     }
 
     fn create(
@@ -478,9 +453,7 @@ impl<E: Default> FlowTable<E> {
             }
         };
         let slots = &self.slots;
-        self.index.insert_unique(hash, index, |&i| {
-            slots.get(i as usize).map_or(0, |s| key_hash(&s.flow.key))
-        });
+        self.index.insert_unique(hash, index, |&i| slots.get(i as usize).map_or(0, |s| key_hash(&s.flow.key)));
         let due = self.due_sec(index);
         self.schedule(index, due);
 
@@ -531,20 +504,14 @@ impl<E: Default> FlowTable<E> {
     /// Second of the wheel bucket for the flow's current deadline: strictly after it.
     fn due_sec(&self, index: u32) -> u64 {
         let flow = &self.slots[index as usize].flow;
-        let timeout = self
-            .timeouts()
-            .for_proto(flow.key.tuple.proto)
-            .for_state(flow.state()) as u64;
+        let timeout = self.timeouts().for_proto(flow.key.tuple.proto).for_state(flow.state()) as u64;
         let deadline = flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS));
         deadline / NANOS + 1
     }
 
     fn is_timed_out(&self, index: u32, now: Timestamp) -> bool {
         let flow = &self.slots[index as usize].flow;
-        let timeout = self
-            .timeouts()
-            .for_proto(flow.key.tuple.proto)
-            .for_state(flow.state()) as u64;
+        let timeout = self.timeouts().for_proto(flow.key.tuple.proto).for_state(flow.state()) as u64;
         now.0 > flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS))
     }
 
@@ -592,12 +559,7 @@ impl<E: Default> FlowTable<E> {
         }
     }
 
-    fn expire_bucket(
-        &mut self,
-        bucket: usize,
-        now: Timestamp,
-        out: &mut impl FnMut(FlowRecord<E>),
-    ) {
+    fn expire_bucket(&mut self, bucket: usize, now: Timestamp, out: &mut impl FnMut(FlowRecord<E>)) {
         let now_sec = now.secs();
         let mut pos = 0;
         while let Some(&index) = self.wheel[bucket].get(pos) {
@@ -642,9 +604,7 @@ impl<E: Default> FlowTable<E> {
     /// Ends every flow (reason "shutdown"), ordered by first packet, so the output does
     /// not depend on hash or slot order. The table is empty and reusable afterwards.
     pub fn flush_all(&mut self, out: &mut impl FnMut(FlowRecord<E>)) {
-        let mut live: Vec<u32> = (0..self.slots.len() as u32)
-            .filter(|&i| self.slots[i as usize].in_use)
-            .collect();
+        let mut live: Vec<u32> = (0..self.slots.len() as u32).filter(|&i| self.slots[i as usize].in_use).collect();
         live.sort_unstable_by_key(|&i| {
             let flow = &self.slots[i as usize].flow;
             (flow.first_pcap_cnt, flow.flow_id)
@@ -657,12 +617,7 @@ impl<E: Default> FlowTable<E> {
 
     fn remove(&mut self, index: u32, reason: FlowEndReason) -> FlowRecord<E> {
         self.unschedule(index);
-        if let Ok(entry) = self
-            .index
-            .find_entry(key_hash(&self.slots[index as usize].flow.key), |&i| {
-                i == index
-            })
-        {
+        if let Ok(entry) = self.index.find_entry(key_hash(&self.slots[index as usize].flow.key), |&i| i == index) {
             entry.remove();
         }
         let slot = &mut self.slots[index as usize];

@@ -164,14 +164,10 @@ impl StreamEvent {
             StreamEvent::ThreeWhsAckInWrongDir => "3whs_ack_in_wrong_dir",
             StreamEvent::ThreeWhsAsyncWrongSeq => "3whs_async_wrong_seq",
             StreamEvent::ThreeWhsSynackInWrongDirection => "3whs_synack_in_wrong_direction",
-            StreamEvent::ThreeWhsSynackResendWithDifferentAck => {
-                "3whs_synack_resend_with_different_ack"
-            }
+            StreamEvent::ThreeWhsSynackResendWithDifferentAck => "3whs_synack_resend_with_different_ack",
             StreamEvent::ThreeWhsSynackToserverOnSynRecv => "3whs_synack_toserver_on_syn_recv",
             StreamEvent::ThreeWhsSynackWithWrongAck => "3whs_synack_with_wrong_ack",
-            StreamEvent::ThreeWhsSynResendDiffSeqOnSynRecv => {
-                "3whs_syn_resend_diff_seq_on_syn_recv"
-            }
+            StreamEvent::ThreeWhsSynResendDiffSeqOnSynRecv => "3whs_syn_resend_diff_seq_on_syn_recv",
             StreamEvent::ThreeWhsSynToclientOnSynRecv => "3whs_syn_toclient_on_syn_recv",
             StreamEvent::ThreeWhsWrongSeqWrongAck => "3whs_wrong_seq_wrong_ack",
             StreamEvent::EstSynackResend => "est_synack_resend",
@@ -249,27 +245,14 @@ impl TcpSession {
     /// before any role swap this call may request; when `swap_roles` is returned, the
     /// session has already been updated as if the sender had the other role (and so has
     /// the stream view, which only sees the sender's final role).
-    pub fn on_segment(
-        &mut self,
-        seg: &TcpSegment,
-        payload_len: u32,
-        from_client: bool,
-        cfg: TcpConfig,
-    ) -> TcpOutcome {
+    pub fn on_segment(&mut self, seg: &TcpSegment, payload_len: u32, from_client: bool, cfg: TcpConfig) -> TcpOutcome {
         let out = self.advance(seg, payload_len, from_client, cfg);
-        self.stream
-            .on_segment(seg, payload_len, from_client != out.swap_roles, cfg);
+        self.stream.on_segment(seg, payload_len, from_client != out.swap_roles, cfg);
         out
     }
 
     /// The flow's view.
-    fn advance(
-        &mut self,
-        seg: &TcpSegment,
-        payload_len: u32,
-        from_client: bool,
-        cfg: TcpConfig,
-    ) -> TcpOutcome {
+    fn advance(&mut self, seg: &TcpSegment, payload_len: u32, from_client: bool, cfg: TcpConfig) -> TcpOutcome {
         let mut out = TcpOutcome::default();
         let flags = seg.flags;
         let syn = flags & f::SYN != 0;
@@ -398,14 +381,7 @@ impl TcpSession {
         }
     }
 
-    fn on_syn_recv(
-        &mut self,
-        seg: &TcpSegment,
-        syn: bool,
-        ack: bool,
-        from_client: bool,
-        out: &mut TcpOutcome,
-    ) {
+    fn on_syn_recv(&mut self, seg: &TcpSegment, syn: bool, ack: bool, from_client: bool, out: &mut TcpOutcome) {
         match (syn, ack, from_client) {
             (true, true, false) => {
                 let expected = self.client_isn.map(|isn| isn.wrapping_add(1));
@@ -432,13 +408,7 @@ impl TcpSession {
         }
     }
 
-    fn syn_on_open_session(
-        &self,
-        seg: &TcpSegment,
-        ack: bool,
-        from_client: bool,
-        state: TcpState,
-    ) -> StreamEvent {
+    fn syn_on_open_session(&self, seg: &TcpSegment, ack: bool, from_client: bool, state: TcpState) -> StreamEvent {
         if state.is_shutting_down() {
             return StreamEvent::ShutdownSynResend;
         }
@@ -452,19 +422,10 @@ impl TcpSession {
     }
 
     /// Established and the FIN states.
-    fn on_teardown(
-        &mut self,
-        seg: &TcpSegment,
-        payload_len: u32,
-        ack: bool,
-        fin: bool,
-        from_client: bool,
-    ) {
+    fn on_teardown(&mut self, seg: &TcpSegment, payload_len: u32, ack: bool, fin: bool, from_client: bool) {
         // Sequence number just past this segment's FIN: what the peer's ACK must reach.
         let fin_ack = seg.seq.wrapping_add(payload_len).wrapping_add(1);
-        let acks = |fin_acked_by: Option<u32>| {
-            ack && fin_acked_by.is_some_and(|need| seq_ge(seg.ack, need))
-        };
+        let acks = |fin_acked_by: Option<u32>| ack && fin_acked_by.is_some_and(|need| seq_ge(seg.ack, need));
         if fin {
             if from_client {
                 self.client_fin_acked_by.get_or_insert(fin_ack);
@@ -475,9 +436,7 @@ impl TcpSession {
         self.state = match (self.state, from_client) {
             (TcpState::Established, true) if fin => TcpState::FinWait1,
             (TcpState::Established, false) if fin => TcpState::CloseWait,
-            (TcpState::FinWait1, false) if fin && acks(self.client_fin_acked_by) => {
-                TcpState::TimeWait
-            }
+            (TcpState::FinWait1, false) if fin && acks(self.client_fin_acked_by) => TcpState::TimeWait,
             (TcpState::FinWait1, false) if fin => TcpState::Closing,
             (TcpState::FinWait1, false) if acks(self.client_fin_acked_by) => TcpState::FinWait2,
             (TcpState::FinWait2, false) if fin => TcpState::TimeWait,
@@ -624,13 +583,7 @@ impl StreamView {
     }
 
     /// One segment from the client (`from_client`, the sender's final role) or server.
-    fn on_segment(
-        &mut self,
-        seg: &TcpSegment,
-        payload_len: u32,
-        from_client: bool,
-        cfg: TcpConfig,
-    ) {
+    fn on_segment(&mut self, seg: &TcpSegment, payload_len: u32, from_client: bool, cfg: TcpConfig) {
         let flags = seg.flags;
         let (d, o) = if from_client { (0, 1) } else { (1, 0) };
         if !self.track_handshake(seg, d, o, cfg) {
@@ -652,11 +605,7 @@ impl StreamView {
         }
         let side = &mut self.sides[d];
         // SYN occupies one sequence number before the first data byte (TCP Fast Open data).
-        let data_seq = if flags & f::SYN != 0 {
-            seg.seq.wrapping_add(1)
-        } else {
-            seg.seq
-        };
+        let data_seq = if flags & f::SYN != 0 { seg.seq.wrapping_add(1) } else { seg.seq };
         let off = side.offset_of(data_seq);
         if payload_len > 0 {
             side.on_data(off, payload_len, cfg.reassembly_depth);
@@ -670,11 +619,7 @@ impl StreamView {
         // counts, which only differs for a FIN below data seen past a hole.
         if cfg.async_oneside && self.sides[o].has & StreamSide::SEEN == 0 {
             let side = &mut self.sides[d];
-            let acked = if side.has & StreamSide::ACKED != 0 {
-                side.acked_off
-            } else {
-                0
-            };
+            let acked = if side.has & StreamSide::ACKED != 0 { side.acked_off } else { 0 };
             side.ack_to(acked.max(side.next_off));
         }
         self.track_close(flags, from_client);
@@ -768,24 +713,11 @@ impl StreamView {
 mod tests {
     use super::*;
 
-    const STRICT: TcpConfig = TcpConfig {
-        midstream: false,
-        async_oneside: false,
-        reassembly_depth: 0,
-    };
-    const MIDSTREAM: TcpConfig = TcpConfig {
-        midstream: true,
-        async_oneside: false,
-        reassembly_depth: 0,
-    };
+    const STRICT: TcpConfig = TcpConfig { midstream: false, async_oneside: false, reassembly_depth: 0 };
+    const MIDSTREAM: TcpConfig = TcpConfig { midstream: true, async_oneside: false, reassembly_depth: 0 };
 
     fn seg(flags: u8, seq: u32, ack: u32) -> TcpSegment {
-        TcpSegment {
-            flags,
-            seq,
-            ack,
-            window: 1000,
-        }
+        TcpSegment { flags, seq, ack, window: 1000 }
     }
 
     fn handshake() -> TcpSession {
@@ -879,11 +811,7 @@ mod tests {
     fn rst_closes_from_any_session_state() {
         for steps in 1..=3 {
             let mut s = TcpSession::default();
-            let script = [
-                (seg(f::SYN, 1, 0), true),
-                (seg(f::SYN | f::ACK, 9, 2), false),
-                (seg(f::ACK, 2, 10), true),
-            ];
+            let script = [(seg(f::SYN, 1, 0), true), (seg(f::SYN | f::ACK, 9, 2), false), (seg(f::ACK, 2, 10), true)];
             for (sg, dir) in &script[..steps] {
                 s.on_segment(sg, 0, *dir, STRICT);
             }
@@ -928,11 +856,7 @@ mod tests {
 
     #[test]
     fn async_oneside_accepts_client_ack_after_syn() {
-        let cfg = TcpConfig {
-            midstream: false,
-            async_oneside: true,
-            reassembly_depth: 0,
-        };
+        let cfg = TcpConfig { midstream: false, async_oneside: true, reassembly_depth: 0 };
         let mut s = TcpSession::default();
         s.on_segment(&seg(f::SYN, 100, 0), 0, true, cfg);
         s.on_segment(&seg(f::ACK, 101, 777), 0, true, cfg);
@@ -947,21 +871,11 @@ mod tests {
     #[test]
     fn syn_on_established_is_classified() {
         let mut s = handshake();
+        assert_eq!(s.on_segment(&seg(f::SYN, 100, 0), 0, true, STRICT).event, Some(StreamEvent::EstSynResend));
+        assert_eq!(s.on_segment(&seg(f::SYN, 42, 0), 0, true, STRICT).event, Some(StreamEvent::EstSynResendDiffSeq));
+        assert_eq!(s.on_segment(&seg(f::SYN, 42, 0), 0, false, STRICT).event, Some(StreamEvent::EstSynToclient));
         assert_eq!(
-            s.on_segment(&seg(f::SYN, 100, 0), 0, true, STRICT).event,
-            Some(StreamEvent::EstSynResend)
-        );
-        assert_eq!(
-            s.on_segment(&seg(f::SYN, 42, 0), 0, true, STRICT).event,
-            Some(StreamEvent::EstSynResendDiffSeq)
-        );
-        assert_eq!(
-            s.on_segment(&seg(f::SYN, 42, 0), 0, false, STRICT).event,
-            Some(StreamEvent::EstSynToclient)
-        );
-        assert_eq!(
-            s.on_segment(&seg(f::SYN | f::ACK, 500, 101), 0, false, STRICT)
-                .event,
+            s.on_segment(&seg(f::SYN | f::ACK, 500, 101), 0, false, STRICT).event,
             Some(StreamEvent::EstSynackResend)
         );
         assert_eq!(s.state, TcpState::Established);
@@ -973,10 +887,7 @@ mod tests {
         let out = s.on_segment(&seg(f::SYN | f::FIN, 1, 0), 0, true, STRICT);
         assert_eq!(out.event, Some(StreamEvent::FinSyn));
         assert!(out.invalid_flags);
-        assert!(
-            s.on_segment(&seg(f::SYN | f::RST, 1, 0), 0, true, STRICT)
-                .invalid_flags
-        );
+        assert!(s.on_segment(&seg(f::SYN | f::RST, 1, 0), 0, true, STRICT).invalid_flags);
         assert!(s.on_segment(&seg(0, 1, 0), 0, true, STRICT).invalid_flags);
         assert_eq!(s.state, TcpState::Established);
     }
@@ -990,18 +901,12 @@ mod tests {
         let v = s.stream();
         assert!(v.is_tracked() && !v.is_closing());
         assert_eq!(v.state(), TcpState::Established);
-        assert_eq!(
-            (v.base_seq(true), v.base_seq(false)),
-            (Some(101), Some(501))
-        );
+        assert_eq!((v.base_seq(true), v.base_seq(false)), (Some(101), Some(501)));
 
         let mut picked = TcpSession::default();
         picked.on_segment(&seg(f::ACK | f::PSH, 7_000, 9_000), 10, true, MIDSTREAM);
         let v = picked.stream();
-        assert_eq!(
-            (v.base_seq(true), v.base_seq(false)),
-            (Some(7_000), Some(9_000))
-        );
+        assert_eq!((v.base_seq(true), v.base_seq(false)), (Some(7_000), Some(9_000)));
         let mut off = TcpSession::default();
         off.on_segment(&seg(f::ACK | f::PSH, 7_000, 9_000), 10, true, STRICT);
         assert!(!off.stream().is_tracked());
@@ -1036,20 +941,11 @@ mod tests {
         let mut s = handshake();
         s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 0, true, STRICT);
         s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 0, false, STRICT);
-        assert_eq!(
-            (s.state, s.stream().state()),
-            (TcpState::Closing, TcpState::Closing)
-        );
+        assert_eq!((s.state, s.stream().state()), (TcpState::Closing, TcpState::Closing));
         s.on_segment(&seg(f::ACK, 502, 102), 0, false, STRICT);
-        assert_eq!(
-            (s.state, s.stream().state()),
-            (TcpState::TimeWait, TcpState::Closing)
-        );
+        assert_eq!((s.state, s.stream().state()), (TcpState::TimeWait, TcpState::Closing));
         s.on_segment(&seg(f::ACK, 102, 502), 0, true, STRICT);
-        assert_eq!(
-            (s.state, s.stream().state()),
-            (TcpState::Closed, TcpState::Closed)
-        );
+        assert_eq!((s.state, s.stream().state()), (TcpState::Closed, TcpState::Closed));
     }
 
     #[test]

@@ -52,30 +52,14 @@ impl Gen {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn tcp(
-        &mut self,
-        from_client: bool,
-        flags: u8,
-        seq: u32,
-        ack: u32,
-        payload: u32,
-        secs: u64,
-    ) -> FlowPacket {
-        let (src, sport, dst, dport) = if from_client {
-            (CLIENT, 40000, SERVER, 80)
-        } else {
-            (SERVER, 80, CLIENT, 40000)
-        };
+    fn tcp(&mut self, from_client: bool, flags: u8, seq: u32, ack: u32, payload: u32, secs: u64) -> FlowPacket {
+        let (src, sport, dst, dport) =
+            if from_client { (CLIENT, 40000, SERVER, 80) } else { (SERVER, 80, CLIENT, 40000) };
         let mut p = self.udp(src, sport, dst, dport, secs);
         p.tuple.proto = IPPROTO_TCP;
         p.payload_len = payload;
         p.wire_len = 54 + payload;
-        p.tcp = Some(TcpSegment {
-            flags,
-            seq,
-            ack,
-            window: 65535,
-        });
+        p.tcp = Some(TcpSegment { flags, seq, ack, window: 65535 });
         p
     }
 }
@@ -87,8 +71,7 @@ fn table(config: FlowConfig) -> FlowTable<u32> {
 }
 
 fn run(t: &mut FlowTable<u32>, pkt: &FlowPacket, ended: &mut Records) -> PacketVerdict {
-    t.process(pkt, &mut |r| ended.push(r))
-        .expect("flow created")
+    t.process(pkt, &mut |r| ended.push(r)).expect("flow created")
 }
 
 fn flush(t: &mut FlowTable<u32>) -> Records {
@@ -111,19 +94,8 @@ fn both_directions_share_one_flow_and_the_first_sender_is_the_client() {
     assert_eq!(t.len(), 1);
 
     let rec = flush(&mut t).pop().unwrap();
-    assert_eq!(
-        (rec.src_ip, rec.src_port, rec.dst_ip, rec.dst_port),
-        (v4(9), 5353, v4(3), 53)
-    );
-    assert_eq!(
-        (
-            rec.pkts_toserver,
-            rec.pkts_toclient,
-            rec.bytes_toserver,
-            rec.bytes_toclient
-        ),
-        (1, 1, 100, 100)
-    );
+    assert_eq!((rec.src_ip, rec.src_port, rec.dst_ip, rec.dst_port), (v4(9), 5353, v4(3), 53));
+    assert_eq!((rec.pkts_toserver, rec.pkts_toclient, rec.bytes_toserver, rec.bytes_toclient), (1, 1, 100, 100));
     assert_eq!(rec.state, FlowState::Established);
     assert_eq!(rec.reason.as_str(), "shutdown");
     assert!(rec.tcp.is_none());
@@ -158,10 +130,7 @@ fn icmp_echo_request_and_reply_share_a_flow() {
     assert_eq!(a.handle, b.handle);
     assert!(b.established && !b.to_server);
     let rec = flush(&mut t).pop().unwrap();
-    assert_eq!(
-        (rec.icmp_toserver, rec.icmp_toclient),
-        (Some((8, 0)), Some((0, 0)))
-    );
+    assert_eq!((rec.icmp_toserver, rec.icmp_toclient), (Some((8, 0)), Some((0, 0))));
     assert_eq!((rec.src_port, rec.dst_port), (0, 0));
     assert_eq!(t.counters().icmpv4, 1);
 }
@@ -181,20 +150,11 @@ fn three_way_handshake_then_fin_fin_ack_closes() {
     let mut t = table(FlowConfig::default());
     let mut ended = Vec::new();
     let [syn, synack, ack] = handshake(&mut g, &mut t, &mut ended);
-    assert_eq!(
-        (syn.tcp_state, syn.state, syn.established),
-        (TcpState::SynSent, FlowState::New, false)
-    );
-    assert_eq!(
-        (synack.tcp_state, synack.to_server),
-        (TcpState::SynRecv, false)
-    );
+    assert_eq!((syn.tcp_state, syn.state, syn.established), (TcpState::SynSent, FlowState::New, false));
+    assert_eq!((synack.tcp_state, synack.to_server), (TcpState::SynRecv, false));
     // The handshake-completing ACK itself is not yet `flow:established` (Suricata decides
     // from the state before the packet); the packets after it are.
-    assert_eq!(
-        (ack.tcp_state, ack.state, ack.established),
-        (TcpState::Established, FlowState::Established, false)
-    );
+    assert_eq!((ack.tcp_state, ack.state, ack.established), (TcpState::Established, FlowState::Established, false));
 
     let data = run(&mut t, &g.tcp(true, PSH | ACK, 101, 501, 20, 1), &mut ended);
     assert!(data.established);
@@ -203,10 +163,7 @@ fn three_way_handshake_then_fin_fin_ack_closes() {
     let fin2 = run(&mut t, &g.tcp(false, FIN | ACK, 501, 122, 0, 2), &mut ended);
     assert_eq!(fin2.tcp_state, TcpState::TimeWait);
     let last = run(&mut t, &g.tcp(true, ACK, 122, 502, 0, 2), &mut ended);
-    assert_eq!(
-        (last.tcp_state, last.state, last.established),
-        (TcpState::Closed, FlowState::Closed, true)
-    );
+    assert_eq!((last.tcp_state, last.state, last.established), (TcpState::Closed, FlowState::Closed, true));
     assert!(ended.is_empty());
 
     let rec = flush(&mut t).pop().unwrap();
@@ -219,10 +176,7 @@ fn three_way_handshake_then_fin_fin_ack_closes() {
     assert_eq!(rec.state.as_str(), "closed");
     assert_eq!((rec.start, rec.end), (at(0), at(2)));
     let c = t.counters();
-    assert_eq!(
-        (c.tcp_syn, c.tcp_synack, c.tcp_sessions, c.tcp_rst),
-        (1, 1, 1, 0)
-    );
+    assert_eq!((c.tcp_syn, c.tcp_synack, c.tcp_sessions, c.tcp_rst), (1, 1, 1, 0));
 }
 
 #[test]
@@ -232,85 +186,44 @@ fn rst_closes_an_established_session() {
     let mut ended = Vec::new();
     handshake(&mut g, &mut t, &mut ended);
     let rst = run(&mut t, &g.tcp(false, RST | ACK, 501, 101, 0, 1), &mut ended);
-    assert_eq!(
-        (rst.tcp_state, rst.state),
-        (TcpState::Closed, FlowState::Closed)
-    );
+    assert_eq!((rst.tcp_state, rst.state), (TcpState::Closed, FlowState::Closed));
     let after = run(&mut t, &g.tcp(true, ACK, 101, 501, 0, 1), &mut ended);
     assert_eq!(after.tcp_state, TcpState::Closed);
-    assert_eq!(
-        (t.counters().tcp_rst, t.counters().tcp_pkt_after_close),
-        (1, 1)
-    );
+    assert_eq!((t.counters().tcp_rst, t.counters().tcp_pkt_after_close), (1, 1));
 }
 
 #[test]
 fn midstream_off_creates_a_new_flow_without_a_session() {
     let mut g = Gen::new();
-    let mut t = table(FlowConfig {
-        midstream: false,
-        ..FlowConfig::default()
-    });
+    let mut t = table(FlowConfig { midstream: false, ..FlowConfig::default() });
     let mut ended = Vec::new();
-    let a = run(
-        &mut t,
-        &g.tcp(true, PSH | ACK, 1000, 2000, 100, 0),
-        &mut ended,
-    );
+    let a = run(&mut t, &g.tcp(true, PSH | ACK, 1000, 2000, 100, 0), &mut ended);
     let b = run(&mut t, &g.tcp(false, ACK, 2000, 1100, 0, 0), &mut ended);
     assert!(a.created);
     for v in [a, b] {
-        assert_eq!(
-            (v.tcp_state, v.state, v.established),
-            (TcpState::None, FlowState::New, false)
-        );
+        assert_eq!((v.tcp_state, v.state, v.established), (TcpState::None, FlowState::New, false));
     }
-    assert_eq!(
-        (
-            t.counters().tcp_midstream_pickups,
-            t.counters().tcp_no_session
-        ),
-        (0, 2)
-    );
+    assert_eq!((t.counters().tcp_midstream_pickups, t.counters().tcp_no_session), (0, 2));
     assert_eq!(flush(&mut t)[0].state.as_str(), "new");
 }
 
 #[test]
 fn midstream_on_picks_up_the_session_as_established() {
     let mut g = Gen::new();
-    let mut t = table(FlowConfig {
-        midstream: true,
-        ..FlowConfig::default()
-    });
+    let mut t = table(FlowConfig { midstream: true, ..FlowConfig::default() });
     let mut ended = Vec::new();
-    let a = run(
-        &mut t,
-        &g.tcp(true, PSH | ACK, 1000, 2000, 100, 0),
-        &mut ended,
-    );
+    let a = run(&mut t, &g.tcp(true, PSH | ACK, 1000, 2000, 100, 0), &mut ended);
     // Picked up on this packet: established from the next one on.
-    assert_eq!(
-        (a.tcp_state, a.state, a.established),
-        (TcpState::Established, FlowState::Established, false)
-    );
+    assert_eq!((a.tcp_state, a.state, a.established), (TcpState::Established, FlowState::Established, false));
     let b = run(&mut t, &g.tcp(true, PSH | ACK, 1100, 2000, 100, 0), &mut ended);
     assert!(b.established);
-    assert_eq!(
-        (
-            t.counters().tcp_midstream_pickups,
-            t.counters().tcp_sessions
-        ),
-        (1, 1)
-    );
+    assert_eq!((t.counters().tcp_midstream_pickups, t.counters().tcp_sessions), (1, 1));
 }
 
 #[test]
 fn midstream_synack_makes_its_sender_the_server() {
     let mut g = Gen::new();
-    let mut t = table(FlowConfig {
-        midstream: true,
-        ..FlowConfig::default()
-    });
+    let mut t = table(FlowConfig { midstream: true, ..FlowConfig::default() });
     let mut ended = Vec::new();
     let synack = run(&mut t, &g.tcp(false, SYN | ACK, 500, 101, 0, 0), &mut ended);
     assert!(!synack.to_server);
@@ -329,10 +242,7 @@ fn syn_from_the_other_side_of_an_unpicked_flow_swaps_roles() {
     let mut ended = Vec::new();
     // A stray server packet first, then the real handshake.
     let stray = run(&mut t, &g.tcp(false, ACK, 7, 7, 0, 0), &mut ended);
-    assert!(
-        stray.to_server,
-        "the first packet's sender is provisionally the client"
-    );
+    assert!(stray.to_server, "the first packet's sender is provisionally the client");
     let [syn, _, ack] = handshake(&mut g, &mut t, &mut ended);
     assert!(syn.to_server && ack.to_server && !ack.established);
     let rec = flush(&mut t).pop().unwrap();
@@ -352,15 +262,9 @@ fn syn_after_close_starts_a_new_flow_with_a_new_id() {
     assert_ne!(again.flow_id, first.flow_id);
     assert_eq!(again.tcp_state, TcpState::SynSent);
     assert_eq!(ended.len(), 1);
-    assert_eq!(
-        (ended[0].reason, ended[0].reason.as_str()),
-        (FlowEndReason::TcpReuse, "timeout")
-    );
+    assert_eq!((ended[0].reason, ended[0].reason.as_str()), (FlowEndReason::TcpReuse, "timeout"));
     assert_eq!(ended[0].pkts_toserver + ended[0].pkts_toclient, 4);
-    assert!(
-        t.flow(first.handle).is_none(),
-        "handle of the ended flow must not resolve"
-    );
+    assert!(t.flow(first.handle).is_none(), "handle of the ended flow must not resolve");
     assert_eq!(t.counters().tcp_reuse, 1);
 }
 
@@ -397,10 +301,7 @@ fn idle_flows_time_out_by_state_and_active_ones_stay() {
     for s in (0..=60).step_by(10) {
         run(&mut t, &g.udp(1, 2000, 2, 53, s), &mut ended);
         let out = expire(&mut t, s);
-        assert!(
-            out.iter().all(|r| r.src_port == 1000),
-            "the active flow must not expire"
-        );
+        assert!(out.iter().all(|r| r.src_port == 1000), "the active flow must not expire");
     }
     let c = t.counters();
     assert_eq!((c.end_timeout, c.active), (1, 1));
@@ -408,10 +309,7 @@ fn idle_flows_time_out_by_state_and_active_ones_stay() {
     assert!(expire(&mut t, 90).is_empty());
     let out = expire(&mut t, 91);
     assert_eq!(out.len(), 1);
-    assert_eq!(
-        (out[0].src_port, out[0].reason.as_str(), out[0].state),
-        (2000, "timeout", FlowState::New)
-    );
+    assert_eq!((out[0].src_port, out[0].reason.as_str(), out[0].state), (2000, "timeout", FlowState::New));
     assert!(t.is_empty());
 }
 
@@ -486,39 +384,25 @@ fn timeouts_longer_than_the_wheel_still_expire_on_time() {
 #[test]
 fn tiny_memcap_evicts_and_stays_bounded() {
     let per_flow = FlowTable::<u32>::bytes_per_flow();
-    let mut t = table(FlowConfig {
-        memcap_bytes: per_flow * 10,
-        ..FlowConfig::default()
-    });
+    let mut t = table(FlowConfig { memcap_bytes: per_flow * 10, ..FlowConfig::default() });
     assert_eq!(t.max_flows(), 10);
     let mut g = Gen::new();
     let mut ended = Vec::new();
     for port in 0..1000u16 {
-        let v = run(
-            &mut t,
-            &g.udp(1, port, 2, 53, port as u64 / 100),
-            &mut ended,
-        );
+        let v = run(&mut t, &g.udp(1, port, 2, 53, port as u64 / 100), &mut ended);
         assert!(v.created);
         assert!(t.len() <= 10);
     }
     assert_eq!(ended.len(), 990);
     assert!(ended.iter().all(|r| r.reason == FlowEndReason::Forced));
     let c = t.counters();
-    assert_eq!(
-        (c.memcap, c.get_used, c.end_forced, c.active),
-        (990, 990, 990, 10)
-    );
+    assert_eq!((c.memcap, c.get_used, c.end_forced, c.active), (990, 990, 990, 10));
     assert!(c.emerg_mode_entered >= 1);
     assert!(t.in_emergency());
     assert_eq!(c.memuse, 10 * per_flow);
     // The survivors are recent flows: eviction prefers the least recently seen.
     let rest = flush(&mut t);
-    assert!(
-        rest.iter().all(|r| r.src_port >= 900),
-        "{:?}",
-        rest.iter().map(|r| r.src_port).collect::<Vec<_>>()
-    );
+    assert!(rest.iter().all(|r| r.src_port >= 900), "{:?}", rest.iter().map(|r| r.src_port).collect::<Vec<_>>());
     assert!(!t.in_emergency());
     assert_eq!(t.counters().emerg_mode_over, 1);
 }
@@ -526,10 +410,7 @@ fn tiny_memcap_evicts_and_stays_bounded() {
 #[test]
 fn emergency_mode_expires_with_emergency_timeouts() {
     let per_flow = FlowTable::<u32>::bytes_per_flow();
-    let mut t = table(FlowConfig {
-        memcap_bytes: per_flow * 10,
-        ..FlowConfig::default()
-    });
+    let mut t = table(FlowConfig { memcap_bytes: per_flow * 10, ..FlowConfig::default() });
     let mut g = Gen::new();
     let mut ended = Vec::new();
     for port in 0..11u16 {
@@ -549,10 +430,7 @@ fn emergency_mode_expires_with_emergency_timeouts() {
 
 #[test]
 fn memcap_below_one_flow_drops_flow_creation() {
-    let mut t = table(FlowConfig {
-        memcap_bytes: 1,
-        ..FlowConfig::default()
-    });
+    let mut t = table(FlowConfig { memcap_bytes: 1, ..FlowConfig::default() });
     let mut g = Gen::new();
     let out = t.process(&g.udp(1, 1, 2, 2, 0), &mut |_| panic!("nothing to evict"));
     assert!(out.is_none());
@@ -570,10 +448,7 @@ fn scripted_run(order_reversed: bool) -> Vec<(u64, u16, u64)> {
     for &p in &ports {
         run(&mut t, &g.udp(1, p, 2, 53, 0), &mut ended);
     }
-    flush(&mut t)
-        .into_iter()
-        .map(|r| (r.flow_id, r.src_port, r.first_pcap_cnt))
-        .collect()
+    flush(&mut t).into_iter().map(|r| (r.flow_id, r.src_port, r.first_pcap_cnt)).collect()
 }
 
 #[test]
@@ -624,12 +499,7 @@ fn random_packet() -> impl Strategy<Value = RandomPacket> {
         any::<bool>(),
         0u8..4,
         0u16..4,
-        prop_oneof![
-            Just(IPPROTO_TCP),
-            Just(IPPROTO_UDP),
-            Just(IPPROTO_ICMP),
-            Just(47u8)
-        ],
+        prop_oneof![Just(IPPROTO_TCP), Just(IPPROTO_UDP), Just(IPPROTO_ICMP), Just(47u8)],
         any::<u8>(),
         0u32..4,
         0u32..4,
@@ -637,22 +507,18 @@ fn random_packet() -> impl Strategy<Value = RandomPacket> {
         prop_oneof![Just(0u64), 0u64..2_000, 0u64..200_000],
         any::<bool>(),
     )
-        .prop_map(
-            |(client, host, port, proto, flags, seq, ack, payload, advance_ms, expire_now)| {
-                RandomPacket {
-                    client,
-                    host,
-                    port,
-                    proto,
-                    flags,
-                    seq,
-                    ack,
-                    payload,
-                    advance_ms,
-                    expire_now,
-                }
-            },
-        )
+        .prop_map(|(client, host, port, proto, flags, seq, ack, payload, advance_ms, expire_now)| RandomPacket {
+            client,
+            host,
+            port,
+            proto,
+            flags,
+            seq,
+            ack,
+            payload,
+            advance_ms,
+            expire_now,
+        })
 }
 
 proptest! {
@@ -713,10 +579,7 @@ proptest! {
 fn lookup_throughput() {
     let mut t: FlowTable<()> = FlowTable::new(FlowConfig::default());
     let mut g = Gen::new();
-    let flows: u16 = std::env::var("FLOWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
+    let flows: u16 = std::env::var("FLOWS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
     let pkts: Vec<FlowPacket> = (0..flows)
         .map(|i| {
             let mut p = g.tcp(i % 2 == 0, ACK | PSH, 1, 1, 100, 0);
@@ -738,9 +601,5 @@ fn lookup_throughput() {
     }
     let elapsed = start.elapsed().as_secs_f64();
     let n = rounds as f64 * pkts.len() as f64;
-    println!(
-        "{:.1} M lookups/s over {} flows ({established})",
-        n / elapsed / 1e6,
-        flows
-    );
+    println!("{:.1} M lookups/s over {} flows ({established})", n / elapsed / 1e6, flows);
 }

@@ -1,10 +1,10 @@
 //! Running the detection engine on a packet (or on the stream data a flow still holds when
 //! it ends) and reporting what it found as [`Event`]s: alerts, drops, and the flow record.
 
-use crate::applayer::layer::{AppLayer, AppView};
-use crate::applayer::AppBuffers;
 use super::event::{AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Verdict, WirePacket};
 use super::{Detection, FlowExt};
+use crate::applayer::layer::{AppLayer, AppView};
+use crate::applayer::AppBuffers;
 use crate::decode::FiveTuple;
 use crate::detect::engine::{DetectFlow, DetectPacket, FlowInfo};
 use crate::detect::rule::Action;
@@ -29,7 +29,11 @@ impl Out<'_> {
 enum Origin<'a> {
     Wire(&'a WirePacket<'a>),
     /// Stream data released at flow end, in the direction of `tuple`.
-    FlowEnd { ts: Timestamp, tuple: FiveTuple, vlan: [u16; 2] },
+    FlowEnd {
+        ts: Timestamp,
+        tuple: FiveTuple,
+        vlan: [u16; 2],
+    },
 }
 
 /// The outcome of one detection run for the caller's flow state.
@@ -70,8 +74,7 @@ impl Detection {
         let mut run = self.detect(Origin::Wire(wire), facts, stream, detect, app, out);
         let blocking = || self.alerts.iter().filter(|a| blocks(a.action));
         if run.drop_flow || (self.simulate_ips && blocking().next().is_some()) {
-            run.verdict =
-                blocking().fold(Verdict::Drop, |v, a| v.and(Verdict::for_action(a.action, wire.tuple.proto)));
+            run.verdict = blocking().fold(Verdict::Drop, |v, a| v.and(Verdict::for_action(a.action, wire.tuple.proto)));
             self.counters.blocked_packets += 1;
             let flow_id = facts.map(|f| f.info.flow_id).unwrap_or(0);
             out.emit(Event::Drop(&DropEvent { wire, flow_id, reason: "rules" }));
@@ -145,9 +148,15 @@ impl Detection {
     ) -> RunVerdict {
         let Some(engine) = self.engine.clone() else { return RunVerdict::default() };
         let (ts, pcap_cnt, decoded, tuple, vlan, payload, payload_in_stream) = match &origin {
-            Origin::Wire(w) => {
-                (w.meta.ts, w.meta.pcap_cnt, Some(w.decoded), w.tuple, w.decoded.vlan, w.decoded.payload, w.payload_in_stream)
-            }
+            Origin::Wire(w) => (
+                w.meta.ts,
+                w.meta.pcap_cnt,
+                Some(w.decoded),
+                w.tuple,
+                w.decoded.vlan,
+                w.decoded.payload,
+                w.payload_in_stream,
+            ),
             Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
         };
         let tx = app.as_ref().and_then(|a| a.tx);
@@ -205,8 +214,20 @@ impl Detection {
                 (Some((chunk, held)), true) => (chunk.data, Some(held)),
                 _ => (payload, None),
             };
-            let event =
-                AlertEvent { alert, ts, pcap_cnt, tuple, vlan, wire, flow: facts, blocked, payload, held, app: app_facts, flowbits };
+            let event = AlertEvent {
+                alert,
+                ts,
+                pcap_cnt,
+                tuple,
+                vlan,
+                wire,
+                flow: facts,
+                blocked,
+                payload,
+                held,
+                app: app_facts,
+                flowbits,
+            };
             out.emit(Event::Alert(&event));
         }
         verdict
@@ -273,7 +294,8 @@ impl Detection {
                 ran = true;
                 self.counters.stream_pseudo_packets += 1;
                 let mut view = app.as_deref_mut().map(|a| a.view(first_tx, dir));
-                alerted |= self.detect(origin(), Some(facts), Some((chunk, held)), Some(detect), view.as_mut(), out).alerted;
+                alerted |=
+                    self.detect(origin(), Some(facts), Some((chunk, held)), Some(detect), view.as_mut(), out).alerted;
             });
             // Transactions still waiting: a pseudo packet with their buffers only.
             if let Some(app) = app {

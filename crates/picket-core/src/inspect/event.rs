@@ -212,7 +212,9 @@ impl Verdict {
     /// everyone either asked for.
     pub fn and(self, other: Verdict) -> Verdict {
         match (self, other) {
-            (Verdict::Reject(a), Verdict::Reject(b)) => Verdict::Reject(Reject { reply: a.reply, to: a.to.union(b.to) }),
+            (Verdict::Reject(a), Verdict::Reject(b)) => {
+                Verdict::Reject(Reject { reply: a.reply, to: a.to.union(b.to) })
+            }
             (r @ Verdict::Reject(_), _) | (_, r @ Verdict::Reject(_)) => r,
             (Verdict::Drop, _) | (_, Verdict::Drop) => Verdict::Drop,
             (Verdict::Pass, Verdict::Pass) => Verdict::Pass,

@@ -22,7 +22,9 @@ use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo
 use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
 use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeouts, StreamInline};
-use crate::stream::{Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly};
+use crate::stream::{
+    Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly,
+};
 use std::sync::Arc;
 
 mod detection;
@@ -30,8 +32,8 @@ pub mod event;
 #[cfg(test)]
 mod tests;
 pub use crate::applayer::layer::AppLayer;
-pub use crate::applayer::AppTx;
 use crate::applayer::AppCounters;
+pub use crate::applayer::AppTx;
 use detection::{Out, RunVerdict};
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
@@ -239,7 +241,10 @@ impl Inspector {
         let ctx = engine.as_ref().map(|e| e.new_ctx()).unwrap_or_default();
         Inspector {
             flows: FlowTable::new(settings.flow.clone()),
-            decode_opts: DecodeOptions { validate_checksums: settings.checksum != ChecksumMode::Never, ..DecodeOptions::default() },
+            decode_opts: DecodeOptions {
+                validate_checksums: settings.checksum != ChecksumMode::Never,
+                ..DecodeOptions::default()
+            },
             checksum: settings.checksum,
             checksum_sampled: 0,
             checksum_bad_in_sample: 0,
@@ -303,11 +308,18 @@ impl Inspector {
             return self.detection.run(&wire, None, None, None, None, out).verdict;
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
-        if let Some(blocked) = self.detection.flow_gate(&wire, flow.flow_id, ext, verdict.midstream_exception, self.midstream_policy, out) {
+        if let Some(blocked) =
+            self.detection.flow_gate(&wire, flow.flow_id, ext, verdict.midstream_exception, self.midstream_policy, out)
+        {
             return blocked;
         }
         let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
-        let mut facts = FlowFacts { info: flow_info(flow, &verdict), client: flow.client(), server: flow.server(), start: flow.first_ts };
+        let mut facts = FlowFacts {
+            info: flow_info(flow, &verdict),
+            client: flow.client(),
+            server: flow.server(),
+            start: flow.first_ts,
+        };
         let FlowExt { stream, detect, alerted, dropped, app, .. } = ext;
         let mut run = RunVerdict::default();
         let mut inspected = false;
@@ -317,11 +329,19 @@ impl Inspector {
         if let (L4::Tcp(t), true) = (&d.l4, has_engine && !skip_stream) {
             let stages = &self.stages;
             let reassembly = stream.get_or_insert_with(|| stages.new_reassembly(flow));
-            let seg = Segment { seq: t.seq(), ack: t.ack(), flags: TcpFlags(t.flags()), window: t.window(), payload: d.payload };
+            let seg = Segment {
+                seq: t.seq(),
+                ack: t.ack(),
+                flags: TcpFlags(t.flags()),
+                window: t.window(),
+                payload: d.payload,
+            };
             let outcome = reassembly.on_segment(dir, &seg, flow.tcp.stream(), &mut self.stream_mem);
             wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
-            facts.info.stream_bytes = [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
-            facts.info.stream_size = [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
+            facts.info.stream_bytes =
+                [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
+            facts.info.stream_size =
+                [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
             // This packet may release data in its own direction (inline mode, or the
             // other side's ACKs arrived earlier) and, by acking, in the opposite one.
             let al = app.get_or_insert_with(|| stages.new_app_layer());
@@ -508,7 +528,9 @@ fn report_done(app: &mut AppLayer, ts: Timestamp, pcap_cnt: u64, flow: FlowFacts
 fn flow_packet(wire: &WirePacket<'_>, skip_stream: bool) -> FlowPacket {
     let d = wire.decoded;
     let tcp = match &d.l4 {
-        L4::Tcp(t) if !skip_stream => Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() }),
+        L4::Tcp(t) if !skip_stream => {
+            Some(TcpSegment { flags: t.flags(), seq: t.seq(), ack: t.ack(), window: t.window() })
+        }
         _ => None,
     };
     FlowPacket {
@@ -566,4 +588,3 @@ impl Stages {
         Box::new(AppLayer::new(self.http_config.clone(), self.detection_ports.clone()))
     }
 }
-

@@ -57,7 +57,11 @@ fn inspector(rules: &str, ips: bool) -> Inspector {
 /// A TCP segment between CLIENT and SERVER (flags: SYN, SYN|ACK, ACK|PSH ...).
 fn tcp(to_server: bool, seq: u32, ack: u32, syn: bool, payload: &[u8]) -> Vec<u8> {
     let b = PacketBuilder::ethernet2([1; 6], [2; 6]);
-    let b = if to_server { b.ipv4(CLIENT, SERVER, 64).tcp(40000, 80, seq, 64000) } else { b.ipv4(SERVER, CLIENT, 64).tcp(80, 40000, seq, 64000) };
+    let b = if to_server {
+        b.ipv4(CLIENT, SERVER, 64).tcp(40000, 80, seq, 64000)
+    } else {
+        b.ipv4(SERVER, CLIENT, 64).tcp(80, 40000, seq, 64000)
+    };
     let b = if syn { b.syn() } else { b };
     let b = if ack != 0 { b.ack(ack) } else { b };
     let b = if payload.is_empty() { b } else { b.psh() };
@@ -68,7 +72,11 @@ fn tcp(to_server: bool, seq: u32, ack: u32, syn: bool, payload: &[u8]) -> Vec<u8
 
 fn udp(payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4(CLIENT, SERVER, 64).udp(40000, 9999).write(&mut out, payload).expect("build");
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4(CLIENT, SERVER, 64)
+        .udp(40000, 9999)
+        .write(&mut out, payload)
+        .expect("build");
     out
 }
 
@@ -79,7 +87,8 @@ fn feed(insp: &mut Inspector, frames: &[Vec<u8>], sink: &mut Collect) -> Vec<Ver
         .enumerate()
         .map(|(i, f)| {
             let n = i as u64 + 1;
-            let meta = PacketMeta::standalone(n, Timestamp(n * 1_000_000_000), LinkType::Ethernet, f.len() as u32, f.len());
+            let meta =
+                PacketMeta::standalone(n, Timestamp(n * 1_000_000_000), LinkType::Ethernet, f.len() as u32, f.len());
             insp.packet(PacketRef { meta: &meta, data: f }, sink)
         })
         .collect()
@@ -106,7 +115,10 @@ fn ids_mode_passes_everything_and_reports_alerts() {
     let seen: Vec<&Seen> = sink.0.iter().map(|(_, s)| s).collect();
     assert_eq!(
         seen,
-        [&Seen::Alert { sid: 1, pcap_cnt: 1, blocked: false, in_stream: false }, &Seen::Flow { alerted: true, pkts: 2 }]
+        [
+            &Seen::Alert { sid: 1, pcap_cnt: 1, blocked: false, in_stream: false },
+            &Seen::Flow { alerted: true, pkts: 2 }
+        ]
     );
     assert_eq!(sink.0[0].0, packet_key(1), "keyed by the packet that raised it");
     assert_eq!(sink.0[1].0, SHUTDOWN_KEY);
@@ -157,7 +169,11 @@ fn stream_matches_carry_the_held_stream_and_flow_end_is_reported() {
     let alerts: Vec<&Seen> = sink.0.iter().map(|(_, s)| s).filter(|s| matches!(s, Seen::Alert { .. })).collect();
     assert_eq!(alerts.len(), 1, "{:?}", sink.0);
     assert!(matches!(alerts[0], Seen::Alert { sid: 2, in_stream: true, blocked: false, .. }), "{:?}", alerts[0]);
-    assert!(matches!(sink.0.last(), Some((SHUTDOWN_KEY, Seen::Flow { alerted: true, pkts: 5 }))), "{:?}", sink.0.last());
+    assert!(
+        matches!(sink.0.last(), Some((SHUTDOWN_KEY, Seen::Flow { alerted: true, pkts: 5 }))),
+        "{:?}",
+        sink.0.last()
+    );
 }
 
 /// Feeds one HTTP/1.1 session with two requests, the second never answered.
@@ -186,8 +202,19 @@ fn transactions_are_reported_once_when_done_and_open_ones_at_flow_end() {
     let txs: Vec<&Seen> = sink.0.iter().map(|(_, s)| s).filter(|s| matches!(s, Seen::Tx { .. })).collect();
     assert_eq!(txs.len(), 2, "{:?}", sink.0);
     // IDS mode: the response is parsed once the client acks it (packet 6).
-    assert!(matches!(txs[0], Seen::Tx { id: 0, proto: "http", detail, .. } if detail == "/one Some(200)"), "{:?}", txs[0]);
-    assert!(matches!(txs[1], Seen::Tx { id: 1, pcap_cnt: 0, proto: "http", detail, .. } if detail == "/two None"), "{:?}", txs[1]);
+    assert!(
+        matches!(txs[0], Seen::Tx { id: 0, proto: "http", detail, .. } if detail == "/one Some(200)"),
+        "{:?}",
+        txs[0]
+    );
+    assert!(
+        matches!(txs[1], Seen::Tx { id: 1, pcap_cnt: 0, proto: "http", detail, .. } if detail == "/two None"),
+        "{:?}",
+        txs[1]
+    );
     let last_two: Vec<&Seen> = sink.0.iter().rev().take(2).map(|(_, s)| s).collect();
-    assert!(matches!(last_two[0], Seen::Flow { .. }) && matches!(last_two[1], Seen::Tx { id: 1, .. }), "open tx reported before its flow ends");
+    assert!(
+        matches!(last_two[0], Seen::Flow { .. }) && matches!(last_two[1], Seen::Tx { id: 1, .. }),
+        "open tx reported before its flow ends"
+    );
 }

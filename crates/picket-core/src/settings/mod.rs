@@ -36,13 +36,7 @@ impl ChecksumMode {
         } else if text.eq_ignore_ascii_case("none") {
             Some(ChecksumMode::Never)
         } else {
-            parse_bool(text).map(|on| {
-                if on {
-                    ChecksumMode::Always
-                } else {
-                    ChecksumMode::Never
-                }
-            })
+            parse_bool(text).map(|on| if on { ChecksumMode::Always } else { ChecksumMode::Never })
         }
     }
 }
@@ -115,11 +109,7 @@ impl ProtoTimeouts {
         emergency_closed: 0,
         emergency_bypassed: 50,
     };
-    pub const TCP: ProtoTimeouts = ProtoTimeouts {
-        closed: 10,
-        emergency_closed: 5,
-        ..Self::OTHER
-    };
+    pub const TCP: ProtoTimeouts = ProtoTimeouts { closed: 10, emergency_closed: 5, ..Self::OTHER };
 }
 
 /// `flow-timeouts`: `default` applies to protocols other than TCP, UDP and ICMP.
@@ -244,7 +234,8 @@ impl EngineSettings {
             (Some(p), _) | (None, Some(p)) => p,
             (None, None) => ExceptionPolicy::Auto,
         };
-        let policy = if policy == ExceptionPolicy::Auto { ExceptionPolicy::pick_auto(self.midstream, ips) } else { policy };
+        let policy =
+            if policy == ExceptionPolicy::Auto { ExceptionPolicy::pick_auto(self.midstream, ips) } else { policy };
         match policy {
             ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket if !ips => ExceptionPolicy::Ignore,
             // A midstream pickup concerns the whole flow: per-packet variants act on it.

@@ -27,9 +27,7 @@ pub fn parse_bool(text: &str) -> Option<bool> {
 /// to whole bytes ("1.5kb" = 1536). Returns `None` on bad syntax or overflow.
 pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
-    let number_end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
+    let number_end = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, unit) = text.split_at(number_end);
     let multiplier: u128 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -66,24 +64,13 @@ mod tests {
 
     #[test]
     fn booleans_in_every_suricata_spelling() {
-        for t in [
-            "yes", "YES", "Yes", "true", "True", "TRUE", "on", "On", "1", " yes ",
-        ] {
+        for t in ["yes", "YES", "Yes", "true", "True", "TRUE", "on", "On", "1", " yes "] {
             assert_eq!(parse_bool(t), Some(true), "{t:?}");
         }
         for f in ["no", "NO", "No", "false", "False", "off", "OFF", "0"] {
             assert_eq!(parse_bool(f), Some(false), "{f:?}");
         }
-        for bad in [
-            "",
-            "y",
-            "n",
-            "enabled",
-            "2",
-            "truee",
-            "yes please",
-            "detection-only",
-        ] {
+        for bad in ["", "y", "n", "enabled", "2", "truee", "yes please", "detection-only"] {
             assert_eq!(parse_bool(bad), None, "{bad:?}");
         }
     }
@@ -114,20 +101,9 @@ mod tests {
 
     #[test]
     fn bad_sizes_are_rejected() {
-        for bad in [
-            "",
-            "mb",
-            "12xb",
-            "-1",
-            "1..2mb",
-            "1.mb",
-            ".5mb",
-            "1 2mb",
-            "1e3",
-            "kb1",
-            "99999999999999999999gb",
-            "1.5.5",
-        ] {
+        for bad in
+            ["", "mb", "12xb", "-1", "1..2mb", "1.mb", ".5mb", "1 2mb", "1e3", "kb1", "99999999999999999999gb", "1.5.5"]
+        {
             assert_eq!(parse_size(bad), None, "{bad:?}");
         }
     }

@@ -288,10 +288,7 @@ impl StreamHalf {
                     continue;
                 }
                 detail.different_data = true;
-                let keep_new = !inline
-                    && self
-                        .policy
-                        .new_data_wins(off.max(0) as u64, end as u64, r.offset, r.end());
+                let keep_new = !inline && self.policy.new_data_wins(off.max(0) as u64, end as u64, r.offset, r.end());
                 if !keep_new {
                     merged[(a - s) as usize..(b - s) as usize].copy_from_slice(old);
                 }
@@ -304,18 +301,11 @@ impl StreamHalf {
             self.write(s, &merged);
         }
         if !duplicate {
-            self.add_record(SegRecord {
-                offset: s,
-                len: (e - s) as u32,
-            });
+            self.add_record(SegRecord { offset: s, len: (e - s) as u32 });
         }
         self.next_off = self.next_off.max(e);
         self.sync_memory(mem);
-        let result = if new_bytes > 0 {
-            InsertResult::Inserted
-        } else {
-            InsertResult::NothingNew
-        };
+        let result = if new_bytes > 0 { InsertResult::Inserted } else { InsertResult::NothingNew };
         (result, detail)
     }
 
@@ -332,13 +322,9 @@ impl StreamHalf {
         // In-order data is the common case: append without searching.
         match self.records.back() {
             None => self.records.push_back(rec),
-            Some(last) if (last.offset, last.len) <= (rec.offset, rec.len) => {
-                self.records.push_back(rec)
-            }
+            Some(last) if (last.offset, last.len) <= (rec.offset, rec.len) => self.records.push_back(rec),
             _ => {
-                let at = self
-                    .records
-                    .partition_point(|r| (r.offset, r.len) < (rec.offset, rec.len));
+                let at = self.records.partition_point(|r| (r.offset, r.len) < (rec.offset, rec.len));
                 self.records.insert(at, rec);
             }
         }
@@ -353,14 +339,7 @@ impl StreamHalf {
         let i = self.blocks.partition_point(|b| b.end() < s);
         let j = self.blocks.partition_point(|b| b.offset <= e);
         if i >= j {
-            self.blocks.insert(
-                i,
-                Block {
-                    offset: s,
-                    head: 0,
-                    data: bytes.to_vec(),
-                },
-            );
+            self.blocks.insert(i, Block { offset: s, head: 0, data: bytes.to_vec() });
             self.stored += bytes.len() as u64;
             return;
         }
@@ -388,14 +367,7 @@ impl StreamHalf {
         let at = (s - start) as usize;
         data[at..at + bytes.len()].copy_from_slice(bytes);
         self.stored = self.stored - old_len + (stop - start);
-        self.blocks.splice(
-            i..j,
-            std::iter::once(Block {
-                offset: start,
-                head: 0,
-                data,
-            }),
-        );
+        self.blocks.splice(i..j, std::iter::once(Block { offset: start, head: 0, data }));
     }
 
     /// Counts holes that the peer has acknowledged past (Suricata declares a gap then and

@@ -48,12 +48,7 @@ impl ReassemblyMemory {
     pub const DEFAULT_MEMCAP: u64 = 256 * 1024 * 1024;
 
     pub fn new(memcap: u64) -> Self {
-        ReassemblyMemory {
-            memcap,
-            used: 0,
-            peak: 0,
-            counters: ReassemblyCounters::default(),
-        }
+        ReassemblyMemory { memcap, used: 0, peak: 0, counters: ReassemblyCounters::default() }
     }
     pub fn memcap(&self) -> u64 {
         self.memcap
@@ -93,10 +88,7 @@ impl ReassemblyMemory {
             ("tcp.reassembly_old_segments", c.old_segments),
             ("tcp.reassembly_out_of_window", c.out_of_window),
             ("tcp.reassembly_memuse", self.used),
-            (
-                "stream.reassembly_overlap_different_data",
-                c.ev_overlap_different_data,
-            ),
+            ("stream.reassembly_overlap_different_data", c.ev_overlap_different_data),
             ("stream.reassembly_seq_gap", c.ev_seq_gap),
         ]
         .into_iter()

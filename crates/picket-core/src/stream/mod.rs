@@ -345,15 +345,10 @@ impl TcpReassembly {
         };
         let half = &mut self.halves[d];
         // SYN occupies one sequence number before the first data byte (TCP Fast Open data).
-        let data_seq = if flags.has(TcpFlags::SYN) {
-            seg.seq.wrapping_add(1)
-        } else {
-            seg.seq
-        };
+        let data_seq = if flags.has(TcpFlags::SYN) { seg.seq.wrapping_add(1) } else { seg.seq };
         let off = half.offset_of(data_seq, base_d);
         if !seg.payload.is_empty() && !self.eof {
-            let (result, detail) =
-                half.insert(off, seg.payload, self.cfg.depth, self.cfg.inline, mem);
+            let (result, detail) = half.insert(off, seg.payload, self.cfg.depth, self.cfg.inline, mem);
             out.data = Some(result);
             out.overlap = detail.overlap;
             out.overlap_different_data = detail.different_data;
@@ -469,13 +464,16 @@ impl TcpReassembly {
             }
             let start = b.offset.max(new_start.saturating_sub(lookback)).max(h.left);
             let bytes = b.bytes();
-            f(StreamChunk {
-                offset: start,
-                data: &bytes[(start - b.offset) as usize..(new_end - b.offset) as usize],
-                new_start,
-                new_end,
-                gap_before: new_start - progress,
-            }, HeldStream { blocks: h.blocks(), left: h.left });
+            f(
+                StreamChunk {
+                    offset: start,
+                    data: &bytes[(start - b.offset) as usize..(new_end - b.offset) as usize],
+                    new_start,
+                    new_end,
+                    gap_before: new_start - progress,
+                },
+                HeldStream { blocks: h.blocks(), left: h.left },
+            );
             progress = new_end;
         }
         progress
@@ -492,11 +490,8 @@ impl TcpReassembly {
         };
         let pkt_len = pkt_len as u64;
         // Large packets get a larger window so some context always surrounds them.
-        let chunk = if chunk_size <= pkt_len || chunk_size / 3 * 2 < pkt_len {
-            pkt_len + chunk_size / 3
-        } else {
-            chunk_size
-        };
+        let chunk =
+            if chunk_size <= pkt_len || chunk_size / 3 * 2 < pkt_len { pkt_len + chunk_size / 3 } else { chunk_size };
         let blocks = h.blocks();
         let i = blocks.partition_point(|b| b.end() <= pkt_start.max(h.left));
         let Some(b) = blocks.get(i) else { return false };
@@ -531,13 +526,16 @@ impl TcpReassembly {
             }
         }
         let bytes = b.bytes();
-        f(StreamChunk {
-            offset: start,
-            data: &bytes[(start - b.offset) as usize..(end - b.offset) as usize],
-            new_start: pkt_start,
-            new_end: pkt_end,
-            gap_before: 0,
-        }, HeldStream { blocks, left: h.left });
+        f(
+            StreamChunk {
+                offset: start,
+                data: &bytes[(start - b.offset) as usize..(end - b.offset) as usize],
+                new_start: pkt_start,
+                new_end: pkt_end,
+                gap_before: 0,
+            },
+            HeldStream { blocks, left: h.left },
+        );
         let single_run = blocks.len() == 1;
         let acked = if h.ack_seen { h.last_ack_off } else { 0 };
         let progress = if single_run {
@@ -557,11 +555,7 @@ impl TcpReassembly {
     }
 
     fn prune(h: &mut StreamHalf, cfg: &StreamConfig, chunk_size: u64, mem: &mut ReassemblyMemory) {
-        let keep_before = if cfg.inline {
-            chunk_size
-        } else {
-            cfg.lookback as u64
-        };
+        let keep_before = if cfg.inline { chunk_size } else { cfg.lookback as u64 };
         let mut target = h.raw_progress.saturating_sub(keep_before);
         if cfg.app_layer {
             target = target.min(h.app_progress);
@@ -599,10 +593,7 @@ impl TcpReassembly {
         };
         let at = h.app_progress.max(h.left);
         if at > h.app_progress {
-            return Some(AppData::Gap {
-                offset: h.app_progress,
-                len: at - h.app_progress,
-            });
+            return Some(AppData::Gap { offset: h.app_progress, len: at - h.app_progress });
         }
         let blocks = h.blocks();
         let i = blocks.partition_point(|b| b.end() <= at);
@@ -613,22 +604,15 @@ impl TcpReassembly {
                     return None;
                 }
                 let bytes = b.bytes();
-                Some(AppData::Data {
-                    offset: at,
-                    data: &bytes[(at - b.offset) as usize..(end - b.offset) as usize],
-                })
+                Some(AppData::Data { offset: at, data: &bytes[(at - b.offset) as usize..(end - b.offset) as usize] })
             }
-            Some(b) if b.offset <= limit.min(gap_limit) => Some(AppData::Gap {
-                offset: at,
-                len: b.offset - at,
-            }),
+            Some(b) if b.offset <= limit.min(gap_limit) => Some(AppData::Gap { offset: at, len: b.offset - at }),
             Some(_) => None,
             // Nothing buffered past `at`, but bytes up to `next_off` were seen and lost
             // (memcap) and acknowledged: report them as a gap.
-            None if limit != u64::MAX && h.next_off > at && limit > at => Some(AppData::Gap {
-                offset: at,
-                len: h.next_off.min(limit) - at,
-            }),
+            None if limit != u64::MAX && h.next_off > at && limit > at => {
+                Some(AppData::Gap { offset: at, len: h.next_off.min(limit) - at })
+            }
             None => None,
         }
     }
@@ -647,10 +631,7 @@ impl TcpReassembly {
     /// The retained bytes of `dir` as (stream offset, bytes) runs in order; holes lie
     /// between runs. Used to log the stream payload of an alert.
     pub fn retained(&self, dir: Direction) -> impl Iterator<Item = (u64, &[u8])> + '_ {
-        self.halves[dir.index()]
-            .blocks()
-            .iter()
-            .map(|b| (b.offset, b.bytes()))
+        self.halves[dir.index()].blocks().iter().map(|b| (b.offset, b.bytes()))
     }
 
     /// Stream offset before which `dir`'s data has been freed.

@@ -92,10 +92,7 @@ impl OverlapPolicy {
             if matches!(self, Solaris | Hpux11) {
                 new_end >= old_end
             } else {
-                matches!(
-                    self,
-                    Bsd | Hpux10 | Irix | Windows | Windows2k3 | OldLinux | Linux | Macos
-                )
+                matches!(self, Bsd | Hpux10 | Irix | Windows | Windows2k3 | OldLinux | Linux | Macos)
             }
         } else {
             new_end > old_end && matches!(self, Solaris | Hpux11)

@@ -20,23 +20,14 @@ fn feed(
     seg: &Segment<'_>,
     mem: &mut ReassemblyMemory,
 ) -> SegmentOutcome {
-    let flow_seg = TcpSegment {
-        flags: seg.flags.0,
-        seq: seg.seq,
-        ack: seg.ack,
-        window: seg.window,
-    };
+    let flow_seg = TcpSegment { flags: seg.flags.0, seq: seg.seq, ack: seg.ack, window: seg.window };
     session.on_segment(&flow_seg, seg.payload.len() as u32, dir == TS, tcp);
     r.on_segment(dir, seg, session.stream(), mem)
 }
 
 /// The session settings matching `cfg` (no midstream pickup unless asked).
 fn tcp_config(cfg: &StreamConfig, midstream: bool) -> TcpConfig {
-    TcpConfig {
-        midstream,
-        async_oneside: cfg.async_oneside,
-        reassembly_depth: cfg.depth,
-    }
+    TcpConfig { midstream, async_oneside: cfg.async_oneside, reassembly_depth: cfg.depth }
 }
 
 /// A test connection: sequence numbers are given as stream offsets from each side's ISN.
@@ -74,42 +65,16 @@ impl Conn {
         let mut c = Conn::new(cfg, client_isn, server_isn);
         c.raw_pkt(TS, client_isn, 0, SYN, b"");
         c.raw_pkt(TC, server_isn, client_isn.wrapping_add(1), SYN | ACK, b"");
-        c.raw_pkt(
-            TS,
-            client_isn.wrapping_add(1),
-            server_isn.wrapping_add(1),
-            ACK,
-            b"",
-        );
+        c.raw_pkt(TS, client_isn.wrapping_add(1), server_isn.wrapping_add(1), ACK, b"");
         assert_eq!(c.s.stream().state(), TcpState::Established);
         c
     }
-    fn raw_pkt(
-        &mut self,
-        dir: Direction,
-        seq: u32,
-        ack: u32,
-        flags: u8,
-        payload: &[u8],
-    ) -> SegmentOutcome {
-        let seg = Segment {
-            seq,
-            ack,
-            flags: TcpFlags(flags),
-            window: 65535,
-            payload,
-        };
+    fn raw_pkt(&mut self, dir: Direction, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> SegmentOutcome {
+        let seg = Segment { seq, ack, flags: TcpFlags(flags), window: 65535, payload };
         feed(&mut self.r, &mut self.s, self.tcp, dir, &seg, &mut self.mem)
     }
     /// Sends `payload` at stream offset `off` of `dir`, acking `peer_ack` of the other side.
-    fn send(
-        &mut self,
-        dir: Direction,
-        off: u32,
-        peer_ack: u32,
-        flags: u8,
-        payload: &[u8],
-    ) -> SegmentOutcome {
+    fn send(&mut self, dir: Direction, off: u32, peer_ack: u32, flags: u8, payload: &[u8]) -> SegmentOutcome {
         let (isn, peer_isn) = match dir {
             TS => (self.client_isn, self.server_isn),
             TC => (self.server_isn, self.client_isn),
@@ -126,10 +91,7 @@ impl Conn {
         let mut seen = Vec::new();
         self.r.inspect_raw(dir, &mut self.mem, |c| {
             assert!(c.offset <= c.new_start && c.new_start <= c.new_end);
-            assert_eq!(
-                c.offset + c.data.len() as u64,
-                c.new_end.max(c.offset + c.data.len() as u64)
-            );
+            assert_eq!(c.offset + c.data.len() as u64, c.new_end.max(c.offset + c.data.len() as u64));
             seen.push(Seen {
                 offset: c.offset,
                 data: c.data.to_vec(),
@@ -179,10 +141,7 @@ fn in_order_segments_reassemble_and_flush_at_flow_end() {
             gap_before: 0
         }]
     );
-    assert!(
-        c.inspect(TS).is_empty(),
-        "inspected data is not handed out twice"
-    );
+    assert!(c.inspect(TS).is_empty(), "inspected data is not handed out twice");
     assert_eq!(c.mem.stats().overlap, 0);
     c.r.release(&mut c.mem);
     assert_eq!(c.mem.used(), 0);
@@ -238,10 +197,7 @@ fn identical_retransmission_is_ignored_but_counted_as_overlap() {
     assert!(out.overlap && !out.overlap_different_data);
     assert_eq!(c.stream(TS), b"GOOD");
     assert_eq!(c.mem.used(), used, "a duplicate adds no memory");
-    assert_eq!(
-        (c.mem.stats().overlap, c.mem.stats().overlap_diff_data),
-        (1, 0)
-    );
+    assert_eq!((c.mem.stats().overlap, c.mem.stats().overlap_diff_data), (1, 0));
 }
 
 /// Replays the segments of a scenario under `policy` and returns the stream bytes.
@@ -251,10 +207,7 @@ fn overlap_result(policy: OverlapPolicy, held: &[(u32, &[u8])], new: (u32, &[u8]
         c.send(TS, off, 0, ACK, data);
     }
     let out = c.send(TS, new.0, 0, ACK, new.1);
-    assert!(
-        out.overlap_different_data,
-        "{policy:?}: scenario must conflict"
-    );
+    assert!(out.overlap_different_data, "{policy:?}: scenario must conflict");
     assert_eq!(c.mem.stats().ev_overlap_different_data, 1);
     c.stream(TS)
 }
@@ -276,26 +229,11 @@ const ALL_POLICIES: [OverlapPolicy; 13] = [
 ];
 
 /// For each scenario: the policies whose result is the "new data wins" string.
-fn assert_scenario(
-    held: &[(u32, &[u8])],
-    new: (u32, &[u8]),
-    new_wins: &[&str],
-    if_new: &[u8],
-    if_old: &[u8],
-) {
+fn assert_scenario(held: &[(u32, &[u8])], new: (u32, &[u8]), new_wins: &[&str], if_new: &[u8], if_old: &[u8]) {
     for p in ALL_POLICIES {
-        let want = if new_wins.contains(&p.name()) {
-            if_new
-        } else {
-            if_old
-        };
+        let want = if new_wins.contains(&p.name()) { if_new } else { if_old };
         let got = overlap_result(p, held, new);
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(want),
-            "policy {}",
-            p.name()
-        );
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want), "policy {}", p.name());
     }
 }
 
@@ -313,13 +251,7 @@ fn overlap_same_start_new_segment_longer() {
 #[test]
 fn overlap_same_start_same_end() {
     // Linux differs from old-linux here: it keeps the first copy of an exact overlap.
-    assert_scenario(
-        &[(0, b"AAAA")],
-        (0, b"BBBB"),
-        &["last", "old-linux", "solaris", "hpux11"],
-        b"BBBB",
-        b"AAAA",
-    );
+    assert_scenario(&[(0, b"AAAA")], (0, b"BBBB"), &["last", "old-linux", "solaris", "hpux11"], b"BBBB", b"AAAA");
 }
 
 #[test]
@@ -332,17 +264,7 @@ fn overlap_new_starts_before_and_ends_inside() {
     assert_scenario(
         &[(2, b"AAAA")],
         (0, b"BBBB"),
-        &[
-            "last",
-            "bsd",
-            "linux",
-            "old-linux",
-            "windows",
-            "windows2k3",
-            "hpux10",
-            "irix",
-            "macos",
-        ],
+        &["last", "bsd", "linux", "old-linux", "windows", "windows2k3", "hpux10", "irix", "macos"],
         b"BBBBAA",
         b"BBAAAA",
     );
@@ -353,19 +275,7 @@ fn overlap_new_starts_before_and_covers() {
     assert_scenario(
         &[(2, b"AA")],
         (0, b"BBBBBB"),
-        &[
-            "last",
-            "bsd",
-            "linux",
-            "old-linux",
-            "windows",
-            "windows2k3",
-            "hpux10",
-            "irix",
-            "macos",
-            "solaris",
-            "hpux11",
-        ],
+        &["last", "bsd", "linux", "old-linux", "windows", "windows2k3", "hpux10", "irix", "macos", "solaris", "hpux11"],
         b"BBBBBB",
         b"BBAABB",
     );
@@ -373,45 +283,22 @@ fn overlap_new_starts_before_and_covers() {
 
 #[test]
 fn overlap_new_starts_inside_and_runs_past() {
-    assert_scenario(
-        &[(0, b"AAAA")],
-        (2, b"BBBB"),
-        &["last", "solaris", "hpux11"],
-        b"AABBBB",
-        b"AAAABB",
-    );
+    assert_scenario(&[(0, b"AAAA")], (2, b"BBBB"), &["last", "solaris", "hpux11"], b"AABBBB", b"AAAABB");
 }
 
 #[test]
 fn overlap_new_segment_inside_held_one() {
-    assert_scenario(
-        &[(0, b"AAAAAA")],
-        (2, b"BB"),
-        &["last"],
-        b"AABBAA",
-        b"AAAAAA",
-    );
+    assert_scenario(&[(0, b"AAAAAA")], (2, b"BB"), &["last"], b"AABBAA", b"AAAAAA");
 }
 
 #[test]
 fn overlap_spanning_two_held_segments_applies_policy_per_segment() {
     // bsd: the new segment starts after the first held one (held wins there) and before
     // the second (new wins there).
-    let got = overlap_result(
-        OverlapPolicy::Bsd,
-        &[(0, b"AAAA"), (4, b"CCCC")],
-        (2, b"BBBB"),
-    );
+    let got = overlap_result(OverlapPolicy::Bsd, &[(0, b"AAAA"), (4, b"CCCC")], (2, b"BBBB"));
     assert_eq!(got, b"AAAABBCC");
-    let got = overlap_result(
-        OverlapPolicy::Solaris,
-        &[(0, b"AAAA"), (4, b"CCCC")],
-        (2, b"BBBB"),
-    );
-    assert_eq!(
-        got, b"AABBCCCC",
-        "solaris: runs past the first (new wins), ends inside the second (held wins)"
-    );
+    let got = overlap_result(OverlapPolicy::Solaris, &[(0, b"AAAA"), (4, b"CCCC")], (2, b"BBBB"));
+    assert_eq!(got, b"AABBCCCC", "solaris: runs past the first (new wins), ends inside the second (held wins)");
 }
 
 #[test]
@@ -419,14 +306,8 @@ fn policy_names_round_trip_and_aliases_fold() {
     for p in ALL_POLICIES {
         assert_eq!(OverlapPolicy::from_name(p.name()), Some(p));
     }
-    assert_eq!(
-        OverlapPolicy::from_name("bsd-right"),
-        Some(OverlapPolicy::Bsd)
-    );
-    assert_eq!(
-        OverlapPolicy::from_name("old-solaris"),
-        Some(OverlapPolicy::Solaris)
-    );
+    assert_eq!(OverlapPolicy::from_name("bsd-right"), Some(OverlapPolicy::Bsd));
+    assert_eq!(OverlapPolicy::from_name("old-solaris"), Some(OverlapPolicy::Solaris));
     assert_eq!(OverlapPolicy::from_name("plan9"), None);
 }
 
@@ -435,10 +316,7 @@ fn policy_names_round_trip_and_aliases_fold() {
 /// flush; bsd (default) keeps GOOD, old-linux (host-os-policy for 2.2.2.2) takes EVIL.
 #[test]
 fn conformance_exact_overlap_resolves_per_receiver_policy() {
-    for (policy, want) in [
-        (OverlapPolicy::Bsd, b"GOOD"),
-        (OverlapPolicy::OldLinux, b"EVIL"),
-    ] {
+    for (policy, want) in [(OverlapPolicy::Bsd, b"GOOD"), (OverlapPolicy::OldLinux, b"EVIL")] {
         let mut c = Conn::new(cfg(), 1, 1000);
         c.r.set_policy(TS, policy);
         c.raw_pkt(TS, 1, 0, SYN, b"");
@@ -476,11 +354,7 @@ fn acked_hole_is_a_gap_and_inspection_skips_it() {
     let mut c = Conn::handshake(cfg(), 1, 1000);
     c.send(TS, 0, 0, ACK, b"VERY");
     c.send(TS, 8, 0, ACK, b"DATA");
-    assert_eq!(
-        c.mem.stats().reassembly_gap,
-        0,
-        "not a gap until acknowledged"
-    );
+    assert_eq!(c.mem.stats().reassembly_gap, 0, "not a gap until acknowledged");
     let out = c.send(TC, 0, 12, ACK, b"");
     assert!(out.gap);
     assert_eq!(c.mem.stats().reassembly_gap, 1);
@@ -489,14 +363,8 @@ fn acked_hole_is_a_gap_and_inspection_skips_it() {
     c.r.close();
     let seen = c.inspect(TS);
     assert_eq!(seen.len(), 2);
-    assert_eq!(
-        (seen[0].offset, &seen[0].data[..], seen[0].gap_before),
-        (0, &b"VERY"[..], 0)
-    );
-    assert_eq!(
-        (seen[1].offset, &seen[1].data[..], seen[1].gap_before),
-        (8, &b"DATA"[..], 4)
-    );
+    assert_eq!((seen[0].offset, &seen[0].data[..], seen[0].gap_before), (0, &b"VERY"[..], 0));
+    assert_eq!((seen[1].offset, &seen[1].data[..], seen[1].gap_before), (8, &b"DATA"[..], 4));
 }
 
 /// eve-payload-06: the first 4 bytes are never seen (leading gap).
@@ -509,75 +377,34 @@ fn leading_gap_is_skipped() {
     assert_eq!(c.mem.stats().reassembly_gap, 1);
     c.r.close();
     let seen = c.inspect(TS);
-    assert_eq!(
-        seen,
-        vec![Seen {
-            offset: 4,
-            data: b"GOODDATA".to_vec(),
-            new_start: 4,
-            new_end: 12,
-            gap_before: 4
-        }]
-    );
+    assert_eq!(seen, vec![Seen { offset: 4, data: b"GOODDATA".to_vec(), new_start: 4, new_end: 12, gap_before: 4 }]);
 }
 
 #[test]
 fn gap_inspection_before_flow_end_continues_after_the_hole() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            toserver_chunk_size: 4,
-            ..cfg()
-        },
-        9,
-        9,
-    );
+    let mut c = Conn::handshake(StreamConfig { toserver_chunk_size: 4, ..cfg() }, 9, 9);
     c.send(TS, 0, 0, ACK, b"VERY");
     c.send(TS, 8, 0, ACK, b"DATA");
     c.send(TC, 0, 12, ACK, b"");
     c.send(TS, 12, 0, ACK, b"");
-    assert_eq!(
-        c.inspected_bytes(TS),
-        vec![b"VERY".to_vec(), b"DATA".to_vec()]
-    );
+    assert_eq!(c.inspected_bytes(TS), vec![b"VERY".to_vec(), b"DATA".to_vec()]);
     assert_eq!(c.r.inspected(TS), 12);
     c.send(TS, 12, 0, ACK, b"MORE");
     c.send(TC, 0, 16, ACK, b"");
     let seen = c.inspect(TS);
-    assert_eq!(
-        seen,
-        vec![Seen {
-            offset: 12,
-            data: b"MORE".to_vec(),
-            new_start: 12,
-            new_end: 16,
-            gap_before: 0
-        }]
-    );
+    assert_eq!(seen, vec![Seen { offset: 12, data: b"MORE".to_vec(), new_start: 12, new_end: 16, gap_before: 0 }]);
 }
 
 #[test]
 fn ids_inspects_acked_data_on_the_next_packet_of_the_same_direction() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            toserver_chunk_size: 10,
-            ..cfg()
-        },
-        4_000,
-        8_000,
-    );
+    let mut c = Conn::handshake(StreamConfig { toserver_chunk_size: 10, ..cfg() }, 4_000, 8_000);
     c.send(TS, 0, 0, ACK, b"hello ");
     assert!(c.inspect(TS).is_empty(), "not acknowledged yet");
     c.send(TS, 6, 0, ACK, b"world!");
-    assert!(
-        c.inspect(TS).is_empty(),
-        "12 bytes buffered but none acknowledged"
-    );
+    assert!(c.inspect(TS).is_empty(), "12 bytes buffered but none acknowledged");
     // The server acknowledges 8 bytes: below the chunk size, nothing yet.
     c.send(TC, 0, 8, ACK, b"");
-    assert!(
-        c.inspect(TC).is_empty(),
-        "the ACK packet inspects the server's stream only"
-    );
+    assert!(c.inspect(TC).is_empty(), "the ACK packet inspects the server's stream only");
     c.send(TS, 12, 0, ACK, b"");
     assert!(c.inspect(TS).is_empty(), "8 acked < chunk size 10");
     // Now all 12 are acknowledged; the trigger is the client's next packet.
@@ -585,33 +412,19 @@ fn ids_inspects_acked_data_on_the_next_packet_of_the_same_direction() {
     assert!(c.inspect(TC).is_empty());
     c.send(TS, 12, 0, ACK, b"");
     assert_eq!(c.inspected_bytes(TS), vec![b"hello world!".to_vec()]);
-    assert_eq!(
-        c.r.retained(TS).count(),
-        0,
-        "inspected bytes are freed without lookback"
-    );
+    assert_eq!(c.r.retained(TS).count(), 0, "inspected bytes are freed without lookback");
 }
 
 #[test]
 fn inspection_never_passes_the_acknowledged_edge() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            toserver_chunk_size: 4,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { toserver_chunk_size: 4, ..cfg() }, 1, 1);
     c.send(TS, 0, 0, ACK, b"0123456789");
     c.send(TC, 0, 6, ACK, b"");
     c.send(TS, 10, 0, ACK, b"");
     assert_eq!(c.inspected_bytes(TS), vec![b"012345".to_vec()]);
     c.send(TC, 0, 8, ACK, b"");
     c.send(TS, 10, 0, ACK, b"");
-    assert!(
-        c.inspect(TS).is_empty(),
-        "2 newly acked bytes < chunk size 4"
-    );
+    assert!(c.inspect(TS).is_empty(), "2 newly acked bytes < chunk size 4");
     c.send(TC, 0, 10, ACK, b"");
     c.send(TS, 10, 0, ACK, b"");
     assert_eq!(c.inspected_bytes(TS), vec![b"6789".to_vec()]);
@@ -625,10 +438,7 @@ fn app_layer_trigger_flushes_below_chunk_size() {
     c.send(TS, 18, 0, ACK, b"");
     assert!(c.inspect(TS).is_empty());
     c.r.trigger_raw(TS);
-    assert_eq!(
-        c.inspected_bytes(TS),
-        vec![b"GET / HTTP/1.0\r\n\r\n".to_vec()]
-    );
+    assert_eq!(c.inspected_bytes(TS), vec![b"GET / HTTP/1.0\r\n\r\n".to_vec()]);
 }
 
 #[test]
@@ -680,58 +490,24 @@ fn flow_end_flushes_unacknowledged_data() {
 
 #[test]
 fn inline_mode_inspects_each_packet_with_preceding_context() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            inline: true,
-            toserver_chunk_size: 12,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { inline: true, toserver_chunk_size: 12, ..cfg() }, 1, 1);
     c.send(TS, 0, 0, ACK, b"GET /ev");
     let seen = c.inspect(TS);
-    assert_eq!(
-        seen,
-        vec![Seen {
-            offset: 0,
-            data: b"GET /ev".to_vec(),
-            new_start: 0,
-            new_end: 7,
-            gap_before: 0
-        }]
-    );
+    assert_eq!(seen, vec![Seen { offset: 0, data: b"GET /ev".to_vec(), new_start: 0, new_end: 7, gap_before: 0 }]);
     c.send(TS, 7, 0, ACK, b"il.exe");
     let seen = c.inspect(TS);
     assert_eq!(
         seen,
-        vec![Seen {
-            offset: 1,
-            data: b"ET /evil.exe".to_vec(),
-            new_start: 7,
-            new_end: 13,
-            gap_before: 0
-        }]
+        vec![Seen { offset: 1, data: b"ET /evil.exe".to_vec(), new_start: 7, new_end: 13, gap_before: 0 }]
     );
     assert!(c.inspect(TS).is_empty(), "one inspection per packet");
     c.send(TS, 13, 0, ACK, b"");
-    assert!(
-        c.inspect(TS).is_empty(),
-        "a packet without data inspects nothing"
-    );
+    assert!(c.inspect(TS).is_empty(), "a packet without data inspects nothing");
 }
 
 #[test]
 fn inline_mode_keeps_accepted_bytes_and_reports_rewrite() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            inline: true,
-            policy: OverlapPolicy::Last,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { inline: true, policy: OverlapPolicy::Last, ..cfg() }, 1, 1);
     c.send(TS, 0, 0, ACK, b"GOOD");
     let out = c.send(TS, 0, 0, ACK, b"EVIL");
     assert!(out.payload_differs_from_stream);
@@ -741,15 +517,7 @@ fn inline_mode_keeps_accepted_bytes_and_reports_rewrite() {
 
 #[test]
 fn inline_large_packet_gets_window_around_it() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            inline: true,
-            toserver_chunk_size: 30,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { inline: true, toserver_chunk_size: 30, ..cfg() }, 1, 1);
     c.send(TS, 0, 0, ACK, &[b'a'; 40]);
     c.inspect(TS);
     c.send(TS, 40, 0, ACK, &[b'b'; 25]);
@@ -762,15 +530,7 @@ fn inline_large_packet_gets_window_around_it() {
 
 #[test]
 fn lookback_repeats_inspected_bytes_before_new_ones() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            toserver_chunk_size: 1,
-            lookback: 3,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { toserver_chunk_size: 1, lookback: 3, ..cfg() }, 1, 1);
     c.send(TS, 0, 0, ACK, b"abcdef");
     c.send(TC, 0, 6, ACK, b"");
     c.send(TS, 6, 0, ACK, b"ghi");
@@ -778,16 +538,7 @@ fn lookback_repeats_inspected_bytes_before_new_ones() {
     c.send(TC, 0, 9, ACK, b"");
     c.send(TS, 9, 0, ACK, b"");
     let seen = c.inspect(TS);
-    assert_eq!(
-        seen,
-        vec![Seen {
-            offset: 3,
-            data: b"defghi".to_vec(),
-            new_start: 6,
-            new_end: 9,
-            gap_before: 0
-        }]
-    );
+    assert_eq!(seen, vec![Seen { offset: 3, data: b"defghi".to_vec(), new_start: 6, new_end: 9, gap_before: 0 }]);
     assert_eq!(c.r.retained_from(TS), 6, "only the lookback is kept");
 }
 
@@ -803,24 +554,13 @@ fn sequence_wraparound_across_2_pow_32() {
     c.send(TC, 0, 24, ACK, b"");
     assert_eq!(c.r.acked(TS), Some(24));
     c.r.close();
-    assert_eq!(
-        c.inspected_bytes(TS),
-        vec![b"0123456789abcdefghijklmn".to_vec()]
-    );
+    assert_eq!(c.inspected_bytes(TS), vec![b"0123456789abcdefghijklmn".to_vec()]);
 }
 
 #[test]
 fn long_stream_passes_4_gib_of_sequence_space() {
     // Offsets keep growing past 2^32 while sequence numbers wrap.
-    let mut c = Conn::handshake(
-        StreamConfig {
-            depth: 0,
-            toserver_chunk_size: 1,
-            ..cfg()
-        },
-        123,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { depth: 0, toserver_chunk_size: 1, ..cfg() }, 123, 1);
     let chunk = vec![7u8; 60_000];
     let mut off: u64 = 0;
     while off < (1u64 << 32) + 200_000 {
@@ -856,9 +596,8 @@ fn depth_limits_reassembly_and_counts() {
 #[test]
 fn memcap_bounds_memory_across_flows_and_counts_drops() {
     let mut mem = ReassemblyMemory::new(4096);
-    let mut flows: Vec<(TcpReassembly, TcpSession)> = (0..4)
-        .map(|_| (TcpReassembly::new(cfg()), TcpSession::default()))
-        .collect();
+    let mut flows: Vec<(TcpReassembly, TcpSession)> =
+        (0..4).map(|_| (TcpReassembly::new(cfg()), TcpSession::default())).collect();
     for (i, (r, s)) in flows.iter_mut().enumerate() {
         let isn = 1000 * i as u32;
         feed(
@@ -866,13 +605,7 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
             s,
             tcp_config(&cfg(), false),
             TS,
-            &Segment {
-                seq: isn,
-                ack: 0,
-                flags: TcpFlags(SYN),
-                window: 0,
-                payload: b"",
-            },
+            &Segment { seq: isn, ack: 0, flags: TcpFlags(SYN), window: 0, payload: b"" },
             &mut mem,
         );
         feed(
@@ -880,13 +613,7 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
             s,
             tcp_config(&cfg(), false),
             TC,
-            &Segment {
-                seq: 9,
-                ack: isn + 1,
-                flags: TcpFlags(SYN | ACK),
-                window: 0,
-                payload: b"",
-            },
+            &Segment { seq: 9, ack: isn + 1, flags: TcpFlags(SYN | ACK), window: 0, payload: b"" },
             &mut mem,
         );
         // Unacknowledged, never inspected: all of it stays buffered.
@@ -897,13 +624,7 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
                 s,
                 tcp_config(&cfg(), false),
                 TS,
-                &Segment {
-                    seq: isn + 1 + k * 100,
-                    ack: 10,
-                    flags: TcpFlags(ACK),
-                    window: 0,
-                    payload: &payload,
-                },
+                &Segment { seq: isn + 1 + k * 100, ack: 10, flags: TcpFlags(ACK), window: 0, payload: &payload },
                 &mut mem,
             );
             assert!(mem.used() <= mem.memcap());
@@ -912,10 +633,7 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
     assert!(mem.stats().segment_memcap_drop > 0);
     assert!(mem.used() > 4096 - 200, "budget is used up to the cap");
     let named: std::collections::HashMap<_, _> = mem.counters().collect();
-    assert_eq!(
-        named["tcp.segment_memcap_drop"],
-        mem.stats().segment_memcap_drop
-    );
+    assert_eq!(named["tcp.segment_memcap_drop"], mem.stats().segment_memcap_drop);
     assert_eq!(named["tcp.reassembly_memuse"], mem.used());
     for (r, _) in &mut flows {
         r.release(&mut mem);
@@ -925,59 +643,27 @@ fn memcap_bounds_memory_across_flows_and_counts_drops() {
 
 #[test]
 fn memcap_dropped_segment_becomes_a_gap_for_the_app_layer() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            app_layer: true,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { app_layer: true, ..cfg() }, 1, 1);
     c.mem = ReassemblyMemory::new(40);
     c.send(TS, 0, 0, ACK, b"abcd");
     let out = c.send(TS, 4, 0, ACK, b"0123456789");
     assert_eq!(out.data, Some(InsertResult::MemcapDrop));
     c.send(TC, 0, 14, ACK, b"");
-    assert_eq!(
-        c.r.app_data(TS),
-        Some(AppData::Data {
-            offset: 0,
-            data: b"abcd"
-        })
-    );
+    assert_eq!(c.r.app_data(TS), Some(AppData::Data { offset: 0, data: b"abcd" }));
     c.r.app_consume(TS, 4, &mut c.mem);
     assert_eq!(c.r.app_data(TS), Some(AppData::Gap { offset: 4, len: 10 }));
 }
 
 #[test]
 fn app_data_is_acked_data_in_ids_mode() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            app_layer: true,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { app_layer: true, ..cfg() }, 1, 1);
     c.send(TS, 0, 0, ACK, b"GET / HTTP/1.1\r\n");
     assert_eq!(c.r.app_data(TS), None);
     c.send(TC, 0, 4, ACK, b"");
-    assert_eq!(
-        c.r.app_data(TS),
-        Some(AppData::Data {
-            offset: 0,
-            data: b"GET "
-        })
-    );
+    assert_eq!(c.r.app_data(TS), Some(AppData::Data { offset: 0, data: b"GET " }));
     c.r.app_consume(TS, 4, &mut c.mem);
     c.send(TC, 0, 16, ACK, b"");
-    assert_eq!(
-        c.r.app_data(TS),
-        Some(AppData::Data {
-            offset: 4,
-            data: b"/ HTTP/1.1\r\n"
-        })
-    );
+    assert_eq!(c.r.app_data(TS), Some(AppData::Data { offset: 4, data: b"/ HTTP/1.1\r\n" }));
     // Raw inspection alone does not free data the parser has not read.
     c.r.close();
     c.inspect(TS);
@@ -1003,13 +689,7 @@ fn inline_app_data_waits_for_an_unacknowledged_hole() {
 
 #[test]
 fn midstream_pickup_only_when_enabled() {
-    let seg = Segment {
-        seq: 5_000,
-        ack: 9_000,
-        flags: TcpFlags(ACK),
-        window: 100,
-        payload: b"uid=0(root)",
-    };
+    let seg = Segment { seq: 5_000, ack: 9_000, flags: TcpFlags(ACK), window: 100, payload: b"uid=0(root)" };
     let mut mem = ReassemblyMemory::default();
     let mut off = TcpReassembly::new(cfg());
     let mut s = TcpSession::default();
@@ -1030,13 +710,7 @@ fn midstream_pickup_only_when_enabled() {
         &mut s,
         midstream,
         TS,
-        &Segment {
-            seq: 9_000,
-            ack: 5_011,
-            flags: TcpFlags(ACK),
-            window: 100,
-            payload: b"id\n",
-        },
+        &Segment { seq: 9_000, ack: 5_011, flags: TcpFlags(ACK), window: 100, payload: b"id\n" },
         &mut mem,
     );
     assert_eq!(on.retained(TS).next(), Some((0, &b"id\n"[..])));
@@ -1046,11 +720,7 @@ fn midstream_pickup_only_when_enabled() {
 
 #[test]
 fn async_oneside_treats_contiguous_data_as_acked() {
-    let cfg = StreamConfig {
-        async_oneside: true,
-        toclient_chunk_size: 5,
-        ..cfg()
-    };
+    let cfg = StreamConfig { async_oneside: true, toclient_chunk_size: 5, ..cfg() };
     let tcp = tcp_config(&cfg, true);
     let mut mem = ReassemblyMemory::default();
     let mut r = TcpReassembly::new(cfg);
@@ -1060,13 +730,7 @@ fn async_oneside_treats_contiguous_data_as_acked() {
         &mut s,
         tcp,
         TC,
-        &Segment {
-            seq: 10,
-            ack: 99,
-            flags: TcpFlags(ACK),
-            window: 100,
-            payload: b"uid=0(root)",
-        },
+        &Segment { seq: 10, ack: 99, flags: TcpFlags(ACK), window: 100, payload: b"uid=0(root)" },
         &mut mem,
     );
     let mut got = Vec::new();
@@ -1086,14 +750,7 @@ fn data_on_syn_starts_at_offset_zero() {
 
 #[test]
 fn old_retransmission_before_the_window_is_ignored() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            toserver_chunk_size: 1,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { toserver_chunk_size: 1, ..cfg() }, 1, 1);
     c.send(TS, 0, 0, ACK, b"abcdef");
     c.send(TC, 0, 6, ACK, b"");
     c.send(TS, 6, 0, ACK, b"");
@@ -1101,24 +758,13 @@ fn old_retransmission_before_the_window_is_ignored() {
     let out = c.send(TS, 0, 0, ACK, b"XXXXXX");
     assert_eq!(out.data, Some(InsertResult::Old));
     let out = c.send(TS, 4, 0, ACK, b"efgh");
-    assert_eq!(
-        out.data,
-        Some(InsertResult::Inserted),
-        "the part past the window is kept"
-    );
+    assert_eq!(out.data, Some(InsertResult::Inserted), "the part past the window is kept");
     assert_eq!(c.stream(TS), b"gh");
 }
 
 #[test]
 fn memory_accounting_matches_what_is_held() {
-    let mut c = Conn::handshake(
-        StreamConfig {
-            toserver_chunk_size: 1,
-            ..cfg()
-        },
-        1,
-        1,
-    );
+    let mut c = Conn::handshake(StreamConfig { toserver_chunk_size: 1, ..cfg() }, 1, 1);
     c.send(TS, 10, 0, ACK, b"later");
     c.send(TS, 0, 0, ACK, b"first");
     let held: u64 = c.r.retained(TS).map(|(_, b)| b.len() as u64).sum();

@@ -22,7 +22,8 @@ fn rdata_name(rec: &DnsRecord) -> Option<&[u8]> {
 /// (root) owner name ends its section, as in Suricata.
 fn response_names(tx: &DnsTransaction) -> Vec<&[u8]> {
     let m = &tx.message;
-    let mut names: Vec<&[u8]> = m.questions.iter().map(|q| q.name.bytes.as_slice()).take_while(|n| !n.is_empty()).collect();
+    let mut names: Vec<&[u8]> =
+        m.questions.iter().map(|q| q.name.bytes.as_slice()).take_while(|n| !n.is_empty()).collect();
     for section in [&m.answers, &m.authorities, &m.additionals] {
         for rec in section.iter() {
             if rec.name.bytes.is_empty() {

@@ -99,7 +99,11 @@ mod tests {
         let (mut pending, mut c) = (Pending::default(), AppCounters::default());
         let mut flow = new_flow(Transport::Udp, &mut AppCtx::new(&mut pending, &mut c));
         flow.on_datagram(Direction::ToServer, &request(7, 0, &["a.example"]), &mut AppCtx::new(&mut pending, &mut c));
-        flow.on_datagram(Direction::ToClient, &response(7, "a.example", "b.example", "ns.example"), &mut AppCtx::new(&mut pending, &mut c));
+        flow.on_datagram(
+            Direction::ToClient,
+            &response(7, "a.example", "b.example", "ns.example"),
+            &mut AppCtx::new(&mut pending, &mut c),
+        );
         flow.on_datagram(Direction::ToClient, b"junk", &mut AppCtx::new(&mut pending, &mut c));
         assert_eq!((c.dns.flows_udp, c.dns.tx_udp), (1, 2));
         assert_eq!(pending.take(Direction::ToServer), Some(0));

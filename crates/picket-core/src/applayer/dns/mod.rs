@@ -198,7 +198,10 @@ pub enum RData {
     Aaaa([u8; 16]),
     /// CNAME, NS, PTR: a single name.
     Name(DnsName),
-    Mx { preference: u16, exchange: DnsName },
+    Mx {
+        preference: u16,
+        exchange: DnsName,
+    },
     /// The character-strings of a TXT record, in order.
     Txt(Vec<Vec<u8>>),
     Soa(Soa),
@@ -696,8 +699,8 @@ pub(crate) fn labels(name: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
     use crate::record::value::record;
+    use proptest::prelude::*;
 
     fn header(id: u16, flags: u16, qd: u16, an: u16, ns: u16, ar: u16) -> Vec<u8> {
         [id, flags, qd, an, ns, ar].iter().flat_map(|w| w.to_be_bytes()).collect()
@@ -749,7 +752,10 @@ mod tests {
         assert_eq!(tx.query_names().count(), 0, "dns.query only looks at requests");
         assert_eq!(tx.question_names().collect::<Vec<_>>(), vec![b"www.suricata.io".as_slice()]);
         assert_eq!(tx.answer_names().collect::<Vec<_>>(), vec![b"www.suricata.io".as_slice(), b"suricata.io"]);
-        assert_eq!(tx.message.answers[0].rdata, RData::Name(DnsName { bytes: b"suricata.io".to_vec(), truncated: false }));
+        assert_eq!(
+            tx.message.answers[0].rdata,
+            RData::Name(DnsName { bytes: b"suricata.io".to_vec(), truncated: false })
+        );
         assert_eq!(tx.message.answers[1].rdata, RData::A([35, 212, 0, 44]));
         assert_eq!(tx.message.answers[1].ttl, 597);
     }
@@ -770,7 +776,10 @@ mod tests {
         assert_eq!(v["flags"], "8180");
         assert_eq!(v["qr"], true);
         assert_eq!(v["ra"], true);
-        assert_eq!(v["answers"][0], serde_json::json!({"rrname":"www.suricata.io","rrtype":"CNAME","ttl":3597,"rdata":"suricata.io"}));
+        assert_eq!(
+            v["answers"][0],
+            serde_json::json!({"rrname":"www.suricata.io","rrtype":"CNAME","ttl":3597,"rdata":"suricata.io"})
+        );
         assert_eq!(v["answers"][1]["rdata"], "35.212.0.44");
     }
 
@@ -916,7 +925,10 @@ mod tests {
         m.extend([0, 0, 28, 0, 1, 0, 0, 0, 9, 0, 16, 0x26, 0x07, 0xf8, 0xb0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x69]);
         m.extend([0, 0, 99, 0, 1, 0, 0, 0, 9, 0, 3, 1, 2, 3]); // SPF as raw
         let (msg, _) = parse_message(&m, 16).unwrap();
-        assert_eq!(msg.answers[0].rdata, RData::Mx { preference: 10, exchange: DnsName { bytes: b"mail.example".to_vec(), truncated: false } });
+        assert_eq!(
+            msg.answers[0].rdata,
+            RData::Mx { preference: 10, exchange: DnsName { bytes: b"mail.example".to_vec(), truncated: false } }
+        );
         assert_eq!(msg.answers[1].rdata, RData::Txt(vec![b"hi".to_vec(), b"yo".to_vec()]));
         assert!(matches!(&msg.answers[2].rdata, RData::Srv(s) if s.port == 443 && s.target.bytes == b"t.example"));
         assert!(matches!(msg.answers[3].rdata, RData::Aaaa(_)));

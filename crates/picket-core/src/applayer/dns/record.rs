@@ -13,7 +13,8 @@ impl DnsTransaction {
         w.u64("tx_id", self.tx_id);
         w.u64("id", h.id.into());
         w.str("flags", &format!("{:x}", h.flags));
-        for (set, key) in [(h.qr(), "qr"), (h.aa(), "aa"), (h.tc(), "tc"), (h.rd(), "rd"), (h.ra(), "ra"), (h.z(), "z")] {
+        for (set, key) in [(h.qr(), "qr"), (h.aa(), "aa"), (h.tc(), "tc"), (h.rd(), "rd"), (h.ra(), "ra"), (h.z(), "z")]
+        {
             if set {
                 w.bool(key, true);
             }

@@ -172,7 +172,8 @@ mod tests {
 
     #[test]
     fn request_buffers_follow_progress() {
-        let p = parse(b"GET /a%2fb?x=1 HTTP/1.1\r\nHost: Example.COM:8080\r\nUser-Agent: ua\r\nCookie: c=1\r\n\r\n", b"");
+        let p =
+            parse(b"GET /a%2fb?x=1 HTTP/1.1\r\nHost: Example.COM:8080\r\nUser-Agent: ua\r\nCookie: c=1\r\n\r\n", b"");
         let tx = p.tx(0).expect("tx");
         let b = TxBuffers::new(tx, Direction::ToServer);
         assert_eq!(get(&b, "http.method"), Some(&b"GET"[..]));

@@ -144,8 +144,7 @@ impl Layer {
             LayerState::Decoding => {
                 if !self.produced_output && self.replay.len() < REPLAY_LIMIT {
                     let room = REPLAY_LIMIT - self.replay.len();
-                    self.replay
-                        .extend_from_slice(&input[..input.len().min(room)]);
+                    self.replay.extend_from_slice(&input[..input.len().min(room)]);
                 }
                 if self.decode(input, sink).is_err() {
                     self.on_error(sink);
@@ -252,11 +251,7 @@ impl BodyDecoder {
     /// `codecs` in the order they were applied by the sender (header order).
     pub fn new(codecs_in_header_order: &[Codec], limits: DecompressLimits) -> BodyDecoder {
         BodyDecoder {
-            layers: codecs_in_header_order
-                .iter()
-                .rev()
-                .map(|&c| Layer::new(c))
-                .collect(),
+            layers: codecs_in_header_order.iter().rev().map(|&c| Layer::new(c)).collect(),
             limits,
             encoded_len: 0,
             decoded_len: 0,

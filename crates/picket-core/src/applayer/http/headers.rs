@@ -33,10 +33,7 @@ pub(crate) fn is_space(b: u8) -> bool {
 
 pub(crate) fn trim_space(s: &[u8]) -> &[u8] {
     let start = s.iter().position(|&b| !is_space(b)).unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|&b| !is_space(b))
-        .map_or(start, |e| e + 1);
+    let end = s.iter().rposition(|&b| !is_space(b)).map_or(start, |e| e + 1);
     &s[start..end.max(start)]
 }
 
@@ -128,20 +125,12 @@ pub(crate) fn next_line(buf: &[u8], from: usize, side: Side, eof: bool, memo: &m
             if end > from && buf[end - 1] == b'\r' {
                 end -= 1;
             }
-            Some(Line {
-                start: from,
-                end,
-                next: lf + 1,
-            })
+            Some(Line { start: from, end, next: lf + 1 })
         }
         Side::Response => {
             let eol = find_eol(buf, from, true, memo)?;
             let eol_len = response_eol_len(&buf[eol..], eol == from, eof)?;
-            Some(Line {
-                start: from,
-                end: eol,
-                next: eol + eol_len,
-            })
+            Some(Line { start: from, end: eol, next: eol + eol_len })
         }
     }
 }
@@ -259,24 +248,11 @@ pub(crate) struct HeaderBlock {
 
 impl HeaderBlock {
     pub fn new(side: Side, max_headers: usize) -> HeaderBlock {
-        HeaderBlock {
-            side,
-            pending: None,
-            pending_missing_colon: false,
-            headers: Vec::new(),
-            max_headers,
-            raw_len: 0,
-        }
+        HeaderBlock { side, pending: None, pending_missing_colon: false, headers: Vec::new(), max_headers, raw_len: 0 }
     }
 
     /// Feeds one complete line. `eof`: no more data will follow `buf`.
-    pub fn on_line(
-        &mut self,
-        line: Line,
-        buf: &[u8],
-        eof: bool,
-        anomalies: &mut Vec<HttpAnomaly>,
-    ) -> LineOutcome {
+    pub fn on_line(&mut self, line: Line, buf: &[u8], eof: bool, anomalies: &mut Vec<HttpAnomaly>) -> LineOutcome {
         let content = &buf[line.start..line.end];
         let eol_len = line.next - line.end;
         if content.is_empty() {
@@ -288,9 +264,7 @@ impl HeaderBlock {
                 return LineOutcome::Continue;
             }
             self.flush(anomalies);
-            return LineOutcome::End {
-                body_start: line.next,
-            };
+            return LineOutcome::End { body_start: line.next };
         }
         let first = content[0];
         if matches!(first, b' ' | b'\t' | 0) {
@@ -309,18 +283,12 @@ impl HeaderBlock {
                 self.flush(anomalies);
                 return LineOutcome::End { body_start };
             }
-            let indent = content
-                .iter()
-                .position(|&b| !matches!(b, b' ' | b'\t' | 0))
-                .unwrap_or(0);
+            let indent = content.iter().position(|&b| !matches!(b, b' ' | b'\t' | 0)).unwrap_or(0);
             let rest = &content[indent..];
             let looks_like_header = self.side == Side::Response && {
                 let token_len = rest.iter().take_while(|&&b| is_token(b)).count();
                 let after = &rest[token_len..];
-                let after = &after[after
-                    .iter()
-                    .position(|&b| !matches!(b, b' ' | b'\t'))
-                    .unwrap_or(after.len())..];
+                let after = &after[after.iter().position(|&b| !matches!(b, b' ' | b'\t')).unwrap_or(after.len())..];
                 token_len > 0 && after.first() == Some(&b':')
             };
             if !looks_like_header {
@@ -375,10 +343,8 @@ impl HeaderBlock {
         };
         let name = trim_space(&name);
         let value = trim_space(&value);
-        if let Some(existing) = self
-            .headers
-            .iter_mut()
-            .find(|h| h.name.len() == name.len() && h.name.eq_ignore_ascii_case(name))
+        if let Some(existing) =
+            self.headers.iter_mut().find(|h| h.name.len() == name.len() && h.name.eq_ignore_ascii_case(name))
         {
             anomalies.push(HttpAnomaly::RepeatedHeader);
             if existing.count >= 64 {
@@ -399,11 +365,7 @@ impl HeaderBlock {
             anomalies.push(HttpAnomaly::TooManyHeaders);
             return;
         }
-        self.headers.push(Header {
-            name: name.to_vec(),
-            value: value.to_vec(),
-            count: 1,
-        });
+        self.headers.push(Header { name: name.to_vec(), value: value.to_vec(), count: 1 });
     }
 }
 
@@ -416,10 +378,7 @@ pub(crate) fn find<'a>(headers: &'a [Header], name: &str) -> Option<&'a Header> 
 /// of digits are tolerated.
 pub(crate) fn parse_content_length(value: &[u8]) -> Option<u64> {
     let start = value.iter().position(|b| b.is_ascii_digit())?;
-    let digits = value[start..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
+    let digits = value[start..].iter().take_while(|b| b.is_ascii_digit()).count();
     let mut n: u64 = 0;
     for &d in &value[start..start + digits] {
         n = n.checked_mul(10)?.checked_add((d - b'0') as u64)?;
@@ -471,14 +430,7 @@ mod tests {
     }
 
     fn pairs(h: &[Header]) -> Vec<(String, String)> {
-        h.iter()
-            .map(|h| {
-                (
-                    String::from_utf8_lossy(&h.name).into(),
-                    String::from_utf8_lossy(&h.value).into(),
-                )
-            })
-            .collect()
+        h.iter().map(|h| (String::from_utf8_lossy(&h.name).into(), String::from_utf8_lossy(&h.value).into())).collect()
     }
 
     fn p(a: &str, b: &str) -> (String, String) {
@@ -491,12 +443,7 @@ mod tests {
         let (h, body) = parse(block, Side::Request);
         assert_eq!(
             pairs(&h),
-            vec![
-                p("A", "1, 2"),
-                p("B", "x  y\tz"),
-                p("", "no colon here"),
-                p("Content-Length", "5")
-            ]
+            vec![p("A", "1, 2"), p("B", "x  y\tz"), p("", "no colon here"), p("Content-Length", "5")]
         );
         assert_eq!(&block[body.unwrap()..], b"BODY");
     }
@@ -505,10 +452,7 @@ mod tests {
     fn response_accepts_cr_and_lfcr_line_endings() {
         let block = b"A: 1\rB: 2\n\rC: 3\nD: 4\r\n\r\nX";
         let (h, body) = parse(block, Side::Response);
-        assert_eq!(
-            pairs(&h),
-            vec![p("A", "1"), p("B", "2"), p("C", "3"), p("D", "4")]
-        );
+        assert_eq!(pairs(&h), vec![p("A", "1"), p("B", "2"), p("C", "3"), p("D", "4")]);
         assert_eq!(&block[body.unwrap()..], b"X");
         // The request side only splits at LF.
         let (h, _) = parse(block, Side::Request);
@@ -519,27 +463,15 @@ mod tests {
     fn response_deformed_crlfcr_hides_no_header() {
         let block = b"Connection: close\r\n\r\rTransfer-Encoding: chunked\r\n\r\nX";
         let (h, body) = parse(block, Side::Response);
-        assert_eq!(
-            pairs(&h),
-            vec![p("Connection", "close"), p("Transfer-Encoding", "chunked")]
-        );
+        assert_eq!(pairs(&h), vec![p("Connection", "close"), p("Transfer-Encoding", "chunked")]);
         assert_eq!(&block[body.unwrap()..], b"X");
     }
 
     #[test]
     fn response_indented_header_is_a_header() {
-        let (h, _) = parse(
-            b"A: 1\r\n Transfer-Encoding: chunked\r\n\r\n",
-            Side::Response,
-        );
-        assert_eq!(
-            pairs(&h),
-            vec![p("A", "1"), p("Transfer-Encoding", "chunked")]
-        );
-        let (h, _) = parse(
-            b"A: 1\r\n Transfer-Encoding: chunked\r\n\r\n",
-            Side::Request,
-        );
+        let (h, _) = parse(b"A: 1\r\n Transfer-Encoding: chunked\r\n\r\n", Side::Response);
+        assert_eq!(pairs(&h), vec![p("A", "1"), p("Transfer-Encoding", "chunked")]);
+        let (h, _) = parse(b"A: 1\r\n Transfer-Encoding: chunked\r\n\r\n", Side::Request);
         assert_eq!(pairs(&h), vec![p("A", "1 Transfer-Encoding: chunked")]);
     }
 
@@ -563,14 +495,8 @@ mod tests {
         assert!(next_line(b"A: 1\n", 0, Side::Request, false, &mut EolMemo::default()).is_some());
         // An empty line only waits to see whether a CR is followed by LF.
         assert_eq!(next_line(b"\r", 0, Side::Response, false, &mut EolMemo::default()), None);
-        assert_eq!(
-            next_line(b"\rX", 0, Side::Response, false, &mut EolMemo::default()).map(|l| l.next),
-            Some(1)
-        );
-        assert_eq!(
-            next_line(b"\n", 0, Side::Response, false, &mut EolMemo::default()).map(|l| l.next),
-            Some(1)
-        );
+        assert_eq!(next_line(b"\rX", 0, Side::Response, false, &mut EolMemo::default()).map(|l| l.next), Some(1));
+        assert_eq!(next_line(b"\n", 0, Side::Response, false, &mut EolMemo::default()).map(|l| l.next), Some(1));
     }
 
     #[test]

@@ -44,8 +44,8 @@ use std::collections::VecDeque;
 use decompress::{BodyDecoder, Codec, DecompressLimits};
 pub use headers::Header;
 use headers::{
-    find, find_eol, name_matches, next_line, parse_content_length, parse_content_length_exact, EolMemo, HeaderBlock, Line,
-    LineOutcome, Side,
+    find, find_eol, name_matches, next_line, parse_content_length, parse_content_length_exact, EolMemo, HeaderBlock,
+    Line, LineOutcome, Side,
 };
 pub use uri::ParsedUri;
 
@@ -286,10 +286,7 @@ impl HttpTx {
     }
     /// `http.content_type` / `http.content_len` exist per direction.
     pub fn content_type(&self, dir: Direction) -> Option<&[u8]> {
-        self.headers(dir)
-            .iter()
-            .find(|h| name_matches(&h.name, "content-type"))
-            .map(|h| h.value.as_slice())
+        self.headers(dir).iter().find(|h| name_matches(&h.name, "content-type")).map(|h| h.value.as_slice())
     }
     pub fn content_len(&self, dir: Direction) -> Option<&[u8]> {
         header_value(self.headers(dir), "content-length")
@@ -319,11 +316,7 @@ impl HttpTx {
             Direction::ToServer => "cookie",
             Direction::ToClient => "set-cookie",
         };
-        for h in self
-            .headers(dir)
-            .iter()
-            .filter(|h| !name_matches(&h.name, skip))
-        {
+        for h in self.headers(dir).iter().filter(|h| !name_matches(&h.name, skip)) {
             out.extend_from_slice(&h.name);
             out.extend_from_slice(b": ");
             out.extend_from_slice(&h.value);
@@ -499,10 +492,7 @@ fn content_codings(value: &[u8], layer_limit: u32, anomalies: &mut Vec<HttpAnoma
     }
     let mut codecs = Vec::new();
     let mut layers = 0u32;
-    for entry in value
-        .split(|&b| b == b',' || b == b' ')
-        .filter(|e| !e.is_empty())
-    {
+    for entry in value.split(|&b| b == b',' || b == b' ').filter(|e| !e.is_empty()) {
         layers += 1;
         if layer_limit != 0 && layers > layer_limit {
             anomalies.push(HttpAnomaly::TooManyEncodingLayers);
@@ -529,11 +519,7 @@ fn parse_chunk_len(line: &[u8]) -> Result<(Option<u64>, bool), ()> {
     let digits = rest.iter().take_while(|b| b.is_ascii_hexdigit()).count();
     let trailing = &rest[digits..];
     if digits == 0 {
-        return if trailing.is_empty() {
-            Ok((None, false))
-        } else {
-            Err(())
-        };
+        return if trailing.is_empty() { Ok((None, false)) } else { Err(()) };
     }
     let mut len: u64 = 0;
     for &d in &rest[..digits] {
@@ -557,10 +543,7 @@ fn unterminated_len(pending: &[u8]) -> usize {
 
 /// Whether a response line starts like HTTP (browsers: optional whitespace, then "http").
 fn looks_like_http(line: &[u8]) -> bool {
-    let start = line
-        .iter()
-        .position(|&b| !(headers::is_space(b) || b == 0))
-        .unwrap_or(line.len());
+    let start = line.iter().position(|&b| !(headers::is_space(b) || b == 0)).unwrap_or(line.len());
     line[start..].len() >= 4 && line[start..start + 4].eq_ignore_ascii_case(b"http")
 }
 
@@ -635,14 +618,10 @@ impl HttpParser {
         let half_empty = self.halves[idx].pending().is_empty();
         let next = match state {
             State::Body(BodyState::Length { left }) if half_empty => {
-                Some(State::Body(BodyState::Length {
-                    left: skip_body(left),
-                }))
+                Some(State::Body(BodyState::Length { left: skip_body(left) }))
             }
             State::Body(BodyState::ChunkData { left }) if half_empty => {
-                Some(State::Body(BodyState::ChunkData {
-                    left: skip_body(left),
-                }))
+                Some(State::Body(BodyState::ChunkData { left: skip_body(left) }))
             }
             State::Body(BodyState::UntilClose) => {
                 skip_body(0);
@@ -697,9 +676,7 @@ impl HttpParser {
             if resp != Progress::NotStarted && resp != Progress::Complete {
                 tx.response_progress = Progress::Complete;
                 self.events.push(HttpEvent::ResponseComplete { tx: id });
-                if resp != Progress::Body
-                    || !matches!(self.halves[1].state, State::Body(BodyState::UntilClose))
-                {
+                if resp != Progress::Body || !matches!(self.halves[1].state, State::Body(BodyState::UntilClose)) {
                     self.anomaly(Some(id), HttpAnomaly::Truncated);
                 }
             }
@@ -736,10 +713,7 @@ impl HttpParser {
         let id = self.next_tx_id;
         self.next_tx_id += 1;
         self.counters.transactions += 1;
-        self.txs.push_back(HttpTx {
-            id,
-            ..HttpTx::default()
-        });
+        self.txs.push_back(HttpTx { id, ..HttpTx::default() });
         id
     }
 
@@ -801,10 +775,7 @@ impl HttpParser {
             self.field_too_long(Direction::ToServer);
             return false;
         }
-        let id = if self
-            .tx(self.next_request_id)
-            .is_some_and(|t| t.request_progress == Progress::NotStarted)
-        {
+        let id = if self.tx(self.next_request_id).is_some_and(|t| t.request_progress == Progress::NotStarted) {
             self.next_request_id
         } else {
             let id = self.new_tx();
@@ -917,11 +888,7 @@ impl HttpParser {
         self.next_request_id = id + 1;
         let half = &mut self.halves[0];
         half.decoder = None;
-        half.state = if is_connect {
-            State::ConnectWait
-        } else {
-            State::Line
-        };
+        half.state = if is_connect { State::ConnectWait } else { State::Line };
     }
 
     // ------------------------------------------------------------------ responses
@@ -985,8 +952,7 @@ impl HttpParser {
             self.halves[1].pos += full_len;
             return true; // ignorable empty line
         }
-        let junk_after_previous =
-            self.halves[1].tx.is_none() && !looks_like_http(&line_with_eol[..content_len]);
+        let junk_after_previous = self.halves[1].tx.is_none() && !looks_like_http(&line_with_eol[..content_len]);
         let previous = self.halves[1].last_complete.filter(|_| junk_after_previous);
         // Before the response line: is this the response to an HTTP/0.9 request?
         let id = match previous {
@@ -994,9 +960,7 @@ impl HttpParser {
             None => self.response_tx(),
         };
         let tx09 = previous.is_none()
-            && self
-                .tx(id)
-                .is_some_and(|t| t.is_http09 && t.response_progress == Progress::NotStarted);
+            && self.tx(id).is_some_and(|t| t.is_http09 && t.response_progress == Progress::NotStarted);
         if tx09 {
             self.start_response_body(id, BodyState::UntilClose, Vec::new());
             return true;
@@ -1085,10 +1049,7 @@ impl HttpParser {
             return;
         };
         let mut anomalies = Vec::new();
-        if status == 100
-            && te.is_none()
-            && cl.as_deref().and_then(parse_content_length).unwrap_or(0) == 0
-        {
+        if status == 100 && te.is_none() && cl.as_deref().and_then(parse_content_length).unwrap_or(0) == 0 {
             // Interim response: the real one follows, for the same transaction.
             if tx.seen_100_continue {
                 anomalies.push(HttpAnomaly::RepeatedContinue);
@@ -1138,10 +1099,7 @@ impl HttpParser {
                 Some(BodyState::UntilClose)
             }
         };
-        let codecs = match (
-            &body,
-            header_value(&tx.response_headers, "content-encoding"),
-        ) {
+        let codecs = match (&body, header_value(&tx.response_headers, "content-encoding")) {
             (Some(_), Some(ce)) if self.cfg.decompress_response => {
                 content_codings(ce, self.cfg.decompress_layer_limit, &mut anomalies)
             }
@@ -1182,8 +1140,7 @@ impl HttpParser {
         half.state = State::Line;
         half.last_complete = Some(id);
         // A request waiting on a CONNECT answer can go on if no tunnel was set up.
-        if self.halves[0].state == State::ConnectWait && self.halves[0].tx.is_some_and(|t| t <= id)
-        {
+        if self.halves[0].state == State::ConnectWait && self.halves[0].tx.is_some_and(|t| t <= id) {
             self.halves[0].state = State::Line;
             self.run(Direction::ToServer);
         }
@@ -1243,11 +1200,7 @@ impl HttpParser {
             block.raw_len += raw.len();
             if !trailers {
                 if let Some(tx) = tx_mut(&mut self.txs, tx_id) {
-                    let raw_store = if idx == 0 {
-                        &mut tx.request_headers_raw
-                    } else {
-                        &mut tx.response_headers_raw
-                    };
+                    let raw_store = if idx == 0 { &mut tx.request_headers_raw } else { &mut tx.response_headers_raw };
                     raw_store.extend_from_slice(raw);
                 }
             }
@@ -1273,9 +1226,7 @@ impl HttpParser {
         if trailers {
             // Trailer fields are parsed for their extent only.
             if idx == 0 {
-                let is_connect = self
-                    .tx(id)
-                    .is_some_and(|t| t.method.eq_ignore_ascii_case(b"CONNECT"));
+                let is_connect = self.tx(id).is_some_and(|t| t.method.eq_ignore_ascii_case(b"CONNECT"));
                 self.request_complete(id, is_connect);
             } else {
                 self.response_complete(id);
@@ -1313,13 +1264,7 @@ impl HttpParser {
         };
         let (body, total, truncated, limit, event) = if idx == 0 {
             let ev = HttpEvent::RequestBodyData { tx: tx.id };
-            (
-                &mut tx.request_body,
-                &mut tx.request_body_len,
-                &mut tx.request_body_truncated,
-                cfg.request_body_limit,
-                ev,
-            )
+            (&mut tx.request_body, &mut tx.request_body_len, &mut tx.request_body_truncated, cfg.request_body_limit, ev)
         } else {
             let ev = HttpEvent::ResponseBodyData { tx: tx.id };
             (
@@ -1367,9 +1312,7 @@ impl HttpParser {
             return;
         };
         if idx == 0 {
-            let is_connect = self
-                .tx(id)
-                .is_some_and(|t| t.method.eq_ignore_ascii_case(b"CONNECT"));
+            let is_connect = self.tx(id).is_some_and(|t| t.method.eq_ignore_ascii_case(b"CONNECT"));
             self.request_complete(id, is_connect);
         } else {
             self.response_complete(id);
@@ -1525,18 +1468,11 @@ impl HttpParser {
 }
 
 fn decompress_limits(cfg: &HttpConfig) -> DecompressLimits {
-    DecompressLimits {
-        bomb_limit: cfg.compression_bomb_limit,
-        bomb_ratio: cfg.compression_bomb_ratio,
-    }
+    DecompressLimits { bomb_limit: cfg.compression_bomb_limit, bomb_ratio: cfg.compression_bomb_ratio }
 }
 
 fn contains_chunked(value: &[u8]) -> bool {
-    let compact: Vec<u8> = value
-        .iter()
-        .filter(|&&b| b != 0)
-        .map(u8::to_ascii_lowercase)
-        .collect();
+    let compact: Vec<u8> = value.iter().filter(|&&b| b != 0).map(u8::to_ascii_lowercase).collect();
     compact.windows(7).any(|w| w == b"chunked")
 }
 

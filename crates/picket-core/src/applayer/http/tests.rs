@@ -35,20 +35,11 @@ fn evader_corpus() {
         let resp = std::fs::read(resp_path).unwrap();
         let req = std::fs::read(resp_path.with_extension("req")).unwrap_or_default();
         for step in [usize::MAX, 1] {
-            let (p, _) = run(
-                &req,
-                &resp,
-                step,
-                HttpConfig {
-                    decompress_layer_limit: 3,
-                    ..HttpConfig::default()
-                },
-            );
+            let (p, _) = run(&req, &resp, step, HttpConfig { decompress_layer_limit: 3, ..HttpConfig::default() });
             let found = p.txs().any(|t| {
                 let b = &t.response_body;
                 b.windows(11).any(|w| w == b"X5O!P%@AP[4")
-                    && b.windows(34)
-                        .any(|w| w == b"EICAR-STANDARD-ANTIVIRUS-TEST-FILE")
+                    && b.windows(34).any(|w| w == b"EICAR-STANDARD-ANTIVIRUS-TEST-FILE")
             });
             if !found {
                 fails += 1;
@@ -58,10 +49,7 @@ fn evader_corpus() {
                         (
                             String::from_utf8_lossy(&t.uri_raw).into_owned(),
                             t.status_code,
-                            String::from_utf8_lossy(
-                                &t.response_body[..t.response_body.len().min(120)],
-                            )
-                            .into_owned(),
+                            String::from_utf8_lossy(&t.response_body[..t.response_body.len().min(120)]).into_owned(),
                         )
                     })
                     .collect();
@@ -124,19 +112,11 @@ fn request_fields_and_buffers() {
     assert_eq!(tx.request_progress, Progress::Complete);
     let mut buf = Vec::new();
     tx.header_buffer(Direction::ToServer, &mut buf);
-    assert_eq!(
-        buf,
-        b"Host: WWW.Example.COM:8080\r\nUser-Agent: ua\r\nAccept: */*\r\nX-A: 1, 2\r\n"
-    );
+    assert_eq!(buf, b"Host: WWW.Example.COM:8080\r\nUser-Agent: ua\r\nAccept: */*\r\nX-A: 1, 2\r\n");
     tx.header_names_buffer(Direction::ToServer, &mut buf);
-    assert_eq!(
-        buf,
-        b"\r\nHost\r\nUser-Agent\r\nCookie\r\nAccept\r\nX-A\r\n\r\n"
-    );
+    assert_eq!(buf, b"\r\nHost\r\nUser-Agent\r\nCookie\r\nAccept\r\nX-A\r\n\r\n");
     tx.start_buffer(Direction::ToServer, &mut buf);
-    assert!(
-        buf.starts_with(b"GET /p/../q%41//r?x=%41%26 HTTP/1.1\r\nHost: WWW.Example.COM:8080\r\n")
-    );
+    assert!(buf.starts_with(b"GET /p/../q%41//r?x=%41%26 HTTP/1.1\r\nHost: WWW.Example.COM:8080\r\n"));
     assert!(buf.ends_with(b"X-A: 1, 2\r\n\r\n"));
     assert_eq!(&tx.request_headers_raw[..6], b"Host: ");
     assert!(tx.request_headers_raw.ends_with(b"x-a: 2\r\n\r\n"));
@@ -206,10 +186,7 @@ fn chunked_response_with_odd_sizes_and_trailers() {
 
 #[test]
 fn invalid_chunk_size_makes_rest_of_stream_body() {
-    let resp = response_with_body(
-        "Transfer-Encoding: chunked\r\n",
-        b"5\r\nhello\r\nzz\r\nrest",
-    );
+    let resp = response_with_body("Transfer-Encoding: chunked\r\n", b"5\r\nhello\r\nzz\r\nrest");
     let p = whole(GET, &resp);
     assert_eq!(p.tx(0).unwrap().response_body, b"hellozz\r\nrest");
 }
@@ -229,10 +206,7 @@ fn head_and_100_continue() {
 
 #[test]
 fn response_without_request_and_non_http_response_line() {
-    let p = whole(
-        b"",
-        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokgarbage line\r\nmore",
-    );
+    let p = whole(b"", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokgarbage line\r\nmore");
     let tx = p.tx(0).unwrap();
     assert!(tx.request_missing);
     // Non-HTTP lines after a response are appended to it (libhtp's finalize step).
@@ -253,13 +227,7 @@ fn gzip_deflate_zlib_and_mislabelled_bodies() {
         ("gzip", text.to_vec()), // header lies: passed through
         ("identity", text.to_vec()),
     ] {
-        let resp = response_with_body(
-            &format!(
-                "Content-Encoding: {ce}\r\nContent-Length: {}\r\n",
-                body.len()
-            ),
-            &body,
-        );
+        let resp = response_with_body(&format!("Content-Encoding: {ce}\r\nContent-Length: {}\r\n", body.len()), &body);
         let p = whole(GET, &resp);
         assert_eq!(p.tx(0).unwrap().response_body, text, "{ce}");
     }
@@ -287,29 +255,18 @@ fn gzip_corrupt_after_first_block_keeps_the_decoded_part_however_it_arrives() {
 fn decompression_layer_limit() {
     let text = b"layered content that is compressed twice";
     let twice = gzip(&deflate_raw(text));
-    let resp = response_with_body(
-        &format!(
-            "Content-Encoding: deflate, gzip\r\nContent-Length: {}\r\n",
-            twice.len()
-        ),
-        &twice,
-    );
+    let resp =
+        response_with_body(&format!("Content-Encoding: deflate, gzip\r\nContent-Length: {}\r\n", twice.len()), &twice);
     assert_eq!(whole(GET, &resp).tx(0).unwrap().response_body, text);
     let thrice = gzip(&gzip(&gzip(text)));
     let resp = response_with_body(
-        &format!(
-            "Content-Encoding: gzip,gzip,gzip\r\nContent-Length: {}\r\n",
-            thrice.len()
-        ),
+        &format!("Content-Encoding: gzip,gzip,gzip\r\nContent-Length: {}\r\n", thrice.len()),
         &thrice,
     );
     // Default limit 2: one gzip layer is left.
     let p = whole(GET, &resp);
     assert_eq!(p.tx(0).unwrap().response_body, gzip(text));
-    let cfg = HttpConfig {
-        decompress_layer_limit: 3,
-        ..HttpConfig::default()
-    };
+    let cfg = HttpConfig { decompress_layer_limit: 3, ..HttpConfig::default() };
     let (p, _) = run(GET, &resp, usize::MAX, cfg);
     assert_eq!(p.tx(0).unwrap().response_body, text);
 }
@@ -317,13 +274,7 @@ fn decompression_layer_limit() {
 #[test]
 fn decompression_bomb_is_limited() {
     let bomb = gzip(&vec![0u8; 4 * 1024 * 1024]); // about 1000:1
-    let resp = response_with_body(
-        &format!(
-            "Content-Encoding: gzip\r\nContent-Length: {}\r\n",
-            bomb.len()
-        ),
-        &bomb,
-    );
+    let resp = response_with_body(&format!("Content-Encoding: gzip\r\nContent-Length: {}\r\n", bomb.len()), &bomb);
     let cfg = HttpConfig {
         response_body_limit: usize::MAX,
         compression_bomb_limit: 64 * 1024,
@@ -337,27 +288,17 @@ fn decompression_bomb_is_limited() {
     assert!((64 * 1024..200 * 1024).contains(&decoded), "{decoded}");
     assert_eq!(tx.response_body_len, bomb.len() as u64, "the length counts encoded bytes");
     assert_eq!(p.counters().decompression_bombs, 1);
-    assert!(events.contains(&HttpEvent::Anomaly {
-        tx: Some(0),
-        anomaly: HttpAnomaly::DecompressionBomb
-    }));
+    assert!(events.contains(&HttpEvent::Anomaly { tx: Some(0), anomaly: HttpAnomaly::DecompressionBomb }));
     // Within the ratio, the same body decodes completely.
-    let cfg = HttpConfig {
-        response_body_limit: usize::MAX,
-        compression_bomb_limit: 64 * 1024,
-        ..HttpConfig::default()
-    };
+    let cfg =
+        HttpConfig { response_body_limit: usize::MAX, compression_bomb_limit: 64 * 1024, ..HttpConfig::default() };
     let (p, _) = run(GET, &resp, usize::MAX, cfg);
     assert_eq!(p.tx(0).unwrap().response_body.len(), 4 * 1024 * 1024);
 }
 
 #[test]
 fn body_limits_and_truncation() {
-    let cfg = HttpConfig {
-        request_body_limit: 4,
-        response_body_limit: 3,
-        ..HttpConfig::default()
-    };
+    let cfg = HttpConfig { request_body_limit: 4, response_body_limit: 3, ..HttpConfig::default() };
     let (p, _) = run(
         b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789",
         b"HTTP/1.1 200 OK\r\n\r\nabcdef",
@@ -374,21 +315,12 @@ fn body_limits_and_truncation() {
 
 #[test]
 fn field_limit_stops_direction() {
-    let cfg = HttpConfig {
-        field_limit: 100,
-        ..HttpConfig::default()
-    };
+    let cfg = HttpConfig { field_limit: 100, ..HttpConfig::default() };
     let mut req = b"GET /".to_vec();
     req.extend(std::iter::repeat_n(b'a', 500));
     let (p, events) = run(&req, b"", 7, cfg);
     assert_eq!(p.txs().count(), 0);
-    assert!(events.iter().any(|e| matches!(
-        e,
-        HttpEvent::Anomaly {
-            anomaly: HttpAnomaly::FieldTooLong,
-            ..
-        }
-    )));
+    assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })));
 }
 
 /// Found by the fuzz target `http`: a non-HTTP response line longer than `field_limit`
@@ -400,14 +332,20 @@ fn long_response_line_is_too_long_however_it_arrives() {
     for step in [usize::MAX, 7] {
         let (p, events) = run(b"", resp, step, cfg);
         assert_eq!(p.txs().count(), 0, "step {step}");
-        assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })), "step {step}");
+        assert!(
+            events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })),
+            "step {step}"
+        );
     }
     // A line of exactly the limit fits, also when its CR and LF arrive apart.
     let req = b"GET /abcdef HTTP/1.1\r\n\r\n"; // 20 bytes before the CR
     let resp = b"HTTP/1.1 200 0123456\r\n\r\n";
     for step in [usize::MAX, 7, 21] {
         let (p, events) = run(req, resp, step, cfg);
-        assert!(!events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })), "step {step}");
+        assert!(
+            !events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. })),
+            "step {step}"
+        );
         assert_eq!(p.tx(0).map(|t| t.response_line.len()), Some(20), "step {step}");
     }
 }
@@ -422,7 +360,10 @@ fn long_chunk_size_line_is_invalid_however_it_arrives() {
     resp.extend(b"\nABCD\r\n0\r\n\r\n");
     for step in [usize::MAX, 7] {
         let (p, events) = run(GET, &resp, step, cfg);
-        assert!(events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::InvalidChunkLength, .. })), "step {step}");
+        assert!(
+            events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::InvalidChunkLength, .. })),
+            "step {step}"
+        );
         assert!(p.tx(0).unwrap().response_body.starts_with(b"4\r000"), "step {step}");
     }
 }
@@ -459,9 +400,13 @@ fn long_trailer_is_too_long_however_it_arrives() {
         assert_eq!(p.txs().count(), 1, "step {step}: nothing parsed after the trailer");
         assert_eq!(p.tx(0).unwrap().response_body, b"abcd", "step {step}");
         assert_eq!(p.counters().fields_too_long, 1, "step {step}");
-        let too_long = events.iter().position(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. }));
+        let too_long =
+            events.iter().position(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::FieldTooLong, .. }));
         let completed = events.iter().position(|e| matches!(e, HttpEvent::ResponseComplete { .. }));
-        assert!(too_long.is_some_and(|t| completed.is_some_and(|c| t < c)), "step {step}: lost in the trailer, completed only at close");
+        assert!(
+            too_long.is_some_and(|t| completed.is_some_and(|c| t < c)),
+            "step {step}: lost in the trailer, completed only at close"
+        );
     }
     // Trailer lines that together outgrow the limit count as one block.
     let mut resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".to_vec();
@@ -534,28 +479,17 @@ fn line_search_work_is_linear_when_fed_byte_by_byte() {
 
 #[test]
 fn tx_count_is_bounded_and_pruning_works() {
-    let cfg = HttpConfig {
-        max_tx: 4,
-        ..HttpConfig::default()
-    };
-    let req: Vec<u8> = (0..10)
-        .flat_map(|i| format!("GET /{i} HTTP/1.1\r\n\r\n").into_bytes())
-        .collect();
+    let cfg = HttpConfig { max_tx: 4, ..HttpConfig::default() };
+    let req: Vec<u8> = (0..10).flat_map(|i| format!("GET /{i} HTTP/1.1\r\n\r\n").into_bytes()).collect();
     let (mut p, _) = run(&req, b"", usize::MAX, cfg);
     assert_eq!(p.txs().count(), 4);
     assert_eq!(p.counters().transactions_dropped, 6);
     assert_eq!(p.txs().next().unwrap().uri_raw, b"/6");
-    let resp: Vec<u8> = (0..10)
-        .flat_map(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec())
-        .collect();
+    let resp: Vec<u8> = (0..10).flat_map(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec()).collect();
     let (mut q, _) = run(GET, &resp, usize::MAX, HttpConfig::default());
     assert!(q.prune_completed() > 0);
     assert_eq!(q.txs().count(), 0);
-    assert_eq!(
-        p.prune_completed(),
-        0,
-        "requests without responses are not complete"
-    );
+    assert_eq!(p.prune_completed(), 0, "requests without responses are not complete");
 }
 
 #[test]
@@ -564,37 +498,21 @@ fn gaps_skip_body_bytes_but_stop_header_parsing() {
     let mut ev = Vec::new();
     let mut push = |e| ev.push(e);
     p.on_data(Direction::ToServer, GET, &mut push);
-    p.on_data(
-        Direction::ToClient,
-        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab",
-        &mut push,
-    );
+    p.on_data(Direction::ToClient, b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab", &mut push);
     p.on_gap(Direction::ToClient, 5, &mut push);
     p.on_data(Direction::ToClient, b"cdeHTTP/1.1 200 OK\r\n", &mut push);
     let tx = p.tx(0).unwrap();
-    assert_eq!(
-        tx.response_body,
-        b"abcde"
-            .iter()
-            .take(2)
-            .chain(b"cde")
-            .copied()
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(tx.response_body, b"abcde".iter().take(2).chain(b"cde").copied().collect::<Vec<_>>());
     assert!(tx.body_gap);
     assert_eq!(tx.response_progress, Progress::Complete);
     p.on_gap(Direction::ToClient, 3, &mut push);
     p.on_data(Direction::ToClient, b"Content-Length: 0\r\n\r\n", &mut push);
-    assert!(ev.contains(&HttpEvent::Anomaly {
-        tx: Some(1),
-        anomaly: HttpAnomaly::GapInHeaders
-    }));
+    assert!(ev.contains(&HttpEvent::Anomaly { tx: Some(1), anomaly: HttpAnomaly::GapInHeaders }));
 }
 
 #[test]
 fn connect_tunnel_stops_parsing() {
-    let req =
-        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n\x16\x03\x01binary";
+    let req = b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n\x16\x03\x01binary";
     let resp = b"HTTP/1.1 200 Connection established\r\n\r\n\x16\x03\x03more binary";
     let p = whole(req, resp);
     assert_eq!(p.txs().count(), 1);
@@ -611,10 +529,7 @@ fn events_follow_progress() {
         usize::MAX,
         HttpConfig::default(),
     );
-    let kinds: Vec<_> = events
-        .into_iter()
-        .filter(|e| !matches!(e, HttpEvent::Anomaly { .. }))
-        .collect();
+    let kinds: Vec<_> = events.into_iter().filter(|e| !matches!(e, HttpEvent::Anomaly { .. })).collect();
     assert_eq!(
         kinds,
         vec![
@@ -654,12 +569,7 @@ fn byte_at_a_time_gives_the_same_transactions() {
         let (whole, _) = run(&req, &resp, usize::MAX, HttpConfig::default());
         for step in [1, 2, 3, 7] {
             let (split, _) = run(&req, &resp, step, HttpConfig::default());
-            assert_eq!(
-                snapshot(&whole),
-                snapshot(&split),
-                "step {step} on {:?}",
-                String::from_utf8_lossy(&resp)
-            );
+            assert_eq!(snapshot(&whole), snapshot(&split), "step {step} on {:?}", String::from_utf8_lossy(&resp));
         }
     }
 }
@@ -697,10 +607,7 @@ mod properties {
             b"?q=%41",
         ]);
         prop::collection::vec(
-            prop_oneof![
-                pieces.prop_map(<[u8]>::to_vec),
-                prop::collection::vec(any::<u8>(), 0..8)
-            ],
+            prop_oneof![pieces.prop_map(<[u8]>::to_vec), prop::collection::vec(any::<u8>(), 0..8)],
             0..40,
         )
         .prop_map(|v| v.concat())

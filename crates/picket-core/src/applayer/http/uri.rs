@@ -33,17 +33,12 @@ pub fn parse_request_target(target: &[u8], is_connect: bool) -> ParsedUri {
         if let Some(colon) = rest.iter().position(|&b| b == b':') {
             let scheme = &rest[..colon];
             if !scheme.is_empty()
-                && scheme
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
+                && scheme.iter().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
                 && rest[colon + 1..].starts_with(b"//")
             {
                 uri.scheme = Some(scheme.to_vec());
                 let after = &rest[colon + 3..];
-                let auth_end = after
-                    .iter()
-                    .position(|b| b"/?#".contains(b))
-                    .unwrap_or(after.len());
+                let auth_end = after.iter().position(|b| b"/?#".contains(b)).unwrap_or(after.len());
                 let mut authority = &after[..auth_end];
                 if let Some(at) = authority.iter().rposition(|&b| b == b'@') {
                     authority = &authority[at + 1..];
@@ -60,10 +55,7 @@ pub fn parse_request_target(target: &[u8], is_connect: bool) -> ParsedUri {
         None => (rest, None),
     };
     let (path, query) = match before_fragment.iter().position(|&b| b == b'?') {
-        Some(i) => (
-            &before_fragment[..i],
-            Some(before_fragment[i + 1..].to_vec()),
-        ),
+        Some(i) => (&before_fragment[..i], Some(before_fragment[i + 1..].to_vec())),
         None => (before_fragment, None),
     };
     uri.path = path.to_vec();
@@ -100,14 +92,8 @@ pub fn normalize_host(raw: &[u8]) -> Vec<u8> {
 }
 
 fn trim(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
+    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
     &s[start..end.max(start)]
 }
 
@@ -126,10 +112,9 @@ fn percent_decode(input: &[u8], only_unreserved: bool, out: &mut Vec<u8>) {
     while i < input.len() {
         let b = input[i];
         if b == b'%' {
-            if let (Some(h), Some(l)) = (
-                input.get(i + 1).and_then(|&c| hex_value(c)),
-                input.get(i + 2).and_then(|&c| hex_value(c)),
-            ) {
+            if let (Some(h), Some(l)) =
+                (input.get(i + 1).and_then(|&c| hex_value(c)), input.get(i + 2).and_then(|&c| hex_value(c)))
+            {
                 let decoded = h << 4 | l;
                 let unreserved = decoded.is_ascii_alphanumeric() || b"-._~".contains(&decoded);
                 if !only_unreserved || unreserved {
@@ -149,9 +134,8 @@ fn percent_decode(input: &[u8], only_unreserved: bool, out: &mut Vec<u8>) {
 /// RFC 3986 remove_dot_segments plus compression of repeated slashes.
 fn normalize_path(decoded: &[u8]) -> Vec<u8> {
     let absolute = decoded.first() == Some(&b'/');
-    let trailing_slash = decoded.len() > 1 && decoded.ends_with(b"/")
-        || decoded.ends_with(b"/.")
-        || decoded.ends_with(b"/..");
+    let trailing_slash =
+        decoded.len() > 1 && decoded.ends_with(b"/") || decoded.ends_with(b"/.") || decoded.ends_with(b"/..");
     let mut segments: Vec<&[u8]> = Vec::new();
     for segment in decoded.split(|&b| b == b'/') {
         match segment {
@@ -182,11 +166,7 @@ fn normalize_path(decoded: &[u8]) -> Vec<u8> {
 pub fn normalize_uri(uri: &ParsedUri) -> Vec<u8> {
     let mut decoded = Vec::with_capacity(uri.path.len());
     percent_decode(&uri.path, false, &mut decoded);
-    let mut out = if decoded.is_empty() {
-        Vec::new()
-    } else {
-        normalize_path(&decoded)
-    };
+    let mut out = if decoded.is_empty() { Vec::new() } else { normalize_path(&decoded) };
     if let Some(query) = &uri.query {
         out.push(b'?');
         percent_decode(query, true, &mut out);

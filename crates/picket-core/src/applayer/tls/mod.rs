@@ -496,8 +496,7 @@ impl TlsState {
 
     /// Both directions have switched to encrypted records.
     pub fn handshake_done(&self) -> bool {
-        self.dirs.iter().all(|p| p.encrypted)
-            || self.encrypted_records.iter().all(|&n| n > 0)
+        self.dirs.iter().all(|p| p.encrypted) || self.encrypted_records.iter().all(|&n| n > 0)
     }
 }
 
@@ -549,7 +548,7 @@ pub fn parse_client_hello(body: &[u8]) -> Option<ClientHello> {
     c.u8_prefixed()?; // session id
     hello.ciphers = u16_list(c.be_u16_prefixed()?);
     c.u8_prefixed()?; // compression methods
-    // Extensions are optional (SSLv3, old TLS 1.0 clients).
+                      // Extensions are optional (SSLv3, old TLS 1.0 clients).
     if !c.is_empty() {
         let mut exts = Cursor::new(c.be_u16_prefixed()?);
         while !exts.is_empty() {

@@ -13,8 +13,8 @@ use crate::detect::rule::options::{
     XbitsTrack,
 };
 use crate::detect::rule::{
-    Action, AddressSet, AppNumber, Buffer, ClassificationTable, Direction, NumOrVar, PortSet, Protocol, Rule, RuleOption,
-    Transform,
+    Action, AddressSet, AppNumber, Buffer, ClassificationTable, Direction, NumOrVar, PortSet, Protocol, Rule,
+    RuleOption, Transform,
 };
 
 /// Keywords evaluated on the packet headers and flow, before any payload.
@@ -42,12 +42,30 @@ pub(crate) enum PacketCheck {
 
 /// Conditions on per-flow / per-host state.
 pub(crate) enum StateCheck {
-    FlowbitsAny { ids: Vec<u32>, want_set: bool },
-    FlowbitsAll { ids: Vec<u32>, want_set: bool },
-    Flowint { id: u32, op: FlowintOp, value: Option<FlowintValue> },
+    FlowbitsAny {
+        ids: Vec<u32>,
+        want_set: bool,
+    },
+    FlowbitsAll {
+        ids: Vec<u32>,
+        want_set: bool,
+    },
+    Flowint {
+        id: u32,
+        op: FlowintOp,
+        value: Option<FlowintValue>,
+    },
     /// `flowint:name,+,1` and friends: modify in rule order, like Suricata's match list.
-    FlowintModify { id: u32, op: FlowintOp, value: Option<FlowintValue> },
-    Xbit { id: u32, track: XbitsTrack, want_set: bool },
+    FlowintModify {
+        id: u32,
+        op: FlowintOp,
+        value: Option<FlowintValue>,
+    },
+    Xbit {
+        id: u32,
+        track: XbitsTrack,
+        want_set: bool,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -222,9 +240,7 @@ fn proto_match(p: Protocol) -> Result<ProtoMatch, String> {
         // Application protocols map to their transport until app-layer detection exists.
         Protocol::App(name) => match name {
             "dns" => ProtoMatch::TcpOrUdp,
-            "ntp" | "tftp" | "ikev2" | "ike" | "dhcp" | "snmp" | "sip" | "quic" | "bittorrent-dht" => {
-                ProtoMatch::Udp
-            }
+            "ntp" | "tftp" | "ikev2" | "ike" | "dhcp" | "snmp" | "sip" | "quic" | "bittorrent-dht" => ProtoMatch::Udp,
             "krb5" => ProtoMatch::TcpOrUdp,
             _ => ProtoMatch::Tcp,
         },
@@ -312,7 +328,9 @@ impl<'n> RuleBuild<'n> {
             }
             RuleOption::StreamSize { side, cmp } => checks.push(PacketCheck::StreamSize { side: *side, cmp: *cmp }),
             RuleOption::FlowCount(c) => checks.push(PacketCheck::FlowCount(*c)),
-            RuleOption::AppLayerProtocol { negated, name } => checks.push(PacketCheck::AppProto { negated: *negated, name }),
+            RuleOption::AppLayerProtocol { negated, name } => {
+                checks.push(PacketCheck::AppProto { negated: *negated, name })
+            }
             RuleOption::AppNumber { field, cmp } => self.app_numbers.push((*field, *cmp)),
             RuleOption::Flowbits(f) => self.flowbits(f),
             RuleOption::Flowint(f) => self.flowint(f)?,
@@ -461,14 +479,22 @@ fn packet_fast_pattern(candidates: &[FastPatternCandidate]) -> Option<(Vec<u8>, 
 
 /// Fast pattern of an app-layer rule: from a (buffer, transform chain) the rule inspects, so
 /// the prefilter searches the buffer as the rule's program sees it.
-fn app_fast_pattern(candidates: &[FastPatternCandidate], app_buffers: &[AppBufferInspection]) -> Option<AppFastPattern> {
+fn app_fast_pattern(
+    candidates: &[FastPatternCandidate],
+    app_buffers: &[AppBufferInspection],
+) -> Option<AppFastPattern> {
     let prefilterable = |c: &FastPatternCandidate| {
-        app_buffers.iter().any(|a| {
-            same_buffer(Some(a.buffer), c.buffer) && a.transforms.iter().map(|t| &t.spec).eq(c.chain.iter())
-        })
+        app_buffers
+            .iter()
+            .any(|a| same_buffer(Some(a.buffer), c.buffer) && a.transforms.iter().map(|t| &t.spec).eq(c.chain.iter()))
     };
     choose_fast_pattern(candidates.iter().filter(|c| prefilterable(c))).and_then(|c| {
-        Some(AppFastPattern { buffer: c.buffer?, transforms: c.chain.clone(), bytes: c.bytes.clone(), nocase: c.nocase })
+        Some(AppFastPattern {
+            buffer: c.buffer?,
+            transforms: c.chain.clone(),
+            bytes: c.bytes.clone(),
+            nocase: c.nocase,
+        })
     })
 }
 

@@ -89,11 +89,13 @@ impl HeaderCheck {
     fn matches(&self, d: &Decoded<'_>) -> bool {
         match self {
             HeaderCheck::TcpMss(cmp) => match &d.l4 {
-                L4::Tcp(t) => t.options().find_map(|o| match o {
-                    Ok(TcpOption::Mss(mss)) => Some(mss),
-                    _ => None,
-                })
-                .is_some_and(|mss| cmp.matches(mss)),
+                L4::Tcp(t) => t
+                    .options()
+                    .find_map(|o| match o {
+                        Ok(TcpOption::Mss(mss)) => Some(mss),
+                        _ => None,
+                    })
+                    .is_some_and(|mss| cmp.matches(mss)),
                 _ => false,
             },
             HeaderCheck::VlanId(v) => {
@@ -129,10 +131,10 @@ fn checksum_valid(layer: ChecksumLayer, d: &Decoded<'_>) -> Option<bool> {
             v4_sum().map(|s| u.checksum() == 0 || checksum::transport_ok(s, PROTO_UDP, u.datagram()))
         }
         (ChecksumLayer::Udpv6, L4::Udp(u)) => v6_sum().map(|s| checksum::transport_ok(s, PROTO_UDP, u.datagram())),
-        (ChecksumLayer::Icmpv4, L4::Icmpv4(i)) => {
-            v4.map(|_| checksum::is_valid(checksum::accumulate(0, i.message())))
+        (ChecksumLayer::Icmpv4, L4::Icmpv4(i)) => v4.map(|_| checksum::is_valid(checksum::accumulate(0, i.message()))),
+        (ChecksumLayer::Icmpv6, L4::Icmpv6(i)) => {
+            v6_sum().map(|s| checksum::transport_ok(s, PROTO_ICMPV6, i.message()))
         }
-        (ChecksumLayer::Icmpv6, L4::Icmpv6(i)) => v6_sum().map(|s| checksum::transport_ok(s, PROTO_ICMPV6, i.message())),
         _ => None,
     }
 }

@@ -37,7 +37,11 @@ fn sids(e: &DetectEngine, frame: &[u8]) -> Vec<u32> {
 
 fn udp_frame(payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4([192, 168, 0, 1], [10, 0, 0, 1], 64).udp(53, 80).write(&mut out, payload).unwrap();
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4([192, 168, 0, 1], [10, 0, 0, 1], 64)
+        .udp(53, 80)
+        .write(&mut out, payload)
+        .unwrap();
     out
 }
 
@@ -48,7 +52,11 @@ fn tcp_syn_with_mss(mss: u16) -> Vec<u8> {
         .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
         .tcp(40000, 80, 7, 1024)
         .syn()
-        .options(&[etherparse::TcpOptionElement::MaximumSegmentSize(mss), etherparse::TcpOptionElement::Noop, etherparse::TcpOptionElement::Noop])
+        .options(&[
+            etherparse::TcpOptionElement::MaximumSegmentSize(mss),
+            etherparse::TcpOptionElement::Noop,
+            etherparse::TcpOptionElement::Noop,
+        ])
         .unwrap()
         .write(&mut out, &[])
         .unwrap();
@@ -97,7 +105,10 @@ fn icmpv4_header_length_follows_suricata() {
 
 fn icmpv4_len(msg: &[u8]) -> usize {
     let mut out = Vec::new();
-    PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4([1, 1, 1, 1], [2, 2, 2, 2], 64).write(&mut out, etherparse::IpNumber(1), msg).unwrap();
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4([1, 1, 1, 1], [2, 2, 2, 2], 64)
+        .write(&mut out, etherparse::IpNumber(1), msg)
+        .unwrap();
     let d = decode(LinkType::Ethernet, &out, &DecodeOptions::default());
     headers::HeaderBuffer::Icmpv4.bytes(&d).map_or(0, |b| b.len())
 }

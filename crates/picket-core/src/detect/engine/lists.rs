@@ -171,12 +171,7 @@ fn build_regex(p: &Pcre) -> Result<pcre2::bytes::Regex, String> {
         pattern.push_str(&p.pattern);
     }
     let mut builder = pcre2::bytes::RegexBuilder::new();
-    builder
-        .caseless(f.caseless)
-        .dotall(f.dotall)
-        .multi_line(f.multiline)
-        .extended(f.extended)
-        .jit_if_available(true);
+    builder.caseless(f.caseless).dotall(f.dotall).multi_line(f.multiline).extended(f.extended).jit_if_available(true);
     builder.build(&pattern).map_err(|e| format!("pcre: {e}"))
 }
 
@@ -310,7 +305,8 @@ impl PayloadLists {
     pub(crate) fn byte_extract(&mut self, b: &ByteExtract) -> Result<(), String> {
         let var = self.vars.define(&b.name)?;
         let read = byte_read(Val::Num(b.bytes as i64), Val::Num(b.offset), b.relative, b.endian, b.string, b.bitmask);
-        let op = PayloadOp::ByteExtract { read, multiplier: b.multiplier.unwrap_or(1), align: b.align.unwrap_or(0), var };
+        let op =
+            PayloadOp::ByteExtract { read, multiplier: b.multiplier.unwrap_or(1), align: b.align.unwrap_or(0), var };
         self.push(self.relative_buffer(b.relative), true, op);
         Ok(())
     }

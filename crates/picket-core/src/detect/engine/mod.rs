@@ -14,29 +14,31 @@
 
 mod compile;
 mod headers;
+#[cfg(test)]
+mod headers_tests;
 mod lists;
 mod payload;
 mod program;
 mod state;
-pub mod transform;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod headers_tests;
+pub mod transform;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{AcBuilder, MatcherBuilder, MultiPatternMatcher, Pattern, Scratch};
 use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
-use crate::detect::rule::{Action, AppNumber, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry, Transform};
+use crate::detect::rule::{
+    Action, AppNumber, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry, Transform,
+};
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
-use compile::{AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 pub use compile::RuleLog;
-use transform::TransformStep;
+use compile::{AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 use payload::Inspection;
 use state::{FlowVars, Hosts, ThresholdTable, XbitTable};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use transform::TransformStep;
 
 /// Build-time settings.
 #[derive(Clone, Debug)]
@@ -436,7 +438,10 @@ pub struct DetectEngine {
 /// Compiles each distinct pattern set once with `builder` (whose `build_all` may spread them
 /// over cores). Identical sets (a group's two directions often hold the same rules) share one
 /// matcher.
-fn build_matchers(builder: &dyn MatcherBuilder, sets: &[Vec<Pattern>]) -> Result<Vec<Arc<dyn MultiPatternMatcher>>, String> {
+fn build_matchers(
+    builder: &dyn MatcherBuilder,
+    sets: &[Vec<Pattern>],
+) -> Result<Vec<Arc<dyn MultiPatternMatcher>>, String> {
     use std::collections::HashMap;
     let mut first_of: HashMap<&[Pattern], usize> = HashMap::new();
     let mut distinct: Vec<&[Pattern]> = Vec::new();
@@ -797,7 +802,9 @@ impl DetectEngine {
         }
         report.prefilter_patterns = rules
             .iter()
-            .filter(|r| (r.fast_pattern.is_some() || r.app_fast_pattern.is_some()) && r.never_matches.is_none() && !r.ip_only)
+            .filter(|r| {
+                (r.fast_pattern.is_some() || r.app_fast_pattern.is_some()) && r.never_matches.is_none() && !r.ip_only
+            })
             .count();
         // Every pattern set of every group, compiled on all cores, each distinct set once.
         let (sets, layout) = plan.take_pattern_sets();
@@ -867,7 +874,13 @@ impl DetectEngine {
         flow.vars.bits.iter().filter_map(|&id| self.flowbit_names.get(id as usize).map(String::as_str))
     }
 
-    pub fn inspect(&self, ctx: &mut DetectCtx, pkt: &DetectPacket<'_>, mut flow: Option<&mut DetectFlow>, alerts: &mut Vec<Alert>) {
+    pub fn inspect(
+        &self,
+        ctx: &mut DetectCtx,
+        pkt: &DetectPacket<'_>,
+        mut flow: Option<&mut DetectFlow>,
+        alerts: &mut Vec<Alert>,
+    ) {
         ctx.counters.packets += 1;
         if flow.as_ref().is_some_and(|f| f.passed) {
             return;
@@ -906,12 +919,15 @@ impl DetectEngine {
         ctx.counters.candidates += ctx.candidates.len() as u64;
 
         let (sp, dp) = if facts.has_ports { (facts.sp, facts.dp) } else { (0, 0) };
-        let hosts = Hosts { src: pkt.tuple.src, dst: pkt.tuple.dst, flow_id: pkt.flow.map(|f| f.flow_id).unwrap_or(0), sp, dp };
+        let hosts =
+            Hosts { src: pkt.tuple.src, dst: pkt.tuple.dst, flow_id: pkt.flow.map(|f| f.flow_id).unwrap_or(0), sp, dp };
         let now = pkt.ts.0;
         for i in 0..ctx.candidates.len() {
             let idx = ctx.candidates[i];
             let Some(rule) = self.rules.get(idx as usize) else { continue };
-            let Some(in_stream) = self.evaluate(ctx, rule, pkt, &facts, flow.as_deref_mut(), &hosts, now) else { continue };
+            let Some(in_stream) = self.evaluate(ctx, rule, pkt, &facts, flow.as_deref_mut(), &hosts, now) else {
+                continue;
+            };
             ctx.counters.rules_matched += 1;
             for action in &rule.state_actions {
                 state::apply(action, flow.as_deref_mut().map(|f| &mut f.vars), &mut ctx.xbits, &hosts, now);
@@ -993,7 +1009,14 @@ impl DetectEngine {
 
     /// Suricata's PacketAlertFinalize: thresholds and suppressions, noalert, `pass` stops the
     /// packet's alerts, `packet-alert-max`.
-    fn finalize(&self, ctx: &mut DetectCtx, hosts: &Hosts, now: u64, mut flow: Option<&mut DetectFlow>, alerts: &mut Vec<Alert>) {
+    fn finalize(
+        &self,
+        ctx: &mut DetectCtx,
+        hosts: &Hosts,
+        now: u64,
+        mut flow: Option<&mut DetectFlow>,
+        alerts: &mut Vec<Alert>,
+    ) {
         let mut emitted = 0usize;
         for i in 0..ctx.matches.len() {
             let (idx, in_stream) = ctx.matches[i];
@@ -1406,4 +1429,3 @@ fn ipopt_kind(o: IpOption) -> Option<u8> {
         IpOption::Any => return None,
     })
 }
-

@@ -55,7 +55,15 @@ fn byte_math(op: ByteMathOp, val: u64, r: u64) -> Option<u64> {
 
 impl<'b, 's> Inspection<'b, 's> {
     pub(crate) fn new(buf: &'b [u8], stream_start: u64) -> Self {
-        Inspection { buf, decode_scratch: None, stream_start, offset: 0, vars: [0; MAX_VARS], steps: 0, limit_hit: false }
+        Inspection {
+            buf,
+            decode_scratch: None,
+            stream_start,
+            offset: 0,
+            vars: [0; MAX_VARS],
+            steps: 0,
+            limit_hit: false,
+        }
     }
 
     /// An inspection whose `base64_decode` keywords decode into `scratch`.

@@ -107,8 +107,17 @@ pub(crate) struct ByteRead {
 pub(crate) enum PayloadOp {
     Content(ContentOp),
     Pcre(PcreOp),
-    Isdataat { negated: bool, offset: Val, relative: bool },
-    ByteTest { read: ByteRead, op: ByteTestOp, value: Val, negated: bool },
+    Isdataat {
+        negated: bool,
+        offset: Val,
+        relative: bool,
+    },
+    ByteTest {
+        read: ByteRead,
+        op: ByteTestOp,
+        value: Val,
+        negated: bool,
+    },
     ByteJump {
         read: ByteRead,
         multiplier: u32,
@@ -117,15 +126,30 @@ pub(crate) enum PayloadOp {
         from_end: bool,
         post_offset: i64,
     },
-    ByteExtract { read: ByteRead, multiplier: u32, align: u8, var: u8 },
-    ByteMath { read: ByteRead, op: ByteMathOp, rvalue: Val, var: u8 },
+    ByteExtract {
+        read: ByteRead,
+        multiplier: u32,
+        align: u8,
+        var: u8,
+    },
+    ByteMath {
+        read: ByteRead,
+        op: ByteMathOp,
+        rvalue: Val,
+        var: u8,
+    },
     /// `bsize` / `urilen`: the length of the whole (transformed) buffer, wherever the keyword
     /// stands in the rule. Compiled to the front of its program.
     Bsize(UintCmp<u64>),
     /// `base64_decode`: decodes (RFC 4648) `bytes` bytes from `offset` (after the previous
     /// match when `relative`) and runs the rule's `base64_data` keywords on the result. The
     /// decoded buffer is the end of the line: a match there matches the whole buffer.
-    Base64Decode { bytes: u32, offset: u32, relative: bool, data: Option<Arc<Program>> },
+    Base64Decode {
+        bytes: u32,
+        offset: u32,
+        relative: bool,
+        data: Option<Arc<Program>>,
+    },
 }
 
 impl PayloadOp {
@@ -179,7 +203,11 @@ impl Program {
             })
             .collect();
         Program {
-            steps: ops.into_iter().zip(retry).map(|(op, retry_on_next_failure)| Step { op, retry_on_next_failure }).collect(),
+            steps: ops
+                .into_iter()
+                .zip(retry)
+                .map(|(op, retry_on_next_failure)| Step { op, retry_on_next_failure })
+                .collect(),
         }
     }
 }

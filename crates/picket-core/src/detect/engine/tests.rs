@@ -61,7 +61,13 @@ struct Opts<'a> {
     buffers_other: Option<&'a dyn BufferSource>,
 }
 
-fn inspect_with(e: &DetectEngine, ctx: &mut DetectCtx, frame: &[u8], o: Opts<'_>, flow: Option<&mut DetectFlow>) -> Vec<Alert> {
+fn inspect_with(
+    e: &DetectEngine,
+    ctx: &mut DetectCtx,
+    frame: &[u8],
+    o: Opts<'_>,
+    flow: Option<&mut DetectFlow>,
+) -> Vec<Alert> {
     let d = decode(LinkType::Ethernet, frame, &DecodeOptions::default());
     let pkt = DetectPacket {
         ts: Timestamp::from_parts(o.secs, 0),
@@ -104,11 +110,14 @@ alert tcp any any -> any any (msg:"c"; content:"EVIL"; sid:3;)"#,
 
 #[test]
 fn relative_content_backtracks_to_later_occurrence() {
-    let e = engine(r#"alert tcp any any -> any any (msg:"bt"; content:"a"; content:"b"; distance:0; within:1; sid:1;)"#);
+    let e =
+        engine(r#"alert tcp any any -> any any (msg:"bt"; content:"a"; content:"b"; distance:0; within:1; sid:1;)"#);
     // The first "a" is followed by "x"; only the second "a" has "b" right after it.
     assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"axxab")), vec![1]);
     assert!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"axxaxb")).is_empty());
-    let e = engine(r#"alert tcp any any -> any any (msg:"bt3"; content:"k"; content:"v"; distance:1; within:1; content:"z"; within:2; sid:2;)"#);
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"bt3"; content:"k"; content:"v"; distance:1; within:1; content:"z"; within:2; sid:2;)"#,
+    );
     assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"k1vq kxvz")), vec![2]);
 }
 
@@ -202,7 +211,14 @@ fn flowint_counts() {
     let mut flow = DetectFlow::default();
     let mut n = 0;
     for _ in 0..5 {
-        n += inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"X"), Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).len();
+        n += inspect_with(
+            &e,
+            &mut ctx,
+            &tcp(CLIENT, 1, SERVER, 2, b"X"),
+            Opts { flow: to_server(), ..Default::default() },
+            Some(&mut flow),
+        )
+        .len();
     }
     // Suricata evaluates flowint keywords in order: `+` runs on every packet reaching it.
     assert_eq!(n, 3);
@@ -216,13 +232,26 @@ alert udp any any -> any any (msg:"threshold"; content:"T"; threshold:type thres
 alert udp any any -> any any (msg:"both"; content:"B"; threshold:type both,track by_dst,count 2,seconds 60; sid:3;)
 alert udp any any -> any any (msg:"suppressed"; content:"S"; sid:4;)
 alert udp any any -> any any (msg:"df"; content:"D"; detection_filter:track by_src,count 2,seconds 60; sid:5;)"#;
-    let (cfg, errors) = ThresholdConfig::parse("threshold.config", "suppress gen_id 1, sig_id 4, track by_src, ip 192.168.1.10\n", &RuleVars::default());
+    let (cfg, errors) = ThresholdConfig::parse(
+        "threshold.config",
+        "suppress gen_id 1, sig_id 4, track by_src, ip 192.168.1.10\n",
+        &RuleVars::default(),
+    );
     assert!(errors.is_empty());
     let e = engine_with(rules, cfg);
     let mut ctx = e.new_ctx();
     let mut count = |payload: &[u8], src: [u8; 4], secs: u64| -> Vec<usize> {
         (0..6)
-            .map(|i| inspect_with(&e, &mut ctx, &udp(src, 1, SERVER, 2, payload), Opts { secs: secs + i, ..Default::default() }, None).len())
+            .map(|i| {
+                inspect_with(
+                    &e,
+                    &mut ctx,
+                    &udp(src, 1, SERVER, 2, payload),
+                    Opts { secs: secs + i, ..Default::default() },
+                    None,
+                )
+                .len()
+            })
             .collect()
     };
     assert_eq!(count(b"L", CLIENT, 100), vec![1, 0, 0, 0, 0, 0]);
@@ -238,10 +267,15 @@ alert udp any any -> any any (msg:"df"; content:"D"; detection_filter:track by_s
 #[test]
 fn threshold_config_overrides_rule_threshold() {
     let rules = r#"alert udp any any -> any any (msg:"x"; content:"X"; threshold:type limit,track by_src,count 1,seconds 60; sid:9;)"#;
-    let (cfg, _) = ThresholdConfig::parse("t", "threshold gen_id 1, sig_id 9, type limit, track by_src, count 3, seconds 60\n", &RuleVars::default());
+    let (cfg, _) = ThresholdConfig::parse(
+        "t",
+        "threshold gen_id 1, sig_id 9, type limit, track by_src, count 3, seconds 60\n",
+        &RuleVars::default(),
+    );
     let e = engine_with(rules, cfg);
     let mut ctx = e.new_ctx();
-    let n: usize = (0..5).map(|_| inspect_with(&e, &mut ctx, &udp(CLIENT, 1, SERVER, 2, b"X"), Opts::default(), None).len()).sum();
+    let n: usize =
+        (0..5).map(|_| inspect_with(&e, &mut ctx, &udp(CLIENT, 1, SERVER, 2, b"X"), Opts::default(), None).len()).sum();
     assert_eq!(n, 3);
 }
 
@@ -270,8 +304,12 @@ alert ip any any -> any any (msg:"everything"; sid:3;)"#,
     let mut ctx = e.new_ctx();
     let mut flow = DetectFlow::default();
     let frame = udp(OUTSIDE, 53, CLIENT, 999, b"x");
-    assert_eq!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).len(), 2);
-    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).is_empty());
+    assert_eq!(
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).len(),
+        2
+    );
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow))
+        .is_empty());
 }
 
 #[test]
@@ -285,23 +323,42 @@ alert tcp any any -> any any (msg:"depth"; flow:to_server; content:"HEAD"; depth
     let mut ctx = e.new_ctx();
     let frame = tcp(CLIENT, 1, SERVER, 2, b"ATTACK");
     // Packet data went into the stream, no chunk released yet: only the packet rule sees it.
-    let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), payload_in_stream: true, ..Default::default() }, None);
+    let a = inspect_with(
+        &e,
+        &mut ctx,
+        &frame,
+        Opts { flow: to_server(), payload_in_stream: true, ..Default::default() },
+        None,
+    );
     assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(3, false)]);
     // The chunk arrives on a later packet: stream rules match in the stream.
     let data = b"xxATTACKxx";
     let chunk = StreamChunk { offset: 0, data, new_start: 0, new_end: data.len() as u64, gap_before: 0 };
     let frame2 = tcp(CLIENT, 1, SERVER, 2, b"");
-    let a = inspect_with(&e, &mut ctx, &frame2, Opts { flow: to_server(), stream: Some(chunk), ..Default::default() }, None);
+    let a = inspect_with(
+        &e,
+        &mut ctx,
+        &frame2,
+        Opts { flow: to_server(), stream: Some(chunk), ..Default::default() },
+        None,
+    );
     assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(1, true), (2, true)]);
     // Without stream tracking (payload not added), the default rule falls back to the packet.
     let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, None);
     assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![1, 3]);
     // depth counts from the stream start: "HEAD" at stream offset 1000 is past depth 4.
     let late = StreamChunk { offset: 1000, data: b"HEAD", new_start: 1000, new_end: 1004, gap_before: 0 };
-    let a = inspect_with(&e, &mut ctx, &frame2, Opts { flow: to_server(), stream: Some(late), ..Default::default() }, None);
+    let a =
+        inspect_with(&e, &mut ctx, &frame2, Opts { flow: to_server(), stream: Some(late), ..Default::default() }, None);
     assert!(a.is_empty());
     let early = StreamChunk { offset: 0, data: b"HEAD", new_start: 0, new_end: 4, gap_before: 0 };
-    let a = inspect_with(&e, &mut ctx, &frame2, Opts { flow: to_server(), stream: Some(early), ..Default::default() }, None);
+    let a = inspect_with(
+        &e,
+        &mut ctx,
+        &frame2,
+        Opts { flow: to_server(), stream: Some(early), ..Default::default() },
+        None,
+    );
     assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![4]);
 }
 
@@ -314,7 +371,10 @@ alert tcp any any -> any any (msg:"high prio"; content:"X"; priority:1; sid:3;)"
     );
     let mut ctx = e.new_ctx();
     let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"X"), Opts::default(), None);
-    assert_eq!(a.iter().map(|a| (a.sid, a.action)).collect::<Vec<_>>(), vec![(2, Action::Drop), (3, Action::Alert), (1, Action::Alert)]);
+    assert_eq!(
+        a.iter().map(|a| (a.sid, a.action)).collect::<Vec<_>>(),
+        vec![(2, Action::Drop), (3, Action::Alert), (1, Action::Alert)]
+    );
     assert_eq!(a[0].severity, 3);
     assert_eq!(a[1].severity, 1);
 
@@ -328,14 +388,17 @@ pass tcp any any -> any any (msg:"pass"; content:"X"; sid:2;)"#,
     let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow));
     assert_eq!(a.iter().map(|a| (a.sid, a.action)).collect::<Vec<_>>(), vec![(2, Action::Pass)]);
     assert!(flow.passed);
-    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow)).is_empty());
+    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow))
+        .is_empty());
 }
 
 #[test]
 fn packet_alert_max_and_classification() {
     let mut text = String::new();
     for sid in 1..=20 {
-        text.push_str(&format!("alert udp any any -> any any (msg:\"r{sid}\"; content:\"Z\"; classtype:trojan-activity; sid:{sid};)\n"));
+        text.push_str(&format!(
+            "alert udp any any -> any any (msg:\"r{sid}\"; content:\"Z\"; classtype:trojan-activity; sid:{sid};)\n"
+        ));
     }
     let e = engine(&text);
     let a = {
@@ -361,7 +424,12 @@ alert tcp any any -> any any (msg:"window"; window:64000; sid:6;)"#,
     assert_eq!(sids(&e, &icmp_echo(CLIENT, SERVER, 77, 5)), vec![4, 5]);
     assert_eq!(sids(&e, &icmp_echo(CLIENT, SERVER, 78, 5)), vec![4]);
     let mut syn = Vec::new();
-    PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4(CLIENT, SERVER, 64).tcp(1, 2, 0, 1024).syn().write(&mut syn, b"").unwrap();
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4(CLIENT, SERVER, 64)
+        .tcp(1, 2, 0, 1024)
+        .syn()
+        .write(&mut syn, b"")
+        .unwrap();
     assert_eq!(sids(&e, &syn), vec![1]);
 }
 
@@ -403,10 +471,22 @@ alert tcp any any -> any any (msg:"raw"; flow:established,to_server; content:"ad
     let frame = tcp(CLIENT, 1, SERVER, 80, b"GET /admin.php HTTP/1.1\r\n\r\n");
     let src = FakeHttp;
     let torn_down = Some(FlowInfo { to_server: true, established: false, tx_established: true, ..Default::default() });
-    let alerts = inspect_with(&e, &mut ctx, &frame, Opts { flow: torn_down, buffers: Some(&src), ..Default::default() }, None);
-    assert_eq!(alerts.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![1], "the transaction is inspected, the raw data is not");
+    let alerts =
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: torn_down, buffers: Some(&src), ..Default::default() }, None);
+    assert_eq!(
+        alerts.iter().map(|a| a.sid).collect::<Vec<_>>(),
+        vec![1],
+        "the transaction is inspected, the raw data is not"
+    );
     let not_established = Some(FlowInfo { to_server: true, ..Default::default() });
-    assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: not_established, buffers: Some(&src), ..Default::default() }, None).is_empty());
+    assert!(inspect_with(
+        &e,
+        &mut ctx,
+        &frame,
+        Opts { flow: not_established, buffers: Some(&src), ..Default::default() },
+        None
+    )
+    .is_empty());
 }
 
 /// One direction of a TLS session: its hello's hash under `name`.
@@ -436,7 +516,8 @@ alert tls any any => any 443 (msg:"wrong server"; ja3.hash; content:"c1"; ja3s.h
     assert!(inspect_with(&e, &mut ctx, &other, opts(to_client, Some(&client)), None).is_empty());
     // Never on to-server packets.
     let request = tcp(CLIENT, 40000, SERVER, 443, b"x");
-    let swapped = Opts { flow: to_server(), buffers: Some(&client), buffers_other: Some(&server), ..Default::default() };
+    let swapped =
+        Opts { flow: to_server(), buffers: Some(&client), buffers_other: Some(&server), ..Default::default() };
     assert!(inspect_with(&e, &mut ctx, &request, swapped, None).is_empty());
 }
 
@@ -448,7 +529,13 @@ alert tcp any any -> any any (msg:"n"; content:"B"; flowbits:set,unused; sid:2;)
     );
     let mut ctx = e.new_ctx();
     let mut flow = DetectFlow::default();
-    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"A"), Opts { flow: to_server(), ..Default::default() }, Some(&mut flow));
+    let a = inspect_with(
+        &e,
+        &mut ctx,
+        &tcp(CLIENT, 1, SERVER, 2, b"A"),
+        Opts { flow: to_server(), ..Default::default() },
+        Some(&mut flow),
+    );
     assert_eq!(a.len(), 1);
     let pairs: Vec<(&str, &str)> = a[0].rule_log.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(pairs, vec![("tag", "t1"), ("tag", "t2")]);
@@ -473,7 +560,10 @@ alert tcp any any -> any any (msg:"p"; content:"x="; isdataat:!2,relative; sid:4
     let frame = tcp(CLIENT, 1, SERVER, 80, b"GET /x=9999999 HTTP/1.1\r\n\r\n");
     let src = FakeHttp;
     let mut got: Vec<u32> =
-        inspect_with(&e, &mut ctx, &frame, Opts { buffers: Some(&src), ..Default::default() }, None).iter().map(|a| a.sid).collect();
+        inspect_with(&e, &mut ctx, &frame, Opts { buffers: Some(&src), ..Default::default() }, None)
+            .iter()
+            .map(|a| a.sid)
+            .collect();
     got.sort();
     // sid 3: n = 1, and "/" only occurs at 0: offset 1 finds none.
     assert_eq!(got, vec![1, 2]);
@@ -492,7 +582,11 @@ alert tcp any any -> any any (msg:"z"; content:!"neg"; sid:3;)"#,
     );
     let mut names = compile::Names::default();
     let classes = ClassificationTable::default();
-    let fp: Vec<_> = load.rules.iter().map(|r| compile::compile_rule(r, &classes, &mut names).unwrap().fast_pattern.map(|f| f.0)).collect();
+    let fp: Vec<_> = load
+        .rules
+        .iter()
+        .map(|r| compile::compile_rule(r, &classes, &mut names).unwrap().fast_pattern.map(|f| f.0))
+        .collect();
     assert_eq!(fp, vec![Some(b"abcdefgh".to_vec()), Some(b"zz".to_vec()), None]);
 }
 
@@ -527,7 +621,16 @@ fn backoff_alerts_on_count_then_multiples() {
     );
     let mut ctx = e.new_ctx();
     let alerting: Vec<usize> = (1..=30)
-        .filter(|_| !inspect_with(&e, &mut ctx, &udp(CLIENT, 1, SERVER, 2, b"X"), Opts { flow: to_server(), ..Default::default() }, None).is_empty())
+        .filter(|_| {
+            !inspect_with(
+                &e,
+                &mut ctx,
+                &udp(CLIENT, 1, SERVER, 2, b"X"),
+                Opts { flow: to_server(), ..Default::default() },
+                None,
+            )
+            .is_empty()
+        })
         .collect();
     assert_eq!(alerting, vec![3, 6, 12, 24]);
 }
@@ -539,7 +642,9 @@ fn host_thresholds_are_shared_by_workers_and_unique_on_counts_ports() {
     );
     // Two workers, one flow each, same destination host.
     let (mut w1, mut w2) = (e.new_ctx(), e.new_ctx());
-    let n = |ctx: &mut DetectCtx, dp: u16| inspect_with(&e, ctx, &tcp(CLIENT, 5, SERVER, dp, b"D"), Opts::default(), None).len();
+    let n = |ctx: &mut DetectCtx, dp: u16| {
+        inspect_with(&e, ctx, &tcp(CLIENT, 5, SERVER, dp, b"D"), Opts::default(), None).len()
+    };
     assert_eq!(n(&mut w1, 80), 0);
     assert_eq!(n(&mut w1, 80), 0, "a repeated port does not count");
     assert_eq!(n(&mut w2, 81), 1, "second distinct port, seen by another worker");
@@ -565,7 +670,10 @@ alert ip any any -> any any (flow.bytes:either,>5000; sid:3;)"#,
             bytes_toclient: bytes.1,
             ..Default::default()
         };
-        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None).iter().map(|a| a.sid).collect()
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None)
+            .iter()
+            .map(|a| a.sid)
+            .collect()
     };
     assert_eq!(run((1, 2), (100, 100)), vec![1]);
     assert_eq!(run((3, 1), (100, 6000)), vec![2, 3]);
@@ -585,7 +693,10 @@ alert tcp any any -> any any (stream_size:both,>=,10; sid:3;)"#,
     let frame = tcp(CLIENT, 1, SERVER, 2, b"x");
     let mut run = |client: u64, server: u64| -> Vec<u32> {
         let flow = FlowInfo { flow_id: 1, to_server: true, stream_size: [client, server], ..Default::default() };
-        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None).iter().map(|a| a.sid).collect()
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None)
+            .iter()
+            .map(|a| a.sid)
+            .collect()
     };
     assert_eq!(run(1, 1008), vec![1]);
     assert_eq!(run(6000, 1111), vec![2, 3]);
@@ -618,8 +729,10 @@ impl BufferSource for FakeTx {
 
 fn tx_sids(e: &DetectEngine, ctx: &mut DetectCtx, tx: &FakeTx, payload: &[u8]) -> Vec<u32> {
     let frame = tcp(CLIENT, 1, SERVER, 80, payload);
-    let mut got: Vec<u32> =
-        inspect_with(e, ctx, &frame, Opts { buffers: Some(tx), ..Default::default() }, None).iter().map(|a| a.sid).collect();
+    let mut got: Vec<u32> = inspect_with(e, ctx, &frame, Opts { buffers: Some(tx), ..Default::default() }, None)
+        .iter()
+        .map(|a| a.sid)
+        .collect();
     got.sort_unstable();
     got
 }
@@ -751,7 +864,11 @@ fn transform_and_bsize_placement_rules() {
     assert_eq!(rejected(r#"alert tcp any any -> any any (content:"a"; bsize:1; sid:1;)"#), 1);
     assert_eq!(rejected(r#"alert http any any -> any any (http.uri; pcrexform:"abc"; content:"a"; sid:1;)"#), 1);
     // base64_data without base64_decode loads but cannot match.
-    let load = load_rules_str("t.rules", r#"alert tcp any any -> any any (base64_data; content:"a"; sid:1;)"#, &RuleVars::default());
+    let load = load_rules_str(
+        "t.rules",
+        r#"alert tcp any any -> any any (base64_data; content:"a"; sid:1;)"#,
+        &RuleVars::default(),
+    );
     let (_, report) = DetectEngine::build(load.rules, &DetectConfig::default()).unwrap();
     assert_eq!(report.rules_inactive.get("base64_data without base64_decode"), Some(&1));
 }

@@ -431,19 +431,16 @@ mod tests {
         let hex = |v: Vec<u8>| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
         assert_eq!(hex(run(&T::ToMd5, b"abc")), "900150983cd24fb0d6963f7d28e17f72");
         assert_eq!(hex(run(&T::ToSha1, b"abc")), "a9993e364706816aba3e25717850c26c9cd0d89d");
-        assert_eq!(
-            hex(run(&T::ToSha256, b"abc")),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(hex(run(&T::ToSha256, b"abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]
     fn header_transforms() {
-        assert_eq!(run(&T::HeaderLowercase, b"Header1: Value1\nHeader2:Value2\n"), b"header1: Value1\nheader2:Value2\n");
         assert_eq!(
-            run(&T::StripPseudoHeaders, b"Header1: V\n:method:get\nh2:v\n:scheme:https"),
-            b"Header1: V\nh2:v\n"
+            run(&T::HeaderLowercase, b"Header1: Value1\nHeader2:Value2\n"),
+            b"header1: Value1\nheader2:Value2\n"
         );
+        assert_eq!(run(&T::StripPseudoHeaders, b"Header1: V\n:method:get\nh2:v\n:scheme:https"), b"Header1: V\nh2:v\n");
         assert_eq!(run(&T::StripPseudoHeaders, b":method:get"), b"");
     }
 

@@ -46,10 +46,7 @@ impl AcMatcher {
     }
 
     /// `window` is a parameter so tests can exercise window boundaries with small inputs.
-    pub(super) fn build_with_window(
-        patterns: &[Pattern],
-        window: usize,
-    ) -> Result<AcMatcher, MpmError> {
+    pub(super) fn build_with_window(patterns: &[Pattern], window: usize) -> Result<AcMatcher, MpmError> {
         let (ids, groups) = IdTable::group_by(patterns, |p| (p.bytes.clone(), p.nocase));
         let fold = groups.iter().any(|(_, nocase)| *nocase);
 
@@ -58,11 +55,7 @@ impl AcMatcher {
         let mut variants_per_entry: Vec<Vec<Variant>> = Vec::new();
         let mut exact_bytes = Vec::new();
         for (group, (bytes, nocase)) in groups.iter().enumerate() {
-            let key = if fold {
-                bytes.to_ascii_lowercase()
-            } else {
-                bytes.clone()
-            };
+            let key = if fold { bytes.to_ascii_lowercase() } else { bytes.clone() };
             let entry = *entry_of_key.entry(key.clone()).or_insert_with(|| {
                 keys.push(key);
                 variants_per_entry.push(Vec::new());
@@ -74,10 +67,7 @@ impl AcMatcher {
                 (exact_bytes.len() - bytes.len(), bytes.len())
             });
             if let Some(variants) = variants_per_entry.get_mut(entry) {
-                variants.push(Variant {
-                    group: group as u32,
-                    exact,
-                });
+                variants.push(Variant { group: group as u32, exact });
             }
         }
 
@@ -90,15 +80,8 @@ impl AcMatcher {
 
         let automaton = DoubleArrayAhoCorasickBuilder::new()
             .match_kind(MatchKind::Standard)
-            .build_with_values(
-                keys.iter()
-                    .enumerate()
-                    .map(|(value, key)| (key, value as u32)),
-            )
-            .map_err(|error| MpmError::Compile {
-                algo: MpmAlgo::AhoCorasick,
-                message: error.to_string(),
-            })?;
+            .build_with_values(keys.iter().enumerate().map(|(value, key)| (key, value as u32)))
+            .map_err(|error| MpmError::Compile { algo: MpmAlgo::AhoCorasick, message: error.to_string() })?;
 
         Ok(AcMatcher {
             automaton,
@@ -142,44 +125,23 @@ impl AcMatcher {
 }
 
 impl MultiPatternMatcher for AcMatcher {
-    fn scan(
-        &self,
-        haystack: &[u8],
-        scratch: &mut Scratch,
-        on_match: &mut dyn FnMut(u32),
-    ) -> Result<(), MpmError> {
+    fn scan(&self, haystack: &[u8], scratch: &mut Scratch, on_match: &mut dyn FnMut(u32)) -> Result<(), MpmError> {
         let Scratch { seen, folded, .. } = scratch;
         seen.reset_for(self.ids.slot_count());
         if !self.fold {
             for found in self.automaton.find_overlapping_iter(haystack) {
-                self.report_entry(
-                    found.value(),
-                    haystack,
-                    found.start(),
-                    found.end(),
-                    seen,
-                    on_match,
-                );
+                self.report_entry(found.value(), haystack, found.start(), found.end(), seen, on_match);
             }
             return Ok(());
         }
-        for window in
-            overlapping_windows(haystack.len(), self.window, self.longest.saturating_sub(1))
-        {
+        for window in overlapping_windows(haystack.len(), self.window, self.longest.saturating_sub(1)) {
             let Some(original) = haystack.get(window) else {
                 continue;
             };
             folded.clear();
             folded.extend(original.iter().map(u8::to_ascii_lowercase));
             for found in self.automaton.find_overlapping_iter(&folded[..]) {
-                self.report_entry(
-                    found.value(),
-                    original,
-                    found.start(),
-                    found.end(),
-                    seen,
-                    on_match,
-                );
+                self.report_entry(found.value(), original, found.start(), found.end(), seen, on_match);
             }
         }
         Ok(())
@@ -189,9 +151,7 @@ impl MultiPatternMatcher for AcMatcher {
         scratch.seen.reset_for(self.ids.slot_count());
         if self.fold {
             scratch.folded.clear();
-            scratch
-                .folded
-                .reserve(self.window.saturating_add(self.longest));
+            scratch.folded.reserve(self.window.saturating_add(self.longest));
         }
         Ok(())
     }

@@ -34,7 +34,6 @@
 //!   (`Send + Sync`); every worker owns one [`Scratch`], which may be used with any number of
 //!   matchers.
 
-
 mod ac;
 mod slots;
 
@@ -56,11 +55,7 @@ pub struct Pattern {
 
 impl Pattern {
     pub fn new(id: u32, bytes: impl Into<Vec<u8>>, nocase: bool) -> Self {
-        Pattern {
-            id,
-            bytes: bytes.into(),
-            nocase,
-        }
+        Pattern { id, bytes: bytes.into(), nocase }
     }
 }
 
@@ -72,12 +67,7 @@ pub trait MultiPatternMatcher: Send + Sync {
     /// (call [`MultiPatternMatcher::prepare_scratch`] at start-up to keep that allocation off
     /// the data path). An error means the scan was incomplete: count it, the packet may have
     /// missed detections. `on_match` must not panic (Hyperscan calls it from C).
-    fn scan(
-        &self,
-        haystack: &[u8],
-        scratch: &mut Scratch,
-        on_match: &mut dyn FnMut(u32),
-    ) -> Result<(), MpmError>;
+    fn scan(&self, haystack: &[u8], scratch: &mut Scratch, on_match: &mut dyn FnMut(u32)) -> Result<(), MpmError>;
 
     /// Sizes `scratch` for this matcher so that `scan` does not allocate.
     fn prepare_scratch(&self, scratch: &mut Scratch) -> Result<(), MpmError>;
@@ -104,10 +94,7 @@ pub trait MatcherBuilder: Send + Sync {
 
     /// Compiles every set, results in the order of `sets`. Sequential here; a caller that can
     /// spawn threads overrides it.
-    fn build_all(
-        &self,
-        sets: &[&[Pattern]],
-    ) -> Vec<Result<Box<dyn MultiPatternMatcher>, MpmError>> {
+    fn build_all(&self, sets: &[&[Pattern]]) -> Vec<Result<Box<dyn MultiPatternMatcher>, MpmError>> {
         sets.iter().map(|patterns| self.build(patterns)).collect()
     }
 }
@@ -275,14 +262,9 @@ impl MultiPatternMatcher for EmptyMatcher {
 ///
 /// Backends use it to bound per-call work: Aho-Corasick folds case window by window, Hyperscan
 /// takes at most `u32::MAX` bytes per call; `overlap` is the longest pattern minus one.
-pub fn overlapping_windows(
-    len: usize,
-    step: usize,
-    overlap: usize,
-) -> impl Iterator<Item = std::ops::Range<usize>> {
+pub fn overlapping_windows(len: usize, step: usize, overlap: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     let step = step.max(1);
-    let window_at =
-        move |start: usize| start..start.saturating_add(step).saturating_add(overlap).min(len);
+    let window_at = move |start: usize| start..start.saturating_add(step).saturating_add(overlap).min(len);
     std::iter::successors(Some(window_at(0)), move |previous| {
         (previous.end < len).then(|| window_at(previous.start + step))
     })

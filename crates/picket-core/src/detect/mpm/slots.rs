@@ -57,14 +57,7 @@ impl IdTable {
             group_spans.push((group_slots.len() as u32, slots.len() as u32));
             group_slots.extend(slots);
         }
-        (
-            IdTable {
-                slot_ids,
-                group_spans,
-                group_slots,
-            },
-            keys,
-        )
+        (IdTable { slot_ids, group_spans, group_slots }, keys)
     }
 
     /// Number of distinct user ids: the size [`SeenSlots::reset_for`] needs.
@@ -74,9 +67,7 @@ impl IdTable {
 
     /// Heap bytes held by the table.
     pub fn memory_bytes(&self) -> usize {
-        self.slot_ids.capacity() * 4
-            + self.group_spans.capacity() * 8
-            + self.group_slots.capacity() * 4
+        self.slot_ids.capacity() * 4 + self.group_spans.capacity() * 8 + self.group_slots.capacity() * 4
     }
 
     /// Reports the ids of `group` not yet reported in this scan (`seen` was reset for
@@ -180,10 +171,7 @@ impl Scratch {
     /// allocation). `None` until [`Scratch::set_backend`] installed a `T`.
     #[inline]
     pub fn backend_parts<T: BackendScratch>(&mut self) -> (&mut SeenSlots, Option<&mut T>) {
-        let backend = self
-            .backend
-            .as_deref_mut()
-            .and_then(|backend| (backend as &mut dyn Any).downcast_mut::<T>());
+        let backend = self.backend.as_deref_mut().and_then(|backend| (backend as &mut dyn Any).downcast_mut::<T>());
         (&mut self.seen, backend)
     }
 
@@ -196,17 +184,12 @@ impl Scratch {
     pub fn memory_bytes(&self) -> usize {
         self.seen.memory_bytes()
             + self.folded.capacity()
-            + self
-                .backend
-                .as_ref()
-                .map_or(0, |backend| backend.memory_bytes())
+            + self.backend.as_ref().map_or(0, |backend| backend.memory_bytes())
     }
 }
 
 impl std::fmt::Debug for Scratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scratch")
-            .field("memory_bytes", &self.memory_bytes())
-            .finish()
+        f.debug_struct("Scratch").field("memory_bytes", &self.memory_bytes()).finish()
     }
 }

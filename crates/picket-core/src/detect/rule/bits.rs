@@ -82,9 +82,7 @@ fn bits_cmd(text: &str) -> Option<FlowbitsCmd> {
 }
 
 fn is_bit_name(n: &str) -> bool {
-    !n.is_empty()
-        && n.bytes()
-            .all(|c| c.is_ascii_graphic() && !matches!(c, b',' | b'|' | b'&' | b';' | b'"'))
+    !n.is_empty() && n.bytes().all(|c| c.is_ascii_graphic() && !matches!(c, b',' | b'|' | b'&' | b';' | b'"'))
 }
 
 pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, OptionError> {
@@ -92,15 +90,10 @@ pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, OptionError> {
         Some((c, n)) => (c.trim(), Some(n.trim())),
         None => (value.trim(), None),
     };
-    let cmd =
-        bits_cmd(cmd_text).ok_or_else(|| bad_part("flowbits", "command", cmd_text))?;
+    let cmd = bits_cmd(cmd_text).ok_or_else(|| bad_part("flowbits", "command", cmd_text))?;
     let Some(names_text) = names_text else {
         if cmd == FlowbitsCmd::NoAlert {
-            return Ok(Flowbits {
-                cmd,
-                names: Vec::new(),
-                group: BitsGroup::Single,
-            });
+            return Ok(Flowbits { cmd, names: Vec::new(), group: BitsGroup::Single });
         }
         return Err(OptionError::FlowbitsNeedsName { command: cmd_text.to_string() });
     };
@@ -123,10 +116,7 @@ pub(crate) fn parse_flowbits(value: &str) -> Result<Flowbits, OptionError> {
     let names: Vec<String> = if group == BitsGroup::Single {
         vec![names_text.to_string()]
     } else {
-        names_text
-            .split(sep)
-            .map(|n| n.trim().to_string())
-            .collect()
+        names_text.split(sep).map(|n| n.trim().to_string()).collect()
     };
     if let Some(bad) = names.iter().find(|n| !is_bit_name(n)) {
         return Err(bad_part("flowbits", "name", bad));
@@ -166,23 +156,14 @@ pub(crate) fn parse_flowint(value: &str) -> Result<Flowint, OptionError> {
             return Err(OptionError::Constraint { keyword: "flowint", rule: "isset/notset take no value" })
         }
     };
-    Ok(Flowint {
-        name: name.to_string(),
-        op,
-        value,
-    })
+    Ok(Flowint { name: name.to_string(), op, value })
 }
 
 pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, OptionError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     let cmd = bits_cmd(parts[0]).ok_or_else(|| bad_part("xbits", "command", parts[0]))?;
     if cmd == FlowbitsCmd::NoAlert {
-        return Ok(Xbits {
-            cmd,
-            name: String::new(),
-            track: None,
-            expire: None,
-        });
+        return Ok(Xbits { cmd, name: String::new(), track: None, expire: None });
     }
     let name = parts.get(1).ok_or(OptionError::MissingPart { keyword: "xbits", part: "name" })?;
     if !is_bit_name(name) {
@@ -191,10 +172,7 @@ pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, OptionError> {
     let mut track = None;
     let mut expire = None;
     for item in &parts[2..] {
-        let (key, arg) = item
-            .split_once(char::is_whitespace)
-            .map(|(k, a)| (k, a.trim()))
-            .unwrap_or((item, ""));
+        let (key, arg) = item.split_once(char::is_whitespace).map(|(k, a)| (k, a.trim())).unwrap_or((item, ""));
         match key {
             "track" => {
                 track = Some(match arg {
@@ -218,12 +196,7 @@ pub(crate) fn parse_xbits(value: &str) -> Result<Xbits, OptionError> {
     if track.is_none() {
         return Err(OptionError::MissingPart { keyword: "xbits", part: "track" });
     }
-    Ok(Xbits {
-        cmd,
-        name: name.to_string(),
-        track,
-        expire,
-    })
+    Ok(Xbits { cmd, name: name.to_string(), track, expire })
 }
 
 /// `hostbits:<cmd>,<name>[,src|dst][,expire <secs>]` is xbits tracked by host: the same

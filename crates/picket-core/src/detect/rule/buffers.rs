@@ -115,9 +115,7 @@ pub static BUFFERS: &[BufferDef] = &[
 
 /// Looks up a sticky buffer keyword (canonical name or sticky alias).
 pub fn sticky_buffer(keyword: &str) -> Option<Buffer> {
-    BUFFERS
-        .iter()
-        .find(|b| b.name == keyword || b.sticky_aliases.contains(&keyword))
+    BUFFERS.iter().find(|b| b.name == keyword || b.sticky_aliases.contains(&keyword))
 }
 
 /// Looks up a legacy content modifier (`http_uri` ...).
@@ -168,9 +166,13 @@ pub enum Transform {
     /// `from_base64:bytes N, offset N, mode rfc4648|rfc2045|strict`.
     FromBase64(FromBase64),
     /// `gunzip` / `gunzip:max-size N`: the buffer is decompressed, output capped at `max_size`.
-    Gunzip { max_size: u32 },
+    Gunzip {
+        max_size: u32,
+    },
     /// `zlib_deflate` / `zlib_deflate:max-size N`: zlib-wrapped deflate, output capped.
-    ZlibDeflate { max_size: u32 },
+    ZlibDeflate {
+        max_size: u32,
+    },
     /// `subslice:offset[, nbytes][, truncate]`: a window of the buffer (negative = from the end).
     Subslice(Subslice),
 }
@@ -187,7 +189,10 @@ pub struct XorSpec {
 pub enum XorKey {
     Static(Vec<u8>),
     /// `nbytes` bytes at `at` of the buffer itself (`extract 1 0`, also spelled `var 1 0`).
-    InBuffer { nbytes: u8, at: u16 },
+    InBuffer {
+        nbytes: u8,
+        at: u16,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,7 +350,13 @@ fn parse_from_base64(value: &str) -> Result<FromBase64, OptionError> {
                     "rfc4648" => Base64Mode::Rfc4648,
                     "rfc2045" => Base64Mode::Rfc2045,
                     "strict" => Base64Mode::Strict,
-                    _ => return Err(OptionError::UnknownPart { keyword: KW.into(), part: "mode", value: arg.to_string() }),
+                    _ => {
+                        return Err(OptionError::UnknownPart {
+                            keyword: KW.into(),
+                            part: "mode",
+                            value: arg.to_string(),
+                        })
+                    }
                 };
             }
             _ => return Err(OptionError::UnknownPart { keyword: KW.into(), part: "option", value: name.to_string() }),
@@ -356,7 +367,11 @@ fn parse_from_base64(value: &str) -> Result<FromBase64, OptionError> {
 
 /// `max-size N` (also `max-size=N`), N with an optional kb/mb/kib/mib unit.
 fn parse_max_size(keyword: &str, value: Option<&str>) -> Result<u32, OptionError> {
-    let error = |part: &'static str, value: &str| OptionError::BadPart { keyword: keyword.to_string(), part, value: value.to_string() };
+    let error = |part: &'static str, value: &str| OptionError::BadPart {
+        keyword: keyword.to_string(),
+        part,
+        value: value.to_string(),
+    };
     let unknown = |part: &'static str, value: &str| OptionError::UnknownPart {
         keyword: keyword.to_string(),
         part,
@@ -392,8 +407,11 @@ fn parse_max_size(keyword: &str, value: Option<&str>) -> Result<u32, OptionError
 fn parse_subslice(value: &str) -> Result<Subslice, OptionError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     let num = |s: &str| {
-        s.parse::<i64>()
-            .map_err(|_| OptionError::BadPart { keyword: "subslice".into(), part: "number", value: s.to_string() })
+        s.parse::<i64>().map_err(|_| OptionError::BadPart {
+            keyword: "subslice".into(),
+            part: "number",
+            value: s.to_string(),
+        })
     };
     let is_truncate = |s: &str| s.eq_ignore_ascii_case("truncate");
     let (offset, nbytes, truncate) = match parts.as_slice() {
@@ -401,7 +419,12 @@ fn parse_subslice(value: &str) -> Result<Subslice, OptionError> {
         [o, t] if is_truncate(t) => (num(o)?, None, true),
         [o, n] => (num(o)?, Some(num(n)?), false),
         [o, n, t] if is_truncate(t) => (num(o)?, Some(num(n)?), true),
-        _ => return Err(OptionError::Constraint { keyword: "subslice", rule: "expected 'offset[, nbytes][, truncate]'" }),
+        _ => {
+            return Err(OptionError::Constraint {
+                keyword: "subslice",
+                rule: "expected 'offset[, nbytes][, truncate]'",
+            })
+        }
     };
     if nbytes == Some(0) {
         return Err(OptionError::Constraint { keyword: "subslice", rule: "nbytes must not be 0" });

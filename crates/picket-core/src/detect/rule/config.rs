@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
+use super::error::{LocatedError, OptionError, RuleError};
+use super::lexer::rule_lines;
 use super::threshold::{parse_threshold_fields, Threshold, ThresholdType, Track};
 use super::values::{bad_part, parse_u32, unknown_option};
 use super::vars::{AddressSet, RuleVars};
-use super::error::{LocatedError, OptionError, RuleError};
-use super::lexer::rule_lines;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Classification {
@@ -28,116 +28,44 @@ const DEFAULT_CLASSIFICATIONS: &[(&str, &str, u8)] = &[
     ("bad-unknown", "Potentially Bad Traffic", 2),
     ("attempted-recon", "Attempted Information Leak", 2),
     ("successful-recon-limited", "Information Leak", 2),
-    (
-        "successful-recon-largescale",
-        "Large Scale Information Leak",
-        2,
-    ),
+    ("successful-recon-largescale", "Large Scale Information Leak", 2),
     ("attempted-dos", "Attempted Denial of Service", 2),
     ("successful-dos", "Denial of Service", 2),
     ("attempted-user", "Attempted User Privilege Gain", 1),
     ("unsuccessful-user", "Unsuccessful User Privilege Gain", 1),
     ("successful-user", "Successful User Privilege Gain", 1),
-    (
-        "attempted-admin",
-        "Attempted Administrator Privilege Gain",
-        1,
-    ),
-    (
-        "successful-admin",
-        "Successful Administrator Privilege Gain",
-        1,
-    ),
+    ("attempted-admin", "Attempted Administrator Privilege Gain", 1),
+    ("successful-admin", "Successful Administrator Privilege Gain", 1),
     ("rpc-portmap-decode", "Decode of an RPC Query", 2),
     ("shellcode-detect", "Executable code was detected", 1),
     ("string-detect", "A suspicious string was detected", 3),
-    (
-        "suspicious-filename-detect",
-        "A suspicious filename was detected",
-        2,
-    ),
-    (
-        "suspicious-login",
-        "An attempted login using a suspicious username was detected",
-        2,
-    ),
+    ("suspicious-filename-detect", "A suspicious filename was detected", 2),
+    ("suspicious-login", "An attempted login using a suspicious username was detected", 2),
     ("system-call-detect", "A system call was detected", 2),
     ("tcp-connection", "A TCP connection was detected", 4),
     ("trojan-activity", "A Network Trojan was detected", 1),
-    (
-        "unusual-client-port-connection",
-        "A client was using an unusual port",
-        2,
-    ),
+    ("unusual-client-port-connection", "A client was using an unusual port", 2),
     ("network-scan", "Detection of a Network Scan", 3),
-    (
-        "denial-of-service",
-        "Detection of a Denial of Service Attack",
-        2,
-    ),
-    (
-        "non-standard-protocol",
-        "Detection of a non-standard protocol or event",
-        2,
-    ),
-    (
-        "protocol-command-decode",
-        "Generic Protocol Command Decode",
-        3,
-    ),
-    (
-        "web-application-activity",
-        "access to a potentially vulnerable web application",
-        2,
-    ),
+    ("denial-of-service", "Detection of a Denial of Service Attack", 2),
+    ("non-standard-protocol", "Detection of a non-standard protocol or event", 2),
+    ("protocol-command-decode", "Generic Protocol Command Decode", 3),
+    ("web-application-activity", "access to a potentially vulnerable web application", 2),
     ("web-application-attack", "Web Application Attack", 1),
     ("misc-activity", "Misc activity", 3),
     ("misc-attack", "Misc Attack", 2),
     ("icmp-event", "Generic ICMP event", 3),
-    (
-        "inappropriate-content",
-        "Inappropriate Content was Detected",
-        1,
-    ),
-    (
-        "policy-violation",
-        "Potential Corporate Privacy Violation",
-        1,
-    ),
-    (
-        "default-login-attempt",
-        "Attempt to login by a default username and password",
-        2,
-    ),
-    (
-        "targeted-activity",
-        "Targeted Malicious Activity was Detected",
-        1,
-    ),
+    ("inappropriate-content", "Inappropriate Content was Detected", 1),
+    ("policy-violation", "Potential Corporate Privacy Violation", 1),
+    ("default-login-attempt", "Attempt to login by a default username and password", 2),
+    ("targeted-activity", "Targeted Malicious Activity was Detected", 1),
     ("exploit-kit", "Exploit Kit Activity Detected", 1),
-    (
-        "external-ip-check",
-        "Device Retrieving External IP Address Detected",
-        2,
-    ),
+    ("external-ip-check", "Device Retrieving External IP Address Detected", 2),
     ("domain-c2", "Domain Observed Used for C2 Detected", 1),
     ("pup-activity", "Possibly Unwanted Program Detected", 2),
-    (
-        "credential-theft",
-        "Successful Credential Theft Detected",
-        1,
-    ),
-    (
-        "social-engineering",
-        "Possible Social Engineering Attempted",
-        2,
-    ),
+    ("credential-theft", "Successful Credential Theft Detected", 1),
+    ("social-engineering", "Possible Social Engineering Attempted", 2),
     ("coin-mining", "Crypto Currency Mining Activity Detected", 2),
-    (
-        "command-and-control",
-        "Malware Command and Control Activity Detected",
-        1,
-    ),
+    ("command-and-control", "Malware Command and Control Activity Detected", 1),
 ];
 
 impl Default for ClassificationTable {
@@ -156,9 +84,7 @@ impl Default for ClassificationTable {
 
 impl ClassificationTable {
     pub fn empty() -> Self {
-        ClassificationTable {
-            classes: HashMap::new(),
-        }
+        ClassificationTable { classes: HashMap::new() }
     }
 
     /// Adds or replaces a classtype (names are case-insensitive, as in Suricata).
@@ -190,11 +116,7 @@ impl ClassificationTable {
             }
             match parse_classification_line(line) {
                 Ok(class) => table.insert(class),
-                Err(error) => errors.push(LocatedError {
-                    file: file_name.to_string(),
-                    line: idx + 1,
-                    error,
-                }),
+                Err(error) => errors.push(LocatedError { file: file_name.to_string(), line: idx + 1, error }),
             }
         }
         (table, errors)
@@ -220,11 +142,7 @@ fn parse_classification_line(line: &str) -> Result<Classification, RuleError> {
     if priority == 0 || priority > 255 {
         return Err(OptionError::PriorityRange { priority }.into());
     }
-    Ok(Classification {
-        name: name.to_string(),
-        description: description.trim().to_string(),
-        priority: priority as u8,
-    })
+    Ok(Classification { name: name.to_string(), description: description.trim().to_string(), priority: priority as u8 })
 }
 
 /// Action that a `rate_filter` switches a rule to.
@@ -240,18 +158,9 @@ pub enum RateFilterAction {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ThresholdEntry {
     /// `threshold` or `event_filter`.
-    Threshold {
-        gen_id: u32,
-        sig_id: u32,
-        threshold: Threshold,
-    },
+    Threshold { gen_id: u32, sig_id: u32, threshold: Threshold },
     /// `suppress`; without `track`/`ip` every alert of the rule is suppressed.
-    Suppress {
-        gen_id: u32,
-        sig_id: u32,
-        track: Option<Track>,
-        ip: Option<AddressSet>,
-    },
+    Suppress { gen_id: u32, sig_id: u32, track: Option<Track>, ip: Option<AddressSet> },
     RateFilter {
         gen_id: u32,
         sig_id: u32,
@@ -271,21 +180,13 @@ pub struct ThresholdConfig {
 impl ThresholdConfig {
     /// Parses `threshold.config`; `vars` resolves `$VAR` in suppress `ip`. Lines may be joined
     /// with a trailing backslash.
-    pub fn parse(
-        file_name: &str,
-        text: &str,
-        vars: &RuleVars,
-    ) -> (ThresholdConfig, Vec<LocatedError>) {
+    pub fn parse(file_name: &str, text: &str, vars: &RuleVars) -> (ThresholdConfig, Vec<LocatedError>) {
         let mut config = ThresholdConfig::default();
         let mut errors = Vec::new();
         for (line, entry_text) in rule_lines(text) {
             match parse_threshold_line(&entry_text, vars) {
                 Ok(entry) => config.entries.push(entry),
-                Err(error) => errors.push(LocatedError {
-                    file: file_name.to_string(),
-                    line,
-                    error,
-                }),
+                Err(error) => errors.push(LocatedError { file: file_name.to_string(), line, error }),
             }
         }
         (config, errors)
@@ -327,9 +228,7 @@ fn split_fields(text: &str) -> Result<Vec<(&str, &str)>, RuleError> {
 
 fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, RuleError> {
     let line = line.trim();
-    let (kind, rest) = line
-        .split_once(char::is_whitespace)
-        .ok_or(RuleError::ExpectedDirective)?;
+    let (kind, rest) = line.split_once(char::is_whitespace).ok_or(RuleError::ExpectedDirective)?;
     let fields = split_fields(rest)?;
     let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     let gen_id = parse_u32(get("gen_id").ok_or(RuleError::MissingField { field: "gen_id" })?, "gen_id")?;
@@ -346,11 +245,7 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, R
     match kind {
         "threshold" | "event_filter" => {
             let (threshold, _) = parse_threshold_fields(&others(), true)?;
-            Ok(ThresholdEntry::Threshold {
-                gen_id,
-                sig_id,
-                threshold,
-            })
+            Ok(ThresholdEntry::Threshold { gen_id, sig_id, threshold })
         }
         "suppress" => {
             for (k, _) in &fields {
@@ -367,10 +262,7 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, R
             };
             let ip = match get("ip") {
                 None => None,
-                Some(spec) => Some(
-                    vars.resolve_address(spec)
-                        .map_err(RuleError::SuppressIp)?,
-                ),
+                Some(spec) => Some(vars.resolve_address(spec).map_err(RuleError::SuppressIp)?),
             };
             if track.is_some() != ip.is_some() {
                 return Err(OptionError::Constraint {
@@ -379,12 +271,7 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, R
                 }
                 .into());
             }
-            Ok(ThresholdEntry::Suppress {
-                gen_id,
-                sig_id,
-                track,
-                ip,
-            })
+            Ok(ThresholdEntry::Suppress { gen_id, sig_id, track, ip })
         }
         "rate_filter" => {
             let missing = |part| RuleError::from(OptionError::MissingPart { keyword: "rate_filter", part });
@@ -400,23 +287,9 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, R
                 other => return Err(bad_part("rate_filter", "new_action", other).into()),
             };
             let count = parse_u32(get("count").ok_or_else(|| missing("count"))?, "count")?;
-            let seconds = parse_u32(
-                get("seconds").ok_or_else(|| missing("seconds"))?,
-                "seconds",
-            )?;
-            let timeout = parse_u32(
-                get("timeout").ok_or_else(|| missing("timeout"))?,
-                "timeout",
-            )?;
-            Ok(ThresholdEntry::RateFilter {
-                gen_id,
-                sig_id,
-                track,
-                count,
-                seconds,
-                new_action,
-                timeout,
-            })
+            let seconds = parse_u32(get("seconds").ok_or_else(|| missing("seconds"))?, "seconds")?;
+            let timeout = parse_u32(get("timeout").ok_or_else(|| missing("timeout"))?, "timeout")?;
+            Ok(ThresholdEntry::RateFilter { gen_id, sig_id, track, count, seconds, new_action, timeout })
         }
         other => Err(RuleError::UnknownDirective { directive: other.to_string() }),
     }

@@ -33,49 +33,88 @@ pub enum RuleError {
     /// `()` or a `)` before the `(`.
     NoOptions,
     /// `;;` or `: value` without a keyword; `near` is the start of what follows.
-    EmptyKeyword { near: String },
+    EmptyKeyword {
+        near: String,
+    },
     /// A keyword with characters other than letters, digits, `_`, `.`, `-`.
-    BadKeyword { keyword: String },
+    BadKeyword {
+        keyword: String,
+    },
     /// `keyword:;`
-    EmptyValue { keyword: String },
+    EmptyValue {
+        keyword: String,
+    },
 
     // --- The header: `action proto src sport direction dst dport`.
-    UnbalancedBracket { bracket: char, header: String },
-    HeaderFields { found: usize, header: String },
-    UnknownAction { action: String },
-    UnknownProtocol { protocol: String },
+    UnbalancedBracket {
+        bracket: char,
+        header: String,
+    },
+    HeaderFields {
+        found: usize,
+        header: String,
+    },
+    UnknownAction {
+        action: String,
+    },
+    UnknownProtocol {
+        protocol: String,
+    },
     /// `<-`, which Suricata does not accept either.
     LeftArrow,
-    BadDirection { direction: String },
-    BadAddress { side: Side, error: GroupError },
-    BadPort { side: Side, error: GroupError },
+    BadDirection {
+        direction: String,
+    },
+    BadAddress {
+        side: Side,
+        error: GroupError,
+    },
+    BadPort {
+        side: Side,
+        error: GroupError,
+    },
 
     // --- The options.
     /// Well-formed, but a keyword this engine does not implement (the first such keyword):
     /// the rule is skipped and counted under the keyword, not reported as an error.
-    UnsupportedKeyword { name: String },
+    UnsupportedKeyword {
+        name: String,
+    },
     /// The value of `keyword` is wrong.
-    BadOption { keyword: String, error: OptionError },
+    BadOption {
+        keyword: String,
+        error: OptionError,
+    },
     /// `msg`, `sid`, `gid`, `rev`, `classtype` or `priority` given twice.
-    DuplicateOption { keyword: &'static str },
+    DuplicateOption {
+        keyword: &'static str,
+    },
     MissingSid,
 
     // --- Lines of classification.config and threshold.config.
     ExpectedClassification,
-    MissingField { field: &'static str },
+    MissingField {
+        field: &'static str,
+    },
     EmptyClasstype,
     /// A `key value` field without its value.
-    FieldNeedsValue { item: String },
+    FieldNeedsValue {
+        item: String,
+    },
     UnbalancedIpList,
     ExpectedDirective,
-    UnknownDirective { directive: String },
+    UnknownDirective {
+        directive: String,
+    },
     SuppressIp(GroupError),
     /// A field parsed like the value of a rule option (count, track, threshold fields...).
     BadField(OptionError),
 
     // --- Files.
     /// The rules file could not be read; `reason` is the system's message.
-    Unreadable { reason: String },
+    Unreadable {
+        reason: String,
+    },
 }
 
 impl RuleError {
@@ -97,7 +136,9 @@ impl fmt::Display for RuleError {
             RuleError::EmptyKeyword { near } => write!(f, "empty option keyword near '{near}'"),
             RuleError::BadKeyword { keyword } => write!(f, "invalid option keyword '{keyword}'"),
             RuleError::EmptyValue { keyword } => write!(f, "option '{keyword}' has an empty value"),
-            RuleError::UnbalancedBracket { bracket, header } => write!(f, "unbalanced '{bracket}' in header '{header}'"),
+            RuleError::UnbalancedBracket { bracket, header } => {
+                write!(f, "unbalanced '{bracket}' in header '{header}'")
+            }
             RuleError::HeaderFields { found, header } => write!(
                 f,
                 "header must be 'action proto src sport direction dst dport', got {found} fields in '{header}'"
@@ -164,90 +205,201 @@ pub enum OptionError {
     UnknownKeyword,
 
     // --- Presence of a value.
-    MissingValue { keyword: String },
-    UnexpectedValue { keyword: String, value: String },
+    MissingValue {
+        keyword: String,
+    },
+    UnexpectedValue {
+        keyword: String,
+        value: String,
+    },
     /// A transform given a value.
-    TakesNoValue { keyword: String },
+    TakesNoValue {
+        keyword: String,
+    },
     /// A value without its required parts: "`keyword` needs `usage`".
-    Usage { keyword: &'static str, usage: &'static str },
+    Usage {
+        keyword: &'static str,
+        usage: &'static str,
+    },
 
     // --- Values and their parts.
     /// "invalid `what` 'value'": a number, name or setting that is not one.
-    BadValue { what: String, value: String },
+    BadValue {
+        what: String,
+        value: String,
+    },
     /// A number or comparison that does not parse: "invalid `keyword` value 'value'".
-    BadNumber { keyword: String, value: String },
+    BadNumber {
+        keyword: String,
+        value: String,
+    },
     /// One part of a list value: "`keyword`: invalid `part` 'value'".
-    BadPart { keyword: String, part: &'static str, value: String },
+    BadPart {
+        keyword: String,
+        part: &'static str,
+        value: String,
+    },
     /// "`keyword`: unknown `part` 'value'" (an option, mode or unit).
-    UnknownPart { keyword: String, part: &'static str, value: String },
-    MissingPart { keyword: &'static str, part: &'static str },
-    GivenTwice { keyword: &'static str, part: String },
+    UnknownPart {
+        keyword: String,
+        part: &'static str,
+        value: String,
+    },
+    MissingPart {
+        keyword: &'static str,
+        part: &'static str,
+    },
+    GivenTwice {
+        keyword: &'static str,
+        part: String,
+    },
     /// Parts that do not go together, or another rule of the keyword: "`keyword`: `rule`".
-    Constraint { keyword: &'static str, rule: &'static str },
+    Constraint {
+        keyword: &'static str,
+        rule: &'static str,
+    },
 
     // --- Numbers.
     /// A number beyond the 32-bit range of the payload keywords.
-    TooLarge { keyword: String, value: i128 },
+    TooLarge {
+        keyword: String,
+        value: i128,
+    },
     /// A number beyond the range of the compared field.
-    OutOfRange { keyword: String, value: String },
+    OutOfRange {
+        keyword: String,
+        value: String,
+    },
     /// `5<>2`: the range holds nothing.
-    EmptyRange { keyword: String, range: String },
-    ByteCountRange { keyword: &'static str, count: u32, min: u8, max: u8 },
-    PriorityRange { priority: u32 },
+    EmptyRange {
+        keyword: String,
+        range: String,
+    },
+    ByteCountRange {
+        keyword: &'static str,
+        count: u32,
+        min: u8,
+        max: u8,
+    },
+    PriorityRange {
+        priority: u32,
+    },
     /// `!` before a range or comparison of a keyword that only negates single values.
-    NegatedRange { keyword: String },
+    NegatedRange {
+        keyword: String,
+    },
 
     // --- `content` and its modifiers.
-    NeedsContent { keyword: String },
-    DuplicateModifier { keyword: String },
+    NeedsContent {
+        keyword: String,
+    },
+    DuplicateModifier {
+        keyword: String,
+    },
     DuplicateFastPattern,
     StartswithWithPosition,
-    PositionWithStartswith { keyword: String },
-    MixedPositions { keyword: String },
-    Negative { keyword: String },
-    ShorterThanContent { keyword: String, value: i64, len: usize },
+    PositionWithStartswith {
+        keyword: String,
+    },
+    MixedPositions {
+        keyword: String,
+    },
+    Negative {
+        keyword: String,
+    },
+    ShorterThanContent {
+        keyword: String,
+        value: i64,
+        len: usize,
+    },
     FastPatternOutOfBounds,
     /// A second legacy buffer modifier (`http_uri; http_header;`) on one content.
-    DuplicateBuffer { keyword: String },
+    DuplicateBuffer {
+        keyword: String,
+    },
     /// The direction of a sticky buffer (`http.header: to_client;`).
-    BufferDirection { keyword: String, direction: String },
-    UnquotedContent { value: String },
+    BufferDirection {
+        keyword: String,
+        direction: String,
+    },
+    UnquotedContent {
+        value: String,
+    },
     EmptyContent,
-    BadHex { hex: String },
+    BadHex {
+        hex: String,
+    },
     LoneBackslash,
-    BadEscape { escaped: char },
+    BadEscape {
+        escaped: char,
+    },
     UnescapedQuote,
     UnterminatedHex,
 
     // --- `pcre` (and `pcrexform`).
-    PcreTrailing { text: String },
+    PcreTrailing {
+        text: String,
+    },
     PcreUnquoted,
     PcreNoSlash,
     PcreUnclosed,
     PcreCapturesTwice,
-    EmptyRegex { keyword: &'static str },
-    PcreModifier { modifier: char },
+    EmptyRegex {
+        keyword: &'static str,
+    },
+    PcreModifier {
+        modifier: char,
+    },
     PcreTwoBuffers,
     PcrexformUnquoted,
 
     // --- Other keywords.
     SidZero,
     BadReference,
-    UnknownAppProtocol { name: String },
-    FlowCountUsage { keyword: String },
-    FlagModifiers { value: String },
-    NoFlags { value: String },
-    FlowbitsNeedsName { command: String },
+    UnknownAppProtocol {
+        name: String,
+    },
+    FlowCountUsage {
+        keyword: String,
+    },
+    FlagModifiers {
+        value: String,
+    },
+    NoFlags {
+        value: String,
+    },
+    FlowbitsNeedsName {
+        command: String,
+    },
     HostbitsNoalertName,
-    FlowintNeedsValue { operator: String },
-    ThresholdItemNeedsValue { item: String },
-    TagUsage { value: String },
-    VlanLayerRange { layer: i8 },
-    ChecksumValue { keyword: String, value: String },
-    UnknownDecodeEvent { name: String },
+    FlowintNeedsValue {
+        operator: String,
+    },
+    ThresholdItemNeedsValue {
+        item: String,
+    },
+    TagUsage {
+        value: String,
+    },
+    VlanLayerRange {
+        layer: i8,
+    },
+    ChecksumValue {
+        keyword: String,
+        value: String,
+    },
+    UnknownDecodeEvent {
+        name: String,
+    },
     XorKeySize,
-    Base64Number { part: String, value: String },
-    MaxSizeRange { keyword: String, max: u64 },
+    Base64Number {
+        part: String,
+        value: String,
+    },
+    MaxSizeRange {
+        keyword: String,
+        max: u64,
+    },
 }
 
 impl fmt::Display for OptionError {

@@ -132,10 +132,7 @@ impl Protocol {
 
 /// Canonical static name for an application protocol, if known.
 pub fn app_protocol(name: &str) -> Option<&'static str> {
-    APP_PROTOCOLS
-        .iter()
-        .copied()
-        .find(|p| p.eq_ignore_ascii_case(name))
+    APP_PROTOCOLS.iter().copied().find(|p| p.eq_ignore_ascii_case(name))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,10 +202,9 @@ pub fn parse_header(text: &str, vars: &RuleVars) -> Result<RuleHeader, RuleError
     if fields.len() != 7 {
         return Err(RuleError::HeaderFields { found: fields.len(), header: text.trim().to_string() });
     }
-    let action = Action::parse(fields[0])
-        .ok_or_else(|| RuleError::UnknownAction { action: fields[0].to_string() })?;
-    let protocol = Protocol::parse(fields[1])
-        .ok_or_else(|| RuleError::UnknownProtocol { protocol: fields[1].to_string() })?;
+    let action = Action::parse(fields[0]).ok_or_else(|| RuleError::UnknownAction { action: fields[0].to_string() })?;
+    let protocol =
+        Protocol::parse(fields[1]).ok_or_else(|| RuleError::UnknownProtocol { protocol: fields[1].to_string() })?;
     let direction = match fields[4] {
         "->" => Direction::ToDst,
         "<>" => Direction::Both,

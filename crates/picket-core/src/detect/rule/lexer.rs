@@ -45,25 +45,16 @@ fn tokenize_options(body: &str) -> Result<Vec<RawOption<'_>>, RuleError> {
         if keyword.is_empty() {
             return Err(RuleError::EmptyKeyword { near: snippet(&body[kw_start..]).to_string() });
         }
-        if !keyword
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
-        {
+        if !keyword.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')) {
             return Err(RuleError::BadKeyword { keyword: snippet(keyword).to_string() });
         }
         if i >= bytes.len() {
             // Last option without a terminating ';' and without value: accept, as Suricata does.
-            options.push(RawOption {
-                keyword,
-                value: None,
-            });
+            options.push(RawOption { keyword, value: None });
             break;
         }
         if bytes[i] == b';' {
-            options.push(RawOption {
-                keyword,
-                value: None,
-            });
+            options.push(RawOption { keyword, value: None });
             i += 1;
             continue;
         }
@@ -75,10 +66,7 @@ fn tokenize_options(body: &str) -> Result<Vec<RawOption<'_>>, RuleError> {
         if value.is_empty() {
             return Err(RuleError::EmptyValue { keyword: keyword.to_string() });
         }
-        options.push(RawOption {
-            keyword,
-            value: Some(value),
-        });
+        options.push(RawOption { keyword, value: Some(value) });
         i = value_end + 1; // skip ';' (or step past the end)
     }
     Ok(options)

@@ -69,12 +69,7 @@ impl Rule {
     /// `priority:` if given, else the classtype's priority, else 3.
     pub fn effective_priority(&self, classes: &ClassificationTable) -> u8 {
         self.priority
-            .or_else(|| {
-                self.classtype
-                    .as_deref()
-                    .and_then(|c| classes.get(c))
-                    .map(|c| c.priority)
-            })
+            .or_else(|| self.classtype.as_deref().and_then(|c| classes.get(c)).map(|c| c.priority))
             .unwrap_or(DEFAULT_PRIORITY)
     }
 
@@ -171,11 +166,7 @@ impl RuleSetLoad {
                     });
                 }
                 Err(error) => {
-                    self.errors.push(LocatedError {
-                        file: name.to_string(),
-                        line,
-                        error,
-                    });
+                    self.errors.push(LocatedError { file: name.to_string(), line, error });
                 }
             }
         }
@@ -215,9 +206,7 @@ pub fn load_rules_str(name: &str, text: &str, vars: &RuleVars) -> RuleSetLoad {
 /// Best-effort sid for reporting a rule we could not fully parse.
 fn quick_sid(text: &str) -> Option<u32> {
     let (_, opts) = lexer::split_rule(text).ok()?;
-    opts.iter()
-        .find(|o| o.keyword == "sid")
-        .and_then(|o| o.value?.trim().parse().ok())
+    opts.iter().find(|o| o.keyword == "sid").and_then(|o| o.value?.trim().parse().ok())
 }
 
 fn set_once<T>(slot: &mut Option<T>, value: T, keyword: &'static str) -> Result<(), RuleError> {

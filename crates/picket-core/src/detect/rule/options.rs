@@ -316,10 +316,7 @@ pub struct OptionParser {
 
 impl OptionParser {
     pub fn new() -> Self {
-        OptionParser {
-            options: Vec::with_capacity(16),
-            last_content: None,
-        }
+        OptionParser { options: Vec::with_capacity(16), last_content: None }
     }
 
     fn push(&mut self, opt: RuleOption) {
@@ -444,10 +441,7 @@ impl OptionParser {
             Some("only") => FastPattern::Only,
             Some(v) => {
                 let (o, l) = v.split_once(',').ok_or_else(|| bad_value("fast_pattern", v))?;
-                FastPattern::Chop {
-                    offset: parse_u16(o, kw)?,
-                    length: parse_u16(l, kw)?,
-                }
+                FastPattern::Chop { offset: parse_u16(o, kw)?, length: parse_u16(l, kw)? }
             }
         };
         let c = self.last_content_mut(kw)?;
@@ -574,7 +568,11 @@ fn packet_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
         "icmp_seq" => value().and_then(|v| parse_u16(v, kw)).map(RuleOption::IcmpSeq),
         "dsize" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Dsize),
         "stream_size" => value().and_then(parse_stream_size),
-        "flow.pkts" | "flow.bytes" | "flow.pkts_toserver" | "flow.pkts_toclient" | "flow.bytes_toserver"
+        "flow.pkts"
+        | "flow.bytes"
+        | "flow.pkts_toserver"
+        | "flow.pkts_toclient"
+        | "flow.bytes_toserver"
         | "flow.bytes_toclient" => value().and_then(|v| parse_flow_count(kw, v)).map(RuleOption::FlowCount),
         _ => return packet_keywords::parse(kw, arg.value).map(|parsed| parsed.map(RuleOption::from)),
     };
@@ -592,8 +590,8 @@ fn app_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
         "urilen" => value().and_then(|v| parse_urilen(v, kw)),
         "app-layer-protocol" => value().and_then(|v| {
             let (negated, v) = strip_bang(v);
-            let name = app_protocol(v.trim())
-                .ok_or_else(|| OptionError::UnknownAppProtocol { name: v.trim().to_string() })?;
+            let name =
+                app_protocol(v.trim()).ok_or_else(|| OptionError::UnknownAppProtocol { name: v.trim().to_string() })?;
             Ok(RuleOption::AppLayerProtocol { negated, name })
         }),
         "dns.opcode" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsOpcode, cmp)),
@@ -651,12 +649,7 @@ fn parse_tls_string(v: &str, kw: &str) -> OptResult<RuleOption> {
         // Fingerprints are kept in lowercase hex; the keyword ignores case.
         _ => ("tls.cert_fingerprint", text.to_ascii_lowercase().into_bytes()),
     };
-    Ok(RuleOption::Content(Content {
-        pattern,
-        negated,
-        legacy_buffer: buffer_by_name(buffer),
-        ..Content::default()
-    }))
+    Ok(RuleOption::Content(Content { pattern, negated, legacy_buffer: buffer_by_name(buffer), ..Content::default() }))
 }
 
 /// Flow and host state (`flowbits`, `flowint`, `xbits`, `hostbits`), alert limits
@@ -778,8 +771,14 @@ fn parse_cert_date(text: &str) -> Result<u64, OptionError> {
     let hour = field(first, 2, 0)?;
     let minute = field(tm.next(), 2, 0)?;
     let second = field(tm.next(), 2, 0)?;
-    if d.next().is_some() || tm.next().is_some() || !(1..=12).contains(&month) || !(1..=31).contains(&day)
-        || hour > 23 || minute > 59 || second > 60 || year < 1970
+    if d.next().is_some()
+        || tm.next().is_some()
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+        || year < 1970
     {
         return Err(bad());
     }
@@ -807,12 +806,7 @@ fn parse_flow(value: &str) -> Result<Flow, OptionError> {
     if f.to_server && f.to_client {
         return Err(OptionError::Constraint { keyword: "flow", rule: "to_server and to_client are exclusive" });
     }
-    if [f.established, f.not_established, f.stateless]
-        .iter()
-        .filter(|b| **b)
-        .count()
-        > 1
-    {
+    if [f.established, f.not_established, f.stateless].iter().filter(|b| **b).count() > 1 {
         return Err(OptionError::Constraint {
             keyword: "flow",
             rule: "established, not_established and stateless are exclusive",
@@ -872,16 +866,11 @@ fn parse_flags(value: &str) -> Result<TcpFlags, OptionError> {
     let mut ignore = 0u8;
     if let Some(mask) = mask_text {
         for c in mask.chars().filter(|c| !c.is_whitespace()) {
-            ignore |= tcp_flag_bit(c)
-                .filter(|b| *b != 0)
-                .ok_or_else(|| bad_part("flags", "mask flag", &c.to_string()))?;
+            ignore |=
+                tcp_flag_bit(c).filter(|b| *b != 0).ok_or_else(|| bad_part("flags", "mask flag", &c.to_string()))?;
         }
     }
-    Ok(TcpFlags {
-        mode: mode.unwrap_or(FlagsMode::Exact),
-        flags,
-        ignore,
-    })
+    Ok(TcpFlags { mode: mode.unwrap_or(FlagsMode::Exact), flags, ignore })
 }
 
 fn parse_fragbits(value: &str) -> Result<Fragbits, OptionError> {
@@ -908,10 +897,7 @@ fn parse_fragbits(value: &str) -> Result<Fragbits, OptionError> {
     if bits == 0 {
         return Err(OptionError::Constraint { keyword: "fragbits", rule: "no bits given" });
     }
-    Ok(Fragbits {
-        mode: mode.unwrap_or(FlagsMode::Exact),
-        bits,
-    })
+    Ok(Fragbits { mode: mode.unwrap_or(FlagsMode::Exact), bits })
 }
 
 fn parse_ipopts(value: &str) -> Result<IpOption, OptionError> {

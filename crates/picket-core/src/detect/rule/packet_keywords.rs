@@ -217,11 +217,23 @@ mod tests {
     fn tcp_mss_and_vlan() {
         assert_eq!(opt("tcp.mss", "<536"), PacketKeyword::TcpMss(UintCmp::Lt(536)));
         assert_eq!(opt("vlan.layers", ">2"), PacketKeyword::VlanLayers(UintCmp::Gt(2)));
-        assert_eq!(opt("vlan.id", "0x12C,1"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) }));
-        assert_eq!(opt("vlan.id", "!500,all"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All }));
-        assert_eq!(opt("vlan.id", "400,-1"), PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) }));
+        assert_eq!(
+            opt("vlan.id", "0x12C,1"),
+            PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(300), layer: VlanLayer::Index(1) })
+        );
+        assert_eq!(
+            opt("vlan.id", "!500,all"),
+            PacketKeyword::VlanId(VlanId { cmp: UintCmp::Ne(500), layer: VlanLayer::All })
+        );
+        assert_eq!(
+            opt("vlan.id", "400,-1"),
+            PacketKeyword::VlanId(VlanId { cmp: UintCmp::Eq(400), layer: VlanLayer::Index(-1) })
+        );
         assert_eq!(err("vlan.id", "1,5"), OptionError::VlanLayerRange { layer: 5 });
-        assert_eq!(err("vlan.id", "70000"), OptionError::OutOfRange { keyword: "vlan.id".into(), value: "70000".into() });
+        assert_eq!(
+            err("vlan.id", "70000"),
+            OptionError::OutOfRange { keyword: "vlan.id".into(), value: "70000".into() }
+        );
         assert_eq!(err("vlan.id", "70000").to_string(), "vlan.id value '70000' out of range");
         assert!(parse("tcp.mss", None).expect("known").is_err());
     }
@@ -245,7 +257,10 @@ mod tests {
         assert_eq!(opt("icmpv6-csum", "valid"), PacketKeyword::Checksum { layer: ChecksumLayer::Icmpv6, valid: true });
         assert_eq!(err("ipv4-csum", "maybe").to_string(), "'ipv4-csum': expected valid or invalid, got 'maybe'");
         assert_eq!(opt("decode-event", "ipv4.trunc_pkt"), PacketKeyword::DecodeEvent(DecodeEvent::Ipv4TruncPkt));
-        assert_eq!(err("decode-event", "no.such_event"), OptionError::UnknownDecodeEvent { name: "no.such_event".into() });
+        assert_eq!(
+            err("decode-event", "no.such_event"),
+            OptionError::UnknownDecodeEvent { name: "no.such_event".into() }
+        );
     }
 
     #[test]
@@ -254,8 +269,14 @@ mod tests {
             PacketKeyword::Tag(t) => t,
             other => panic!("{other:?}"),
         };
-        assert_eq!(t("session"), Tag { scope: TagScope::Session, count: 256, metric: TagMetric::Packets, direction: TagDirection::Src });
-        assert_eq!(t("host,9,packets,dst"), Tag { scope: TagScope::Host, count: 9, metric: TagMetric::Packets, direction: TagDirection::Dst });
+        assert_eq!(
+            t("session"),
+            Tag { scope: TagScope::Session, count: 256, metric: TagMetric::Packets, direction: TagDirection::Src }
+        );
+        assert_eq!(
+            t("host,9,packets,dst"),
+            Tag { scope: TagScope::Host, count: 9, metric: TagMetric::Packets, direction: TagDirection::Dst }
+        );
         assert_eq!(t("session,30,seconds").metric, TagMetric::Seconds);
         assert!(err("tag", "session,3,packets,dst").to_string().contains("host tags only"));
         assert_eq!(err("tag", "flow").to_string(), "tag: invalid type 'flow'");

@@ -5,8 +5,8 @@ use super::buffers::{buffer_by_name, Buffer};
 use super::error::OptionError;
 use super::lexer::strip_quotes;
 use super::values::{
-    bad_part, bad_value, decode_hex, is_var_name, parse_i64, parse_num_or_var, parse_u32, parse_u64_any_base, strip_bang,
-    unknown_option, NumOrVar,
+    bad_part, bad_value, decode_hex, is_var_name, parse_i64, parse_num_or_var, parse_u32, parse_u64_any_base,
+    strip_bang, unknown_option, NumOrVar,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,11 +185,7 @@ pub(crate) fn parse_content(value: &str) -> Result<Content, OptionError> {
     if pattern.is_empty() {
         return Err(OptionError::EmptyContent);
     }
-    Ok(Content {
-        pattern,
-        negated,
-        ..Content::default()
-    })
+    Ok(Content { pattern, negated, ..Content::default() })
 }
 
 pub fn decode_content_pattern(inner: &str) -> Result<Vec<u8>, OptionError> {
@@ -216,9 +212,7 @@ pub fn decode_content_pattern(inner: &str) -> Result<Vec<u8>, OptionError> {
                 hex_start = i + 1;
             }
             b'\\' => {
-                let next = *bytes
-                    .get(i + 1)
-                    .ok_or(OptionError::LoneBackslash)?;
+                let next = *bytes.get(i + 1).ok_or(OptionError::LoneBackslash)?;
                 if !matches!(next, b'"' | b';' | b'\\' | b':' | b'|') {
                     return Err(OptionError::BadEscape { escaped: next as char });
                 }
@@ -270,13 +264,7 @@ pub(crate) fn parse_pcre(value: &str) -> Result<Pcre, OptionError> {
         return Err(OptionError::EmptyRegex { keyword: "pcre" });
     }
     let (flags, buffer) = parse_pcre_modifiers(flag_text)?;
-    Ok(Pcre {
-        pattern: pattern.to_string(),
-        negated,
-        flags,
-        buffer,
-        captures,
-    })
+    Ok(Pcre { pattern: pattern.to_string(), negated, flags, buffer, captures })
 }
 
 /// The modifiers after a pcre's closing `/`: regex flags, Suricata's `R`/`B`/`O`, and at most
@@ -355,12 +343,7 @@ pub(crate) fn parse_isdataat(value: &str) -> Result<Isdataat, OptionError> {
     let mut parts = value.split(',').map(str::trim);
     let (negated, first) = strip_bang(parts.next().unwrap_or(""));
     let offset = parse_num_or_var(first, "isdataat")?;
-    let mut r = Isdataat {
-        negated,
-        offset,
-        relative: false,
-        rawbytes: false,
-    };
+    let mut r = Isdataat { negated, offset, relative: false, rawbytes: false };
     for p in parts {
         match p {
             "relative" => r.relative = true,
@@ -438,8 +421,7 @@ impl ByteCommon {
                         .ok_or_else(|| bad_part(kw, "bitmask", mask.trim()))?;
                     self.bitmask = Some(m as u32);
                 } else if let Some(rest) = item.strip_prefix("string") {
-                    let base = parse_base(rest.trim())
-                        .ok_or_else(|| bad_part(kw, "string base", rest.trim()))?;
+                    let base = parse_base(rest.trim()).ok_or_else(|| bad_part(kw, "string base", rest.trim()))?;
                     self.string = Some(base);
                 } else {
                     return Ok(false);
@@ -534,10 +516,7 @@ pub(crate) fn parse_byte_jump(value: &str) -> Result<ByteJump, OptionError> {
                     jump.multiplier = Some(parse_u32(m, "byte_jump multiplier")?);
                 } else if let Some(p) = item.strip_prefix("post_offset") {
                     let p = p.trim();
-                    jump.post_offset = Some(
-                        p.parse::<i64>()
-                            .map_err(|_| bad_part(KW, "post_offset", p))?,
-                    );
+                    jump.post_offset = Some(p.parse::<i64>().map_err(|_| bad_part(KW, "post_offset", p))?);
                 } else {
                     return Err(unknown_option(KW, item));
                 }
@@ -640,8 +619,7 @@ pub(crate) fn parse_byte_math(value: &str) -> Result<ByteMath, OptionError> {
                 }
             }
             "string" => {
-                let base = parse_base(arg)
-                    .ok_or_else(|| bad_part(KW, "string base", arg))?;
+                let base = parse_base(arg).ok_or_else(|| bad_part(KW, "string base", arg))?;
                 common.string = Some(base);
             }
             _ => {
@@ -651,11 +629,7 @@ pub(crate) fn parse_byte_math(value: &str) -> Result<ByteMath, OptionError> {
             }
         }
     }
-    let bytes = parse_nbytes_or_var(
-        bytes.ok_or(missing("bytes"))?,
-        KW,
-        common.max_bytes(),
-    )?;
+    let bytes = parse_nbytes_or_var(bytes.ok_or(missing("bytes"))?, KW, common.max_bytes())?;
     let op = op.ok_or(missing("oper"))?;
     let rvalue = rvalue.ok_or(missing("rvalue"))?;
     if op == ByteMathOp::Div && rvalue == NumOrVar::Num(0) {
@@ -678,10 +652,7 @@ pub(crate) fn parse_base64_decode(value: Option<&str>) -> Result<Base64Decode, O
     let mut d = Base64Decode::default();
     let Some(value) = value else { return Ok(d) };
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (key, arg) = item
-            .split_once(char::is_whitespace)
-            .map(|(k, a)| (k, a.trim()))
-            .unwrap_or((item, ""));
+        let (key, arg) = item.split_once(char::is_whitespace).map(|(k, a)| (k, a.trim())).unwrap_or((item, ""));
         match key {
             "bytes" => d.bytes = Some(parse_u32(arg, "base64_decode bytes")?),
             "offset" => d.offset = Some(parse_u32(arg, "base64_decode offset")?),

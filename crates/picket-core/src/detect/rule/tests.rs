@@ -11,10 +11,7 @@ fn vars() -> RuleVars {
 }
 
 fn rule(opts: &str) -> Result<Rule, RuleError> {
-    parse_rule(
-        &format!("alert tcp any any -> any any ({opts} sid:1;)"),
-        &vars(),
-    )
+    parse_rule(&format!("alert tcp any any -> any any ({opts} sid:1;)"), &vars())
 }
 
 fn ok(opts: &str) -> Rule {
@@ -55,15 +52,7 @@ fn ip(s: &str) -> IpAddr {
 
 #[test]
 fn header_actions_and_protocols() {
-    for action in [
-        "alert",
-        "pass",
-        "drop",
-        "reject",
-        "rejectsrc",
-        "rejectdst",
-        "rejectboth",
-    ] {
+    for action in ["alert", "pass", "drop", "reject", "rejectsrc", "rejectdst", "rejectboth"] {
         let r = parse_rule(&format!("{action} ip any any -> any any (sid:1;)"), &vars()).unwrap();
         assert_eq!(r.action().as_str(), action);
     }
@@ -99,11 +88,7 @@ fn header_directions() {
 
 #[test]
 fn header_addresses_with_variables_and_negation() {
-    let r = parse_rule(
-        "alert tcp $HOME_NET any -> $EXTERNAL_NET $HTTP_PORTS (sid:1;)",
-        &vars(),
-    )
-    .unwrap();
+    let r = parse_rule("alert tcp $HOME_NET any -> $EXTERNAL_NET $HTTP_PORTS (sid:1;)", &vars()).unwrap();
     assert!(r.header.src.contains(ip("192.168.1.1")));
     assert!(r.header.src.contains(ip("10.255.0.1")));
     assert!(r.header.src.contains(ip("172.31.255.255")));
@@ -111,10 +96,7 @@ fn header_addresses_with_variables_and_negation() {
     assert!(!r.header.src.contains(ip("8.8.8.8")));
     assert!(!r.header.src.contains(ip("2001:db8::1")));
     assert!(r.header.dst.contains(ip("8.8.8.8")));
-    assert!(
-        r.header.dst.contains(ip("2001:db8::1")),
-        "negation covers the other family too"
-    );
+    assert!(r.header.dst.contains(ip("2001:db8::1")), "negation covers the other family too");
     assert!(!r.header.dst.contains(ip("10.1.2.3")));
     assert!(r.header.dst_ports.contains(80));
     assert!(!r.header.dst_ports.contains(81));
@@ -125,9 +107,7 @@ fn header_addresses_with_variables_and_negation() {
 fn header_nested_negated_groups() {
     let v = vars();
     // 10/8 except 10.1/16, but 10.1.2/24 is back in.
-    let set = v
-        .resolve_address("[10.0.0.0/8,![10.1.0.0/16,!10.1.2.0/24]]")
-        .unwrap();
+    let set = v.resolve_address("[10.0.0.0/8,![10.1.0.0/16,!10.1.2.0/24]]").unwrap();
     assert!(set.contains(ip("10.0.0.1")));
     assert!(!set.contains(ip("10.1.0.1")));
     assert!(set.contains(ip("10.1.2.200")));
@@ -142,26 +122,14 @@ fn header_nested_negated_groups() {
     let set = v.resolve_address("!!1.2.3.4").unwrap();
     assert!(set.contains(ip("1.2.3.4")) && !set.contains(ip("1.2.3.5")));
     // IPv6 CIDR, range and netmask forms.
-    let set = v
-        .resolve_address("[2001:db8::/32, 192.168.0.10-192.168.0.20, 172.16.0.0/255.255.0.0]")
-        .unwrap();
+    let set = v.resolve_address("[2001:db8::/32, 192.168.0.10-192.168.0.20, 172.16.0.0/255.255.0.0]").unwrap();
     assert!(set.contains(ip("2001:db8:ffff::1")));
     assert!(!set.contains(ip("2001:db9::1")));
     assert!(set.contains(ip("192.168.0.15")) && !set.contains(ip("192.168.0.21")));
     assert!(set.contains(ip("172.16.200.1")) && !set.contains(ip("172.17.0.1")));
     assert!(set.contains_bytes(&[192, 168, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], true));
 
-    for bad in [
-        "!any",
-        "[1.2.3.4",
-        "1.2.3.4]",
-        "1.2.3.256",
-        "1.2.3.0/33",
-        "[]",
-        "$NOPE",
-        "1.2.3.0/255.0.255.0",
-        "",
-    ] {
+    for bad in ["!any", "[1.2.3.4", "1.2.3.4]", "1.2.3.256", "1.2.3.0/33", "[]", "$NOPE", "1.2.3.0/255.0.255.0", ""] {
         assert!(v.resolve_address(bad).is_err(), "{bad} should fail");
     }
     // Nesting limit: no stack overflow on hostile input.
@@ -225,14 +193,10 @@ fn vars_override_and_cycles() {
 #[test]
 fn address_set_ranges_merge_and_search() {
     let v = vars();
-    let set = v
-        .resolve_address("[10.0.0.0/24,10.0.1.0/24,10.0.0.128/25]")
-        .unwrap();
+    let set = v.resolve_address("[10.0.0.0/24,10.0.1.0/24,10.0.0.128/25]").unwrap();
     assert_eq!(set.v4.as_slice().len(), 1, "adjacent CIDRs merge");
     // A long list still matches exactly (binary search over sorted ranges).
-    let list: Vec<String> = (0..1000u32)
-        .map(|i| format!("10.{}.{}.0/24", i / 256, i % 256))
-        .collect();
+    let list: Vec<String> = (0..1000u32).map(|i| format!("10.{}.{}.0/24", i / 256, i % 256)).collect();
     let set = v.resolve_address(&format!("[{}]", list.join(","))).unwrap();
     assert!(set.contains(ip("10.3.231.5")));
     assert!(!set.contains(ip("10.3.232.5")));
@@ -247,11 +211,7 @@ fn options_quoting_and_escapes() {
     let c = content_of(r#"content:"a\;b\"c\\d\:e|41 42|f";"#);
     assert_eq!(c.pattern, b"a;b\"c\\d:eABf");
     // Whitespace everywhere and no space after ':'.
-    let r = parse_rule(
-        "alert  tcp\tany any ->  any any  (  msg : \"x\" ;sid:  7 ; rev:2 ;  )",
-        &vars(),
-    )
-    .unwrap();
+    let r = parse_rule("alert  tcp\tany any ->  any any  (  msg : \"x\" ;sid:  7 ; rev:2 ;  )", &vars()).unwrap();
     assert_eq!((r.sid, r.rev, r.msg.as_str()), (7, 2, "x"));
     // The last option may omit its ';'.
     let r = parse_rule("alert tcp any any -> any any (msg:\"x\"; sid:5)", &vars()).unwrap();
@@ -276,11 +236,7 @@ fn loader_comments_continuations_and_errors() {
         alert tcp any any -> any any (msg:\"other gid\"; gid:3; sid:1;)\n";
     let load = load_rules_str("test.rules", text, &vars());
     assert_eq!(load.rules.len(), 2, "{:?}", load.errors);
-    let r1 = load
-        .rules
-        .iter()
-        .find(|r| r.sid == 1 && r.gid == 1)
-        .unwrap();
+    let r1 = load.rules.iter().find(|r| r.sid == 1 && r.gid == 1).unwrap();
     assert_eq!(r1.msg, "dup", "higher rev replaces");
     assert_eq!(r1.line, 11);
     assert_eq!(r1.file.as_deref(), Some("test.rules"));
@@ -304,13 +260,7 @@ fn loader_comments_continuations_and_errors() {
     assert_eq!(load.unsupported_rules[0].sid, Some(3));
 
     assert_eq!(load.duplicates.len(), 2);
-    assert_eq!(
-        (
-            load.duplicates[0].first_line,
-            load.duplicates[0].second_line
-        ),
-        (4, 11)
-    );
+    assert_eq!((load.duplicates[0].first_line, load.duplicates[0].second_line), (4, 11));
     assert!(load.duplicates[0].replaced);
     assert!(!load.duplicates[1].replaced);
     assert_eq!(load.duplicates[1].second_line, 12);
@@ -319,14 +269,8 @@ fn loader_comments_continuations_and_errors() {
 #[test]
 fn unknown_keyword_with_bad_other_option_is_an_error() {
     // The bad value wins: a broken rule must be reported even if it would be skipped anyway.
-    assert!(matches!(
-        rule("foo; content:\"|zz|\";"),
-        Err(RuleError::BadOption { .. })
-    ));
-    assert_eq!(
-        rule("foo;").unwrap_err(),
-        RuleError::UnsupportedKeyword { name: "foo".into() }
-    );
+    assert!(matches!(rule("foo; content:\"|zz|\";"), Err(RuleError::BadOption { .. })));
+    assert_eq!(rule("foo;").unwrap_err(), RuleError::UnsupportedKeyword { name: "foo".into() });
 }
 
 #[test]
@@ -352,16 +296,11 @@ fn option_errors_are_typed_and_keep_their_messages() {
 
 #[test]
 fn meta_keywords() {
-    let r = ok(
-        "msg:\"hello\"; rev:3; gid:2; classtype:trojan-activity; priority:2; \
-        reference:url,example.com/a,b; metadata:created_at 2020_01_01, tag  x y; target:dest_ip;",
-    );
+    let r = ok("msg:\"hello\"; rev:3; gid:2; classtype:trojan-activity; priority:2; \
+        reference:url,example.com/a,b; metadata:created_at 2020_01_01, tag  x y; target:dest_ip;");
     assert_eq!((r.gid, r.rev, r.priority), (2, 3, Some(2)));
     assert_eq!(r.classtype.as_deref(), Some("trojan-activity"));
-    assert!(r.options.contains(&RuleOption::Reference {
-        system: "url".into(),
-        id: "example.com/a,b".into()
-    }));
+    assert!(r.options.contains(&RuleOption::Reference { system: "url".into(), id: "example.com/a,b".into() }));
     assert!(r.options.contains(&RuleOption::Metadata(vec![
         ("created_at".into(), "2020_01_01".into()),
         ("tag".into(), "x y".into())
@@ -369,14 +308,8 @@ fn meta_keywords() {
     assert!(r.options.contains(&RuleOption::Target(Target::DestIp)));
     let classes = ClassificationTable::default();
     assert_eq!(r.effective_priority(&classes), 2);
-    assert_eq!(
-        ok("classtype:trojan-activity;").effective_priority(&classes),
-        1
-    );
-    assert_eq!(
-        ok("msg:\"x\";").effective_priority(&classes),
-        DEFAULT_PRIORITY
-    );
+    assert_eq!(ok("classtype:trojan-activity;").effective_priority(&classes), 1);
+    assert_eq!(ok("msg:\"x\";").effective_priority(&classes), DEFAULT_PRIORITY);
 
     assert!(invalid("sid:0;").contains("greater than 0"));
     assert!(invalid("rev:abc;").contains("rev"));
@@ -391,8 +324,7 @@ fn meta_keywords() {
 
 #[test]
 fn content_and_modifiers() {
-    let c =
-        content_of("content:!\"GET |20|/\"; nocase; depth:10; offset:2; fast_pattern; rawbytes;");
+    let c = content_of("content:!\"GET |20|/\"; nocase; depth:10; offset:2; fast_pattern; rawbytes;");
     assert_eq!(c.pattern, b"GET  /");
     assert!(c.negated && c.nocase && c.rawbytes);
     assert_eq!(c.depth, Some(NumOrVar::Num(10)));
@@ -400,28 +332,15 @@ fn content_and_modifiers() {
     assert_eq!(c.fast_pattern, Some(FastPattern::Whole));
 
     let r = ok("content:\"a\"; content:\"bc\"; distance:-1; within:len; fast_pattern:only;");
-    let RuleOption::Content(c2) = &r.options[1] else {
-        panic!()
-    };
+    let RuleOption::Content(c2) = &r.options[1] else { panic!() };
     assert_eq!(c2.distance, Some(NumOrVar::Num(-1)));
     assert_eq!(c2.within, Some(NumOrVar::Var("len".into())));
     assert_eq!(c2.fast_pattern, Some(FastPattern::Only));
-    let RuleOption::Content(c1) = &r.options[0] else {
-        panic!()
-    };
-    assert!(
-        c1.distance.is_none(),
-        "modifiers apply to the preceding content only"
-    );
+    let RuleOption::Content(c1) = &r.options[0] else { panic!() };
+    assert!(c1.distance.is_none(), "modifiers apply to the preceding content only");
 
     let c = content_of("content:\"abcdef\"; fast_pattern:1,3; startswith; endswith;");
-    assert_eq!(
-        c.fast_pattern,
-        Some(FastPattern::Chop {
-            offset: 1,
-            length: 3
-        })
-    );
+    assert_eq!(c.fast_pattern, Some(FastPattern::Chop { offset: 1, length: 3 }));
     assert!(c.startswith && c.endswith);
 
     assert!(invalid("nocase;").contains("preceding content"));
@@ -443,10 +362,8 @@ fn content_and_modifiers() {
 
 #[test]
 fn sticky_buffers_legacy_modifiers_and_transforms() {
-    let r = ok(
-        "http.uri; content:\"/a\"; content:\"b\"; http_header; file_data; dotprefix; \
-        to_lowercase; pcrexform:\"^(.*)$\"; xor:\"0d0a\"; pkt_data; uricontent:\"u\";",
-    );
+    let r = ok("http.uri; content:\"/a\"; content:\"b\"; http_header; file_data; dotprefix; \
+        to_lowercase; pcrexform:\"^(.*)$\"; xor:\"0d0a\"; pkt_data; uricontent:\"u\";");
     let names: Vec<String> = r
         .options
         .iter()
@@ -476,20 +393,10 @@ fn sticky_buffers_legacy_modifiers_and_transforms() {
         ]
     );
     let r = ok("http.header: to_client; content:\"x\";");
-    assert!(matches!(
-        r.options[0],
-        RuleOption::StickyBuffer {
-            direction: Some(BufferDirection::ToClient),
-            ..
-        }
-    ));
+    assert!(matches!(r.options[0], RuleOption::StickyBuffer { direction: Some(BufferDirection::ToClient), .. }));
     // Every canonical name, sticky alias and modifier in the table is recognised.
     for b in buffers::BUFFERS {
-        assert!(
-            rule(&format!("{}; content:\"x\";", b.name)).is_ok(),
-            "{}",
-            b.name
-        );
+        assert!(rule(&format!("{}; content:\"x\";", b.name)).is_ok(), "{}", b.name);
         for a in b.sticky_aliases {
             assert!(rule(&format!("{a}; content:\"x\";")).is_ok(), "{a}");
         }
@@ -508,9 +415,7 @@ fn sticky_buffers_legacy_modifiers_and_transforms() {
 
 #[test]
 fn pcre_forms() {
-    let RuleOption::Pcre(p) = first(r#"pcre:!"/^GET\s+\/a;b/ismxAEGRBOU";"#) else {
-        panic!()
-    };
+    let RuleOption::Pcre(p) = first(r#"pcre:!"/^GET\s+\/a;b/ismxAEGRBOU";"#) else { panic!() };
     assert!(p.negated);
     assert_eq!(p.pattern, r"^GET\s+\/a;b");
     let f = &p.flags;
@@ -531,14 +436,10 @@ fn pcre_forms() {
         ("Z", "http.host.raw"),
         ("I", "http.uri.raw"),
     ] {
-        let RuleOption::Pcre(p) = first(&format!("pcre:\"/x/{flag}\";")) else {
-            panic!()
-        };
+        let RuleOption::Pcre(p) = first(&format!("pcre:\"/x/{flag}\";")) else { panic!() };
         assert_eq!(p.buffer.unwrap().name, name);
     }
-    let RuleOption::Pcre(p) = first(r#"pcre:"/a(\d+)/i, flow:num";"#) else {
-        panic!()
-    };
+    let RuleOption::Pcre(p) = first(r#"pcre:"/a(\d+)/i, flow:num";"#) else { panic!() };
     assert_eq!(p.captures.as_deref(), Some("flow:num"));
     assert!(p.flags.caseless);
     assert!(invalid("pcre:\"/a/q\";").contains("modifier"));
@@ -555,12 +456,7 @@ fn pcre_forms() {
 fn isdataat_and_sizes() {
     assert_eq!(
         first("isdataat:!10,relative,rawbytes;"),
-        RuleOption::Isdataat(Isdataat {
-            negated: true,
-            offset: NumOrVar::Num(10),
-            relative: true,
-            rawbytes: true
-        })
+        RuleOption::Isdataat(Isdataat { negated: true, offset: NumOrVar::Num(10), relative: true, rawbytes: true })
     );
     assert!(invalid("isdataat:5,sideways;").contains("isdataat"));
     let cases: &[(&str, UintCmp<u64>)] = &[
@@ -575,27 +471,12 @@ fn isdataat_and_sizes() {
     for (text, want) in cases {
         assert_eq!(first(text), RuleOption::Bsize(*want), "{text}");
     }
-    assert_eq!(
-        first("dsize:>65000;"),
-        RuleOption::Dsize(UintCmp::Gt(65000))
-    );
+    assert_eq!(first("dsize:>65000;"), RuleOption::Dsize(UintCmp::Gt(65000)));
     assert!(invalid("dsize:70000;").contains("out of range"));
     assert!(invalid("dsize:10<>5;").contains("below"));
     assert!(invalid("bsize:abc;").contains("bsize"));
-    assert_eq!(
-        first("urilen:5<>10,raw;"),
-        RuleOption::Urilen {
-            cmp: UintCmp::Range(5, 10),
-            raw: true
-        }
-    );
-    assert_eq!(
-        first("urilen:>3;"),
-        RuleOption::Urilen {
-            cmp: UintCmp::Gt(3),
-            raw: false
-        }
-    );
+    assert_eq!(first("urilen:5<>10,raw;"), RuleOption::Urilen { cmp: UintCmp::Range(5, 10), raw: true });
+    assert_eq!(first("urilen:>3;"), RuleOption::Urilen { cmp: UintCmp::Gt(3), raw: false });
     assert!(invalid("urilen:3,cooked;").contains("urilen"));
     // Range semantics are exclusive.
     let r = UintCmp::Range(2u8, 5u8);
@@ -604,29 +485,16 @@ fn isdataat_and_sizes() {
 
 #[test]
 fn byte_keywords() {
-    let RuleOption::ByteTest(t) = first("byte_test:4,!&,0x10,-2,relative,little,bitmask 0xff00;")
-    else {
-        panic!()
-    };
+    let RuleOption::ByteTest(t) = first("byte_test:4,!&,0x10,-2,relative,little,bitmask 0xff00;") else { panic!() };
     assert_eq!(t.bytes, NumOrVar::Num(4));
     assert!(t.negated && t.relative);
-    assert_eq!(
-        (t.op, t.endian, t.bitmask),
-        (ByteTestOp::And, Endian::Little, Some(0xff00))
-    );
-    assert_eq!(
-        (t.value.clone(), t.offset.clone()),
-        (NumOrVar::Num(16), NumOrVar::Num(-2))
-    );
-    let RuleOption::ByteTest(t) = first("byte_test:3,>=,val,off,string,hex,dce;") else {
-        panic!()
-    };
+    assert_eq!((t.op, t.endian, t.bitmask), (ByteTestOp::And, Endian::Little, Some(0xff00)));
+    assert_eq!((t.value.clone(), t.offset.clone()), (NumOrVar::Num(16), NumOrVar::Num(-2)));
+    let RuleOption::ByteTest(t) = first("byte_test:3,>=,val,off,string,hex,dce;") else { panic!() };
     assert_eq!(t.string, Some(NumBase::Hex));
     assert_eq!(t.endian, Endian::Dce);
     assert_eq!(t.value, NumOrVar::Var("val".into()));
-    let RuleOption::ByteTest(t) = first("byte_test:0,=,0,0,string,dec;") else {
-        panic!()
-    };
+    let RuleOption::ByteTest(t) = first("byte_test:0,=,0,0,string,dec;") else { panic!() };
     assert_eq!(t.bytes, NumOrVar::Num(0));
     assert!(invalid("byte_test:9,=,1,0;").contains("out of range"));
     assert!(invalid("byte_test:2,~,1,0;").contains("operator"));
@@ -639,136 +507,62 @@ fn byte_keywords() {
     else {
         panic!()
     };
-    assert_eq!(
-        (j.multiplier, j.post_offset, j.endian),
-        (Some(2), Some(-4), Endian::Little)
-    );
+    assert_eq!((j.multiplier, j.post_offset, j.endian), (Some(2), Some(-4), Endian::Little));
     assert!(j.align && j.from_beginning && j.relative && !j.from_end);
-    let RuleOption::ByteJump(j) = first("byte_jump:len,0,relative,from_end;") else {
-        panic!()
-    };
+    let RuleOption::ByteJump(j) = first("byte_jump:len,0,relative,from_end;") else { panic!() };
     assert_eq!(j.bytes, NumOrVar::Var("len".into()));
     assert!(invalid("byte_jump:4,0,from_beginning,from_end;").contains("exclusive"));
 
-    let RuleOption::ByteExtract(e) =
-        first("byte_extract:2,0,my_len,relative,multiplier 4,align 4,string,dec;")
-    else {
+    let RuleOption::ByteExtract(e) = first("byte_extract:2,0,my_len,relative,multiplier 4,align 4,string,dec;") else {
         panic!()
     };
     assert_eq!((e.bytes, e.offset, e.name.as_str()), (2, 0, "my_len"));
-    assert_eq!(
-        (e.multiplier, e.align, e.string),
-        (Some(4), Some(4), Some(NumBase::Dec))
-    );
+    assert_eq!((e.multiplier, e.align, e.string), (Some(4), Some(4), Some(NumBase::Dec)));
     assert!(invalid("byte_extract:2,0,9bad;").contains("variable name"));
     assert!(invalid("byte_extract:2,0,v,align 3;").contains("align"));
 
-    let RuleOption::ByteMath(m) = first("byte_math:bytes 2, offset 1, oper <<, rvalue 3, result out, relative, endian little, string hex;") else { panic!() };
-    assert_eq!(
-        (m.op, m.rvalue.clone(), m.result.as_str()),
-        (ByteMathOp::Shl, NumOrVar::Num(3), "out")
-    );
-    assert_eq!(
-        (m.endian, m.string, m.relative),
-        (Endian::Little, Some(NumBase::Hex), true)
-    );
-    assert!(
-        invalid("byte_math:bytes 2, offset 1, oper /, rvalue 0, result r;").contains("division")
-    );
+    let RuleOption::ByteMath(m) =
+        first("byte_math:bytes 2, offset 1, oper <<, rvalue 3, result out, relative, endian little, string hex;")
+    else {
+        panic!()
+    };
+    assert_eq!((m.op, m.rvalue.clone(), m.result.as_str()), (ByteMathOp::Shl, NumOrVar::Num(3), "out"));
+    assert_eq!((m.endian, m.string, m.relative), (Endian::Little, Some(NumBase::Hex), true));
+    assert!(invalid("byte_math:bytes 2, offset 1, oper /, rvalue 0, result r;").contains("division"));
     assert!(invalid("byte_math:bytes 2, offset 1, oper %, rvalue 1, result r;").contains("oper"));
     assert!(invalid("byte_math:bytes 2, offset 1, oper +, rvalue 1;").contains("result"));
 }
 
 #[test]
 fn flow_and_flags() {
-    let RuleOption::Flow(f) = first("flow:established,to_server,only_stream;") else {
-        panic!()
-    };
+    let RuleOption::Flow(f) = first("flow:established,to_server,only_stream;") else { panic!() };
     assert!(f.established && f.to_server && f.only_stream && !f.to_client);
-    let RuleOption::Flow(f) = first("flow: from_server, not_established, no_frag;") else {
-        panic!()
-    };
+    let RuleOption::Flow(f) = first("flow: from_server, not_established, no_frag;") else { panic!() };
     assert!(f.to_client && f.not_established && f.no_frag);
-    let RuleOption::Flow(f) = first("flow:stateless,from_client,no_stream,only_frag;") else {
-        panic!()
-    };
+    let RuleOption::Flow(f) = first("flow:stateless,from_client,no_stream,only_frag;") else { panic!() };
     assert!(f.stateless && f.to_server && f.no_stream && f.only_frag);
     assert!(invalid("flow:to_server,to_client;").contains("exclusive"));
     assert!(invalid("flow:established,stateless;").contains("exclusive"));
     assert!(invalid("flow:sideways;").contains("flow"));
 
     use tcp_flag::*;
-    assert_eq!(
-        first("flags:S;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::Exact,
-            flags: SYN,
-            ignore: 0
-        })
-    );
-    assert_eq!(
-        first("flags:SA;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::Exact,
-            flags: SYN | ACK,
-            ignore: 0
-        })
-    );
-    assert_eq!(
-        first("flags:!R;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::Not,
-            flags: RST,
-            ignore: 0
-        })
-    );
-    assert_eq!(
-        first("flags:A+;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::All,
-            flags: ACK,
-            ignore: 0
-        })
-    );
-    assert_eq!(
-        first("flags:*FU;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::Any,
-            flags: FIN | URG,
-            ignore: 0
-        })
-    );
+    assert_eq!(first("flags:S;"), RuleOption::Flags(TcpFlags { mode: FlagsMode::Exact, flags: SYN, ignore: 0 }));
+    assert_eq!(first("flags:SA;"), RuleOption::Flags(TcpFlags { mode: FlagsMode::Exact, flags: SYN | ACK, ignore: 0 }));
+    assert_eq!(first("flags:!R;"), RuleOption::Flags(TcpFlags { mode: FlagsMode::Not, flags: RST, ignore: 0 }));
+    assert_eq!(first("flags:A+;"), RuleOption::Flags(TcpFlags { mode: FlagsMode::All, flags: ACK, ignore: 0 }));
+    assert_eq!(first("flags:*FU;"), RuleOption::Flags(TcpFlags { mode: FlagsMode::Any, flags: FIN | URG, ignore: 0 }));
     assert_eq!(
         first("flags:S,CE;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::Exact,
-            flags: SYN,
-            ignore: CWR | ECE
-        })
+        RuleOption::Flags(TcpFlags { mode: FlagsMode::Exact, flags: SYN, ignore: CWR | ECE })
     );
     assert_eq!(
         first("flags:S12;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::Exact,
-            flags: SYN | CWR | ECE,
-            ignore: 0
-        })
+        RuleOption::Flags(TcpFlags { mode: FlagsMode::Exact, flags: SYN | CWR | ECE, ignore: 0 })
     );
-    assert_eq!(
-        first("flags:0;"),
-        RuleOption::Flags(TcpFlags {
-            mode: FlagsMode::Exact,
-            flags: 0,
-            ignore: 0
-        })
-    );
-    let RuleOption::Flags(f) = first("flags:S,12;") else {
-        panic!()
-    };
+    assert_eq!(first("flags:0;"), RuleOption::Flags(TcpFlags { mode: FlagsMode::Exact, flags: 0, ignore: 0 }));
+    let RuleOption::Flags(f) = first("flags:S,12;") else { panic!() };
     assert!(f.matches(SYN | ECE) && f.matches(SYN) && !f.matches(SYN | ACK));
-    let RuleOption::Flags(f) = first("flags:SA+;") else {
-        panic!()
-    };
+    let RuleOption::Flags(f) = first("flags:SA+;") else { panic!() };
     assert!(f.matches(SYN | ACK | PSH) && !f.matches(SYN));
     assert!(invalid("flags:SX;").contains("invalid flag"));
     assert!(invalid("flags:+*S;").contains("modifier"));
@@ -777,59 +571,26 @@ fn flow_and_flags() {
 
 #[test]
 fn ip_and_icmp_header_keywords() {
-    assert_eq!(
-        first("window:!1024;"),
-        RuleOption::Window {
-            negated: true,
-            size: 1024
-        }
-    );
+    assert_eq!(first("window:!1024;"), RuleOption::Window { negated: true, size: 1024 });
     assert_eq!(first("seq:0;"), RuleOption::Seq(0));
     assert_eq!(first("ack:4294967295;"), RuleOption::Ack(u32::MAX));
     assert_eq!(first("ttl:<10;"), RuleOption::Ttl(UintCmp::Lt(10)));
     assert_eq!(first("ttl:1-5;"), RuleOption::Ttl(UintCmp::Range(1, 5)));
-    assert_eq!(
-        first("tos:!0x10;"),
-        RuleOption::Tos {
-            negated: true,
-            tos: 16
-        }
-    );
-    assert_eq!(
-        first("ipopts:lsrr;"),
-        RuleOption::Ipopts(IpOption::LooseSourceRoute)
-    );
+    assert_eq!(first("tos:!0x10;"), RuleOption::Tos { negated: true, tos: 16 });
+    assert_eq!(first("ipopts:lsrr;"), RuleOption::Ipopts(IpOption::LooseSourceRoute));
     assert_eq!(
         first("fragbits:M+;"),
-        RuleOption::Fragbits(Fragbits {
-            mode: FlagsMode::All,
-            bits: frag_bit::MORE_FRAGMENTS
-        })
+        RuleOption::Fragbits(Fragbits { mode: FlagsMode::All, bits: frag_bit::MORE_FRAGMENTS })
     );
-    assert_eq!(
-        first("fragbits:!DR;"),
-        RuleOption::Fragbits(Fragbits {
-            mode: FlagsMode::Not,
-            bits: 6
-        })
-    );
-    assert_eq!(
-        first("fragoffset:>100;"),
-        RuleOption::Fragoffset(UintCmp::Gt(100))
-    );
+    assert_eq!(first("fragbits:!DR;"), RuleOption::Fragbits(Fragbits { mode: FlagsMode::Not, bits: 6 }));
+    assert_eq!(first("fragoffset:>100;"), RuleOption::Fragoffset(UintCmp::Gt(100)));
     assert_eq!(first("id:31337;"), RuleOption::IpId(31337));
     assert_eq!(first("ip_proto:!tcp;"), RuleOption::IpProto(UintCmp::Ne(6)));
     assert_eq!(first("ip_proto:<50;"), RuleOption::IpProto(UintCmp::Lt(50)));
-    assert_eq!(
-        first("ip_proto:ipv6-icmp;"),
-        RuleOption::IpProto(UintCmp::Eq(58))
-    );
+    assert_eq!(first("ip_proto:ipv6-icmp;"), RuleOption::IpProto(UintCmp::Eq(58)));
     assert_eq!(first("itype:>30;"), RuleOption::Itype(UintCmp::Gt(30)));
     assert_eq!(first("itype:!= 0;"), RuleOption::Itype(UintCmp::Ne(0)));
-    assert_eq!(
-        first("icode:3<>8;"),
-        RuleOption::Icode(UintCmp::Range(3, 8))
-    );
+    assert_eq!(first("icode:3<>8;"), RuleOption::Icode(UintCmp::Range(3, 8)));
     assert_eq!(first("icmp_id:77;"), RuleOption::IcmpId(77));
     assert_eq!(first("icmp_seq:0;"), RuleOption::IcmpSeq(0));
     assert!(invalid("window:70000;").contains("window"));
@@ -845,11 +606,7 @@ fn ip_and_icmp_header_keywords() {
 fn flow_state_keywords() {
     assert_eq!(
         first("flowbits:set,a.b;"),
-        RuleOption::Flowbits(Flowbits {
-            cmd: FlowbitsCmd::Set,
-            names: vec!["a.b".into()],
-            group: BitsGroup::Single
-        })
+        RuleOption::Flowbits(Flowbits { cmd: FlowbitsCmd::Set, names: vec!["a.b".into()], group: BitsGroup::Single })
     );
     assert_eq!(
         first("flowbits:isset, a | b;"),
@@ -878,27 +635,15 @@ fn flow_state_keywords() {
 
     assert_eq!(
         first("flowint:cnt,+,1;"),
-        RuleOption::Flowint(Flowint {
-            name: "cnt".into(),
-            op: FlowintOp::Add,
-            value: Some(NumOrVar::Num(1))
-        })
+        RuleOption::Flowint(Flowint { name: "cnt".into(), op: FlowintOp::Add, value: Some(NumOrVar::Num(1)) })
     );
     assert_eq!(
         first("flowint:cnt,isset;"),
-        RuleOption::Flowint(Flowint {
-            name: "cnt".into(),
-            op: FlowintOp::IsSet,
-            value: None
-        })
+        RuleOption::Flowint(Flowint { name: "cnt".into(), op: FlowintOp::IsSet, value: None })
     );
     assert!(matches!(
         first("flowint:cnt,>=,other;"),
-        RuleOption::Flowint(Flowint {
-            op: FlowintOp::Ge,
-            value: Some(NumOrVar::Var(_)),
-            ..
-        })
+        RuleOption::Flowint(Flowint { op: FlowintOp::Ge, value: Some(NumOrVar::Var(_)), .. })
     ));
     assert!(invalid("flowint:cnt,+;").contains("needs a value"));
     assert!(invalid("flowint:cnt,**,1;").contains("operator"));
@@ -930,11 +675,7 @@ fn limits_and_other_keywords() {
     );
     assert!(matches!(
         first("threshold:type backoff, track by_flow, count 1, multiplier 10;"),
-        RuleOption::Threshold(Threshold {
-            kind: ThresholdType::Backoff,
-            multiplier: Some(10),
-            ..
-        })
+        RuleOption::Threshold(Threshold { kind: ThresholdType::Backoff, multiplier: Some(10), .. })
     ));
     assert!(invalid("threshold:type limit, track by_src, count 1;").contains("seconds"));
     assert!(invalid("threshold:type often, track by_src, count 1, seconds 1;").contains("type"));
@@ -947,49 +688,25 @@ fn limits_and_other_keywords() {
             unique_on: Some(UniqueOn::DstPort)
         })
     );
-    assert!(
-        invalid("detection_filter:type limit, track by_dst, count 5, seconds 10;").contains("type")
-    );
+    assert!(invalid("detection_filter:type limit, track by_dst, count 5, seconds 10;").contains("type"));
 
     assert!(ok("noalert;").is_noalert());
     assert_eq!(
         first("stream_size:server,<,6;"),
-        RuleOption::StreamSize {
-            side: StreamSide::Server,
-            cmp: UintCmp::Lt(6)
-        }
+        RuleOption::StreamSize { side: StreamSide::Server, cmp: UintCmp::Lt(6) }
     );
     assert_eq!(
         first("stream_size:either,!=,6;"),
-        RuleOption::StreamSize {
-            side: StreamSide::Either,
-            cmp: UintCmp::Ne(6)
-        }
+        RuleOption::StreamSize { side: StreamSide::Either, cmp: UintCmp::Ne(6) }
     );
     assert!(invalid("stream_size:up,<,6;").contains("side"));
-    assert_eq!(
-        first("app-layer-protocol:!http;"),
-        RuleOption::AppLayerProtocol {
-            negated: true,
-            name: "http"
-        }
-    );
+    assert_eq!(first("app-layer-protocol:!http;"), RuleOption::AppLayerProtocol { negated: true, name: "http" });
     assert!(invalid("app-layer-protocol:gopher;").contains("unknown app-layer"));
     assert_eq!(
         first("base64_decode:bytes 10, offset 2, relative;"),
-        RuleOption::Base64Decode(Base64Decode {
-            bytes: Some(10),
-            offset: Some(2),
-            relative: true
-        })
+        RuleOption::Base64Decode(Base64Decode { bytes: Some(10), offset: Some(2), relative: true })
     );
-    assert!(matches!(
-        first("content:\"a\"; prefilter;"),
-        RuleOption::Content(Content {
-            prefilter: true,
-            ..
-        })
-    ));
+    assert!(matches!(first("content:\"a\"; prefilter;"), RuleOption::Content(Content { prefilter: true, .. })));
 }
 
 // ---------------------------------------------------------------- config files
@@ -1010,9 +727,7 @@ fn classification_config() {
     assert_eq!(table.len(), 2);
     assert_eq!(table.get("web").unwrap().description, "Web, with a comma");
     assert_eq!(errors.iter().map(|e| e.line).collect::<Vec<_>>(), [4, 5, 6]);
-    assert!(errors[0]
-        .to_string()
-        .starts_with("classification.config:4:"));
+    assert!(errors[0].to_string().starts_with("classification.config:4:"));
 }
 
 #[test]
@@ -1049,28 +764,11 @@ fn threshold_config() {
     );
     assert_eq!(cfg.entries[1].threshold_type(), Some(ThresholdType::Both));
     assert_eq!(cfg.entries[1].ids(), (1, 0));
-    let ThresholdEntry::Suppress {
-        track,
-        ip: Some(set),
-        ..
-    } = &cfg.entries[2]
-    else {
-        panic!()
-    };
+    let ThresholdEntry::Suppress { track, ip: Some(set), .. } = &cfg.entries[2] else { panic!() };
     assert_eq!(*track, Some(Track::BySrc));
     assert!(set.contains(ip("10.0.0.1")) && !set.contains(ip("10.0.0.2")));
-    assert_eq!(
-        cfg.entries[3],
-        ThresholdEntry::Suppress {
-            gen_id: 1,
-            sig_id: 2002,
-            track: None,
-            ip: None
-        }
-    );
-    let ThresholdEntry::Suppress { ip: Some(set), .. } = &cfg.entries[4] else {
-        panic!()
-    };
+    assert_eq!(cfg.entries[3], ThresholdEntry::Suppress { gen_id: 1, sig_id: 2002, track: None, ip: None });
+    let ThresholdEntry::Suppress { ip: Some(set), .. } = &cfg.entries[4] else { panic!() };
     assert!(set.contains(ip("10.9.3.3")) && set.contains(ip("1.2.3.4")));
     assert_eq!(
         cfg.entries[5],
@@ -1084,15 +782,14 @@ fn threshold_config() {
             timeout: 30
         }
     );
-    assert_eq!(
-        errors.iter().map(|e| e.line).collect::<Vec<_>>(),
-        [8, 9, 10, 11, 12]
-    );
+    assert_eq!(errors.iter().map(|e| e.line).collect::<Vec<_>>(), [8, 9, 10, 11, 12]);
     assert_eq!(
         errors[0].error,
         RuleError::BadField(OptionError::MissingPart { keyword: "threshold", part: "seconds" })
     );
-    assert!(matches!(&errors[4].error, RuleError::SuppressIp(GroupError::UnknownVariable { name, .. }) if name == "NOPE"));
+    assert!(
+        matches!(&errors[4].error, RuleError::SuppressIp(GroupError::UnknownVariable { name, .. }) if name == "NOPE")
+    );
     assert_eq!(errors[4].error.to_string(), "suppress ip: unknown address variable $NOPE");
 }
 
@@ -1130,19 +827,35 @@ fn flow_counter_keywords() {
     use crate::detect::rule::options::{FlowCount, FlowCountDir, FlowCountKind};
     assert_eq!(
         first("flow.pkts:toclient,=10;"),
-        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Packets, dir: FlowCountDir::ToClient, cmp: UintCmp::Eq(10) })
+        RuleOption::FlowCount(FlowCount {
+            kind: FlowCountKind::Packets,
+            dir: FlowCountDir::ToClient,
+            cmp: UintCmp::Eq(10)
+        })
     );
     assert_eq!(
         first("flow.bytes:either,>3000;"),
-        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Bytes, dir: FlowCountDir::Either, cmp: UintCmp::Gt(3000) })
+        RuleOption::FlowCount(FlowCount {
+            kind: FlowCountKind::Bytes,
+            dir: FlowCountDir::Either,
+            cmp: UintCmp::Gt(3000)
+        })
     );
     assert_eq!(
         first("flow.bytes_toserver:<3000;"),
-        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Bytes, dir: FlowCountDir::ToServer, cmp: UintCmp::Lt(3000) })
+        RuleOption::FlowCount(FlowCount {
+            kind: FlowCountKind::Bytes,
+            dir: FlowCountDir::ToServer,
+            cmp: UintCmp::Lt(3000)
+        })
     );
     assert_eq!(
         first("flow.pkts_toclient:10;"),
-        RuleOption::FlowCount(FlowCount { kind: FlowCountKind::Packets, dir: FlowCountDir::ToClient, cmp: UintCmp::Eq(10) })
+        RuleOption::FlowCount(FlowCount {
+            kind: FlowCountKind::Packets,
+            dir: FlowCountDir::ToClient,
+            cmp: UintCmp::Eq(10)
+        })
     );
     invalid("flow.pkts:sideways,=1;");
     invalid("flow.pkts:10;");

@@ -64,10 +64,7 @@ pub enum UniqueOn {
 
 /// Parses `type X, track Y, count N, seconds N[, multiplier N]` in any order.
 /// `with_type` is false for detection_filter, which has no type but may have `unique_on`.
-pub fn parse_threshold_fields(
-    value: &str,
-    with_type: bool,
-) -> Result<(Threshold, Option<UniqueOn>), OptionError> {
+pub fn parse_threshold_fields(value: &str, with_type: bool) -> Result<(Threshold, Option<UniqueOn>), OptionError> {
     let mut unique_on = None;
     let mut kind = None;
     let mut track = None;
@@ -89,11 +86,7 @@ pub fn parse_threshold_fields(
                     other => return Err(bad_part("threshold", "type", other)),
                 })
             }
-            "track" => {
-                track = Some(
-                    Track::parse(arg).ok_or_else(|| bad_part("threshold", "track", arg))?,
-                )
-            }
+            "track" => track = Some(Track::parse(arg).ok_or_else(|| bad_part("threshold", "track", arg))?),
             "count" => count = Some(parse_u32(arg, "threshold count")?),
             "seconds" => seconds = Some(parse_u32(arg, "threshold seconds")?),
             "multiplier" => multiplier = Some(parse_u32(arg, "threshold multiplier")?),
@@ -128,16 +121,7 @@ pub fn parse_threshold_fields(
             rule: "track by_either is only valid for suppress",
         });
     }
-    Ok((
-        Threshold {
-            kind,
-            track,
-            count,
-            seconds,
-            multiplier,
-        },
-        unique_on,
-    ))
+    Ok((Threshold { kind, track, count, seconds, multiplier }, unique_on))
 }
 
 pub(crate) fn parse_threshold(value: &str) -> Result<Threshold, OptionError> {

@@ -29,24 +29,54 @@ impl fmt::Display for Group {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GroupError {
     /// The specification is valid but excludes everything (`!any`, `[1.2.3.4,!1.2.3.4]`).
-    MatchesNothing { group: Group, spec: String },
+    MatchesNothing {
+        group: Group,
+        spec: String,
+    },
     /// Text left over after a complete specification.
-    Trailing { group: Group, rest: String, text: String },
+    Trailing {
+        group: Group,
+        rest: String,
+        text: String,
+    },
     /// `[...]` groups or variable references nested deeper than [`MAX_GROUP_DEPTH`].
-    TooDeep { group: Group },
+    TooDeep {
+        group: Group,
+    },
     /// An empty item (`[]`, `[1,,2]`, `!`).
-    EmptyItem { group: Group, text: String },
+    EmptyItem {
+        group: Group,
+        text: String,
+    },
     /// A `[` without its `]`.
-    Unterminated { group: Group, text: String },
+    Unterminated {
+        group: Group,
+        text: String,
+    },
     /// A variable that refers back to itself; `chain` lists the names, first repeated last.
-    Cycle { group: Group, chain: Vec<String> },
-    UnknownVariable { group: Group, name: String },
+    Cycle {
+        group: Group,
+        chain: Vec<String>,
+    },
+    UnknownVariable {
+        group: Group,
+        name: String,
+    },
     /// A variable whose value is not one item (`HOME_NET: "1.2.3.4 5.6.7.8"`).
-    BadVariable { name: String, value: String },
-    BadAddress { atom: String },
-    BadPort { atom: String },
+    BadVariable {
+        name: String,
+        value: String,
+    },
+    BadAddress {
+        atom: String,
+    },
+    BadPort {
+        atom: String,
+    },
     /// `1024:80`.
-    ReversedPortRange { atom: String },
+    ReversedPortRange {
+        atom: String,
+    },
 }
 
 impl fmt::Display for GroupError {
@@ -113,9 +143,7 @@ impl<T: RangeBound> Ranges<T> {
     }
 
     pub fn full() -> Self {
-        Ranges {
-            ranges: vec![(T::MIN, T::MAX)],
-        }
+        Ranges { ranges: vec![(T::MIN, T::MAX)] }
     }
 
     /// Builds from arbitrary (possibly overlapping, unordered) ranges; `lo > hi` pairs are dropped.
@@ -219,17 +247,11 @@ pub struct AddressSet {
 
 impl AddressSet {
     pub fn any() -> Self {
-        AddressSet {
-            v4: Ranges::full(),
-            v6: Ranges::full(),
-        }
+        AddressSet { v4: Ranges::full(), v6: Ranges::full() }
     }
 
     pub fn none() -> Self {
-        AddressSet {
-            v4: Ranges::empty(),
-            v6: Ranges::empty(),
-        }
+        AddressSet { v4: Ranges::empty(), v6: Ranges::empty() }
     }
 
     pub fn is_any(&self) -> bool {
@@ -268,24 +290,15 @@ impl AddressSet {
     }
 
     fn complement(&self) -> Self {
-        AddressSet {
-            v4: self.v4.complement(),
-            v6: self.v6.complement(),
-        }
+        AddressSet { v4: self.v4.complement(), v6: self.v6.complement() }
     }
 
     fn union(&self, other: &Self) -> Self {
-        AddressSet {
-            v4: self.v4.union(&other.v4),
-            v6: self.v6.union(&other.v6),
-        }
+        AddressSet { v4: self.v4.union(&other.v4), v6: self.v6.union(&other.v6) }
     }
 
     fn subtract(&self, other: &Self) -> Self {
-        AddressSet {
-            v4: self.v4.subtract(&other.v4),
-            v6: self.v6.subtract(&other.v6),
-        }
+        AddressSet { v4: self.v4.subtract(&other.v4), v6: self.v6.subtract(&other.v6) }
     }
 }
 
@@ -297,9 +310,7 @@ pub struct PortSet {
 
 impl PortSet {
     pub fn any() -> Self {
-        PortSet {
-            ranges: Ranges::full(),
-        }
+        PortSet { ranges: Ranges::full() }
     }
 
     pub fn is_any(&self) -> bool {
@@ -376,33 +387,24 @@ fn var_key(name: &str) -> String {
 impl RuleVars {
     /// No variables at all (`RuleVars::default()` has Suricata's defaults).
     pub fn empty() -> Self {
-        RuleVars {
-            address_groups: HashMap::new(),
-            port_groups: HashMap::new(),
-        }
+        RuleVars { address_groups: HashMap::new(), port_groups: HashMap::new() }
     }
 
     /// Defines or overrides an address group; `name` may carry a leading `$`.
     pub fn set_address(&mut self, name: &str, value: &str) {
-        self.address_groups
-            .insert(var_key(name), value.trim().to_string());
+        self.address_groups.insert(var_key(name), value.trim().to_string());
     }
 
     pub fn set_port(&mut self, name: &str, value: &str) {
-        self.port_groups
-            .insert(var_key(name), value.trim().to_string());
+        self.port_groups.insert(var_key(name), value.trim().to_string());
     }
 
     pub fn address(&self, name: &str) -> Option<&str> {
-        self.address_groups
-            .get(name.trim_start_matches('$'))
-            .map(String::as_str)
+        self.address_groups.get(name.trim_start_matches('$')).map(String::as_str)
     }
 
     pub fn port(&self, name: &str) -> Option<&str> {
-        self.port_groups
-            .get(name.trim_start_matches('$'))
-            .map(String::as_str)
+        self.port_groups.get(name.trim_start_matches('$')).map(String::as_str)
     }
 
     /// Resolves every variable once; returns one message per broken variable (syntax, unknown
@@ -529,13 +531,7 @@ struct GroupParser<'a, 'v, K: GroupKind> {
 
 impl<'a, 'v, K: GroupKind> GroupParser<'a, 'v, K> {
     fn new(text: &'a str, vars: &'v RuleVars, stack: &'a mut Vec<String>) -> Self {
-        GroupParser {
-            text,
-            pos: 0,
-            vars,
-            stack,
-            _kind: std::marker::PhantomData,
-        }
+        GroupParser { text, pos: 0, vars, stack, _kind: std::marker::PhantomData }
     }
 
     fn parse_top(mut self) -> Result<K::Set, GroupError> {
@@ -703,11 +699,7 @@ fn parse_address_atom(atom: &str) -> Result<AddressSet, GroupError> {
                     }
                 },
             };
-            let mask = if prefix == 0 {
-                0
-            } else {
-                u32::MAX << (32 - prefix)
-            };
+            let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) };
             let lo = u32::from(a) & mask;
             set.v4 = Ranges::from_unsorted(vec![(lo, lo | !mask)]);
         }
@@ -719,11 +711,7 @@ fn parse_address_atom(atom: &str) -> Result<AddressSet, GroupError> {
                     _ => return Err(bad()),
                 },
             };
-            let mask = if prefix == 0 {
-                0
-            } else {
-                u128::MAX << (128 - prefix)
-            };
+            let mask = if prefix == 0 { 0 } else { u128::MAX << (128 - prefix) };
             let lo = u128::from(a) & mask;
             set.v6 = Ranges::from_unsorted(vec![(lo, lo | !mask)]);
         }
@@ -732,9 +720,7 @@ fn parse_address_atom(atom: &str) -> Result<AddressSet, GroupError> {
 }
 
 fn parse_port_number(text: &str, atom: &str) -> Result<u16, GroupError> {
-    text.trim()
-        .parse::<u16>()
-        .map_err(|_| GroupError::BadPort { atom: atom.to_string() })
+    text.trim().parse::<u16>().map_err(|_| GroupError::BadPort { atom: atom.to_string() })
 }
 
 fn parse_port_atom(atom: &str) -> Result<Ranges<u16>, GroupError> {
@@ -744,16 +730,8 @@ fn parse_port_atom(atom: &str) -> Result<Ranges<u16>, GroupError> {
             (p, p)
         }
         Some((lo, hi)) => {
-            let lo = if lo.is_empty() {
-                0
-            } else {
-                parse_port_number(lo, atom)?
-            };
-            let hi = if hi.is_empty() {
-                u16::MAX
-            } else {
-                parse_port_number(hi, atom)?
-            };
+            let lo = if lo.is_empty() { 0 } else { parse_port_number(lo, atom)? };
+            let hi = if hi.is_empty() { u16::MAX } else { parse_port_number(hi, atom)? };
             if lo > hi {
                 return Err(GroupError::ReversedPortRange { atom: atom.to_string() });
             }
