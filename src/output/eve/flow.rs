@@ -2,7 +2,6 @@
 
 use super::alert::write_vlan;
 use super::{format_timestamp, tcp_flags_hex, EventHeader};
-use picket_core::decode::ip_addr;
 use picket_core::flow::FlowRecord;
 use picket_core::inspect::FlowExt;
 
@@ -13,12 +12,12 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         flow_id: Some(rec.flow_id),
         pcap_cnt: None,
         event_type: "flow",
-        src_ip: ip_addr(&rec.src_ip, rec.is_v4),
-        src_port: rec.src_port,
-        dest_ip: ip_addr(&rec.dst_ip, rec.is_v4),
-        dest_port: rec.dst_port,
-        proto: rec.proto,
-        icmp: rec.icmp_toserver.or(matches!(rec.proto, 1 | 58).then_some((0, 0))),
+        src_ip: rec.tuple.src_ip(),
+        src_port: rec.tuple.src_port,
+        dest_ip: rec.tuple.dst_ip(),
+        dest_port: rec.tuple.dst_port,
+        proto: rec.tuple.proto,
+        icmp: rec.icmp_toserver.or(matches!(rec.tuple.proto, 1 | 58).then_some((0, 0))),
     };
     let mut o = header.write(buf);
     if let Some(p) = rec.ext.app.as_ref().and_then(|a| a.proto) {

@@ -338,13 +338,9 @@ pub struct TcpRecord {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowRecord<E> {
     pub flow_id: u64,
-    pub src_ip: [u8; 16],
-    pub dst_ip: [u8; 16],
-    /// 0 for ICMP (see `icmp_*`).
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub is_v4: bool,
-    pub proto: u8,
+    /// From the client (the side that opened the flow) to the server; ports are 0 for ICMP
+    /// (see `icmp_*`).
+    pub tuple: FiveTuple,
     pub vlan: [u16; 2],
     pub pkts_toserver: u64,
     pub pkts_toclient: u64,

@@ -627,16 +627,9 @@ impl<E: Default> FlowTable<E> {
 
         let flow = &slot.flow;
         let state = flow.state();
-        let (src_ip, src_port) = flow.client();
-        let (dst_ip, dst_port) = flow.server();
         let record = FlowRecord {
             flow_id: flow.flow_id,
-            src_ip,
-            dst_ip,
-            src_port,
-            dst_port,
-            is_v4: flow.is_v4(),
-            proto: flow.key.tuple.proto,
+            tuple: flow.tuple(),
             vlan: flow.key.vlan,
             pkts_toserver: flow.pkts_toserver,
             pkts_toclient: flow.pkts_toclient,
@@ -662,7 +655,7 @@ impl<E: Default> FlowTable<E> {
         let c = &mut self.counters;
         c.active -= 1;
         c.memuse = c.active * self.bytes_per_flow;
-        match record.proto {
+        match record.tuple.proto {
             IPPROTO_TCP => c.active_tcp -= 1,
             IPPROTO_UDP => c.active_udp -= 1,
             IPPROTO_ICMP => c.active_icmpv4 -= 1,

@@ -94,7 +94,7 @@ fn both_directions_share_one_flow_and_the_first_sender_is_the_client() {
     assert_eq!(t.len(), 1);
 
     let rec = flush(&mut t).pop().unwrap();
-    assert_eq!((rec.src_ip, rec.src_port, rec.dst_ip, rec.dst_port), (v4(9), 5353, v4(3), 53));
+    assert_eq!((rec.tuple.src, rec.tuple.src_port, rec.tuple.dst, rec.tuple.dst_port), (v4(9), 5353, v4(3), 53));
     assert_eq!((rec.pkts_toserver, rec.pkts_toclient, rec.bytes_toserver, rec.bytes_toclient), (1, 1, 100, 100));
     assert_eq!(rec.state, FlowState::Established);
     assert_eq!(rec.reason.as_str(), "shutdown");
@@ -131,7 +131,7 @@ fn icmp_echo_request_and_reply_share_a_flow() {
     assert!(b.established && !b.to_server);
     let rec = flush(&mut t).pop().unwrap();
     assert_eq!((rec.icmp_toserver, rec.icmp_toclient), (Some((8, 0)), Some((0, 0))));
-    assert_eq!((rec.src_port, rec.dst_port), (0, 0));
+    assert_eq!((rec.tuple.src_port, rec.tuple.dst_port), (0, 0));
     assert_eq!(t.counters().icmpv4, 1);
 }
 
@@ -230,7 +230,7 @@ fn midstream_synack_makes_its_sender_the_server() {
     let ack = run(&mut t, &g.tcp(true, ACK, 101, 501, 0, 0), &mut ended);
     assert!(ack.to_server && !ack.established, "established only after the completing ACK");
     let rec = flush(&mut t).pop().unwrap();
-    assert_eq!((rec.src_ip, rec.src_port), (v4(CLIENT), 40000));
+    assert_eq!((rec.tuple.src, rec.tuple.src_port), (v4(CLIENT), 40000));
     assert_eq!((rec.pkts_toserver, rec.pkts_toclient), (1, 1));
     assert_eq!(rec.tcp.unwrap().tcp_flags_tc, SYN | ACK);
 }
@@ -246,7 +246,7 @@ fn syn_from_the_other_side_of_an_unpicked_flow_swaps_roles() {
     let [syn, _, ack] = handshake(&mut g, &mut t, &mut ended);
     assert!(syn.to_server && ack.to_server && !ack.established);
     let rec = flush(&mut t).pop().unwrap();
-    assert_eq!((rec.src_ip, rec.src_port), (v4(CLIENT), 40000));
+    assert_eq!((rec.tuple.src, rec.tuple.src_port), (v4(CLIENT), 40000));
     assert_eq!((rec.pkts_toserver, rec.pkts_toclient), (2, 2));
 }
 
@@ -301,7 +301,7 @@ fn idle_flows_time_out_by_state_and_active_ones_stay() {
     for s in (0..=60).step_by(10) {
         run(&mut t, &g.udp(1, 2000, 2, 53, s), &mut ended);
         let out = expire(&mut t, s);
-        assert!(out.iter().all(|r| r.src_port == 1000), "the active flow must not expire");
+        assert!(out.iter().all(|r| r.tuple.src_port == 1000), "the active flow must not expire");
     }
     let c = t.counters();
     assert_eq!((c.end_timeout, c.active), (1, 1));
@@ -309,7 +309,7 @@ fn idle_flows_time_out_by_state_and_active_ones_stay() {
     assert!(expire(&mut t, 90).is_empty());
     let out = expire(&mut t, 91);
     assert_eq!(out.len(), 1);
-    assert_eq!((out[0].src_port, out[0].reason.as_str(), out[0].state), (2000, "timeout", FlowState::New));
+    assert_eq!((out[0].tuple.src_port, out[0].reason.as_str(), out[0].state), (2000, "timeout", FlowState::New));
     assert!(t.is_empty());
 }
 
@@ -402,7 +402,11 @@ fn tiny_memcap_evicts_and_stays_bounded() {
     assert_eq!(c.memuse, 10 * per_flow);
     // The survivors are recent flows: eviction prefers the least recently seen.
     let rest = flush(&mut t);
-    assert!(rest.iter().all(|r| r.src_port >= 900), "{:?}", rest.iter().map(|r| r.src_port).collect::<Vec<_>>());
+    assert!(
+        rest.iter().all(|r| r.tuple.src_port >= 900),
+        "{:?}",
+        rest.iter().map(|r| r.tuple.src_port).collect::<Vec<_>>()
+    );
     assert!(!t.in_emergency());
     assert_eq!(t.counters().emerg_mode_over, 1);
 }
@@ -448,7 +452,7 @@ fn scripted_run(order_reversed: bool) -> Vec<(u64, u16, u64)> {
     for &p in &ports {
         run(&mut t, &g.udp(1, p, 2, 53, 0), &mut ended);
     }
-    flush(&mut t).into_iter().map(|r| (r.flow_id, r.src_port, r.first_pcap_cnt)).collect()
+    flush(&mut t).into_iter().map(|r| (r.flow_id, r.tuple.src_port, r.first_pcap_cnt)).collect()
 }
 
 #[test]

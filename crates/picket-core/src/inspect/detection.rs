@@ -254,8 +254,9 @@ impl Detection {
         out: &mut Out<'_>,
     ) {
         stream.close();
-        let client = (rec.src_ip, rec.src_port);
-        let server = (rec.dst_ip, rec.dst_port);
+        let flow_tuple = rec.tuple;
+        let client = (flow_tuple.src, flow_tuple.src_port);
+        let server = (flow_tuple.dst, flow_tuple.dst_port);
         // The close releases what the app layer had not seen yet (unacked data).
         if let Some(app) = rec.ext.app.as_deref_mut() {
             for dir in [Direction::ToServer, Direction::ToClient] {
@@ -281,8 +282,7 @@ impl Detection {
         };
         for dir in [Direction::ToServer, Direction::ToClient] {
             let to_server = dir == Direction::ToServer;
-            let ((src, sp), (dst, dp)) = if to_server { (client, server) } else { (server, client) };
-            let tuple = FiveTuple { src, dst, src_port: sp, dst_port: dp, proto: rec.proto, is_v4: rec.is_v4 };
+            let tuple = if to_server { flow_tuple } else { flow_tuple.reversed() };
             let facts = FlowFacts { info: FlowInfo { to_server, ..info }, client, server, start: rec.start };
             let origin = || Origin::FlowEnd { ts: rec.end, tuple, vlan: rec.vlan };
             let FlowExt { detect, app, .. } = &mut rec.ext;
