@@ -2,8 +2,9 @@
 //! a [`Verdict`] for every packet.
 //!
 //! Events borrow the inspector's state (the packet, the flow, the transaction); a sink
-//! that keeps anything must copy or format it before returning. picket's `output::eve`
-//! formats them into eve.json and fast.log lines on the worker thread.
+//! that keeps anything must copy or format it before returning. picket's
+//! `output::sink::LogSink` formats them into eve.json and fast.log lines on the worker
+//! thread.
 
 use super::FlowExt;
 use crate::applayer::tls::TlsState;
@@ -33,11 +34,6 @@ pub const SHUTDOWN_KEY: u64 = u64::MAX;
 /// ([`packet_key`], [`clock_key`] or [`SHUTDOWN_KEY`]).
 pub trait EventSink {
     fn event(&mut self, key: u64, event: &Event<'_>);
-}
-
-/// A sink that drops every event (runs that want counters only).
-impl EventSink for () {
-    fn event(&mut self, _: u64, _: &Event<'_>) {}
 }
 
 /// One thing the inspector found.
