@@ -183,8 +183,7 @@ fn response(id: u16, qname: &str, cname: &str, ns: &str) -> Vec<u8> {
     m
 }
 
-/// Test support: a dotted name as uncompressed labels.
-#[cfg(test)]
+/// A dotted name as uncompressed labels.
 fn labels(name: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for label in name.split('.').filter(|l| !l.is_empty()) {

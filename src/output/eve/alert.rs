@@ -3,7 +3,7 @@
 use super::options::AlertLogOptions;
 use super::{format_timestamp, proto_name, EventHeader};
 use crate::output::json::JsonObject;
-use picket_core::decode::ip_addr;
+use picket_core::decode::{ip_addr, is_icmp};
 use picket_core::decode::{Decoded, FiveTuple};
 use picket_core::inspect::{AlertEvent, AppTx, FlowBits, WirePacket};
 use picket_core::packet::LinkType;
@@ -70,7 +70,7 @@ fn header<'b>(buf: &'b mut Vec<u8>, a: &AlertEvent<'_>, xff: Option<(bool, IpAdd
 
 /// ICMP carries type and code where other protocols have ports.
 pub(super) fn icmp_type_code(tuple: &FiveTuple) -> Option<(u8, u8)> {
-    matches!(tuple.proto, 1 | 58).then_some((tuple.src_port as u8, tuple.dst_port as u8))
+    is_icmp(tuple.proto).then_some((tuple.src_port as u8, tuple.dst_port as u8))
 }
 
 pub(super) fn write_vlan(o: &mut JsonObject<'_>, vlan: &[u16; 2]) {

@@ -2,6 +2,7 @@
 
 use super::alert::write_vlan;
 use super::{format_timestamp, tcp_flags_hex, EventHeader};
+use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
 use picket_core::inspect::FlowExt;
 
@@ -17,7 +18,7 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         dest_ip: rec.tuple.dst_ip(),
         dest_port: rec.tuple.dst_port,
         proto: rec.tuple.proto,
-        icmp: rec.icmp_toserver.or(matches!(rec.tuple.proto, 1 | 58).then_some((0, 0))),
+        icmp: rec.icmp_toserver.or(is_icmp(rec.tuple.proto).then_some((0, 0))),
     };
     let mut o = header.write(buf);
     if let Some(p) = rec.ext.app.as_ref().and_then(|a| a.proto) {

@@ -78,6 +78,12 @@ pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 pub const PROTO_ICMPV6: u8 = 58;
 
+/// ICMP or ICMPv6: type and code stand where other protocols have ports.
+#[inline]
+pub fn is_icmp(proto: u8) -> bool {
+    proto == PROTO_ICMP || proto == PROTO_ICMPV6
+}
+
 const ETHERNET_HEADER_LEN: usize = 14;
 const SLL_HEADER_LEN: usize = 16;
 const SLL2_HEADER_LEN: usize = 20;

@@ -25,17 +25,12 @@ pub use counters::FlowCounters;
 pub use table::{Flow, FlowTable};
 pub use tcp::{StreamEvent, TcpState};
 
-pub use crate::decode::FiveTuple;
+pub use crate::decode::{is_icmp, FiveTuple, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
 use crate::packet::Timestamp;
 
 /// TCP header flag bits as they appear in the flags byte.
 /// TCP flag bits, as the decoder defines them.
 pub use crate::decode::tcp as tcp_flags;
-
-pub const IPPROTO_ICMP: u8 = 1;
-pub const IPPROTO_TCP: u8 = 6;
-pub const IPPROTO_UDP: u8 = 17;
-pub const IPPROTO_ICMPV6: u8 = 58;
 
 /// The TCP header fields the state machine looks at.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,10 +133,6 @@ impl std::hash::Hash for FlowKey {
     }
 }
 
-pub(crate) fn is_icmp(proto: u8) -> bool {
-    proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6
-}
-
 /// Idle timeouts (seconds) for the three flow states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StateTimeouts {
@@ -174,9 +165,9 @@ pub struct FlowTimeouts {
 impl FlowTimeouts {
     pub fn for_proto(&self, proto: u8) -> &StateTimeouts {
         match proto {
-            IPPROTO_TCP => &self.tcp,
-            IPPROTO_UDP => &self.udp,
-            IPPROTO_ICMP | IPPROTO_ICMPV6 => &self.icmp,
+            PROTO_TCP => &self.tcp,
+            PROTO_UDP => &self.udp,
+            PROTO_ICMP | PROTO_ICMPV6 => &self.icmp,
             _ => &self.default,
         }
     }

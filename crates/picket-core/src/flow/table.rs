@@ -31,7 +31,7 @@ use super::hash::{flow_id, key_hash};
 use super::tcp::{TcpConfig, TcpSession};
 use super::{
     is_icmp, FiveTuple, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord, FlowState,
-    FlowTimeouts, PacketVerdict, TcpRecord, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
+    FlowTimeouts, PacketVerdict, TcpRecord, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP,
 };
 use crate::packet::Timestamp;
 
@@ -106,7 +106,7 @@ impl Flow {
     }
 
     pub fn state(&self) -> FlowState {
-        if self.key.tuple.proto == IPPROTO_TCP {
+        if self.key.tuple.proto == PROTO_TCP {
             self.tcp.state.flow_state()
         } else if self.both_sides_seen() {
             FlowState::Established
@@ -117,7 +117,7 @@ impl Flow {
 
     /// Suricata's `flow:established` (see [`PacketVerdict::established`]).
     pub fn established(&self) -> bool {
-        if self.key.tuple.proto == IPPROTO_TCP {
+        if self.key.tuple.proto == PROTO_TCP {
             self.tcp.reached_established
         } else {
             self.both_sides_seen()
@@ -303,7 +303,7 @@ impl<E: Default> FlowTable<E> {
         // handshake is not yet `flow:established`.
         let tcp_established_before = flow.tcp.reached_established;
 
-        if let (IPPROTO_TCP, Some(seg)) = (pkt.tuple.proto, pkt.tcp) {
+        if let (PROTO_TCP, Some(seg)) = (pkt.tuple.proto, pkt.tcp) {
             let syn_ack = seg.flags & (super::tcp_flags::SYN | super::tcp_flags::ACK);
             counters.tcp_syn += (syn_ack == super::tcp_flags::SYN) as u64;
             counters.tcp_synack += (syn_ack == super::tcp_flags::SYN | super::tcp_flags::ACK) as u64;
@@ -360,7 +360,7 @@ impl<E: Default> FlowTable<E> {
             flow_id: flow.flow_id,
             to_server,
             created,
-            established: if pkt.tuple.proto == IPPROTO_TCP { tcp_established_before } else { flow.established() },
+            established: if pkt.tuple.proto == PROTO_TCP { tcp_established_before } else { flow.established() },
             state,
             tcp_state: flow.tcp.state,
             stream_event,
@@ -383,7 +383,7 @@ impl<E: Default> FlowTable<E> {
     fn is_tcp_reuse(&self, index: u32, pkt: &FlowPacket) -> bool {
         use super::tcp_flags::{ACK, FIN, RST, SYN};
         let Some(seg) = pkt.tcp else { return false };
-        pkt.tuple.proto == IPPROTO_TCP
+        pkt.tuple.proto == PROTO_TCP
             && seg.flags & (SYN | ACK | FIN | RST) == SYN
             && self.slots.get(index as usize).is_some_and(|s| s.flow.tcp.state.flow_state() == FlowState::Closed)
     }
@@ -462,10 +462,10 @@ impl<E: Default> FlowTable<E> {
         c.active += 1;
         c.memuse = c.active * self.bytes_per_flow;
         match key.tuple.proto {
-            IPPROTO_TCP => (c.tcp += 1, c.active_tcp += 1),
-            IPPROTO_UDP => (c.udp += 1, c.active_udp += 1),
-            IPPROTO_ICMP => (c.icmpv4 += 1, c.active_icmpv4 += 1),
-            IPPROTO_ICMPV6 => (c.icmpv6 += 1, c.active_icmpv6 += 1),
+            PROTO_TCP => (c.tcp += 1, c.active_tcp += 1),
+            PROTO_UDP => (c.udp += 1, c.active_udp += 1),
+            PROTO_ICMP => (c.icmpv4 += 1, c.active_icmpv4 += 1),
+            PROTO_ICMPV6 => (c.icmpv6 += 1, c.active_icmpv6 += 1),
             _ => (c.other += 1, c.active_other += 1),
         };
         Some(index)
@@ -641,7 +641,7 @@ impl<E: Default> FlowTable<E> {
             last_pcap_cnt: flow.last_pcap_cnt,
             state,
             reason,
-            tcp: (flow.key.tuple.proto == IPPROTO_TCP).then_some(TcpRecord {
+            tcp: (flow.key.tuple.proto == PROTO_TCP).then_some(TcpRecord {
                 tcp_flags: flow.tcp_flags(),
                 tcp_flags_ts: flow.tcp_flags_ts,
                 tcp_flags_tc: flow.tcp_flags_tc,
@@ -656,10 +656,10 @@ impl<E: Default> FlowTable<E> {
         c.active -= 1;
         c.memuse = c.active * self.bytes_per_flow;
         match record.tuple.proto {
-            IPPROTO_TCP => c.active_tcp -= 1,
-            IPPROTO_UDP => c.active_udp -= 1,
-            IPPROTO_ICMP => c.active_icmpv4 -= 1,
-            IPPROTO_ICMPV6 => c.active_icmpv6 -= 1,
+            PROTO_TCP => c.active_tcp -= 1,
+            PROTO_UDP => c.active_udp -= 1,
+            PROTO_ICMP => c.active_icmpv4 -= 1,
+            PROTO_ICMPV6 => c.active_icmpv6 -= 1,
             _ => c.active_other -= 1,
         }
         match reason {

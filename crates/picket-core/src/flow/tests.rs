@@ -39,7 +39,7 @@ impl Gen {
                 dst: v4(dst),
                 src_port: sport,
                 dst_port: dport,
-                proto: IPPROTO_UDP,
+                proto: PROTO_UDP,
                 is_v4: true,
             },
             vlan: [0, 0],
@@ -56,7 +56,7 @@ impl Gen {
         let (src, sport, dst, dport) =
             if from_client { (CLIENT, 40000, SERVER, 80) } else { (SERVER, 80, CLIENT, 40000) };
         let mut p = self.udp(src, sport, dst, dport, secs);
-        p.tuple.proto = IPPROTO_TCP;
+        p.tuple.proto = PROTO_TCP;
         p.payload_len = payload;
         p.wire_len = 54 + payload;
         p.tcp = Some(TcpSegment { flags, seq, ack, window: 65535 });
@@ -122,9 +122,9 @@ fn icmp_echo_request_and_reply_share_a_flow() {
     let mut t = table(FlowConfig::default());
     let mut ended = Vec::new();
     let mut req = g.udp(1, 8, 2, 0, 0); // type 8 code 0
-    req.tuple.proto = IPPROTO_ICMP;
+    req.tuple.proto = PROTO_ICMP;
     let mut rep = g.udp(2, 0, 1, 0, 0); // type 0 code 0
-    rep.tuple.proto = IPPROTO_ICMP;
+    rep.tuple.proto = PROTO_ICMP;
     let a = run(&mut t, &req, &mut ended);
     let b = run(&mut t, &rep, &mut ended);
     assert_eq!(a.handle, b.handle);
@@ -503,7 +503,7 @@ fn random_packet() -> impl Strategy<Value = RandomPacket> {
         any::<bool>(),
         0u8..4,
         0u16..4,
-        prop_oneof![Just(IPPROTO_TCP), Just(IPPROTO_UDP), Just(IPPROTO_ICMP), Just(47u8)],
+        prop_oneof![Just(PROTO_TCP), Just(PROTO_UDP), Just(PROTO_ICMP), Just(47u8)],
         any::<u8>(),
         0u32..4,
         0u32..4,
@@ -547,7 +547,7 @@ proptest! {
             let pkt = FlowPacket {
                 tuple: FiveTuple { src: v4(src), dst: v4(dst), src_port: sport, dst_port: dport, proto: rp.proto, is_v4: true },
                 vlan: [0, 0], ts: Timestamp(now_ns), pcap_cnt: i as u64 + 1, wire_len: 60 + rp.payload, payload_len: rp.payload,
-                tcp: (rp.proto == IPPROTO_TCP).then_some(TcpSegment { flags: rp.flags, seq: rp.seq.wrapping_mul(0x4000_0001), ack: rp.ack.wrapping_mul(0x4000_0001), window: 0 }),
+                tcp: (rp.proto == PROTO_TCP).then_some(TcpSegment { flags: rp.flags, seq: rp.seq.wrapping_mul(0x4000_0001), ack: rp.ack.wrapping_mul(0x4000_0001), window: 0 }),
             };
             bytes += pkt.wire_len as u64;
             let v = t.process(&pkt, &mut |r| records.push(r));

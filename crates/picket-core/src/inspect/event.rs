@@ -9,7 +9,7 @@
 use super::FlowExt;
 use crate::applayer::tls::TlsState;
 use crate::applayer::{AppProto, AppTx};
-use crate::decode::{Decoded, FiveTuple};
+use crate::decode::{Decoded, FiveTuple, PROTO_TCP};
 use crate::detect::engine::{Alert, DetectEngine, DetectFlow, FlowInfo};
 use crate::detect::rule::Action;
 use crate::flow::FlowRecord;
@@ -200,7 +200,7 @@ impl Verdict {
             Action::RejectBoth => RejectTarget::Both,
             Action::Alert | Action::Pass => return Verdict::Pass,
         };
-        let reply = if proto == 6 { RejectReply::TcpReset } else { RejectReply::IcmpUnreachable };
+        let reply = if proto == PROTO_TCP { RejectReply::TcpReset } else { RejectReply::IcmpUnreachable };
         Verdict::Reject(Reject { reply, to })
     }
 
