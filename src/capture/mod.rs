@@ -17,6 +17,7 @@ mod file;
 mod legacy;
 mod memory;
 mod pcapng;
+pub mod port;
 mod record;
 mod stream;
 #[cfg(test)]
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use crate::packet::{LinkType, Timestamp};
 
+pub use port::{KernelCounts, LivePort, PortMode};
 pub use file::{open_offline, open_reader, DirectorySource, FileSource};
 pub use memory::MemorySource;
 
