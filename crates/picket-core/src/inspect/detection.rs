@@ -6,7 +6,7 @@ use super::{Detection, FlowExt};
 use crate::applayer::layer::{AppLayer, AppView};
 use crate::applayer::AppBuffers;
 use crate::decode::FiveTuple;
-use crate::detect::engine::{DetectFlow, DetectPacket, FlowInfo};
+use crate::detect::engine::{Alert, DetectFlow, DetectPacket, FlowInfo};
 use crate::detect::rule::Action;
 use crate::flow::FlowRecord;
 use crate::packet::Timestamp;
@@ -36,14 +36,18 @@ enum Origin<'a> {
     },
 }
 
-/// The outcome of one detection run for the caller's flow state.
+/// The outcome of one detection run (or of all the runs on a packet, merged) for the
+/// caller's flow state.
 #[derive(Default)]
 pub(super) struct RunVerdict {
     pub alerted: bool,
-    /// A drop or reject rule matched (IPS mode): the rest of the flow is dropped.
+    /// A drop or reject rule with flow scope matched (IPS mode): the rest of the flow is
+    /// dropped.
     pub drop_flow: bool,
     /// What to do with this packet.
     pub verdict: Verdict,
+    /// The first drop or reject rule that matched (IPS mode), for the packet's `drop` event.
+    pub blocking: Option<Alert>,
 }
 
 impl RunVerdict {
@@ -52,7 +56,21 @@ impl RunVerdict {
         self.alerted |= other.alerted;
         self.drop_flow |= other.drop_flow;
         self.verdict = self.verdict.and(other.verdict);
+        if self.blocking.is_none() {
+            self.blocking = other.blocking;
+        }
     }
+}
+
+/// What a flow knows of its packets' drop events (Suricata's `drop: flows: start` logs the
+/// first blocked packet of each direction of a dropped flow, and every packet a rule blocks).
+pub(super) struct FlowDropLog<'f> {
+    pub flow_id: u64,
+    pub to_server: bool,
+    /// The flow is dropped as a whole (after this packet's rules).
+    pub flow_dropped: bool,
+    /// A drop event was reported in [to server, to client] while the flow was dropped.
+    pub logged: &'f mut [bool; 2],
 }
 
 /// A rule action that blocks the packet in IPS mode.
@@ -60,8 +78,21 @@ fn blocks(action: Action) -> bool {
     matches!(action, Action::Drop | Action::Reject | Action::RejectSrc | Action::RejectDst | Action::RejectBoth)
 }
 
+/// The flow fields of a drop event, and whether it is the first of its direction since the
+/// flow was dropped (which it then records).
+fn log_drop(flow: Option<FlowDropLog<'_>>) -> (u64, Option<bool>, bool) {
+    let Some(f) = flow else { return (0, None, true) };
+    let side = &mut f.logged[usize::from(!f.to_server)];
+    let first = f.flow_dropped && !*side;
+    if f.flow_dropped {
+        *side = true;
+    }
+    (f.flow_id, Some(f.to_server), first)
+}
+
 impl Detection {
-    /// Runs the rules on a packet, reports alerts, and (in IPS mode) blocks.
+    /// Runs the rules on a packet and reports its alerts; the verdict (IPS mode) is acted on
+    /// by [`Detection::conclude`] once every run on the packet is done.
     pub(super) fn run(
         &mut self,
         wire: &WirePacket<'_>,
@@ -71,15 +102,32 @@ impl Detection {
         app: Option<&mut AppView<'_>>,
         out: &mut Out<'_>,
     ) -> RunVerdict {
-        let mut run = self.detect(Origin::Wire(wire), facts, stream, detect, app, out);
-        let blocking = || self.alerts.iter().filter(|a| blocks(a.action));
-        if run.drop_flow || (self.simulate_ips && blocking().next().is_some()) {
-            run.verdict = blocking().fold(Verdict::Drop, |v, a| v.and(Verdict::for_action(a.action, wire.tuple.proto)));
+        self.detect(Origin::Wire(wire), facts, stream, detect, app, out)
+    }
+
+    /// Ends a packet: a blocked packet is counted and reported once, with the rule that
+    /// blocked it. Returns the packet's verdict.
+    pub(super) fn conclude(
+        &mut self,
+        wire: &WirePacket<'_>,
+        run: &RunVerdict,
+        flow: Option<FlowDropLog<'_>>,
+        out: &mut Out<'_>,
+    ) -> Verdict {
+        if run.verdict.blocks() {
             self.counters.blocked_packets += 1;
-            let flow_id = facts.map(|f| f.info.flow_id).unwrap_or(0);
-            out.emit(Event::Drop(&DropEvent { wire, flow_id, reason: "rules" }));
+            let (flow_id, to_server, first_in_direction) = log_drop(flow);
+            out.emit(Event::Drop(&DropEvent {
+                wire,
+                flow_id,
+                to_server,
+                reason: "rules",
+                verdict: run.verdict,
+                alert: run.blocking.as_ref(),
+                first_in_direction,
+            }));
         }
-        run
+        run.verdict
     }
 
     /// Further transactions of `dir` that progressed on this packet (pipelining): a run
@@ -108,12 +156,14 @@ impl Detection {
         &mut self,
         wire: &WirePacket<'_>,
         flow_id: u64,
+        to_server: bool,
         ext: &mut FlowExt,
         midstream_exception: bool,
         policy: ExceptionPolicy,
         out: &mut Out<'_>,
     ) -> Option<Verdict> {
-        if midstream_exception {
+        let mut reason = "flow drop";
+        if midstream_exception && !ext.dropped && !ext.passed {
             match policy {
                 ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,
                 ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket => ext.dropped = true,
@@ -121,20 +171,27 @@ impl Detection {
                 ExceptionPolicy::Reject if self.simulate_ips => ext.dropped = true,
                 _ => {}
             }
-            if ext.dropped && !ext.passed {
-                return Some(self.block(wire, flow_id, "stream midstream", out));
-            }
+            reason = "stream midstream";
         }
         if ext.passed {
             return Some(Verdict::Pass);
         }
-        ext.dropped.then(|| self.block(wire, flow_id, "flow drop", out))
-    }
-
-    fn block(&mut self, wire: &WirePacket<'_>, flow_id: u64, reason: &'static str, out: &mut Out<'_>) -> Verdict {
+        if !ext.dropped {
+            return None;
+        }
         self.counters.blocked_packets += 1;
-        out.emit(Event::Drop(&DropEvent { wire, flow_id, reason }));
-        Verdict::Drop
+        let log = FlowDropLog { flow_id, to_server, flow_dropped: true, logged: &mut ext.drop_logged };
+        let (flow_id, to_server, first_in_direction) = log_drop(Some(log));
+        out.emit(Event::Drop(&DropEvent {
+            wire,
+            flow_id,
+            to_server,
+            reason,
+            verdict: Verdict::Drop,
+            alert: None,
+            first_in_direction,
+        }));
+        Some(Verdict::Drop)
     }
 
     fn detect(
@@ -204,7 +261,13 @@ impl Detection {
                 }
             }
             let blocked = self.simulate_ips && blocks(alert.action);
-            verdict.drop_flow |= blocked;
+            if blocked {
+                verdict.verdict = verdict.verdict.and(Verdict::for_action(alert.action, tuple.proto));
+                verdict.drop_flow |= alert.flow_scope;
+                if verdict.blocking.is_none() {
+                    verdict.blocking = Some(alert.clone());
+                }
+            }
             if alert.silent || alert.action == Action::Pass {
                 continue;
             }

@@ -136,13 +136,24 @@ pub struct AlertEvent<'a> {
     pub flowbits: Option<FlowBits<'a>>,
 }
 
-/// A packet was blocked.
+/// A packet was blocked (IPS mode). Reported once per packet, after all its rules ran.
 pub struct DropEvent<'a> {
     pub wire: &'a WirePacket<'a>,
     /// 0 when the packet belongs to no flow.
     pub flow_id: u64,
+    /// The packet's direction in its flow; `None` without a flow.
+    pub to_server: Option<bool>,
     /// Suricata's `drop.reason`: "rules", "flow drop", "stream midstream".
     pub reason: &'static str,
+    /// What is done with the packet: drop, or drop and answer.
+    pub verdict: Verdict,
+    /// The first drop or reject rule that matched this packet (even a `noalert` one);
+    /// `None` when the packet is dropped because its flow is.
+    pub alert: Option<&'a Alert>,
+    /// No drop of this flow and direction was reported before while the flow was dropped
+    /// (always true without a flow): what Suricata's `drop: flows: start` logs, besides
+    /// every packet a rule blocks.
+    pub first_in_direction: bool,
 }
 
 /// What to do with a packet. Offline and in IDS mode everything passes; the inline

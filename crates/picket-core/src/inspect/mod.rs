@@ -11,6 +11,7 @@
 //! | `detection.rs` | running the engine on a packet or on flow-end stream data; alerts, drops |
 //! | `event.rs` | the events, the sink trait, the verdict, the events' sort keys |
 //! | `tests.rs` | the contract with the caller: verdicts and events |
+//! | `ips_tests.rs` | IPS semantics: what drop, reject and pass act on, in-line stream inspection |
 //!
 //! The application layer (protocol detection, one folder per protocol) is `crate::applayer`.
 
@@ -30,11 +31,13 @@ use std::sync::Arc;
 mod detection;
 pub mod event;
 #[cfg(test)]
+mod ips_tests;
+#[cfg(test)]
 mod tests;
 pub use crate::applayer::layer::AppLayer;
 use crate::applayer::AppCounters;
 pub use crate::applayer::AppTx;
-use detection::{Out, RunVerdict};
+use detection::{FlowDropLog, Out, RunVerdict};
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
     RejectTarget, TxEvent, Verdict, WirePacket, SHUTDOWN_KEY,
@@ -186,8 +189,11 @@ impl Default for DecoderCounters {
 #[derive(Default)]
 pub struct FlowExt {
     pub alerted: bool,
-    /// `--simulate-ips`: a drop rule matched; every later packet of the flow is dropped.
+    /// IPS mode: a drop or reject rule with flow scope matched (or an exception policy
+    /// dropped the flow); every later packet of the flow is dropped.
     pub dropped: bool,
+    /// A drop event was reported in [to server, to client] while the flow was dropped.
+    pub drop_logged: [bool; 2],
     /// An exception policy passed the flow (pass-flow, bypass): no more inspection.
     pub passed: bool,
     /// TCP reassembly, created with the flow's first TCP packet.
@@ -297,7 +303,8 @@ impl Inspector {
         let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
         if d.fragment {
             // Fragments are not reassembled yet: they are inspected on their own, without a flow.
-            return self.detection.run(&wire, None, None, None, None, out).verdict;
+            let run = self.detection.run(&wire, None, None, None, None, out);
+            return self.detection.conclude(&wire, &run, None, out);
         }
         let ended = &mut self.ended;
         let verdict = self.flows.process(&flow_packet(&wire, skip_stream), &mut |rec| ended.push(rec));
@@ -305,13 +312,20 @@ impl Inspector {
             self.detection.end_flow(rec, &mut self.stream_mem, out);
         }
         let Some(verdict) = verdict else {
-            return self.detection.run(&wire, None, None, None, None, out).verdict;
+            let run = self.detection.run(&wire, None, None, None, None, out);
+            return self.detection.conclude(&wire, &run, None, out);
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
-        if let Some(blocked) =
-            self.detection.flow_gate(&wire, flow.flow_id, ext, verdict.midstream_exception, self.midstream_policy, out)
-        {
-            return blocked;
+        if let Some(gated) = self.detection.flow_gate(
+            &wire,
+            flow.flow_id,
+            verdict.to_server,
+            ext,
+            verdict.midstream_exception,
+            self.midstream_policy,
+            out,
+        ) {
+            return gated;
         }
         let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
         let mut facts = FlowFacts {
@@ -320,7 +334,7 @@ impl Inspector {
             server: flow.server(),
             start: flow.first_ts,
         };
-        let FlowExt { stream, detect, alerted, dropped, app, .. } = ext;
+        let FlowExt { stream, detect, alerted, dropped, drop_logged, app, .. } = ext;
         let mut run = RunVerdict::default();
         let mut inspected = false;
         let mut app_layer = None;
@@ -381,7 +395,13 @@ impl Inspector {
         }
         *alerted |= run.alerted;
         *dropped |= run.drop_flow;
-        run.verdict
+        let log = FlowDropLog {
+            flow_id: flow.flow_id,
+            to_server: verdict.to_server,
+            flow_dropped: *dropped,
+            logged: drop_logged,
+        };
+        self.detection.conclude(&wire, &run, Some(log), out)
     }
 
     /// The dispatcher's clock: expire flows even when this worker gets no packets.

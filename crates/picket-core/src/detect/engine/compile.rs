@@ -128,6 +128,44 @@ pub(crate) enum BitsUse {
     None = 3,
 }
 
+/// What a rule's `drop`, `reject` or `pass` acts on: Suricata's action scope by signature
+/// type (`signature_properties` in its detect-engine.c), which an IPS configuration relies on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ActionScope {
+    /// Rules on packet fields (flags, dsize, ttl, decoder events, header buffers, payload
+    /// rules that must see packets): the matching packet only.
+    Packet,
+    /// IP-only rules, protocol-detection rules, app-layer rules: the rest of the flow too.
+    Flow,
+    /// Payload rules that may match the stream: the flow when the match was in stream data,
+    /// the packet when it was in a packet's payload.
+    FlowIfStream,
+}
+
+/// The action scope of a rule being compiled (Suricata's SignatureSetType, as far as picket
+/// tells rule types apart).
+fn action_scope(build: &RuleBuild<'_>, has_payload: bool, has_app_buffers: bool) -> ActionScope {
+    if has_app_buffers || !build.app_numbers.is_empty() {
+        return ActionScope::Flow;
+    }
+    if has_payload {
+        return if build.require_packet { ActionScope::Packet } else { ActionScope::FlowIfStream };
+    }
+    let detects_protocol = build.packet_checks.iter().any(|c| matches!(c, PacketCheck::AppProto { .. }));
+    let only_protocol_checks = build.packet_checks.iter().all(|c| matches!(c, PacketCheck::AppProto { .. }));
+    // A direction in `flow:` is allowed with app-layer-protocol (Suricata's PD-only rules),
+    // any other flow keyword makes it a packet rule.
+    let flow_ok = build.flow.is_none_or(|f| {
+        detects_protocol && !(f.established || f.not_established || f.stateless || f.only_stream || f.no_stream)
+    });
+    let bits_ok = build.state_checks.is_empty();
+    if only_protocol_checks && build.header.is_empty() && flow_ok && bits_ok {
+        ActionScope::Flow
+    } else {
+        ActionScope::Packet
+    }
+}
+
 pub(crate) struct CompiledRule {
     pub gid: u32,
     pub sid: u32,
@@ -167,6 +205,8 @@ pub(crate) struct CompiledRule {
     pub limit: Option<AlertLimit>,
     pub suppressions: Vec<Suppression>,
     pub ip_only: bool,
+    /// What a `drop` or `pass` match acts on besides its packet.
+    pub action_scope: ActionScope,
     /// Header buffers and packet checks of `headers.rs` (tcp.hdr, tcp.mss, vlan.id, ...).
     pub header: HeaderRule,
     pub bits_use: BitsUse,
@@ -562,6 +602,7 @@ pub(crate) fn compile_rule(
         && build.header.is_empty()
         && ports_any
         && !matches!(header.protocol, Protocol::App(_));
+    let action_scope = action_scope(&build, payload.is_some(), !app_buffers.is_empty());
     let bits_use = build.bits_use();
     Ok(CompiledRule {
         gid: rule.gid,
@@ -597,6 +638,7 @@ pub(crate) fn compile_rule(
         limit: build.limit,
         suppressions: Vec::new(),
         ip_only,
+        action_scope,
         header: build.header,
         bits_use,
         fast_pattern,

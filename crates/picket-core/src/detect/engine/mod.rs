@@ -33,7 +33,7 @@ use crate::detect::rule::{
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
 pub use compile::RuleLog;
-use compile::{AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
+use compile::{ActionScope, AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 use payload::Inspection;
 use state::{FlowVars, Hosts, ThresholdTable, XbitTable};
 use std::collections::BTreeMap;
@@ -275,6 +275,9 @@ pub struct Alert {
     pub silent: bool,
     /// The rule inspects app-layer buffers: the caller alerts once per transaction.
     pub app_tx: bool,
+    /// A `drop`/`reject`/`pass` of this match acts on the rest of the flow, not only on the
+    /// packet (Suricata's action scope: IP-only, app-layer and stream matches).
+    pub flow_scope: bool,
     /// What eve may log about the rule besides its ids (shared, not copied, per alert).
     pub rule_log: Arc<RuleLog>,
 }
@@ -1052,6 +1055,11 @@ impl DetectEngine {
             }
             emitted += 1;
             ctx.counters.alerts += 1;
+            let flow_scope = match rule.action_scope {
+                ActionScope::Flow => true,
+                ActionScope::FlowIfStream => in_stream,
+                ActionScope::Packet => false,
+            };
             alerts.push(Alert {
                 gid: rule.gid,
                 sid: rule.sid,
@@ -1063,11 +1071,13 @@ impl DetectEngine {
                 in_stream,
                 silent,
                 app_tx: rule.inspects_app_layer(),
+                flow_scope,
                 rule_log: rule.rule_log.clone(),
             });
             if rule.action == Action::Pass {
-                // Suricata 7+: a pass match ends the packet's alerts and passes the flow.
-                if let Some(f) = flow.as_deref_mut() {
+                // A pass match ends the packet's alerts; with flow scope (Suricata 7+) it
+                // also passes the rest of the flow.
+                if let Some(f) = flow.as_deref_mut().filter(|_| flow_scope) {
                     f.passed = true;
                     ctx.counters.flows_passed += 1;
                 }

@@ -387,6 +387,17 @@ pass tcp any any -> any any (msg:"pass"; content:"X"; sid:2;)"#,
     let frame = tcp(CLIENT, 1, SERVER, 2, b"X");
     let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow));
     assert_eq!(a.iter().map(|a| (a.sid, a.action)).collect::<Vec<_>>(), vec![(2, Action::Pass)]);
+    assert!(!a[0].flow_scope && !flow.passed, "a pass on packet data passes its packet only");
+
+    // An IP-only pass acts on the flow (Suricata's action scope).
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"alert"; content:"X"; sid:1;)
+pass tcp any any -> any any (msg:"pass"; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let a = inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow));
+    assert_eq!(a.iter().map(|a| (a.sid, a.flow_scope)).collect::<Vec<_>>(), vec![(2, true)]);
     assert!(flow.passed);
     assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow))
         .is_empty());
