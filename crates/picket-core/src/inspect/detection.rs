@@ -8,7 +8,7 @@ use crate::applayer::AppBuffers;
 use crate::decode::FiveTuple;
 use crate::detect::engine::{Alert, DetectFlow, DetectPacket, FlowInfo};
 use crate::detect::rule::Action;
-use crate::flow::FlowRecord;
+use crate::flow::{FlowRecord, PacketVerdict};
 use crate::packet::Timestamp;
 use crate::settings::ExceptionPolicy;
 use crate::stream::{Direction, HeldStream, ReassemblyMemory, StreamChunk};
@@ -156,14 +156,13 @@ impl Detection {
         &mut self,
         wire: &WirePacket<'_>,
         flow_id: u64,
-        to_server: bool,
+        packet: &PacketVerdict,
         ext: &mut FlowExt,
-        midstream_exception: bool,
         policy: ExceptionPolicy,
         out: &mut Out<'_>,
     ) -> Option<Verdict> {
         let mut reason = "flow drop";
-        if midstream_exception && !ext.dropped && !ext.passed {
+        if packet.midstream_exception && !ext.dropped && !ext.passed {
             match policy {
                 ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,
                 ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket => ext.dropped = true,
@@ -180,6 +179,7 @@ impl Detection {
             return None;
         }
         self.counters.blocked_packets += 1;
+        let to_server = packet.to_server;
         let log = FlowDropLog { flow_id, to_server, flow_dropped: true, logged: &mut ext.drop_logged };
         let (flow_id, to_server, first_in_direction) = log_drop(Some(log));
         out.emit(Event::Drop(&DropEvent {

@@ -316,15 +316,7 @@ impl Inspector {
             return self.detection.conclude(&wire, &run, None, out);
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
-        if let Some(gated) = self.detection.flow_gate(
-            &wire,
-            flow.flow_id,
-            verdict.to_server,
-            ext,
-            verdict.midstream_exception,
-            self.midstream_policy,
-            out,
-        ) {
+        if let Some(gated) = self.detection.flow_gate(&wire, flow.flow_id, &verdict, ext, self.midstream_policy, out) {
             return gated;
         }
         let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
