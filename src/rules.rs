@@ -133,6 +133,7 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
         classification,
         thresholds,
         packet_alert_max: settings.packet_alert_max,
+        action_order: settings.action_order,
     };
     let (engine, build) = DetectEngine::build(load.rules.clone(), &cfg)?;
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })

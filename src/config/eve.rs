@@ -2,7 +2,7 @@
 //! the YAML into [`AlertLogOptions`].
 
 use super::{parse_bool, parse_size, Config};
-use crate::output::eve::{AlertLogOptions, XffOptions};
+use crate::output::eve::{AlertLogOptions, DropLogOptions, XffOptions};
 use serde_yaml::Value;
 
 /// The `alert:` options of the first `eve-log` output in the YAML (payload, packet, ...).
@@ -19,7 +19,11 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
         opts.ethernet = yes(eve.get("ethernet"));
         if let Some(Value::Sequence(types)) = eve.get("types") {
             for t in types {
+                if let Some(drop) = t.get("drop") {
+                    opts.drop = drop_log_options(drop);
+                }
                 if let Some(alert) = t.get("alert") {
+                    opts.verdict = yes(alert.get("verdict"));
                     if let Some(metadata) = alert.get("metadata") {
                         apply_metadata(&mut opts, metadata);
                     }
@@ -72,6 +76,21 @@ pub fn apply_metadata(opts: &mut AlertLogOptions, metadata: &Value) {
     }
 }
 
+/// Reads the `drop:` entry of eve-log `types:` (`alerts`, `flows: start|all`, `verdict`).
+/// Suricata's defaults: no alert, `flows: start`, no verdict.
+pub fn drop_log_options(drop: &Value) -> DropLogOptions {
+    let yes = |v: Option<&Value>| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
+        _ => false,
+    };
+    let all_packets = match drop.get("flows") {
+        Some(Value::String(s)) => s.trim().eq_ignore_ascii_case("all"),
+        _ => false,
+    };
+    DropLogOptions { alerts: yes(drop.get("alerts")), all_packets, verdict: yes(drop.get("verdict")) }
+}
+
 /// Reads an `xff:` mapping; `None` unless `enabled` is true.
 pub fn xff_options(xff: &Value) -> Option<XffOptions> {
     let text = |key: &str| match xff.get(key) {
@@ -107,6 +126,17 @@ mod tests {
         let forward = xff_options(&yaml("enabled: yes\nmode: overwrite\ndeployment: forward\nheader: X-Real-IP\n"))
             .expect("enabled");
         assert!(!forward.reverse && forward.overwrite && forward.header == "X-Real-IP");
+    }
+
+    #[test]
+    fn drop_options_from_yaml() {
+        let yaml = |t: &str| serde_yaml::from_str::<serde_yaml::Value>(t).expect("yaml");
+        assert_eq!(drop_log_options(&yaml("{}")), DropLogOptions::default());
+        assert_eq!(
+            drop_log_options(&yaml("alerts: yes\nflows: all\nverdict: yes\n")),
+            DropLogOptions { alerts: true, all_packets: true, verdict: true }
+        );
+        assert!(!drop_log_options(&yaml("flows: start\n")).all_packets);
     }
 
     #[test]

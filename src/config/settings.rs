@@ -104,6 +104,16 @@ impl EngineSettingsExt for EngineSettings {
                 .push(format!("packet-alert-max {max} is outside 1..=255, using the default {}", s.packet_alert_max)),
             None => {}
         }
+        if let Some(node) = cfg.node("action-order") {
+            let names: Vec<String> = match node {
+                serde_yaml::Value::Sequence(items) => items.iter().map(yaml_scalar).collect(),
+                other => vec![yaml_scalar(other)],
+            };
+            match crate::detect::engine::ActionOrder::parse(&names) {
+                Ok(order) => s.action_order = order,
+                Err(e) => warnings.push(format!("{e}; using pass, drop, reject, alert")),
+            }
+        }
         s.runmode = cfg.get_str("runmode");
         s.default_log_dir = cfg.get_str("default-log-dir").map(PathBuf::from);
         for (slot, transport) in s.dns_detection_ports.iter_mut().zip(["tcp", "udp"]) {
@@ -272,4 +282,14 @@ pub fn http_config(config: &Config) -> Result<HttpConfig, ConfigError> {
         c.compression_bomb_limit = if v == 0 { u64::MAX } else { v };
     }
     Ok(c)
+}
+
+/// A YAML scalar as text (a list item of `action-order`).
+fn yaml_scalar(v: &serde_yaml::Value) -> String {
+    match v {
+        serde_yaml::Value::String(s) => s.clone(),
+        serde_yaml::Value::Bool(b) => b.to_string(),
+        serde_yaml::Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
 }

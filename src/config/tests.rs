@@ -547,3 +547,16 @@ fn config_from_libhtp_default_config() {
     bad.set(&format!("{}.response-body-limit", HTTP_CONFIG_PREFIX), "lots").expect("set");
     assert!(http_config(&bad).is_err());
 }
+
+#[test]
+fn action_order_from_yaml() {
+    let config = Config::from_yaml_str("action-order:\n  - drop\n  - pass\n  - reject\n  - alert\n").expect("yaml");
+    let (s, warnings) = EngineSettings::from_config(&config).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let drop_first = crate::detect::engine::ActionOrder::parse(&["drop", "pass", "reject", "alert"]).unwrap();
+    assert_eq!(s.action_order, drop_first);
+    let config = Config::from_yaml_str("action-order:\n  - drop\n  - pass\n").expect("yaml");
+    let (s, warnings) = EngineSettings::from_config(&config).unwrap();
+    assert_eq!(s.action_order, Default::default(), "an incomplete list keeps the default");
+    assert!(warnings.len() == 1 && warnings[0].contains("action-order"), "{warnings:?}");
+}

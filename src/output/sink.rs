@@ -36,7 +36,11 @@ impl EventSink for LogSink {
                     self.events.push_to(Sink::FastLog, key, |buf| fast::write_fast_line(buf, a));
                 }
             }
-            Event::Drop(d) => self.events.push(key, |buf| eve::drop::write_drop(buf, d)),
+            Event::Drop(d) => {
+                if eve::drop::wanted(d, &self.opts.drop) {
+                    self.events.push(key, |buf| eve::drop::write_drop(buf, d, &self.opts.drop));
+                }
+            }
             Event::Flow(rec) => self.events.push(key, |buf| eve::flow::write_flow(buf, rec)),
             // Protocol records (eve `http`, `dns`, `tls`) are not written yet: the eve-log
             // `types:` list that asks for them is the next step of the eve output.

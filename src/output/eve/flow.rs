@@ -38,8 +38,15 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         .u64("age", rec.end.secs().saturating_sub(rec.start.secs()))
         .str("state", rec.state.as_str())
         .str("reason", rec.reason.as_str())
-        .bool("alerted", rec.ext.alerted)
-        .close();
+        .bool("alerted", rec.ext.alerted);
+    // What the IPS did with the flow: dropped it (a rule or an exception policy), or passed
+    // it (a pass rule with flow scope, an exception policy).
+    if rec.ext.dropped {
+        o.str("action", "drop");
+    } else if rec.ext.passed || rec.ext.detect.passed {
+        o.str("action", "pass");
+    }
+    o.close();
     if let Some(tcp) = &rec.tcp {
         o.open("tcp")
             .str("tcp_flags", &tcp_flags_hex(tcp.tcp_flags))

@@ -16,7 +16,7 @@ pub mod drop;
 pub mod flow;
 pub mod options;
 
-pub use options::{AlertLogOptions, XffOptions};
+pub use options::{AlertLogOptions, DropLogOptions, XffOptions};
 
 use super::json::JsonObject;
 use crate::packet::Timestamp;

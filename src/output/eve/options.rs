@@ -29,6 +29,24 @@ pub struct AlertLogOptions {
     pub flow_vars: bool,
     /// `xff:` with `enabled: yes`: the client address from a proxy header.
     pub xff: Option<XffOptions>,
+    /// `verdict: yes`: the `verdict` object (what was done with the packet). Off by default,
+    /// as in Suricata.
+    pub verdict: bool,
+    /// The `drop:` entry of the eve-log `types:` list.
+    pub drop: DropLogOptions,
+}
+
+/// What eve `drop` records carry and which blocked packets get one (the options of the
+/// `drop:` entry of Suricata's eve-log `types:`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropLogOptions {
+    /// `alerts: yes`: the `alert` object of the rule that dropped the packet.
+    pub alerts: bool,
+    /// `flows: all` logs every blocked packet; `start` (Suricata's default) logs every packet
+    /// a rule blocks and, of a dropped flow, the first blocked packet of each direction.
+    pub all_packets: bool,
+    /// `verdict: yes`: the `verdict` object.
+    pub verdict: bool,
 }
 
 /// Suricata's X-Forwarded-For handling for alerts.
@@ -69,6 +87,8 @@ impl Default for AlertLogOptions {
             rule_raw: false,
             flow_vars: true,
             xff: None,
+            verdict: false,
+            drop: DropLogOptions::default(),
         }
     }
 }

@@ -250,7 +250,10 @@ impl Detection {
             Origin::Wire(w) => Some(w),
             Origin::FlowEnd { .. } => None,
         };
-        for alert in &self.alerts {
+        // First the alerts this run reports (once per transaction and rule) and the verdict
+        // they ask for, so that every alert can carry the packet's verdict.
+        self.live.clear();
+        for (i, alert) in self.alerts.iter().enumerate() {
             if let Some(a) = app.as_deref_mut() {
                 if a.app_only && !alert.app_tx {
                     continue;
@@ -260,14 +263,17 @@ impl Detection {
                     continue;
                 }
             }
-            let blocked = self.simulate_ips && blocks(alert.action);
-            if blocked {
+            self.live.push(i);
+            if self.simulate_ips && blocks(alert.action) {
                 verdict.verdict = verdict.verdict.and(Verdict::for_action(alert.action, tuple.proto));
                 verdict.drop_flow |= alert.flow_scope;
                 if verdict.blocking.is_none() {
                     verdict.blocking = Some(alert.clone());
                 }
             }
+        }
+        for &i in &self.live {
+            let Some(alert) = self.alerts.get(i) else { continue };
             if alert.silent || alert.action == Action::Pass {
                 continue;
             }
@@ -285,7 +291,8 @@ impl Detection {
                 vlan,
                 wire,
                 flow: facts,
-                blocked,
+                blocked: self.simulate_ips && blocks(alert.action),
+                verdict: verdict.verdict,
                 payload,
                 held,
                 app: app_facts,

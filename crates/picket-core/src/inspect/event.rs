@@ -126,6 +126,9 @@ pub struct AlertEvent<'a> {
     pub flow: Option<FlowFacts>,
     /// The packet was blocked (IPS mode and a drop or reject rule).
     pub blocked: bool,
+    /// What is done with the packet as far as the rules that ran with this alert's tell
+    /// (eve's `verdict`); always `Pass` in IDS mode, where nothing is blocked.
+    pub verdict: Verdict,
     /// The bytes the rule was inspecting: the reassembled stream chunk for stream matches,
     /// the packet's payload otherwise.
     pub payload: &'a [u8],

@@ -4,6 +4,8 @@
 
 use super::tests::{feed, inspector, Collect, Seen};
 use super::*;
+use crate::detect::engine::{ActionOrder, DetectConfig, DetectEngine};
+use crate::detect::rule::{load_rules_str, RuleVars};
 use etherparse::PacketBuilder;
 
 const CLIENT: [u8; 4] = [192, 168, 1, 10];
@@ -252,4 +254,44 @@ fn one_drop_event_per_packet_even_when_several_runs_block_it() {
     let on_request: Vec<_> = drops(&sink).into_iter().filter(|(n, _)| *n == 4).collect();
     assert_eq!(on_request, [(4, "rules")]);
     assert_eq!(alerts(&sink).len(), 2);
+}
+
+fn inspector_with(rules: &str, cfg: &DetectConfig) -> Inspector {
+    let load = load_rules_str("t.rules", rules, &RuleVars::default());
+    assert!(load.errors.is_empty(), "{:?}", load.errors);
+    let (engine, _) = DetectEngine::build(load.rules, cfg).expect("build");
+    let mut settings = InspectSettings::from_engine(&EngineSettings { midstream: true, ..Default::default() }, 1, true);
+    settings.detect = Some(Arc::new(engine));
+    Inspector::new(&settings)
+}
+
+#[test]
+fn action_order_can_put_drop_before_pass() {
+    let rules = "pass udp any any -> any any (content:\"evil\"; sid:1;)\n\
+                 drop udp any any -> any any (content:\"evil\"; sid:2;)\n";
+    let datagrams = [udp(b"evil")];
+    let mut insp = inspector_with(rules, &DetectConfig::default());
+    assert_eq!(feed(&mut insp, &datagrams, &mut Collect::default()), [PASS], "default: pass first");
+    let order = ActionOrder::parse(&["drop", "pass", "reject", "alert"]).expect("order");
+    let mut insp = inspector_with(rules, &DetectConfig { action_order: order, ..DetectConfig::default() });
+    let mut sink = Collect::default();
+    assert_eq!(feed(&mut insp, &datagrams, &mut sink), [DROP], "drop first");
+    assert_eq!(alerts(&sink), [(2, 1, true)]);
+    assert!(ActionOrder::parse(&["drop", "pass", "alert"]).is_err(), "all four classes");
+    assert!(ActionOrder::parse(&["drop", "pass", "alert", "drop"]).is_err(), "each once");
+    assert!(ActionOrder::parse(&["drop", "pass", "alert", "deny"]).is_err(), "known names");
+}
+
+#[test]
+fn a_drop_past_packet_alert_max_still_drops() {
+    let rules = "alert udp any any -> any any (content:\"e\"; sid:1;)\n\
+                 alert udp any any -> any any (content:\"v\"; sid:2;)\n\
+                 drop udp any any -> any any (content:\"evil\"; sid:3;)\n";
+    let order = ActionOrder::parse(&["alert", "drop", "pass", "reject"]).expect("order");
+    let cfg = DetectConfig { action_order: order, packet_alert_max: 2, ..DetectConfig::default() };
+    let mut insp = inspector_with(rules, &cfg);
+    let mut sink = Collect::default();
+    assert_eq!(feed(&mut insp, &[udp(b"evil")], &mut sink), [DROP]);
+    assert_eq!(alerts(&sink).len(), 2, "the drop is not logged as an alert");
+    assert_eq!(drops(&sink), [(1, "rules")]);
 }

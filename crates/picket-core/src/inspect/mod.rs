@@ -227,6 +227,8 @@ struct Detection {
     engine: Option<Arc<DetectEngine>>,
     ctx: DetectCtx,
     alerts: Vec<Alert>,
+    /// Indices in `alerts` of those a run reports (scratch, reused).
+    live: Vec<usize>,
     simulate_ips: bool,
     counters: AlertCounters,
     app_counters: AppCounters,
@@ -268,6 +270,7 @@ impl Inspector {
                 engine,
                 ctx,
                 alerts: Vec::new(),
+                live: Vec::new(),
                 simulate_ips: settings.simulate_ips,
                 counters: AlertCounters::default(),
                 app_counters: AppCounters::default(),

@@ -183,6 +183,9 @@ pub struct EngineSettings {
     /// `packet-alert-max`: alerts kept per packet, 1..=255 (outside that range Suricata warns
     /// and keeps the default, and so do we).
     pub packet_alert_max: u16,
+    /// `action-order`: which matching rule's action applies first (pass, drop, reject, alert
+    /// by default).
+    pub action_order: crate::detect::engine::ActionOrder,
     pub runmode: Option<String>,
     pub default_log_dir: Option<PathBuf>,
     /// `app-layer.protocols.dns.{tcp,udp}.detection-ports.dp` (or the key without the
@@ -218,6 +221,7 @@ impl Default for EngineSettings {
             threshold_file: None,
             max_pending_packets: 1024,
             packet_alert_max: 15,
+            action_order: Default::default(),
             runmode: None,
             default_log_dir: None,
             dns_detection_ports: [None, None],

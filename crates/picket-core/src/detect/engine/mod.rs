@@ -50,6 +50,8 @@ pub struct DetectConfig {
     pub thresholds: ThresholdConfig,
     /// `packet-alert-max`: alerts logged per packet at most (Suricata default 15).
     pub packet_alert_max: u16,
+    /// `action-order`.
+    pub action_order: ActionOrder,
 }
 
 impl Default for DetectConfig {
@@ -59,6 +61,7 @@ impl Default for DetectConfig {
             classification: ClassificationTable::default(),
             thresholds: ThresholdConfig::default(),
             packet_alert_max: 0,
+            action_order: ActionOrder::default(),
         }
     }
 }
@@ -468,13 +471,52 @@ fn build_matchers(
         .collect()
 }
 
-fn action_rank(a: Action) -> u8 {
-    // Suricata's default action-order: pass, drop, reject, alert.
-    match a {
-        Action::Pass => 0,
-        Action::Drop => 1,
-        Action::Reject | Action::RejectSrc | Action::RejectDst | Action::RejectBoth => 2,
-        Action::Alert => 3,
+/// Suricata's `action-order`: the order in which matching rules are applied to a packet,
+/// by action class. A `pass` that comes first ends the packet's rules; one placed after
+/// `drop` lets a drop win. The default is pass, drop, reject, alert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionOrder {
+    /// Position of each class: [pass, drop, reject, alert].
+    ranks: [u8; 4],
+}
+
+impl ActionOrder {
+    pub const CLASSES: [&'static str; 4] = ["pass", "drop", "reject", "alert"];
+
+    /// From the YAML list: each of pass, drop, reject and alert exactly once.
+    pub fn parse<S: AsRef<str>>(names: &[S]) -> Result<ActionOrder, String> {
+        let mut ranks = [u8::MAX; 4];
+        for (pos, name) in names.iter().enumerate() {
+            let name = name.as_ref().trim();
+            let class = Self::CLASSES
+                .iter()
+                .position(|c| c.eq_ignore_ascii_case(name))
+                .ok_or_else(|| format!("action-order: unknown action {name:?} (use pass, drop, reject, alert)"))?;
+            if ranks[class] != u8::MAX {
+                return Err(format!("action-order: {name} is listed twice"));
+            }
+            ranks[class] = pos as u8;
+        }
+        if ranks.contains(&u8::MAX) {
+            return Err("action-order: list each of pass, drop, reject and alert once".into());
+        }
+        Ok(ActionOrder { ranks })
+    }
+
+    fn rank(&self, a: Action) -> u8 {
+        let class = match a {
+            Action::Pass => 0,
+            Action::Drop => 1,
+            Action::Reject | Action::RejectSrc | Action::RejectDst | Action::RejectBoth => 2,
+            Action::Alert => 3,
+        };
+        self.ranks[class]
+    }
+}
+
+impl Default for ActionOrder {
+    fn default() -> Self {
+        ActionOrder { ranks: [0, 1, 2, 3] }
     }
 }
 
@@ -794,7 +836,7 @@ impl DetectEngine {
         let mut report = BuildReport::default();
         let (mut compiled, flowbit_names) = compile_rules(rules, &cfg.classification, &mut report);
         apply_threshold_config(&mut compiled, &cfg.thresholds, &mut report);
-        compiled.sort_by_key(|(load, r)| (action_rank(r.action), r.bits_use, r.priority, *load));
+        compiled.sort_by_key(|(load, r)| (cfg.action_order.rank(r.action), r.bits_use, r.priority, *load));
         let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
         let has_transactional = rules.iter().any(|r| r.transactional);
         report.rules_loaded = rules.len();
@@ -1045,15 +1087,21 @@ impl DetectEngine {
                     continue;
                 }
             }
-            let silent = rule.noalert;
+            let mut silent = rule.noalert;
             if silent && rule.action == Action::Alert {
                 continue;
             }
             if emitted >= self.packet_alert_max {
                 ctx.counters.alerts_discarded += 1;
-                continue;
+                // Past `packet-alert-max` the alert is not logged, but a drop, reject or
+                // pass still acts (Suricata applies actions before the alert queue fills).
+                if rule.action == Action::Alert {
+                    continue;
+                }
+                silent = true;
+            } else {
+                emitted += 1;
             }
-            emitted += 1;
             ctx.counters.alerts += 1;
             let flow_scope = match rule.action_scope {
                 ActionScope::Flow => true,
