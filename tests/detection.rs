@@ -102,8 +102,12 @@ fn simulate_ips_blocks_the_flow_after_a_drop_rule() {
     assert!(drops[1..].iter().all(|d| d["drop"]["reason"] == "flow drop"));
     // The response carrying the `id` output never reaches inspection.
     assert!(ips.iter().all(|e| e["alert"]["signature_id"] != 9000003));
+    // eve-log `drop:` defaults to `flows: start`: of a dropped flow, the packet a rule
+    // blocked and the first blocked packet of each direction get a record; the counter
+    // counts every blocked packet.
+    assert!(drops.len() <= 3, "{} drop records", drops.len());
     let stats = ips.last().unwrap();
-    assert_eq!(stats["stats"]["ips"]["blocked"].as_u64().unwrap(), drops.len() as u64);
+    assert!(stats["stats"]["ips"]["blocked"].as_u64().unwrap() >= drops.len() as u64);
 }
 
 #[test]
