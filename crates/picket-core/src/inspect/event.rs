@@ -181,7 +181,8 @@ pub struct Reject {
 pub enum RejectReply {
     /// TCP: a RST.
     TcpReset,
-    /// Anything else: ICMP (or ICMPv6) destination unreachable, port unreachable.
+    /// Anything else: ICMP (or ICMPv6) destination unreachable (port unreachable for UDP,
+    /// host unreachable for other protocols; see `crate::reject`).
     IcmpUnreachable,
 }
 

@@ -14,6 +14,28 @@
 //! | `ips_tests.rs` | IPS semantics: what drop, reject and pass act on, in-line stream inspection |
 //!
 //! The application layer (protocol detection, one folder per protocol) is `crate::applayer`.
+//!
+//! ## IPS mode
+//! `InspectSettings::simulate_ips` (`--simulate-ips`, and the inline capture modes) makes
+//! `drop` and `reject*` rules block; otherwise every verdict is [`Verdict::Pass`] and those
+//! rules only alert (`alert.action: allowed`). As Suricata 7+:
+//! - **In-line stream inspection**: `stream.inline: auto` is in-line in IPS mode, so TCP data
+//!   is inspected (raw stream and app layer) on the segment that carries it, and a match
+//!   blocks that segment: the destination never receives it.
+//! - **What a match blocks** (Suricata's action scope by rule type): a rule on packet fields
+//!   or on a packet's payload alone (UDP content, `dsize`, `flags`, decoder events) blocks its
+//!   packet; an IP-only rule, an app-layer rule (protocol, sticky buffers) or a match in
+//!   stream data also blocks every later packet of the flow, both ways ("flow drop").
+//!   `reject*` is a drop whose verdict asks the capture port to answer (see
+//!   `crate::reject`); the flow's later packets are dropped without another answer.
+//! - **`pass`**: rules apply in `action-order` (pass, drop, reject, alert by default). A pass
+//!   match ends the packet's rules: no later alert or drop on it. With the scope above it
+//!   passes the rest of the flow too (no more detection); on packet data alone, only its
+//!   packet. Put `drop` before `pass` in `action-order` and a drop wins. Drops and passes
+//!   past `packet-alert-max` still act, unlogged.
+//! - **Events**: every blocked packet raises one [`Event::Drop`] (reason `rules`, `flow
+//!   drop`, `stream midstream`), carrying the rule that blocked it and whether it is the
+//!   first blocked packet of its direction since the flow was dropped (eve's `flows: start`).
 
 use crate::applayer::http::HttpConfig;
 use crate::applayer::probe::{DetectionPorts, Transport};
