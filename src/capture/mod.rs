@@ -13,9 +13,11 @@
 
 pub mod afpacket;
 pub mod bpf;
+pub mod bridge;
 mod file;
 mod legacy;
 mod memory;
+pub mod offload;
 mod pcapng;
 pub mod port;
 mod record;

@@ -4,6 +4,7 @@
 
 use super::{parse_bool, parse_size, ChecksumMode, Config};
 use crate::capture::afpacket::{AfPacketConfig, FanoutMode};
+use crate::capture::bridge::CopyMode;
 use serde_yaml::Value;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -164,7 +165,7 @@ pub fn capture_configs(
             .or_else(|| text("bpf-filter"))
             .map(|e| e.trim().to_string())
             .filter(|e| !e.is_empty());
-        for unsupported in ["copy-mode", "copy-iface", "ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
+        for unsupported in ["ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
             if get(unsupported).is_some() {
                 warnings.push(format!("af-packet.{unsupported} ({interface}) is not supported yet and is ignored"));
             }
@@ -173,6 +174,145 @@ pub fn capture_configs(
         configs.push(cfg);
     }
     Ok((configs, warnings))
+}
+
+/// Block timeout of a bridge's receive rings when the YAML gives no `block-timeout`: a
+/// ring block reaches picket when full or this long after its first packet, so at low
+/// rates it bounds the delay the bridge adds.
+pub const BRIDGE_BLOCK_TIMEOUT_MS: u32 = 1;
+
+/// [`capture_configs`] for the interfaces of bridges: the same settings, with the
+/// bridge's own defaults: TPACKET_V2 rings unless `tpacket-v3: yes`, and for V3 a block
+/// timeout of [`BRIDGE_BLOCK_TIMEOUT_MS`] unless `block-timeout` is set.
+pub fn bridge_capture_configs(
+    config: &Config,
+    interfaces: &[String],
+    overrides: &CaptureOverrides,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<AfPacketConfig>, Vec<String>), String> {
+    let (mut configs, warnings) = capture_configs(config, interfaces, overrides, stop)?;
+    for cfg in &mut configs {
+        let interface = cfg.interface.clone();
+        let get = |key: &str| af_packet_value(config, &interface, key).and_then(scalar);
+        // TPACKET_V2 hands each packet over at once, as Suricata's IPS mode does; V3
+        // (`tpacket-v3: yes`) only a block at a time.
+        cfg.tpacket_v3 = match get("tpacket-v3") {
+            None => false,
+            Some(t) => parse_bool(&t).ok_or_else(|| {
+                format!("af-packet.tpacket-v3 ({interface}): invalid value '{t}' (expected yes or no)")
+            })?,
+        };
+        if get("block-timeout").is_none() {
+            cfg.retire_timeout_ms = BRIDGE_BLOCK_TIMEOUT_MS;
+        }
+    }
+    for (i, a) in configs.iter().enumerate() {
+        if let Some(b) = configs[..i].iter().find(|b| b.fanout_group == a.fanout_group) {
+            return Err(format!(
+                "af-packet.cluster-id: {} and {} both use fanout group {}; a group belongs to one interface, \
+                 give each its own cluster-id",
+                b.interface, a.interface, a.fanout_group
+            ));
+        }
+    }
+    Ok((configs, warnings))
+}
+
+/// An interface's `copy-mode` (Suricata's: `ips`, `tap`; `none` or absent: passive).
+pub fn copy_mode(config: &Config, interface: &str) -> Result<Option<CopyMode>, String> {
+    match af_packet_value(config, interface, "copy-mode").and_then(scalar).as_deref().map(str::trim) {
+        None | Some("none") | Some("") => Ok(None),
+        Some("ips") => Ok(Some(CopyMode::Ips)),
+        Some("tap") => Ok(Some(CopyMode::Tap)),
+        Some(other) => {
+            Err(format!("af-packet.copy-mode ({interface}): invalid value '{other}' (expected ips, tap or none)"))
+        }
+    }
+}
+
+/// An interface's `copy-iface`: the interface its packets are forwarded to.
+pub fn copy_iface(config: &Config, interface: &str) -> Option<String> {
+    // Only the interface's own entry: a `default` copy-iface would pair every interface
+    // with the same one.
+    let Some(Value::Sequence(items)) = config.node("af-packet") else { return None };
+    let entry = items.iter().find(|item| item.get("interface").and_then(scalar).as_deref() == Some(interface))?;
+    entry.get("copy-iface").and_then(scalar).map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// picket's `qdisc-bypass` (default no): bridge transmissions skip the egress qdisc.
+pub fn qdisc_bypass(config: &Config, interface: &str) -> Result<bool, String> {
+    match af_packet_value(config, interface, "qdisc-bypass").and_then(scalar) {
+        None => Ok(false),
+        Some(t) => parse_bool(&t)
+            .ok_or_else(|| format!("af-packet.qdisc-bypass ({interface}): invalid value '{t}' (expected yes or no)")),
+    }
+}
+
+/// The bridges Suricata's IPS form of the `af-packet:` section asks for, among the
+/// `interfaces` chosen for a live run: entries with `copy-mode: ips` (or `tap`) and a
+/// `copy-iface` naming the other interface, which names this one back. `None` when no
+/// chosen interface has a copy mode (a passive capture). The peer of a chosen interface
+/// joins the run even if it was not named. Each pair once, in the order met.
+pub fn configured_bridges(
+    config: &Config,
+    interfaces: &[String],
+) -> Result<Option<Vec<(String, String, CopyMode)>>, String> {
+    let mut modes = Vec::with_capacity(interfaces.len());
+    for name in interfaces {
+        modes.push((name, copy_mode(config, name)?));
+    }
+    let Some((first, mode)) = modes.iter().find_map(|(n, m)| m.map(|m| (*n, m))) else { return Ok(None) };
+    if let Some((passive, _)) = modes.iter().find(|(_, m)| m.is_none()) {
+        return Err(format!(
+            "af-packet: {first} has copy-mode {} but {passive} has none; picket runs either every interface \
+             inline (copy-mode ips or tap, in pairs) or every one passively",
+            mode.name()
+        ));
+    }
+    let mut pairs: Vec<(String, String, CopyMode)> = Vec::new();
+    for (name, mode) in &modes {
+        let Some(mode) = *mode else { continue };
+        let name = name.as_str();
+        if pairs.iter().any(|(a, b, _)| a == name || b == name) {
+            continue;
+        }
+        let Some(peer) = copy_iface(config, name) else {
+            return Err(format!(
+                "af-packet.copy-iface ({name}): missing; copy-mode {} needs the interface to forward to",
+                mode.name()
+            ));
+        };
+        if peer == name {
+            return Err(format!("af-packet.copy-iface ({name}): an interface cannot be bridged with itself"));
+        }
+        match copy_iface(config, &peer) {
+            Some(back) if back == name => {}
+            Some(back) => {
+                return Err(format!(
+                    "af-packet.copy-iface ({peer}): is {back}, but {name} forwards to {peer}; each of the two \
+                     interfaces must name the other"
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "af-packet.copy-iface ({peer}): missing, but {name} forwards to {peer}; add an entry for {peer} \
+                     with copy-mode {} and copy-iface {name}",
+                    mode.name()
+                ))
+            }
+        }
+        if copy_mode(config, &peer)? != Some(mode) {
+            return Err(format!(
+                "af-packet.copy-mode ({peer}): must be {} like {name}'s, its bridge partner",
+                mode.name()
+            ));
+        }
+        if pairs.iter().any(|(a, b, _)| *a == peer || *b == peer) {
+            return Err(format!("af-packet.copy-iface ({name}): {peer} is already in another bridge"));
+        }
+        pairs.push((name.to_string(), peer, mode));
+    }
+    Ok(Some(pairs))
 }
 
 /// `stats.interval` in seconds (Suricata's default 8); 0 turns periodic stats off.
@@ -264,7 +404,7 @@ mod tests {
         // eth1 has no cluster-id: a group of its own, not eth0's.
         assert_eq!((cfgs[1].fanout_mode, cfgs[1].fanout_group), (FanoutMode::Hash, 100));
         assert_eq!(cfgs[1].block_size, 131072);
-        assert_eq!(warnings.len(), 2, "copy-mode warned for each interface: {warnings:?}");
+        assert!(warnings.is_empty(), "copy-mode is understood: {warnings:?}");
         assert!(cfgs.iter().all(|c| c.promiscuous));
 
         let forced = CaptureOverrides { fanout: Some(FanoutMode::Qm), promiscuous: Some(false), ..Default::default() };
