@@ -32,8 +32,9 @@ use super::offload::{self, OffloadError, OffloadGuard};
 use super::port::{KernelCounts, LivePort, PortMode, TX_ERRORS};
 use super::RawPacket;
 use crate::counters::CounterSet;
-use crate::inspect::{Reject, Verdict};
+use crate::inspect::Verdict;
 use crate::packet::LinkType;
+use crate::reject::{self, Reply, Toward};
 
 /// Counter: packets passed on to the egress interface.
 pub const FORWARDED: &str = "picket.bridge.forwarded";
@@ -42,8 +43,8 @@ pub const FORWARDED: &str = "picket.bridge.forwarded";
 pub const OVERSIZE: &str = "picket.bridge.oversize";
 /// Counter: reject replies (TCP RST, ICMP unreachable) handed to a TX socket.
 pub const REJECT_REPLIES: &str = "picket.bridge.reject_replies";
-/// Counter: rejected packets no reply could be built for (malformed, or a kind that is
-/// never answered such as an ICMP error); they are dropped all the same.
+/// Counter: rejected packets no reply was sent for (a kind that is never answered, such
+/// as an ICMP error or a broadcast, or a malformed frame); they are dropped all the same.
 pub const REJECT_UNANSWERED: &str = "picket.bridge.reject_unanswered";
 
 /// Ethernet header without VLAN tags: two MAC addresses and the EtherType.
@@ -259,7 +260,7 @@ struct Direction {
 pub struct BridgePort {
     directions: Vec<Direction>,
     /// Reject replies being built; reused between packets.
-    replies: Vec<(Toward, Vec<u8>)>,
+    replies: Vec<Reply>,
     /// Held so the offloads come back on once every port of the interface is gone.
     _offloads: Vec<Arc<OffloadGuard>>,
 }
@@ -285,18 +286,20 @@ impl BridgePort {
                     Verdict::Pass => true,
                     Verdict::Drop => false,
                     Verdict::Reject(reject) => {
+                        // Toward the source out of the port the packet came in by; toward the
+                        // destination out of the other one, where the packet was going.
                         replies.clear();
-                        match build_replies(link, raw.data, reject, replies) {
+                        match reject::replies(link, raw.data, reject, replies) {
+                            Ok(0) | Err(_) => stats.unanswered += 1,
                             Ok(_) => {
-                                for (toward, frame) in replies.iter() {
+                                for reply in replies.iter() {
                                     stats.replies += 1;
-                                    match toward {
-                                        Toward::Source => back.push(frame),
-                                        Toward::Destination => out.push(frame),
+                                    match reply.toward {
+                                        Toward::Source => back.push(&reply.frame),
+                                        Toward::Destination => out.push(&reply.frame),
                                     }
                                 }
                             }
-                            Err(_) => stats.unanswered += 1,
                         }
                         false
                     }
@@ -333,26 +336,6 @@ fn network_len(link: LinkType, frame: &[u8]) -> usize {
         }
     }
     frame.len().saturating_sub(header)
-}
-
-/// The side of a rejected packet a reply goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Toward {
-    Source,
-    Destination,
-}
-
-/// The reject replies for the blocked `frame`: appended to `out` as (side, frame).
-///
-/// The reply builder (`picket_core::reject`) is being written in parallel; until it is
-/// merged no reply is built and the rejected packet is dropped silently.
-fn build_replies(
-    _link: LinkType,
-    _frame: &[u8],
-    _reject: Reject,
-    _out: &mut Vec<(Toward, Vec<u8>)>,
-) -> Result<usize, ()> {
-    Ok(0)
 }
 
 impl LivePort for BridgePort {
