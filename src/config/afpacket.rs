@@ -248,15 +248,15 @@ pub fn qdisc_bypass(config: &Config, interface: &str) -> Result<bool, String> {
     }
 }
 
+/// Two interfaces bridged with each other, and the copy mode.
+pub type BridgePair = (String, String, CopyMode);
+
 /// The bridges Suricata's IPS form of the `af-packet:` section asks for, among the
 /// `interfaces` chosen for a live run: entries with `copy-mode: ips` (or `tap`) and a
 /// `copy-iface` naming the other interface, which names this one back. `None` when no
 /// chosen interface has a copy mode (a passive capture). The peer of a chosen interface
 /// joins the run even if it was not named. Each pair once, in the order met.
-pub fn configured_bridges(
-    config: &Config,
-    interfaces: &[String],
-) -> Result<Option<Vec<(String, String, CopyMode)>>, String> {
+pub fn configured_bridges(config: &Config, interfaces: &[String]) -> Result<Option<Vec<BridgePair>>, String> {
     let mut modes = Vec::with_capacity(interfaces.len());
     for name in interfaces {
         modes.push((name, copy_mode(config, name)?));
@@ -269,7 +269,7 @@ pub fn configured_bridges(
             mode.name()
         ));
     }
-    let mut pairs: Vec<(String, String, CopyMode)> = Vec::new();
+    let mut pairs: Vec<BridgePair> = Vec::new();
     for (name, mode) in &modes {
         let Some(mode) = *mode else { continue };
         let name = name.as_str();
@@ -442,6 +442,71 @@ mod tests {
             let err = capture_configs(&config, &["eth0".into()], &Default::default(), &stop()).unwrap_err();
             assert!(err.contains(needle) && !err.contains('\n'), "{set}: {err}");
         }
+    }
+
+    fn bridges_of(yaml: &str, interfaces: &[&str]) -> Result<Option<Vec<BridgePair>>, String> {
+        let config = Config::from_yaml_str(yaml).unwrap();
+        let interfaces: Vec<String> = interfaces.iter().map(|s| s.to_string()).collect();
+        configured_bridges(&config, &interfaces)
+    }
+
+    #[test]
+    fn copy_mode_ips_pairs_interfaces_that_name_each_other() {
+        let yaml = "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: ips\n    copy-iface: eth0\n";
+        let pair = vec![("eth0".to_string(), "eth1".to_string(), CopyMode::Ips)];
+        assert_eq!(bridges_of(yaml, &["eth0", "eth1"]).unwrap(), Some(pair.clone()));
+        // The partner joins even when only one side was named.
+        assert_eq!(bridges_of(yaml, &["eth0"]).unwrap(), Some(pair));
+        let tap = yaml.replace("ips", "tap");
+        assert_eq!(bridges_of(&tap, &["eth1"]).unwrap().unwrap()[0].2, CopyMode::Tap);
+        assert_eq!(bridges_of("af-packet:\n  - interface: eth0\n", &["eth0"]).unwrap(), None);
+    }
+
+    #[test]
+    fn copy_mode_mistakes_are_one_line_errors() {
+        for (yaml, names, needle) in [
+            ("af-packet:\n  - interface: eth0\n    copy-mode: ips\n", &["eth0"][..], "copy-iface (eth0): missing"),
+            ("af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth0\n", &["eth0"], "itself"),
+            (
+                "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: ips\n    copy-iface: eth2\n",
+                &["eth0"],
+                "must name the other",
+            ),
+            (
+                "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n",
+                &["eth0"],
+                "copy-iface (eth1): missing",
+            ),
+            (
+                "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: tap\n    copy-iface: eth0\n",
+                &["eth0"],
+                "must be ips",
+            ),
+            ("af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: ips\n    copy-iface: eth0\n  - interface: eth2\n", &["eth0", "eth1", "eth2"], "eth2 has none"),
+            ("af-packet:\n  - interface: eth0\n    copy-mode: mirror\n", &["eth0"], "expected ips, tap or none"),
+        ] {
+            let err = bridges_of(yaml, names).unwrap_err();
+            assert!(err.contains(needle) && !err.contains('\n'), "{needle}: {err}");
+        }
+    }
+
+    #[test]
+    fn bridge_configs_default_to_v2_rings_and_separate_groups() {
+        let config = Config::from_yaml_str(
+            "af-packet:\n  - interface: eth0\n    tpacket-v3: yes\n  - interface: eth1\n    qdisc-bypass: yes\n",
+        )
+        .unwrap();
+        let names = vec!["eth0".to_string(), "eth1".to_string()];
+        let (cfgs, _) = bridge_capture_configs(&config, &names, &Default::default(), &stop()).unwrap();
+        assert!(cfgs[0].tpacket_v3 && !cfgs[1].tpacket_v3);
+        assert_eq!(cfgs[0].retire_timeout_ms, BRIDGE_BLOCK_TIMEOUT_MS);
+        assert!(qdisc_bypass(&config, "eth1").unwrap() && !qdisc_bypass(&config, "eth0").unwrap());
+        let same = Config::from_yaml_str(
+            "af-packet:\n  - interface: eth0\n    cluster-id: 5\n  - interface: eth1\n    cluster-id: 5\n",
+        )
+        .unwrap();
+        let err = bridge_capture_configs(&same, &names, &Default::default(), &stop()).unwrap_err();
+        assert!(err.contains("both use fanout group 5"), "{err}");
     }
 
     #[test]

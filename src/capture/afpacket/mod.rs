@@ -675,7 +675,7 @@ impl AfPacketSocket {
                             self.remaining_in_block = 0;
                         }
                         self.next_offset = next;
-                        if self.ignore_outgoing && frame.pkttype == Some(libc::PACKET_OUTGOING as u8) {
+                        if self.ignore_outgoing && frame.pkttype == Some(libc::PACKET_OUTGOING) {
                             self.totals.outgoing_skipped += 1;
                             continue;
                         }

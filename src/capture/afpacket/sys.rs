@@ -262,7 +262,7 @@ impl Ring {
     /// `block_size` bytes back to back, each with its status word at `status_offset`
     /// (a multiple of 4 below `block_size`).
     pub(super) fn map(fd: &OwnedFd, block_size: usize, block_count: usize, status_offset: usize) -> io::Result<Ring> {
-        if status_offset % 4 != 0 || status_offset + 4 > block_size {
+        if !status_offset.is_multiple_of(4) || status_offset + 4 > block_size {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         }
         let map_len = block_size
