@@ -63,6 +63,11 @@ struct BridgeLab {
 
 impl BridgeLab {
     fn new(tag: &str) -> BridgeLab {
+        Self::with_offload(tag, false)
+    }
+
+    /// `peer_checksum_offload`: leave checksum offload on on c0 and s0 (veth's default).
+    fn with_offload(tag: &str, peer_checksum_offload: bool) -> BridgeLab {
         let mut lab = Lab::new(tag);
         let client = lab.namespace("c");
         let bridge = lab.namespace("b");
@@ -71,8 +76,10 @@ impl BridgeLab {
         lab.link(&bridge, "b1", &server, "s0");
         lab.address(&client, "c0", &format!("{CLIENT_IP}/24"));
         lab.address(&server, "s0", &format!("{SERVER_IP}/24"));
-        for (ns, dev) in [(&client, "c0"), (&server, "s0")] {
-            lab.run(ns, "ethtool", &["-K", dev, "tx", "off"]);
+        if !peer_checksum_offload {
+            for (ns, dev) in [(&client, "c0"), (&server, "s0")] {
+                lab.run(ns, "ethtool", &["-K", dev, "tx", "off"]);
+            }
         }
         // The bridge's interfaces say nothing themselves.
         lab.run(&bridge, "sysctl", &["-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
@@ -497,4 +504,21 @@ fn yaml_copy_mode_ips_bridges_and_tap_only_watches() {
     let alerts = events_of(&events, "alert");
     let alert = alerts.iter().find(|a| a["alert"]["signature_id"] == 1001).expect("tap mode still alerts");
     assert_ne!(alert["alert"]["action"], "blocked", "tap mode must not claim a block: {alert}");
+}
+
+/// A veth peer that leaves checksums to offload sends frames a bridge cannot pass on as
+/// they are: picket says so once, with the fix, and counts them.
+#[test]
+fn unfinished_checksums_from_a_veth_peer_are_reported() {
+    if skip() {
+        return;
+    }
+    let lab = BridgeLab::with_offload("csum", true);
+    let picket = lab.start_picket(&["--bridge", "b0,b1", "--workers", "2"]);
+    lab.client_python(&udp_exchange_script(2, 2));
+    wait_for("the checksum warning", Duration::from_secs(5), || picket.stderr().contains("ethtool -K PEER tx off"));
+    let said = picket.stderr();
+    assert!(said.contains("frames from b0 arrive with their checksum left to offload"), "{said}");
+    let events = picket.stop();
+    assert!(stat(&events, "picket.bridge.csum_not_ready") >= 4, "UDP datagrams with unfinished checksums");
 }

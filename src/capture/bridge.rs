@@ -43,6 +43,9 @@ pub const FORWARDED: &str = "picket.bridge.forwarded";
 pub const OVERSIZE: &str = "picket.bridge.oversize";
 /// Counter: reject replies (TCP RST, ICMP unreachable) handed to a TX socket.
 pub const REJECT_REPLIES: &str = "picket.bridge.reject_replies";
+/// Counter: packets forwarded with their transport checksum not filled in (the sender
+/// left it to checksum offload: a veth whose peer is a local network stack).
+pub const CSUM_NOT_READY: &str = "picket.bridge.csum_not_ready";
 /// Counter: rejected packets no reply was sent for (a kind that is never answered, such
 /// as an ICMP error or a broadcast, or a malformed frame); they are dropped all the same.
 pub const REJECT_UNANSWERED: &str = "picket.bridge.reject_unanswered";
@@ -189,6 +192,7 @@ pub fn open_ports(specs: &[BridgeSpec], workers: usize) -> Result<Vec<Vec<Box<dy
                 back,
                 mode: spec.mode,
                 stats: DirectionStats::default(),
+                warned_csum: false,
             };
             directions.push(direction(rx_a, b_fwd, a_back));
             directions.push(direction(rx_b, a_fwd, b_back));
@@ -252,6 +256,8 @@ struct Direction {
     mode: CopyMode,
     link: LinkType,
     stats: DirectionStats,
+    /// The unfinished-checksum warning was given for this ingress interface.
+    warned_csum: bool,
 }
 
 /// A worker's share of every bridge: both directions of each pair. One port rather than
@@ -277,7 +283,7 @@ impl BridgePort {
         let replies = &mut self.replies;
         let mut visited = 0;
         for d in &mut self.directions {
-            let Direction { rx, out, back, mode, link, stats } = d;
+            let Direction { rx, out, back, mode, link, stats, warned_csum } = d;
             let (mode, link, mtu) = (*mode, *link, out.mtu() as usize);
             visited += rx.read_ready(&mut |raw| {
                 let verdict = inspect(raw);
@@ -316,6 +322,15 @@ impl BridgePort {
             // No packet waits for the next poll: the batch goes out now.
             out.flush();
             back.flush();
+            if !*warned_csum && rx.totals().csum_not_ready > 0 {
+                *warned_csum = true;
+                eprintln!(
+                    "picket: warning: frames from {} arrive with their checksum left to offload (the sender is a \
+                     local stack, e.g. a veth peer): forwarded as they are, the receiver drops them; turn checksum \
+                     offload off on the sending side (ethtool -K PEER tx off). Counted in {CSUM_NOT_READY}",
+                    rx.interface()
+                );
+            }
         }
         visited
     }
@@ -364,6 +379,7 @@ impl LivePort for BridgePort {
             LivePort::add_counters(&d.rx, into);
             into.add(FORWARDED, d.stats.forwarded);
             into.add(OVERSIZE, d.stats.oversize);
+            into.add(CSUM_NOT_READY, d.rx.totals().csum_not_ready);
             into.add(TX_ERRORS, d.out.stats().errors + d.back.stats().errors);
             if d.mode == CopyMode::Ips {
                 into.add(REJECT_REPLIES, d.stats.replies);

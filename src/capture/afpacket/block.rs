@@ -88,6 +88,9 @@ pub(super) struct FrameLocation {
     /// `PACKET_HOST`, `PACKET_OUTGOING`, ... (`sll_pkttype`); `None` when the kernel
     /// left no room for the address before the data.
     pub pkttype: Option<u8>,
+    /// TP_STATUS_CSUMNOTREADY: the sender left the transport checksum to offload (a
+    /// packet of this host, or from a veth peer): it is not valid in the frame.
+    pub csum_not_ready: bool,
 }
 
 /// Reads the packet header at `offset` and checks that the captured bytes lie inside
@@ -125,6 +128,7 @@ pub(super) fn read_frame(block: &[u8], offset: usize) -> Option<FrameLocation> {
         vlan,
         next_offset: ne_u32(block, offset + NEXT_OFFSET)?,
         pkttype: (offset + PKTTYPE < data_start).then(|| block.get(offset + PKTTYPE).copied()).flatten(),
+        csum_not_ready: status & libc::TP_STATUS_CSUMNOTREADY != 0,
     })
 }
 
@@ -157,6 +161,7 @@ pub(super) fn read_frame_v2(frame: &[u8]) -> Option<FrameLocation> {
         vlan,
         next_offset: 0,
         pkttype: (V2_PKTTYPE < data_start).then(|| frame.get(V2_PKTTYPE).copied()).flatten(),
+        csum_not_ready: status & libc::TP_STATUS_CSUMNOTREADY != 0,
     })
 }
 

@@ -394,6 +394,9 @@ pub struct RingStats {
     pub vlan_tags_restored: u64,
     /// Tagged frames too short to hold MAC addresses: delivered without the tag.
     pub vlan_tags_not_restored: u64,
+    /// Packets whose transport checksum was left to offload (TP_STATUS_CSUMNOTREADY):
+    /// forwarded as they are, the receiver finds the checksum wrong.
+    pub csum_not_ready: u64,
     /// Block or packet headers pointing outside their block; the rest of that block
     /// was skipped.
     pub malformed_headers: u64,
@@ -617,6 +620,11 @@ impl AfPacketSocket {
 
     /// Kernel counters (read and reset by PACKET_STATISTICS, accumulated here) together
     /// with this socket's own.
+    /// This socket's own counters (no system call; the kernel's as of the last [`Self::stats`]).
+    pub fn totals(&self) -> RingStats {
+        self.totals
+    }
+
     pub fn stats(&mut self) -> io::Result<RingStats> {
         if self.v3 {
             let kernel = sys::statistics(&self.fd)?;
@@ -716,6 +724,9 @@ impl AfPacketSocket {
         let data = self.ring.held_block().and_then(|b| b.get(frame.data_start..frame.data_end)).unwrap_or(&[]);
         let ts = Timestamp::from_parts(frame.sec as u64, frame.nsec);
         self.totals.delivered += 1;
+        if frame.csum_not_ready {
+            self.totals.csum_not_ready += 1;
+        }
         if let (Some((tpid, tci)), LinkType::Ethernet) = (frame.vlan, self.link) {
             if block::restore_vlan_tag(data, tpid, tci, &mut self.vlan_buffer) {
                 self.totals.vlan_tags_restored += 1;
