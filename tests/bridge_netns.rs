@@ -522,3 +522,40 @@ fn unfinished_checksums_from_a_veth_peer_are_reported() {
     let events = picket.stop();
     assert!(stat(&events, "picket.bridge.csum_not_ready") >= 4, "UDP datagrams with unfinished checksums");
 }
+
+/// The other ways of sending (picket's `tx-ring` and `qdisc-bypass` keys) forward the same
+/// bytes and carry reject replies.
+#[test]
+fn tx_ring_and_qdisc_bypass_forward_byte_exact() {
+    if skip() {
+        return;
+    }
+    let lab = BridgeLab::new("tx");
+    let expected = std::fs::read(lab.path("www/large.bin")).unwrap();
+    for (keys, shown) in [
+        ("tx-ring: yes", "tx ring"),
+        ("qdisc-bypass: yes", "sendmmsg, qdisc bypass"),
+        ("tx-ring: yes\n    qdisc-bypass: yes", "tx ring, qdisc bypass"),
+    ] {
+        let path = lab.path("tx.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "%YAML 1.1\n---\naf-packet:\n  - interface: b0\n    copy-mode: ips\n    copy-iface: b1\n    {keys}\n  - interface: b1\n    copy-mode: ips\n    copy-iface: b0\n"
+            ),
+        )
+        .unwrap();
+        let picket = lab.start_picket(&["-c", path.to_str().unwrap(), "--af-packet", "--workers", "2"]);
+        assert!(picket.stderr().contains(&format!("(copy-mode ips, {shown})")), "{}", picket.stderr());
+        let out = lab.lab.output(
+            &lab.client,
+            "curl",
+            &["-s", "--max-time", "10", "-o", "-", &format!("http://{SERVER_IP}:{HTTP_PORT}/large.bin")],
+        );
+        assert!(out.stdout == expected, "{shown}: download differs ({} of {} bytes)", out.stdout.len(), expected.len());
+        assert_eq!(lab.curl("/rejectme").0, 56, "{shown}: reset");
+        let events = picket.stop();
+        assert_eq!(stat(&events, "picket.ips.tx_errors"), 0, "{shown}");
+        assert!(stat(&events, "picket.bridge.reject_replies") >= 1, "{shown}");
+    }
+}

@@ -27,7 +27,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket, TxSocket};
+use super::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket, TxOptions, TxSocket};
 use super::offload::{self, OffloadError, OffloadGuard};
 use super::port::{KernelCounts, LivePort, PortMode, TX_ERRORS};
 use super::RawPacket;
@@ -86,9 +86,9 @@ pub struct BridgeSpec {
     pub a: AfPacketConfig,
     pub b: AfPacketConfig,
     pub mode: CopyMode,
-    /// Send with PACKET_QDISC_BYPASS (straight to the driver, no qdisc, invisible to
-    /// packet taps on the egress interface).
-    pub qdisc_bypass: bool,
+    /// How frames are sent: `sendmmsg` or a TX ring, with or without PACKET_QDISC_BYPASS
+    /// (straight to the driver, no qdisc, invisible to packet taps on the egress interface).
+    pub tx: TxOptions,
 }
 
 /// Why a bridge could not start. One line naming the interface(s) and the fix.
@@ -147,7 +147,7 @@ pub fn open_ports(specs: &[BridgeSpec], workers: usize) -> Result<Vec<Vec<Box<dy
             if a == b {
                 return Err(BridgeError::SameInterface { interface: a.clone() });
             }
-            let open = |name: &str| TxSocket::open(name, spec.qdisc_bypass);
+            let open = |name: &str| TxSocket::open(name, spec.tx);
             // A->B sends on B (forward) and A (replies to the source); B->A the reverse.
             mine.push([open(b)?, open(a)?, open(a)?, open(b)?]);
         }
@@ -402,12 +402,12 @@ impl LivePort for BridgePort {
             .iter()
             .map(|d| {
                 format!(
-                    "{} -> {} ({}, {}{})",
+                    "{} -> {} ({}, {}; {})",
                     d.rx.interface(),
                     d.out.interface(),
                     d.mode.name(),
                     LivePort::describe(&d.rx),
-                    if d.out.qdisc_bypass() { ", qdisc bypass" } else { "" }
+                    d.out.options().describe()
                 )
             })
             .collect();

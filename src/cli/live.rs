@@ -76,11 +76,11 @@ impl LiveInput {
                 .iter()
                 .map(|s| {
                     format!(
-                        "bridge {} <-> {} (copy-mode {}{})",
+                        "bridge {} <-> {} (copy-mode {}, {})",
                         s.a.interface,
                         s.b.interface,
                         s.mode.name(),
-                        if s.qdisc_bypass { ", qdisc bypass" } else { "" }
+                        s.tx.describe()
                     )
                 })
                 .collect::<Vec<_>>()
@@ -259,9 +259,8 @@ fn bridge_input(
     let mut specs = Vec::with_capacity(pairs.len());
     for (a_name, b_name, mode) in pairs {
         let (Some(a), Some(b)) = (captures.next(), captures.next()) else { break };
-        let qdisc_bypass = crate::config::qdisc_bypass(config, a_name).map_err(CliError)?
-            || crate::config::qdisc_bypass(config, b_name).map_err(CliError)?;
-        specs.push(BridgeSpec { a, b, mode: *mode, qdisc_bypass });
+        let tx = crate::config::bridge_tx_options(config, a_name, b_name).map_err(CliError)?;
+        specs.push(BridgeSpec { a, b, mode: *mode, tx });
     }
     Ok(LiveInput::Bridge(specs))
 }

@@ -3,7 +3,7 @@
 //! `stats.interval`, read into [`AfPacketConfig`]s and durations.
 
 use super::{parse_bool, parse_size, ChecksumMode, Config};
-use crate::capture::afpacket::{AfPacketConfig, FanoutMode};
+use crate::capture::afpacket::{AfPacketConfig, FanoutMode, TxOptions};
 use crate::capture::bridge::CopyMode;
 use serde_yaml::Value;
 use std::sync::atomic::AtomicBool;
@@ -239,13 +239,23 @@ pub fn copy_iface(config: &Config, interface: &str) -> Option<String> {
     entry.get("copy-iface").and_then(scalar).map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
-/// picket's `qdisc-bypass` (default no): bridge transmissions skip the egress qdisc.
-pub fn qdisc_bypass(config: &Config, interface: &str) -> Result<bool, String> {
-    match af_packet_value(config, interface, "qdisc-bypass").and_then(scalar) {
+/// A yes/no setting of an interface's `af-packet:` entry, `false` when absent.
+fn flag(config: &Config, interface: &str, key: &str) -> Result<bool, String> {
+    match af_packet_value(config, interface, key).and_then(scalar) {
         None => Ok(false),
         Some(t) => parse_bool(&t)
-            .ok_or_else(|| format!("af-packet.qdisc-bypass ({interface}): invalid value '{t}' (expected yes or no)")),
+            .ok_or_else(|| format!("af-packet.{key} ({interface}): invalid value '{t}' (expected yes or no)")),
     }
+}
+
+/// How a bridge of `a` and `b` sends: picket's `qdisc-bypass` (PACKET_QDISC_BYPASS) and
+/// `tx-ring` (a TPACKET_V2 transmit ring instead of `sendmmsg`), default no; either
+/// interface's entry turns them on for the pair.
+pub fn bridge_tx_options(config: &Config, a: &str, b: &str) -> Result<TxOptions, String> {
+    Ok(TxOptions {
+        qdisc_bypass: flag(config, a, "qdisc-bypass")? || flag(config, b, "qdisc-bypass")?,
+        ring: flag(config, a, "tx-ring")? || flag(config, b, "tx-ring")?,
+    })
 }
 
 /// Two interfaces bridged with each other, and the copy mode.
@@ -500,7 +510,8 @@ mod tests {
         let (cfgs, _) = bridge_capture_configs(&config, &names, &Default::default(), &stop()).unwrap();
         assert!(cfgs[0].tpacket_v3 && !cfgs[1].tpacket_v3);
         assert_eq!(cfgs[0].retire_timeout_ms, BRIDGE_BLOCK_TIMEOUT_MS);
-        assert!(qdisc_bypass(&config, "eth1").unwrap() && !qdisc_bypass(&config, "eth0").unwrap());
+        let tx = bridge_tx_options(&config, "eth0", "eth1").unwrap();
+        assert!(tx.qdisc_bypass && !tx.ring);
         let same = Config::from_yaml_str(
             "af-packet:\n  - interface: eth0\n    cluster-id: 5\n  - interface: eth1\n    cluster-id: 5\n",
         )

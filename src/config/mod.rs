@@ -19,8 +19,8 @@ mod eve;
 mod settings;
 
 pub use afpacket::{
-    bridge_capture_configs, capture_configs, configured_bridges, configured_interfaces, copy_iface, copy_mode,
-    live_checksum_mode, parse_fanout, qdisc_bypass, stats_interval, CaptureOverrides,
+    bridge_capture_configs, bridge_tx_options, capture_configs, configured_bridges, configured_interfaces, copy_iface,
+    copy_mode, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
 pub use eve::{alert_log_options, apply_metadata, xff_options};
 pub use picket_core::settings::{

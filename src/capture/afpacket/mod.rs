@@ -24,7 +24,7 @@ mod sys;
 mod tests;
 mod tx;
 
-pub use tx::{TxSocket, TxStats};
+pub use tx::{TxOptions, TxSocket, TxStats};
 
 use std::fmt;
 use std::io;
@@ -317,6 +317,7 @@ pub enum SetupStep {
     /// Transmit sockets (`tx.rs`): PACKET_QDISC_BYPASS, the send timeout.
     QdiscBypass,
     SendTimeout,
+    TxRing,
 }
 
 impl fmt::Display for SetupStep {
@@ -343,6 +344,7 @@ impl fmt::Display for SetupStep {
             SetupStep::AttachFilter => write!(f, "cannot attach the BPF filter to the socket"),
             SetupStep::QdiscBypass => write!(f, "cannot set PACKET_QDISC_BYPASS (kernel older than 3.14?)"),
             SetupStep::SendTimeout => write!(f, "cannot set the send timeout"),
+            SetupStep::TxRing => write!(f, "cannot set up a TPACKET_V2 transmit ring"),
         }
     }
 }

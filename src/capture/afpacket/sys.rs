@@ -416,3 +416,128 @@ pub(super) fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> io::Result<usize> {
     }
     Ok(rc as usize)
 }
+
+/// Asks the kernel to transmit every frame of the socket's TX ring marked
+/// TP_STATUS_SEND_REQUEST. On a blocking socket it returns once they are all sent (or
+/// the send timeout passed). Returns the bytes sent.
+pub(super) fn kick_tx_ring(fd: &OwnedFd) -> io::Result<usize> {
+    // SAFETY: a zero-length send with no buffer (the frames are in the mapped ring);
+    // the kernel reads nothing through the null pointer.
+    let rc = unsafe { libc::send(fd.as_raw_fd(), std::ptr::null(), 0, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
+/// The memory-mapped TPACKET_V2 transmit ring of one socket: frames filled in order and
+/// handed to the kernel through each frame's status word. A frame is only written after
+/// its status was seen TP_STATUS_AVAILABLE (acquire: the kernel is done with it), and handed
+/// over by a release store of TP_STATUS_SEND_REQUEST after the data is written.
+pub(super) struct TxRing {
+    base: NonNull<u8>,
+    map_len: usize,
+    frame_size: usize,
+    frame_count: usize,
+    /// Where the kernel wants the frame's length and its data, in a frame.
+    len_offset: usize,
+    data_offset: usize,
+    /// The next frame to fill: the kernel sends them in the same order.
+    head: usize,
+}
+
+// SAFETY: the mapping belongs to this `TxRing` alone, so moving it to another thread
+// moves sole access with it.
+unsafe impl Send for TxRing {}
+
+impl TxRing {
+    /// Maps the ring the kernel allocated with PACKET_TX_RING (`frame_count` frames of
+    /// `frame_size` bytes filling the blocks exactly). `len_offset` must be 4-aligned and
+    /// both offsets inside a frame, after the 4-byte status word at offset 0.
+    pub(super) fn map(
+        fd: &OwnedFd,
+        frame_size: usize,
+        frame_count: usize,
+        len_offset: usize,
+        data_offset: usize,
+    ) -> io::Result<TxRing> {
+        let map_len = frame_size
+            .checked_mul(frame_count)
+            .filter(|&len| len > 0)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        if !frame_size.is_multiple_of(libc::TPACKET_ALIGNMENT)
+            || !len_offset.is_multiple_of(4)
+            || len_offset < 4
+            || len_offset + 4 > data_offset
+            || data_offset >= frame_size
+        {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: a fresh shared mapping of the socket's ring (no address hint); the
+        // kernel checks that `map_len` equals the ring size it allocated.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))?;
+        Ok(TxRing { base, map_len, frame_size, frame_count, len_offset, data_offset, head: 0 })
+    }
+
+    /// Largest frame a slot holds.
+    pub(super) fn capacity(&self) -> usize {
+        self.frame_size - self.data_offset
+    }
+
+    fn status_word(&self, index: usize) -> &AtomicU32 {
+        debug_assert!(index < self.frame_count);
+        // SAFETY: `index < frame_count`, so the word (offset 0 of the frame) lies inside
+        // the mapping; frames are multiples of 16 bytes from a page-aligned base, so it
+        // is aligned for AtomicU32. The kernel accesses it concurrently, hence the atomic.
+        unsafe { &*self.base.as_ptr().add(index * self.frame_size).cast::<AtomicU32>() }
+    }
+
+    /// Copies `frame` into the next frame of the ring and marks it for sending. Returns
+    /// false, writing nothing, when that frame is still the kernel's (the ring is full)
+    /// or `frame` is larger than a slot.
+    pub(super) fn submit(&mut self, frame: &[u8]) -> bool {
+        if frame.len() > self.capacity() {
+            return false;
+        }
+        let status = self.status_word(self.head).load(Ordering::Acquire);
+        if status != libc::TP_STATUS_AVAILABLE {
+            return false;
+        }
+        let start = self.head * self.frame_size;
+        // SAFETY: the frame lies inside the mapping (`head < frame_count`); we saw it
+        // TP_STATUS_AVAILABLE with acquire ordering, so the kernel neither reads nor writes
+        // it until the release store below. The length word is 4-aligned and inside the
+        // frame; the data fits (checked against `capacity`) and does not overlap the
+        // status or length words (`data_offset >= len_offset + 4`).
+        unsafe {
+            let frame_base = self.base.as_ptr().add(start);
+            frame_base.add(self.len_offset).cast::<u32>().write(frame.len() as u32);
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), frame_base.add(self.data_offset), frame.len());
+        }
+        self.status_word(self.head).store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
+        self.head = (self.head + 1) % self.frame_count;
+        true
+    }
+}
+
+impl Drop for TxRing {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the region mapped in `map`; nothing borrows it.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.map_len);
+        }
+    }
+}
