@@ -559,3 +559,35 @@ fn tx_ring_and_qdisc_bypass_forward_byte_exact() {
         assert!(stat(&events, "picket.bridge.reject_replies") >= 1, "{shown}");
     }
 }
+
+/// SIGTERM ends the bridge promptly even while traffic keeps coming.
+#[test]
+fn sigterm_stops_the_bridge_under_a_flood() {
+    if skip() {
+        return;
+    }
+    let lab = BridgeLab::new("term");
+    let mut picket = lab.start_picket(&["--bridge", "b0,b1", "--workers", "2"]);
+    let flood = format!(
+        r#"
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.time() + 6
+while time.time() < end:
+    for _ in range(100):
+        s.sendto(b"x" * 32, ("{SERVER_IP}", 9))
+"#
+    );
+    let mut sender = lab.lab.command(&lab.client, "python3", &["-c", &flood]);
+    sender.stdout(Stdio::null()).stderr(Stdio::null());
+    let _sender = lab.lab.spawn(sender);
+    std::thread::sleep(Duration::from_millis(1500));
+    let stopped = Instant::now();
+    picket.process.signal("TERM");
+    let status = picket.process.wait(Duration::from_secs(10));
+    let took = stopped.elapsed();
+    assert!(status.success(), "{}", picket.stderr());
+    assert!(took < Duration::from_secs(3), "picket took {took:?} to stop while traffic flowed");
+    let events = read_eve(&picket.eve);
+    assert!(stat(&events, "picket.bridge.forwarded") > 1000, "the flood went through the bridge");
+}

@@ -24,6 +24,7 @@
 
 use std::fmt;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -197,7 +198,8 @@ pub fn open_ports(specs: &[BridgeSpec], workers: usize) -> Result<Vec<Vec<Box<dy
             directions.push(direction(rx_a, b_fwd, a_back));
             directions.push(direction(rx_b, a_fwd, b_back));
         }
-        let port = BridgePort { directions, replies: Vec::new(), _offloads: all_guards.clone() };
+        let stop = specs.first().map(|s| Arc::clone(&s.a.stop)).unwrap_or_default();
+        let port = BridgePort { directions, replies: Vec::new(), _offloads: all_guards.clone(), stop, drained: false };
         all.push(vec![Box::new(port) as Box<dyn LivePort>]);
     }
     Ok(all)
@@ -269,6 +271,10 @@ pub struct BridgePort {
     replies: Vec<Reply>,
     /// Held so the offloads come back on once every port of the interface is gone.
     _offloads: Vec<Arc<OffloadGuard>>,
+    /// The run's stop flag (SIGINT/SIGTERM).
+    stop: Arc<AtomicBool>,
+    /// After the stop: the packets in the rings at that moment were handled.
+    drained: bool,
 }
 
 impl BridgePort {
@@ -355,6 +361,16 @@ fn network_len(link: LinkType, frame: &[u8]) -> usize {
 
 impl LivePort for BridgePort {
     fn poll(&mut self, wait: Duration, inspect: &mut dyn FnMut(RawPacket<'_>) -> Verdict) -> io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            // Stopping: handle what the rings hold now, once. Traffic that keeps coming
+            // must not keep the worker from ending (the live loop drains until a poll
+            // finds nothing).
+            if self.drained {
+                return Ok(0);
+            }
+            self.drained = true;
+            return Ok(self.read_ready(inspect));
+        }
         let visited = self.read_ready(inspect);
         if visited > 0 || wait.is_zero() {
             return Ok(visited);
