@@ -1,12 +1,16 @@
-//! The system calls behind [`super::AfPacketSocket`]: every `unsafe` block of the AF_PACKET
-//! capture lives in this file, each behind a safe function.
+//! The system calls behind [`super::AfPacketSocket`] and [`super::TxSocket`]: every
+//! `unsafe` block of AF_PACKET capture and transmission lives in this file, each behind a
+//! safe function.
 //!
-//! The shared ring is the delicate part. The kernel and this process both write to it;
-//! ownership of each block is passed back and forth through its `block_status` word.
-//! [`Ring`] only hands out the bytes of a block after seeing `TP_STATUS_USER` on it (with
-//! acquire ordering, so the kernel's writes to the block are visible), and gives it
-//! back with a release store of `TP_STATUS_KERNEL` from a `&mut self` method, so no
-//! borrowed slice of the block can outlive the hand-back.
+//! The shared rings are the delicate part. The kernel and this process both write to
+//! them; ownership of each slot (a TPACKET_V3 block, a TPACKET_V2 frame) is passed back
+//! and forth through its status word. [`Ring`] only hands out the bytes of a slot after
+//! seeing `TP_STATUS_USER` on it (with acquire ordering, so the kernel's writes are
+//! visible), and gives it back with a release store of `TP_STATUS_KERNEL` from a
+//! `&mut self` method, so no borrowed slice of the slot can outlive the hand-back.
+//! [`TxRing`] is the mirror image: it writes a frame only after seeing
+//! `TP_STATUS_AVAILABLE` (acquire) and hands it over with a release store of
+//! `TP_STATUS_SEND_REQUEST`.
 
 use std::ffi::CString;
 use std::io;
