@@ -140,6 +140,11 @@ pub enum NfQueueError {
     NeedsPrivilege {
         queue: u16,
     },
+    /// The raw sockets reject replies leave through need CAP_NET_RAW.
+    NeedsRawSockets {
+        queue: u16,
+        source: io::Error,
+    },
     /// Another program holds the queue (its netlink port id, usually its pid).
     QueueTaken {
         queue: u16,
@@ -167,6 +172,10 @@ impl fmt::Display for NfQueueError {
             NfQueueError::NeedsPrivilege { queue } => {
                 write!(f, "NFQUEUE queue {queue}: binding a queue needs root or CAP_NET_ADMIN")
             }
+            NfQueueError::NeedsRawSockets { queue, source } => write!(
+                f,
+                "NFQUEUE queue {queue}: sending reject replies needs root or CAP_NET_RAW (raw IP socket: {source})"
+            ),
             NfQueueError::QueueTaken { queue, holder } => write!(
                 f,
                 "NFQUEUE queue {queue} is already bound by another program{}; stop it or choose another queue with -q",
@@ -180,7 +189,9 @@ impl fmt::Display for NfQueueError {
 impl std::error::Error for NfQueueError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            NfQueueError::NoNfnetlink { source } | NfQueueError::Setup { source, .. } => Some(source),
+            NfQueueError::NoNfnetlink { source }
+            | NfQueueError::NeedsRawSockets { source, .. }
+            | NfQueueError::Setup { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -368,7 +379,10 @@ impl NfQueue {
         })?;
         let port_id = sys::netlink_port_id(&fd).map_err(setup("read the netlink port id"))?;
         sys::set_receive_buffer(&fd, config.socket_buffer).map_err(setup("set the socket receive buffer"))?;
-        let replies = reply::Replier::open().map_err(setup("open a raw IP socket for reject replies"))?;
+        let replies = reply::Replier::open().map_err(|source| match source.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EACCES) => NfQueueError::NeedsRawSockets { queue, source },
+            _ => setup("open a raw IP socket for reject replies")(source),
+        })?;
         let mut port = NfQueue {
             rx: sys::RecvBatch::new(RECV_SLOTS, SLOT_BYTES),
             backlog: Vec::new(),
