@@ -37,6 +37,8 @@ pub struct WorkerGauges {
     pub busy_ns: AtomicU64,
     /// Errors the capture socket reported (interface went down).
     pub poll_errors: AtomicU64,
+    /// The worker's ports act on verdicts (NFQUEUE, bridge): the `ips_*` gauges apply.
+    pub inline: AtomicBool,
     /// Inline ports: packets let through, blocked (drop or reject), answered with a reject.
     pub ips_accepted: AtomicU64,
     pub ips_blocked: AtomicU64,
@@ -60,6 +62,7 @@ pub struct GaugeValues {
     pub flows_total: u64,
     pub busy_ns: u64,
     pub poll_errors: u64,
+    pub inline: bool,
     pub ips_accepted: u64,
     pub ips_blocked: u64,
     pub ips_rejected: u64,
@@ -81,6 +84,7 @@ impl WorkerGauges {
             flows_total: r(&self.flows_total),
             busy_ns: r(&self.busy_ns),
             poll_errors: r(&self.poll_errors),
+            inline: self.inline.load(Ordering::Relaxed),
             ips_accepted: r(&self.ips_accepted),
             ips_blocked: r(&self.ips_blocked),
             ips_rejected: r(&self.ips_rejected),

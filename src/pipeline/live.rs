@@ -31,7 +31,7 @@ use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::sink::LogSink;
 use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
-use crate::tools::snapshot::{write_snapshot, WorkerSnapshot};
+use crate::tools::snapshot::{write_snapshot, IpsSnapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -209,6 +209,13 @@ fn snapshot_of(gauges: &LiveGauges) -> Vec<WorkerSnapshot> {
                 bytes: v.bytes,
                 drops: v.kernel_drops,
                 busy_ns: v.busy_ns,
+                ips: v.inline.then_some(IpsSnapshot {
+                    accepted: v.ips_accepted,
+                    blocked: v.ips_blocked,
+                    rejected: v.ips_rejected,
+                    fail_open: v.fail_open,
+                    tx_errors: v.tx_errors,
+                }),
             }
         })
         .collect()
@@ -353,6 +360,7 @@ impl<'a> LiveWorker<'a> {
         events_tx: Sender<EventBuf>,
     ) -> Self {
         let inline = sockets.iter().any(|s| s.mode() == PortMode::Inline);
+        gauges.inline.store(inline, Ordering::Relaxed);
         LiveWorker {
             index,
             sockets,
