@@ -384,3 +384,45 @@ fn start_up_errors_are_one_line_before_any_packet_is_held() {
     assert_eq!(t.curl(1, "/small.txt", "5").0, Some(0));
     first.stop();
 }
+
+#[test]
+fn reject_resets_tcp_and_answers_udp_with_port_unreachable() {
+    skip_unless_possible!();
+    let t = Topology::new("nfq-rej");
+    let mut picket = t.picket(&["0", "1"], &[]);
+
+    // TCP: the connection is reset; curl fails at once (exit 56: connection reset).
+    let (code, _, took) = t.curl(6, "/rejectme", "3");
+    assert_eq!(code, Some(56), "curl should fail with a reset, took {took:?}");
+    assert!(took < Duration::from_secs(1), "the reset took {took:?}");
+    assert!(!t.access_log().contains("/rejectme"), "the server saw the rejected request");
+
+    // UDP: the datagram is answered with ICMP port unreachable, which Linux reports to
+    // the connected socket as ECONNREFUSED.
+    let mut client = t.lab.spawn(udp_client(&t, "rejectme", 1, 0.0));
+    client.wait(Duration::from_secs(10));
+    assert_eq!(read_stdout(&mut client).trim(), "refused");
+    // Other datagrams still pass.
+    let mut client = t.lab.spawn(udp_client(&t, "hello", 5, 1.0));
+    client.wait(Duration::from_secs(10));
+    assert_eq!(read_stdout(&mut client).trim(), "echoed 5 of 5");
+
+    picket.stop();
+    let events = picket.events();
+    let alerts = netlab::events_of(&events, "alert");
+    for sid in [2, 3] {
+        assert!(
+            alerts.iter().any(|a| a["alert"]["signature_id"] == sid && a["alert"]["action"] == "blocked"),
+            "no blocked alert for sid {sid}: {alerts:?}"
+        );
+    }
+    let stats = netlab::events_of(&events, "stats");
+    let last = stats.last().expect("a final stats event");
+    let replies: u64 = ["picket", "nfq", "replies"]
+        .iter()
+        .fold(Some(&last["stats"]), |v, k| v.and_then(|v| v.get(k)))
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    // `reject` answers the sender only: one RST, one ICMP port unreachable.
+    assert_eq!(replies, 2, "reject replies sent (picket.nfq.replies)");
+}

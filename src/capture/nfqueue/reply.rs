@@ -10,30 +10,7 @@ use super::sys;
 use super::NfQueueStats;
 use crate::inspect::Reject;
 use crate::packet::LinkType;
-use builder::{replies, Reply};
-
-// TEMPORARY: stands in for `picket_core::reject` until it lands on main; builds nothing.
-mod builder {
-    use crate::inspect::Reject;
-    use crate::packet::LinkType;
-    use std::net::IpAddr;
-
-    pub struct Reply {
-        pub dst: IpAddr,
-        pub frame: Vec<u8>,
-    }
-
-    pub struct ReplyError;
-
-    pub fn replies(
-        _link: LinkType,
-        _frame: &[u8],
-        _reject: Reject,
-        _out: &mut Vec<Reply>,
-    ) -> Result<usize, ReplyError> {
-        Ok(0)
-    }
-}
+use crate::reject::{replies, Reply};
 
 /// The raw sockets replies leave through, one per IP version.
 pub(super) struct Replier {
