@@ -54,7 +54,6 @@ struct Topology {
     lab: Lab,
     client: String,
     router: String,
-    server: String,
     dir: tempfile::TempDir,
     _servers: Vec<Guarded>,
 }
@@ -116,7 +115,7 @@ impl Topology {
         let mut echo = lab.command(&server, "python3", &["-c", UDP_ECHO, SERVER, &UDP_PORT.to_string()]);
         echo.stdout(Stdio::null()).stderr(Stdio::null());
         let servers = vec![lab.spawn(http), lab.spawn(echo)];
-        let topology = Topology { lab, client, router, server, dir, _servers: servers };
+        let topology = Topology { lab, client, router, dir, _servers: servers };
         // Ready when the router (whose own traffic is not queued) gets an answer.
         wait_for("the HTTP server", Duration::from_secs(10), || {
             let out = topology.lab.output(
@@ -418,11 +417,7 @@ fn reject_resets_tcp_and_answers_udp_with_port_unreachable() {
     }
     let stats = netlab::events_of(&events, "stats");
     let last = stats.last().expect("a final stats event");
-    let replies: u64 = ["picket", "nfq", "replies"]
-        .iter()
-        .fold(Some(&last["stats"]), |v, k| v.and_then(|v| v.get(k)))
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
+    let replies = last["stats"]["picket"]["nfq"]["replies"].as_u64().unwrap_or(0);
     // `reject` answers the sender only: one RST, one ICMP port unreachable.
     assert_eq!(replies, 2, "reject replies sent (picket.nfq.replies)");
 }
