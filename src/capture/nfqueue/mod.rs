@@ -91,7 +91,7 @@ pub struct NfQueueConfig {
 
 impl Default for NfQueueConfig {
     fn default() -> Self {
-        NfQueueConfig { fail_open: true, batchcount: 32, queue_maxlen: 16384, socket_buffer: 8 << 20 }
+        NfQueueConfig { fail_open: true, batchcount: 32, queue_maxlen: 65536, socket_buffer: 8 << 20 }
     }
 }
 
@@ -604,12 +604,18 @@ impl QueueState {
     /// Counts the packets the kernel numbered but could not hand over (id gaps).
     fn note_id(&mut self, id: u32) {
         if let Some(gap) = id_gap(self.last_id, id) {
-            if self.config.fail_open {
-                self.stats.fail_open += gap as u64;
-            } else {
-                self.stats.lost += gap as u64;
-            }
+            self.note_lost(gap);
             self.last_id = id;
+        }
+    }
+
+    /// Packets the socket could not take: accepted by the kernel with fail-open, else
+    /// dropped.
+    fn note_lost(&mut self, packets: u32) {
+        if self.config.fail_open {
+            self.stats.fail_open += packets as u64;
+        } else {
+            self.stats.lost += packets as u64;
         }
     }
 }
@@ -710,7 +716,16 @@ impl LivePort for NfQueue {
             }
             configured?;
         }
-        self.accept_remaining()
+        self.accept_remaining()?;
+        // Packets numbered after the last one read never arrived: the tail of an overrun.
+        let st = &mut self.state;
+        if let Some(q) = proc_queue(st.queue).filter(|q| q.port_id == st.port_id) {
+            if let Some(gap) = id_gap(st.last_id, q.id_sequence.wrapping_add(1)) {
+                st.note_lost(gap);
+                st.last_id = q.id_sequence;
+            }
+        }
+        Ok(())
     }
 }
 
