@@ -5,7 +5,8 @@
 //!
 //! Needs root, iproute2, iptables (Debian's iptables-nft queues on this kernel through
 //! the xt compatibility layer; iptables-legacy is used when it is the only one), curl and
-//! python3; prints SKIPPED and returns otherwise. Namespaces and processes are removed by
+//! python3 (and tcpdump for the `--simulate-ips` cross-check); prints SKIPPED and returns
+//! otherwise. Namespaces and processes are removed by
 //! guards, also when a test panics; traffic is bounded and every wait has a deadline.
 
 mod netlab;
@@ -420,4 +421,80 @@ fn reject_resets_tcp_and_answers_udp_with_port_unreachable() {
     let replies = last["stats"]["picket"]["nfq"]["replies"].as_u64().unwrap_or(0);
     // `reject` answers the sender only: one RST, one ICMP port unreachable.
     assert_eq!(replies, 2, "reject replies sent (picket.nfq.replies)");
+}
+
+/// What a run decided, comparable between a live run and a replay: the alerts (sid,
+/// action, addresses and ports) and the drop events (addresses, ports, reason), sorted.
+fn decisions(events: &[serde_json::Value]) -> (Vec<String>, Vec<String>) {
+    let key = |e: &serde_json::Value| {
+        format!("{} {}:{} > {}:{}", e["proto"], e["src_ip"], e["src_port"], e["dest_ip"], e["dest_port"])
+    };
+    let mut alerts: Vec<String> = netlab::events_of(events, "alert")
+        .iter()
+        .map(|a| format!("sid {} {} {}", a["alert"]["signature_id"], a["alert"]["action"], key(a)))
+        .collect();
+    let mut drops: Vec<String> =
+        netlab::events_of(events, "drop").iter().map(|d| format!("{} {}", d["drop"]["reason"], key(d))).collect();
+    alerts.sort();
+    drops.sort();
+    (alerts, drops)
+}
+
+#[test]
+fn simulate_ips_on_a_capture_agrees_with_the_live_run() {
+    skip_unless_possible!();
+    if let Some(reason) = netlab::skip_reason(&["tcpdump"]) {
+        eprintln!("SKIPPED: NFQUEUE --simulate-ips cross-check: {reason}");
+        return;
+    }
+    let t = Topology::new("nfq-sim");
+    // Everything that enters the router, before the FORWARD hook queues it.
+    let capture = t.path("router.pcap");
+    let dump_log = t.path("tcpdump.stderr");
+    let mut dump = t.lab.command(
+        &t.router,
+        "tcpdump",
+        &[
+            "-i",
+            "any",
+            "-Q",
+            "in",
+            "--immediate-mode",
+            "-U",
+            "-s",
+            "0",
+            "-w",
+            capture.to_str().unwrap(),
+            "tcp port 8080 or udp port 9999",
+        ],
+    );
+    dump.stdout(Stdio::null()).stderr(fs::File::create(&dump_log).unwrap());
+    let mut dump = t.lab.spawn(dump);
+    wait_for("tcpdump to listen", Duration::from_secs(10), || {
+        fs::read_to_string(&dump_log).unwrap_or_default().contains("listening on")
+    });
+    let mut picket = t.picket(&["0", "1"], &[]);
+    assert_eq!(t.curl(1, "/small.txt", "5").0, Some(0));
+    assert_eq!(t.curl(2, "/blocked", "2").0, Some(28));
+    assert_eq!(t.curl(3, "/rejectme", "3").0, Some(56));
+    let mut client = t.lab.spawn(udp_client(&t, "rejectme", 1, 0.0));
+    client.wait(Duration::from_secs(10));
+    picket.stop();
+    thread::sleep(Duration::from_millis(200));
+    dump.signal("TERM");
+    dump.wait(Duration::from_secs(10));
+    let live = decisions(&picket.events());
+    assert!(!live.0.is_empty() && !live.1.is_empty(), "the live run blocked nothing: {live:?}");
+
+    let replay_logs = t.path("replay");
+    let rules = t.path("rules.rules");
+    let out = Command::new(env!("CARGO_BIN_EXE_picket"))
+        .args(["-r", capture.to_str().unwrap(), "--simulate-ips", "-k", "none", "-S", rules.to_str().unwrap()])
+        .args(["-l", replay_logs.to_str().unwrap()])
+        .output()
+        .expect("run picket -r");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let replay = decisions(&netlab::read_eve(&replay_logs.join("eve.json")));
+    assert_eq!(live.0, replay.0, "alerts differ between the live run and --simulate-ips");
+    assert_eq!(live.1, replay.1, "drop decisions differ between the live run and --simulate-ips");
 }
