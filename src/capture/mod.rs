@@ -17,6 +17,7 @@ pub mod bridge;
 mod file;
 mod legacy;
 mod memory;
+pub mod nfqueue;
 pub mod offload;
 mod pcapng;
 pub mod port;

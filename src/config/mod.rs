@@ -16,6 +16,7 @@
 
 mod afpacket;
 mod eve;
+mod nfq;
 mod settings;
 
 pub use afpacket::{
@@ -23,6 +24,7 @@ pub use afpacket::{
     copy_mode, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
 pub use eve::{alert_log_options, apply_metadata, xff_options};
+pub use nfq::nfq_config;
 pub use picket_core::settings::{
     parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
 };
@@ -77,6 +79,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "stats.*",
     "threading.*",
     "af-packet.*",
+    "nfq.*",
     "bpf-filter",
 ];
 
