@@ -433,10 +433,19 @@ fn decisions(events: &[serde_json::Value]) -> (Vec<String>, Vec<String>) {
         .iter()
         .map(|a| format!("sid {} {} {}", a["alert"]["signature_id"], a["alert"]["action"], key(a)))
         .collect();
-    let mut drops: Vec<String> =
-        netlab::events_of(events, "drop").iter().map(|d| format!("{} {}", d["drop"]["reason"], key(d))).collect();
+    // Drops as the set of flows that had one, either way round: a packet that reaches the
+    // router after picket stopped (a late FIN or retransmission of a dropped flow, passed by
+    // --queue-bypass) is in the capture but was never seen live, and would add a drop record
+    // for the other direction of a flow already dropped.
+    let flow = |e: &serde_json::Value| {
+        let mut ends = [format!("{}:{}", e["src_ip"], e["src_port"]), format!("{}:{}", e["dest_ip"], e["dest_port"])];
+        ends.sort();
+        format!("{} {} {}", e["proto"], ends[0], ends[1])
+    };
+    let mut drops: Vec<String> = netlab::events_of(events, "drop").iter().map(|d| flow(d)).collect();
     alerts.sort();
     drops.sort();
+    drops.dedup();
     (alerts, drops)
 }
 
