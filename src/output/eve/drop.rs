@@ -4,11 +4,12 @@
 
 use super::alert::{icmp_type_code, write_vlan};
 use super::options::DropLogOptions;
+use super::verdict::write_verdict;
 use super::EventHeader;
 use crate::output::json::JsonObject;
 use picket_core::decode::{IpLayer, L4};
 use picket_core::detect::engine::Alert;
-use picket_core::inspect::{DropEvent, Reject, RejectReply, RejectTarget, Verdict};
+use picket_core::inspect::DropEvent;
 
 /// Whether `d` gets a record under `opts` (`flows: start` or `all`).
 pub fn wanted(d: &DropEvent<'_>, opts: &DropLogOptions) -> bool {
@@ -102,32 +103,4 @@ fn write_drop_alert(o: &mut JsonObject<'_>, alert: &Alert) {
         .str("category", &alert.category)
         .u64("severity", alert.severity.into())
         .close();
-}
-
-/// eve's `verdict` object: what was done with the packet. `to_client`/`to_server` name the
-/// reject target as Suricata does: the source of the rejected packet is `to_client`.
-/// The key is `reject_target`, as Suricata's EVE schema spells it.
-pub fn write_verdict(o: &mut JsonObject<'_>, verdict: Verdict) {
-    o.open("verdict");
-    match verdict {
-        Verdict::Pass => {
-            o.str("action", "alert");
-        }
-        Verdict::Drop => {
-            o.str("action", "drop");
-        }
-        Verdict::Reject(Reject { reply, to }) => {
-            let target = match to {
-                RejectTarget::Source => "to_client",
-                RejectTarget::Destination => "to_server",
-                RejectTarget::Both => "both",
-            };
-            let kind = match reply {
-                RejectReply::TcpReset => "tcp-reset",
-                RejectReply::IcmpUnreachable => "icmp-prohib",
-            };
-            o.str("action", "drop").str("reject_target", target).open_list("reject").item_str(kind).close_list();
-        }
-    }
-    o.close();
 }

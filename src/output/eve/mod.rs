@@ -15,6 +15,7 @@ pub mod alert;
 pub mod drop;
 pub mod flow;
 pub mod options;
+pub mod verdict;
 
 pub use options::{AlertLogOptions, DropLogOptions, XffOptions};
 
