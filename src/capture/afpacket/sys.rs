@@ -273,22 +273,7 @@ impl Ring {
             .checked_mul(block_count)
             .filter(|&len| len > 0)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: a fresh shared mapping of the socket's ring (no address hint); the
-        // kernel checks that `map_len` equals the ring size it allocated.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))?;
+        let base = map_ring(fd, map_len)?;
         Ok(Ring { base, map_len, block_size, block_count, status_offset, current: 0, held: false })
     }
 
@@ -477,22 +462,7 @@ impl TxRing {
         {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         }
-        // SAFETY: a fresh shared mapping of the socket's ring (no address hint); the
-        // kernel checks that `map_len` equals the ring size it allocated.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))?;
+        let base = map_ring(fd, map_len)?;
         Ok(TxRing { base, map_len, frame_size, frame_count, len_offset, data_offset, head: 0 })
     }
 
@@ -544,4 +514,24 @@ impl Drop for TxRing {
             libc::munmap(self.base.as_ptr().cast(), self.map_len);
         }
     }
+}
+
+/// Maps a socket's ring (RX or TX) into this process, shared with the kernel.
+fn map_ring(fd: &OwnedFd, map_len: usize) -> io::Result<NonNull<u8>> {
+    // SAFETY: a fresh shared mapping of the socket's ring (no address hint); the kernel
+    // checks that `map_len` equals the ring size it allocated.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            map_len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))
 }

@@ -358,6 +358,19 @@ struct QueueState {
     seq: u32,
 }
 
+/// One `recvmmsg`: the number of datagrams read, or `None` after a socket overrun
+/// (ENOBUFS, counted), which is not an error.
+fn receive(rx: &mut sys::RecvBatch, st: &mut QueueState) -> io::Result<Option<usize>> {
+    match rx.receive(&st.fd) {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+            st.stats.enobufs += 1;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// One NFQUEUE queue, bound by this process; give each worker its own.
 pub struct NfQueue {
     rx: sys::RecvBatch,
@@ -445,14 +458,7 @@ impl NfQueue {
         sys::send(&st.fd, &datagram)?;
         let deadline = Instant::now() + ACK_WAIT;
         loop {
-            let received = match self.rx.receive(&st.fd) {
-                Ok(n) => n,
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    st.stats.enobufs += 1;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+            let Some(received) = receive(&mut self.rx, st)? else { continue };
             let mut answer = None;
             for i in 0..received {
                 let (datagram, _) = self.rx.datagram(i);
@@ -490,15 +496,8 @@ impl NfQueue {
     /// number of packets and whether the round filled every slot (more may be waiting).
     fn round(&mut self, inspect: &mut dyn FnMut(RawPacket<'_>) -> Verdict) -> io::Result<(usize, bool)> {
         let st = &mut self.state;
-        let received = match self.rx.receive(&st.fd) {
-            Ok(n) => n,
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                // The socket overflowed; the lost packets show as id gaps.
-                st.stats.enobufs += 1;
-                return Ok((0, true));
-            }
-            Err(e) => return Err(e),
-        };
+        // `None`: the socket overflowed; the lost packets show as id gaps.
+        let Some(received) = receive(&mut self.rx, st)? else { return Ok((0, true)) };
         let now = now_timestamp();
         let mut packets = 0;
         for i in 0..received {
@@ -516,14 +515,7 @@ impl NfQueue {
     fn accept_remaining(&mut self) -> io::Result<()> {
         let st = &mut self.state;
         loop {
-            let received = match self.rx.receive(&st.fd) {
-                Ok(n) => n,
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    st.stats.enobufs += 1;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+            let Some(received) = receive(&mut self.rx, st)? else { continue };
             if received == 0 {
                 return st.verdicts.send(&st.fd, &mut st.stats);
             }
