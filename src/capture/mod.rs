@@ -29,9 +29,9 @@ use std::path::{Path, PathBuf};
 
 use crate::packet::{LinkType, Timestamp};
 
-pub use port::{KernelCounts, LivePort, PortMode};
 pub use file::{open_offline, open_reader, DirectorySource, FileSource};
 pub use memory::MemorySource;
+pub use port::{KernelCounts, LivePort, PortMode};
 
 /// Largest captured length accepted for one packet. Real link layers stay far below it
 /// (jumbo frames, GRO super-packets up to 64 KiB); anything bigger is a corrupt length
