@@ -268,14 +268,24 @@ fn live_capture_errors_are_one_line() {
     let lab = Lab::new("err");
     ip(&["-n", &lab.b, "link", "add", "down-a", "type", "veth", "peer", "name", "down-b"]);
     let dir = tempfile::tempdir().unwrap();
-    let run = |iface: &str| {
+    let run_with = |iface: &str, extra: &[&str]| {
         let out = Command::new("ip")
-            .args(["netns", "exec", &lab.b, env!("CARGO_BIN_EXE_picket"), "-i", iface, "-l"])
+            .args(["netns", "exec", &lab.b, env!("CARGO_BIN_EXE_picket"), "-i", iface])
+            .args(extra)
+            .arg("-l")
             .arg(dir.path())
             .output()
             .unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stderr).trim().to_string())
     };
+    let run = |iface: &str| run_with(iface, &[]);
+    // A passive interface sees copies: claiming blocks there would be a lie.
+    let (code, err) = run_with("veth-b", &["--simulate-ips"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("picket: error: --simulate-ips applies to reading a capture") && !err.contains('\n'),
+        "{err}"
+    );
     let (code, err) = run("nosuch0");
     assert_eq!(code, Some(1));
     assert_eq!(err, "picket: error: no such interface nosuch0");

@@ -2,7 +2,7 @@
 //! against this machine's real ones (parsing only, never writing).
 
 use picket::tools::cpuset::CpuSet;
-use picket::tools::snapshot::{write_snapshot_at, WorkerSnapshot};
+use picket::tools::snapshot::{write_snapshot_at, IpsSnapshot, WorkerSnapshot};
 use picket::tools::top::sample::{read_sample, Sources};
 use picket::tools::top::{table, CpuLoad, TopState, WorkerView};
 use picket::tools::tune::inspect::{self, Roots};
@@ -70,7 +70,14 @@ fn top_deltas_give_exact_percentages_and_rates() {
     write_snapshot_at(
         &stats_file,
         1_000_000_000,
-        &[WorkerSnapshot { name: "W#01".into(), packets: 100, bytes: 64_000, drops: 1, busy_ns: 0 }],
+        &[WorkerSnapshot {
+            name: "W#01".into(),
+            packets: 100,
+            bytes: 64_000,
+            drops: 1,
+            busy_ns: 0,
+            ips: Some(IpsSnapshot { accepted: 90, blocked: 10, ..Default::default() }),
+        }],
     )
     .unwrap();
     let mut state = TopState::new(read_sample(&sources(root, Some(stats_file.clone()))).unwrap());
@@ -80,7 +87,14 @@ fn top_deltas_give_exact_percentages_and_rates() {
     write_snapshot_at(
         &stats_file,
         3_000_000_000,
-        &[WorkerSnapshot { name: "W#01".into(), packets: 2100, bytes: 1_064_000, drops: 5, busy_ns: 500_000_000 }],
+        &[WorkerSnapshot {
+            name: "W#01".into(),
+            packets: 2100,
+            bytes: 1_064_000,
+            drops: 5,
+            busy_ns: 500_000_000,
+            ips: Some(IpsSnapshot { accepted: 1990, blocked: 110, rejected: 4, fail_open: 3, tx_errors: 1 }),
+        }],
     )
     .unwrap();
     let second = read_sample(&sources(root, Some(stats_file.clone()))).unwrap();
@@ -132,6 +146,9 @@ fn top_deltas_give_exact_percentages_and_rates() {
         (Some(1000.0), Some(4_000_000.0), Some(2.0))
     );
     assert_eq!((rows[0].busy, rows[0].packets, rows[0].drops), (Some(25.0), 2100, 5));
+    // Inline verdicts: rates over the snapshots' 2 s.
+    let ips = rows[0].ips.as_ref().unwrap();
+    assert_eq!((ips.accepted_per_sec, ips.blocked_per_sec, ips.rejected_per_sec), (Some(950.0), Some(50.0), Some(2.0)));
     assert_eq!(view.anomalies, 0);
 
     // The plain tables (what --once prints) have the per-core table with these numbers.
@@ -147,6 +164,11 @@ fn top_deltas_give_exact_percentages_and_rates() {
     assert_eq!(lines[5], "2       -     -     -      -      -       300         4");
     assert!(text.contains("eth0        200      160k          4        10     8.00k          1"), "{text}");
     assert!(text.contains("W#01    1.00k  4.00M       2   25.0     2100      5"), "{text}");
+    assert!(text.contains("Inline verdicts"), "{text}");
+    assert!(
+        text.contains("W#01         950       50         2      1990      110         4          3          1"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -160,7 +182,7 @@ fn top_worker_rates_survive_an_unchanged_snapshot_and_report_stale_or_missing() 
     let view = state.advance(missing, Duration::from_secs(1), 0);
     assert_eq!(view.workers, WorkerView::Missing(stats_file.clone()));
 
-    let w = |packets| [WorkerSnapshot { name: "W#01".into(), packets, bytes: 0, drops: 0, busy_ns: 0 }];
+    let w = |packets| [WorkerSnapshot { name: "W#01".into(), packets, bytes: 0, drops: 0, busy_ns: 0, ips: None }];
     write_snapshot_at(&stats_file, 10_000_000_000, &w(0)).unwrap();
     let s = |st: &Path| read_sample(&sources(root, Some(st.to_path_buf()))).unwrap();
     state.advance(s(&stats_file), Duration::from_secs(1), 10_000_000_000);

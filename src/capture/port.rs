@@ -17,6 +17,12 @@ use std::time::Duration;
 
 use super::RawPacket;
 
+/// Counter of an NFQUEUE port: packets the kernel let through unqueued because the
+/// queue or socket buffer was full (`nfq.fail-open`). picket's own name (`stats.picket`).
+pub const FAIL_OPEN: &str = "picket.ips.fail_open";
+/// Counter of an inline port: packets (forwarded or reject replies) that could not be sent.
+pub const TX_ERRORS: &str = "picket.ips.tx_errors";
+
 /// What the kernel reports about a port's packets: the basis of the loss accounting
 /// (`capture.kernel_packets`, `capture.kernel_drops`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

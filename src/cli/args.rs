@@ -38,7 +38,8 @@ pub struct RunArgs {
     /// Do not pin worker threads to CPU cores.
     #[arg(long)]
     pub no_pin: bool,
-    /// Act on drop/reject rules as an inline IPS would, while reading a capture.
+    /// Act on drop/reject rules as an inline IPS would, while reading a capture (offline
+    /// only: live, run inline with -q or --bridge).
     #[arg(long)]
     pub simulate_ips: bool,
     /// Test the configuration and rules, then exit (Suricata's -T).
@@ -76,14 +77,24 @@ pub struct LiveArgs {
     /// Live capture: leave the interfaces out of promiscuous mode.
     #[arg(long)]
     pub no_promisc: bool,
+    /// Inline through NFQUEUE: read verdict-pending packets from queue N (repeatable, or a
+    /// range N:M), one worker per queue. Use with iptables `-j NFQUEUE --queue-balance
+    /// N:M --queue-bypass` so traffic flows when picket is not running.
+    #[arg(short = 'q', value_name = "QUEUE[:LAST]")]
+    pub nfqueue: Vec<String>,
+    /// Inline AF_PACKET bridge: packets read on one interface are inspected and, unless
+    /// blocked, sent out of the other, both ways (repeatable for several pairs).
+    #[arg(long, value_name = "IF_A,IF_B")]
+    pub bridge: Vec<String>,
     /// Live capture: serve Prometheus metrics at http://ADDR/metrics (PORT alone binds 127.0.0.1).
     #[arg(long, value_name = "[ADDR:]PORT")]
     pub metrics: Option<String>,
 }
 
 impl RunArgs {
-    /// Whether an interface was named (`-i`, `--af-packet`).
+    /// Whether a live input was named (`-i`, `--af-packet`, `-q`, `--bridge`).
     pub fn is_live(&self) -> bool {
-        !self.live.interfaces.is_empty() || !self.live.af_packet.is_empty()
+        let l = &self.live;
+        !l.interfaces.is_empty() || !l.af_packet.is_empty() || !l.nfqueue.is_empty() || !l.bridge.is_empty()
     }
 }

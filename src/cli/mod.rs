@@ -4,6 +4,7 @@
 
 mod args;
 mod bench;
+mod live;
 mod resolve;
 
 pub use args::{LiveArgs, RunArgs};
@@ -91,7 +92,7 @@ pub fn main() -> i32 {
                 RuleSources { exclusive: cli.run.rules_exclusive.clone(), extra: cli.run.rules_extra.clone() };
             check_rules(cli.run.config.as_deref(), &cli.run.set, &sources)
         }
-        None if cli.run.is_live() => run_live_capture(&cli.run),
+        None if cli.run.is_live() => live::run_live_capture(&cli.run),
         None => run_offline(&cli.run),
     };
     match result {
@@ -131,145 +132,6 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     }
     write_final_outputs(&log_dir, &mut eve, &summary)?;
     report_to_terminal(source.as_ref(), &resolved, &summary);
-    Ok(())
-}
-
-/// `picket -i IFACE [-i IFACE ...] --workers N`: live capture until SIGINT/SIGTERM.
-fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
-    use crate::output::metrics::{self, LiveGauges};
-    use crate::output::stats::worker_name;
-    use crate::pipeline::live::{self, LiveLogs, LiveOptions};
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    if args.read.is_some() {
-        return Err(CliError("-r and -i/--af-packet cannot be combined: read a capture or capture live".into()));
-    }
-    let mut resolved = resolve(args)?;
-    let mut interfaces: Vec<String> = Vec::new();
-    for name in args.live.interfaces.iter().chain(args.live.af_packet.iter().filter(|n| !n.is_empty())) {
-        if !interfaces.contains(name) {
-            interfaces.push(name.clone());
-        }
-    }
-    if args.live.af_packet.iter().any(|n| n.is_empty()) {
-        for name in crate::config::configured_interfaces(&resolved.config) {
-            if !interfaces.contains(&name) {
-                interfaces.push(name);
-            }
-        }
-        if interfaces.is_empty() {
-            return Err(CliError(
-                "--af-packet: no interface given and none listed under af-packet: in the configuration".into(),
-            ));
-        }
-    }
-    if resolved.options.single {
-        warn("--runmode single does not apply to live capture; running workers");
-    }
-    if args.checksum.is_none() {
-        resolved.engine.checksum_mode =
-            crate::config::live_checksum_mode(&resolved.config, &interfaces).map_err(CliError)?;
-    }
-    let workers = resolved.options.workers;
-    // Memory caps are split between the workers that will really run.
-    let mut inspect = crate::inspect::InspectSettings::from_engine(&resolved.engine, workers, args.simulate_ips);
-    inspect.http = resolved.options.inspect.http.clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let overrides = crate::config::CaptureOverrides {
-        fanout: args
-            .live
-            .fanout
-            .as_deref()
-            .map(crate::config::parse_fanout)
-            .transpose()
-            .map_err(|e| CliError(format!("--fanout: {e}")))?,
-        promiscuous: args.live.no_promisc.then_some(false),
-        bpf_filter: resolved.bpf_expression.clone(),
-    };
-    let (captures, warnings) =
-        crate::config::capture_configs(&resolved.config, &interfaces, &overrides, &stop).map_err(CliError)?;
-    for w in warnings {
-        warn(w);
-    }
-    let stats_interval = crate::config::stats_interval(&resolved.config).map_err(CliError)?;
-    let metrics_addr = args
-        .live
-        .metrics
-        .as_deref()
-        .map(metrics::parse_listen_address)
-        .transpose()
-        .map_err(|e| CliError(format!("--metrics: {e}")))?;
-    let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
-    let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
-    inspect.detect = rules.engine.map(Arc::new);
-    let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    fs::create_dir_all(&log_dir)
-        .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
-    // A live sensor appends to its logs across restarts, as Suricata does by default.
-    let open_log = |name: &str| {
-        let path = log_dir.join(name);
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
-    };
-    let logs = LiveLogs { eve: Box::new(open_log("eve.json")?), fast: Box::new(open_log("fast.log")?) };
-
-    // Signals before the sockets: a Ctrl-C during setup still ends the run cleanly. A
-    // second one exits at once.
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(signal, Arc::clone(&stop))?;
-    }
-    let sockets = live::open_sockets(&captures, workers).map_err(|e| CliError(e.to_string()))?;
-    let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
-    let metrics_server = match metrics_addr {
-        Some(addr) => Some(
-            metrics::serve(addr, Arc::clone(&gauges), Arc::clone(&stop))
-                .map_err(|e| CliError(format!("--metrics: cannot listen on {addr}: {e}")))?,
-        ),
-        None => None,
-    };
-    let opts = LiveOptions {
-        captures: captures.clone(),
-        workers,
-        pin_cores: !args.no_pin,
-        inspect,
-        eve: resolved.options.eve.clone(),
-        stats_interval,
-        snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
-        stats_log: Some(log_dir.join("stats.log")),
-    };
-    let described: Vec<String> = captures
-        .iter()
-        .map(|c| {
-            let filter = c.bpf_filter.as_deref().map(|f| format!(", BPF filter '{f}'")).unwrap_or_default();
-            format!("{} (fanout group {}, {}{filter})", c.interface, c.fanout_group, c.fanout_mode.name())
-        })
-        .collect();
-    eprintln!(
-        "picket: capturing on {} with {workers} workers, logs in {}{}; stop with Ctrl-C",
-        described.join(", "),
-        log_dir.display(),
-        metrics_server.as_ref().map(|m| format!(", metrics at http://{}/metrics", m.local_addr)).unwrap_or_default()
-    );
-    let result = live::run_live(sockets, &opts, Arc::clone(&gauges), Arc::clone(&stop), logs);
-    stop.store(true, Ordering::Relaxed);
-    if let Some(server) = metrics_server {
-        let _ = server.thread.join();
-    }
-    let summary = result?;
-    let packets: u64 = summary.workers.iter().map(|w| w.report.packets).sum();
-    let drops: u64 = summary.workers.iter().map(|w| w.ring.kernel_drops).sum();
-    println!(
-        "picket: {packets} packets from {} in {:.3} s, {drops} dropped by the kernel, {} events written",
-        interfaces.join(", "),
-        summary.wall.as_secs_f64(),
-        summary.events_written
-    );
-    let mut out = std::io::stdout().lock();
-    let _ = live::write_live_load_table(&mut out, &summary.workers, summary.wall);
     Ok(())
 }
 

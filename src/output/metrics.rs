@@ -37,6 +37,16 @@ pub struct WorkerGauges {
     pub busy_ns: AtomicU64,
     /// Errors the capture socket reported (interface went down).
     pub poll_errors: AtomicU64,
+    /// The worker's ports act on verdicts (NFQUEUE, bridge): the `ips_*` gauges apply.
+    pub inline: AtomicBool,
+    /// Inline ports: packets let through, blocked (drop or reject), answered with a reject.
+    pub ips_accepted: AtomicU64,
+    pub ips_blocked: AtomicU64,
+    pub ips_rejected: AtomicU64,
+    /// NFQUEUE: packets the kernel accepted without asking because the queue was full.
+    pub fail_open: AtomicU64,
+    /// Inline ports: packets that could not be sent on (bridge) or replies not sent.
+    pub tx_errors: AtomicU64,
 }
 
 /// A plain copy of [`WorkerGauges`], read at one moment.
@@ -52,6 +62,12 @@ pub struct GaugeValues {
     pub flows_total: u64,
     pub busy_ns: u64,
     pub poll_errors: u64,
+    pub inline: bool,
+    pub ips_accepted: u64,
+    pub ips_blocked: u64,
+    pub ips_rejected: u64,
+    pub fail_open: u64,
+    pub tx_errors: u64,
 }
 
 impl WorkerGauges {
@@ -68,6 +84,12 @@ impl WorkerGauges {
             flows_total: r(&self.flows_total),
             busy_ns: r(&self.busy_ns),
             poll_errors: r(&self.poll_errors),
+            inline: self.inline.load(Ordering::Relaxed),
+            ips_accepted: r(&self.ips_accepted),
+            ips_blocked: r(&self.ips_blocked),
+            ips_rejected: r(&self.ips_rejected),
+            fail_open: r(&self.fail_open),
+            tx_errors: r(&self.tx_errors),
         }
     }
 }
@@ -113,6 +135,22 @@ const METRICS: &[MetricSpec] = &[
     }),
     ("picket_capture_errors_total", "counter", "Errors reported by the worker's capture sockets.", |v| {
         v.poll_errors as f64
+    }),
+    ("picket_ips_accepted_total", "counter", "Inline: packets the worker let through.", |v| v.ips_accepted as f64),
+    ("picket_ips_blocked_total", "counter", "Inline: packets the worker blocked (drop or reject).", |v| {
+        v.ips_blocked as f64
+    }),
+    ("picket_ips_rejected_total", "counter", "Inline: blocked packets answered with a TCP RST or ICMP error.", |v| {
+        v.ips_rejected as f64
+    }),
+    (
+        "picket_ips_fail_open_total",
+        "counter",
+        "NFQUEUE: packets the kernel accepted unqueued because the worker's queue was full.",
+        |v| v.fail_open as f64,
+    ),
+    ("picket_ips_tx_errors_total", "counter", "Inline: packets or replies the worker could not send.", |v| {
+        v.tx_errors as f64
     }),
 ];
 

@@ -1,34 +1,37 @@
-//! Live capture run mode: N pinned worker threads, each reading its own AF_PACKET
-//! TPACKET_V3 socket on every capture interface and inspecting what it reads in place.
+//! Live run mode: N pinned worker threads, each owning its [`LivePort`]s (an AF_PACKET
+//! TPACKET_V3 socket per capture interface, an NFQUEUE queue, the two directions of an
+//! AF_PACKET bridge), inspecting what they read in place and, inline, carrying out the
+//! verdict before the packet goes on.
 //!
-//! There is no dispatcher thread: the kernel's PACKET_FANOUT spreads packets over the
-//! sockets of an interface (all in one fanout group), by default by a symmetric flow hash,
-//! so a worker sees both directions of its flows. Sockets are opened in worker order on
-//! the calling thread, so worker `i` holds member `i` of every interface's group and a
-//! flow crossing two interfaces lands on the same worker.
+//! There is no dispatcher thread: the kernel spreads packets over the workers (AF_PACKET's
+//! PACKET_FANOUT, by default by a symmetric flow hash; NFQUEUE's `--queue-balance` by a
+//! flow hash), so a worker sees both directions of its flows. Ports are opened in worker
+//! order on the calling thread, so worker `i` holds member `i` of every interface's group
+//! and a flow crossing two interfaces lands on the same worker.
 //!
 //! Per worker, `pcap_cnt` is the arrival number of the packet on that worker (1, 2, ...):
 //! it orders a worker's events but is not comparable across workers. eve.json is written
 //! in arrival order (no capture-order merge: there is no global order to restore).
 //!
-//! Loss accounting: packets are only ever lost in the kernel, when a worker's ring is
-//! full (`capture.kernel_drops`, from PACKET_STATISTICS); workers never drop packets
-//! themselves. A worker publishes its running totals into [`WorkerGauges`] once per
+//! Loss accounting: packets are only ever lost in the kernel, when a worker's ring or
+//! queue is full (`capture.kernel_drops`); workers never drop packets themselves, except
+//! inline on a drop or reject verdict (`ips.blocked`, `ips.rejected`; passed packets count
+//! in `ips.accepted`). A worker publishes its running totals into [`WorkerGauges`] once per
 //! batch (Relaxed atomics, no lock) and its full counter set once per second; the main
 //! thread turns them into picket-stats.json (every second), eve `stats` events and
 //! stats.log records (every `stats.interval`), and the final stats at exit.
 
-use crate::capture::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket, RingStats};
-use crate::capture::RawPacket;
+use crate::capture::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket};
+use crate::capture::{KernelCounts, LivePort, PortMode, RawPacket};
 use crate::counters::CounterSet;
-use crate::inspect::{InspectSettings, Inspector};
+use crate::inspect::{InspectSettings, Inspector, Verdict};
 use crate::output::eve::AlertLogOptions;
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::sink::LogSink;
 use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
-use crate::tools::snapshot::{write_snapshot, WorkerSnapshot};
+use crate::tools::snapshot::{write_snapshot, IpsSnapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -43,8 +46,6 @@ const TICK: Duration = Duration::from_secs(1);
 /// Event chunks queued for the writer thread before a worker waits for it.
 const EVENT_QUEUE: usize = 1024;
 pub struct LiveOptions {
-    /// One socket template per interface; every worker opens one socket from each.
-    pub captures: Vec<AfPacketConfig>,
     pub workers: usize,
     pub pin_cores: bool,
     pub inspect: InspectSettings,
@@ -64,11 +65,11 @@ pub struct LiveLogs {
     pub fast: Box<dyn Write + Send>,
 }
 
-/// What one worker did, with its capture counters summed over its sockets.
+/// What one worker did, with its kernel counts summed over its ports.
 #[derive(Clone, Debug, Default)]
 pub struct LiveWorkerReport {
     pub report: WorkerReport,
-    pub ring: RingStats,
+    pub kernel: KernelCounts,
     pub poll_errors: u64,
     /// Times the worker found the event queue to the writer full and waited.
     pub output_waits: u64,
@@ -83,10 +84,13 @@ pub struct LiveSummary {
 /// Opens every worker's sockets, worker by worker, so that socket `i` of each interface
 /// is member `i` of its fanout group. Returns `[worker][interface]`. Errors name the
 /// interface and, where there is one, the fix.
-pub fn open_sockets(captures: &[AfPacketConfig], workers: usize) -> Result<Vec<Vec<AfPacketSocket>>, AfPacketError> {
+pub fn open_sockets(captures: &[AfPacketConfig], workers: usize) -> Result<Vec<Vec<Box<dyn LivePort>>>, AfPacketError> {
     let mut all = Vec::with_capacity(workers);
     for _ in 0..workers.max(1) {
-        let mine = captures.iter().map(AfPacketSocket::open).collect::<Result<Vec<_>, _>>()?;
+        let mut mine: Vec<Box<dyn LivePort>> = Vec::with_capacity(captures.len());
+        for capture in captures {
+            mine.push(Box::new(AfPacketSocket::open(capture)?));
+        }
         all.push(mine);
     }
     Ok(all)
@@ -101,7 +105,7 @@ struct WorkerShared {
 /// Runs until `stop` is set (SIGINT/SIGTERM), then lets every worker drain its ring,
 /// log its open flows and report; writes the final stats and flushes the logs.
 pub fn run_live(
-    sockets: Vec<Vec<AfPacketSocket>>,
+    sockets: Vec<Vec<Box<dyn LivePort>>>,
     opts: &LiveOptions,
     gauges: Arc<LiveGauges>,
     stop: Arc<AtomicBool>,
@@ -205,6 +209,13 @@ fn snapshot_of(gauges: &LiveGauges) -> Vec<WorkerSnapshot> {
                 bytes: v.bytes,
                 drops: v.kernel_drops,
                 busy_ns: v.busy_ns,
+                ips: v.inline.then_some(IpsSnapshot {
+                    accepted: v.ips_accepted,
+                    blocked: v.ips_blocked,
+                    rejected: v.ips_rejected,
+                    fail_open: v.fail_open,
+                    tx_errors: v.tx_errors,
+                }),
             }
         })
         .collect()
@@ -284,7 +295,7 @@ fn write_events(rx: Receiver<EventBuf>, logs: LiveLogs) -> io::Result<u64> {
 
 struct LiveWorker<'a> {
     index: usize,
-    sockets: Vec<AfPacketSocket>,
+    sockets: Vec<Box<dyn LivePort>>,
     gauges: &'a WorkerGauges,
     shared: &'a WorkerShared,
     events_tx: Sender<EventBuf>,
@@ -301,12 +312,17 @@ struct WorkerCore {
     pcap_cnt: u64,
     bytes: u64,
     busy: Duration,
-    /// When the first packet of the current `poll_packets` call was seen.
+    /// When the first packet of the current `poll` call was seen.
     batch_started: Option<Instant>,
+    /// Some port acts on verdicts: count them (`ips.*`).
+    inline: bool,
+    /// Inline verdicts: packets let through, and packets answered with a reject.
+    accepted: u64,
+    rejected: u64,
 }
 
 impl WorkerCore {
-    fn packet(&mut self, raw: RawPacket<'_>) {
+    fn packet(&mut self, raw: RawPacket<'_>) -> Verdict {
         // One clock read per batch, not per packet.
         if self.batch_started.is_none() {
             self.batch_started = Some(Instant::now());
@@ -314,7 +330,16 @@ impl WorkerCore {
         self.pcap_cnt += 1;
         self.bytes += raw.wire_len as u64;
         let meta = PacketMeta::standalone(self.pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
-        self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
+        let verdict = self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
+        if self.inline {
+            // Blocked packets are counted by the inspector (`ips.blocked`).
+            match verdict {
+                Verdict::Pass => self.accepted += 1,
+                Verdict::Reject(_) => self.rejected += 1,
+                Verdict::Drop => {}
+            }
+        }
+        verdict
     }
 
     fn end_batch(&mut self) {
@@ -327,20 +352,32 @@ impl WorkerCore {
 impl<'a> LiveWorker<'a> {
     fn new(
         index: usize,
-        sockets: Vec<AfPacketSocket>,
+        sockets: Vec<Box<dyn LivePort>>,
         inspector: Inspector,
         events: LogSink,
         gauges: &'a WorkerGauges,
         shared: &'a WorkerShared,
         events_tx: Sender<EventBuf>,
     ) -> Self {
+        let inline = sockets.iter().any(|s| s.mode() == PortMode::Inline);
+        gauges.inline.store(inline, Ordering::Relaxed);
         LiveWorker {
             index,
             sockets,
             gauges,
             shared,
             events_tx,
-            core: WorkerCore { inspector, events, pcap_cnt: 0, bytes: 0, busy: Duration::ZERO, batch_started: None },
+            core: WorkerCore {
+                inspector,
+                events,
+                pcap_cnt: 0,
+                bytes: 0,
+                busy: Duration::ZERO,
+                batch_started: None,
+                inline,
+                accepted: 0,
+                rejected: 0,
+            },
             poll_errors: 0,
             output_waits: 0,
         }
@@ -371,17 +408,21 @@ impl<'a> LiveWorker<'a> {
                 self.tick();
             }
         }
-        // Whatever the rings still hold, then the flows still open.
+        // Whatever the rings and queues still hold, every held verdict out, then the
+        // flows still open.
         for s in 0..self.sockets.len() {
             while self.poll(s, Duration::ZERO) > 0 {}
+            if self.sockets[s].flush().is_err() {
+                self.poll_errors += 1;
+            }
         }
         self.tick();
     }
 
-    /// Reads what one socket has ready (waiting at most `wait` if nothing is).
+    /// Reads what one port has ready (waiting at most `wait` if nothing is).
     fn poll(&mut self, s: usize, wait: Duration) -> usize {
         let core = &mut self.core;
-        let result = self.sockets[s].poll_packets(wait, &mut |raw| core.packet(raw));
+        let result = self.sockets[s].poll(wait, &mut |raw| core.packet(raw));
         core.end_batch();
         match result {
             Ok(n) => n,
@@ -432,47 +473,53 @@ impl<'a> LiveWorker<'a> {
         self.publish_batch();
     }
 
-    fn ring_totals(&mut self) -> RingStats {
-        let mut total = RingStats::default();
-        for socket in &mut self.sockets {
-            // Fails only if the socket is gone; the last totals stand.
-            if let Ok(s) = socket.stats() {
-                total.kernel_packets += s.kernel_packets;
-                total.kernel_drops += s.kernel_drops;
-                total.queue_freezes += s.queue_freezes;
-                total.delivered += s.delivered;
-                total.vlan_tags_restored += s.vlan_tags_restored;
-                total.vlan_tags_not_restored += s.vlan_tags_not_restored;
-                total.malformed_headers += s.malformed_headers;
-            }
+    fn publish_counters(&mut self) -> (CounterSet, KernelCounts) {
+        let mut kernel = KernelCounts::default();
+        let mut counters = CounterSet::new();
+        for port in &mut self.sockets {
+            let k = port.kernel_counts();
+            kernel.packets += k.packets;
+            kernel.drops += k.drops;
         }
-        total
-    }
-
-    fn publish_counters(&mut self) -> (CounterSet, RingStats) {
-        let ring = self.ring_totals();
-        let mut counters = capture_counters(&ring, self.poll_errors, self.output_waits);
+        // Suricata's names first, then the ports' own.
+        counters.add("capture.kernel_packets", kernel.packets);
+        counters.add("capture.kernel_drops", kernel.drops);
+        for port in &self.sockets {
+            port.add_counters(&mut counters);
+        }
+        counters.add(POLL_ERRORS, self.poll_errors);
+        counters.add(OUTPUT_WAITS, self.output_waits);
+        if self.core.inline {
+            counters.add("ips.accepted", self.core.accepted);
+            counters.add("ips.rejected", self.core.rejected);
+        }
         for (name, v) in self.core.inspector.counters().iter() {
             counters.add(name, v);
         }
         let g = self.gauges;
-        g.kernel_packets.store(ring.kernel_packets, Ordering::Relaxed);
-        g.kernel_drops.store(ring.kernel_drops, Ordering::Relaxed);
-        g.queue_freezes.store(ring.queue_freezes, Ordering::Relaxed);
+        let get = |name: &str| counters.get(name).unwrap_or(0);
+        g.kernel_packets.store(kernel.packets, Ordering::Relaxed);
+        g.kernel_drops.store(kernel.drops, Ordering::Relaxed);
+        g.queue_freezes.store(get("capture.afpacket.queue_freezes"), Ordering::Relaxed);
+        g.ips_accepted.store(get("ips.accepted"), Ordering::Relaxed);
+        g.ips_blocked.store(get("ips.blocked"), Ordering::Relaxed);
+        g.ips_rejected.store(get("ips.rejected"), Ordering::Relaxed);
+        g.fail_open.store(get(crate::capture::port::FAIL_OPEN), Ordering::Relaxed);
+        g.tx_errors.store(get(crate::capture::port::TX_ERRORS), Ordering::Relaxed);
         g.alerts.store(counters.get("detect.alert").unwrap_or(0), Ordering::Relaxed);
         g.flows_active.store(counters.get("flow.active").unwrap_or(0), Ordering::Relaxed);
         g.flows_total.store(counters.get("flow.total").unwrap_or(0), Ordering::Relaxed);
         if let Ok(mut shared) = self.shared.counters.lock() {
             *shared = counters.clone();
         }
-        (counters, ring)
+        (counters, kernel)
     }
 
     fn finish(mut self) -> LiveWorkerReport {
         let started = Instant::now();
         self.core.inspector.finish(&mut self.core.events);
         self.core.busy += started.elapsed();
-        let (counters, ring) = self.publish_counters();
+        let (counters, kernel) = self.publish_counters();
         self.publish_batch();
         LiveWorkerReport {
             report: WorkerReport {
@@ -482,31 +529,22 @@ impl<'a> LiveWorker<'a> {
                 busy: self.core.busy,
                 counters,
             },
-            ring,
+            kernel,
             poll_errors: self.poll_errors,
             output_waits: self.output_waits,
         }
     }
 }
 
-/// The worker's capture counters, named after Suricata's `capture.*` where it has one.
-fn capture_counters(ring: &RingStats, poll_errors: u64, output_waits: u64) -> CounterSet {
-    let mut c = CounterSet::new();
-    c.add("capture.kernel_packets", ring.kernel_packets);
-    c.add("capture.kernel_drops", ring.kernel_drops);
-    // picket: the rest.
-    c.add("capture.afpacket.queue_freezes", ring.queue_freezes);
-    c.add("capture.afpacket.poll_errors", poll_errors);
-    c.add("capture.afpacket.malformed_headers", ring.malformed_headers);
-    c.add("capture.afpacket.vlan_tags_restored", ring.vlan_tags_restored);
-    c.add("capture.afpacket.output_waits", output_waits);
-    c
-}
+/// Faults a port reported while polling (interface down, netlink errors).
+const POLL_ERRORS: &str = "capture.afpacket.poll_errors";
+/// Times the worker waited for the output thread.
+const OUTPUT_WAITS: &str = "capture.afpacket.output_waits";
 
 /// The exit table: per worker, packets, kernel drops and load.
 pub fn write_live_load_table(out: &mut dyn Write, workers: &[LiveWorkerReport], wall: Duration) -> io::Result<()> {
     let total_pkts: u64 = workers.iter().map(|w| w.report.packets).sum();
-    let total_drops: u64 = workers.iter().map(|w| w.ring.kernel_drops).sum();
+    let total_drops: u64 = workers.iter().map(|w| w.kernel.drops).sum();
     let total_bytes: u64 = workers.iter().map(|w| w.report.bytes).sum();
     let wall_s = wall.as_secs_f64().max(1e-9);
     writeln!(
@@ -523,8 +561,8 @@ pub fn write_live_load_table(out: &mut dyn Write, workers: &[LiveWorkerReport], 
             w.report.name,
             w.report.packets,
             w.report.bytes,
-            w.ring.kernel_drops,
-            pct(w.ring.kernel_drops, w.report.packets + w.ring.kernel_drops),
+            w.kernel.drops,
+            pct(w.kernel.drops, w.report.packets + w.kernel.drops),
             busy_s * 1e3,
             100.0 * busy_s / wall_s,
             pct(w.report.packets, total_pkts),
@@ -556,7 +594,7 @@ mod tests {
                 busy: Duration::from_millis(5),
                 counters: CounterSet::new(),
             },
-            ring: RingStats { kernel_drops: drops, ..Default::default() },
+            kernel: KernelCounts { drops, ..Default::default() },
             ..Default::default()
         };
         let mut out = Vec::new();

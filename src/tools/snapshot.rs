@@ -4,8 +4,11 @@
 //!
 //! ```json
 //! {"version":1,"timestamp":1767225600123456789,
-//!  "workers":[{"name":"W#01","packets":10,"bytes":6400,"drops":0,"busy_ns":120000}]}
+//!  "workers":[{"name":"W#01","packets":10,"bytes":6400,"drops":0,"busy_ns":120000,
+//!               "ips":{"accepted":9,"blocked":1,"rejected":0,"fail_open":0,"tx_errors":0}}]}
 //! ```
+//!
+//! `ips` is there only for inline runs (NFQUEUE, bridge).
 //!
 //! `timestamp` is nanoseconds since the Unix epoch when the counters were read; readers
 //! compute rates against it rather than against their own clock, so sampling the file at
@@ -34,6 +37,23 @@ pub struct WorkerSnapshot {
     pub drops: u64,
     /// Time spent inspecting packets (not waiting for them).
     pub busy_ns: u64,
+    /// Inline runs: what the worker's verdicts did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ips: Option<IpsSnapshot>,
+}
+
+/// One inline worker's verdict counters (cumulative).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpsSnapshot {
+    pub accepted: u64,
+    /// Dropped or rejected.
+    pub blocked: u64,
+    /// Blocked and answered with a TCP RST or ICMP error.
+    pub rejected: u64,
+    /// NFQUEUE: accepted by the kernel without asking, the queue being full.
+    pub fail_open: u64,
+    /// Packets or replies that could not be sent.
+    pub tx_errors: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,8 +133,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SNAPSHOT_FILE_NAME);
         let workers = vec![
-            WorkerSnapshot { name: "W#01".into(), packets: 10, bytes: 6400, drops: 1, busy_ns: 5 },
-            WorkerSnapshot { name: "W#02".into(), packets: 20, bytes: 12800, drops: 0, busy_ns: 7 },
+            WorkerSnapshot { name: "W#01".into(), packets: 10, bytes: 6400, drops: 1, busy_ns: 5, ips: None },
+            WorkerSnapshot {
+                name: "W#02".into(),
+                packets: 20,
+                bytes: 12800,
+                drops: 0,
+                busy_ns: 7,
+                ips: Some(IpsSnapshot { accepted: 3, blocked: 2, ..Default::default() }),
+            },
         ];
         write_snapshot_at(&path, 42, &workers).unwrap();
         write_snapshot_at(&path, 43, &workers).unwrap();

@@ -30,7 +30,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::bpf::{BpfError, BpfProgram, MAX_SOCKET_FILTER_INSTRUCTIONS};
+use super::port::{KernelCounts, LivePort, PortMode};
 use super::{CaptureError, PacketSource, RawPacket};
+use crate::counters::CounterSet;
+use crate::inspect::Verdict;
 use crate::packet::{LinkType, Timestamp};
 
 /// How the kernel picks the socket of a fanout group for each packet (PACKET_FANOUT_*).
@@ -621,6 +624,36 @@ impl AfPacketSocket {
     }
 }
 
+/// A passive capture port: packets are copies, so verdicts are not acted on.
+impl LivePort for AfPacketSocket {
+    fn poll(&mut self, wait: Duration, inspect: &mut dyn FnMut(RawPacket<'_>) -> Verdict) -> io::Result<usize> {
+        self.poll_packets(wait, &mut |raw| {
+            inspect(raw);
+        })
+    }
+
+    fn kernel_counts(&mut self) -> KernelCounts {
+        // Fails only if the socket is gone; the last totals stand.
+        let totals = self.stats().unwrap_or(self.totals);
+        KernelCounts { packets: totals.kernel_packets, drops: totals.kernel_drops }
+    }
+
+    fn add_counters(&self, into: &mut CounterSet) {
+        let t = &self.totals;
+        into.add("capture.afpacket.queue_freezes", t.queue_freezes);
+        into.add("capture.afpacket.malformed_headers", t.malformed_headers);
+        into.add("capture.afpacket.vlan_tags_restored", t.vlan_tags_restored);
+    }
+
+    fn mode(&self) -> PortMode {
+        PortMode::Passive
+    }
+
+    fn describe(&self) -> String {
+        PacketSource::describe(self)
+    }
+}
+
 impl PacketSource for AfPacketSocket {
     /// Next packet; waits (in steps of 100 ms) while the ring is empty. `Ok(None)` only
     /// once the configuration's `stop` flag is set. An `Err` reports a socket error
@@ -634,7 +667,7 @@ impl PacketSource for AfPacketSocket {
                 return Ok(Some(self.materialize(frame)));
             }
             if let Err(source) = sys::wait_readable(&self.fd, IDLE_WAIT) {
-                return Err(CaptureError::Io { path: PathBuf::from(self.describe()), offset: 0, source });
+                return Err(CaptureError::Io { path: PathBuf::from(PacketSource::describe(self)), offset: 0, source });
             }
         }
     }

@@ -8,7 +8,7 @@ pub mod sample;
 pub mod table;
 pub mod tui;
 
-use crate::tools::snapshot::{StatsSnapshot, WorkerSnapshot};
+use crate::tools::snapshot::{IpsSnapshot, StatsSnapshot, WorkerSnapshot};
 use sample::{Sample, Sources};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -127,6 +127,17 @@ pub struct WorkerRates {
     pub busy: Option<f64>,
     pub packets: u64,
     pub drops: u64,
+    /// Inline runs: verdict rates and totals.
+    pub ips: Option<IpsRates>,
+}
+
+/// An inline worker's verdicts: rates over the interval, and the totals.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IpsRates {
+    pub accepted_per_sec: Option<f64>,
+    pub blocked_per_sec: Option<f64>,
+    pub rejected_per_sec: Option<f64>,
+    pub totals: IpsSnapshot,
 }
 
 /// What the worker section shows.
@@ -268,6 +279,18 @@ impl TopState {
                     busy: rate(|w| w.busy_ns).map(|ns| (ns / 1e9 * 100.0).min(100.0)),
                     packets: w.packets,
                     drops: w.drops,
+                    ips: w.ips.map(|totals| {
+                        let ips_rate = |f: fn(&IpsSnapshot) -> u64| match (before.and_then(|b| b.ips), span_secs) {
+                            (Some(b), Some(span)) => counter_rate(Some(&f(&b)), Some(&f(&totals)), span),
+                            _ => None,
+                        };
+                        IpsRates {
+                            accepted_per_sec: ips_rate(|i| i.accepted),
+                            blocked_per_sec: ips_rate(|i| i.blocked),
+                            rejected_per_sec: ips_rate(|i| i.rejected),
+                            totals,
+                        }
+                    }),
                 }
             })
             .collect();

@@ -87,6 +87,31 @@ pub fn worker_rows(view: &TopView) -> Result<Vec<[String; 7]>, String> {
     }
 }
 
+pub const IPS_HEADER: [&str; 9] =
+    ["WORKER", "accept/s", "block/s", "reject/s", "accepted", "blocked", "rejected", "fail-open", "tx errors"];
+
+/// The inline verdict rows (empty unless picket runs inline).
+pub fn ips_rows(view: &TopView) -> Vec<[String; 9]> {
+    let WorkerView::Workers { rows, .. } = &view.workers else { return Vec::new() };
+    rows.iter()
+        .filter_map(|w| {
+            let ips = w.ips.as_ref()?;
+            let t = &ips.totals;
+            Some([
+                w.name.clone(),
+                rate(ips.accepted_per_sec),
+                rate(ips.blocked_per_sec),
+                rate(ips.rejected_per_sec),
+                t.accepted.to_string(),
+                t.blocked.to_string(),
+                t.rejected.to_string(),
+                t.fail_open.to_string(),
+                t.tx_errors.to_string(),
+            ])
+        })
+        .collect()
+}
+
 /// First column left-aligned, the others right-aligned, each as wide as its widest cell.
 fn write_table<const N: usize>(out: &mut dyn Write, header: [&str; N], rows: &[[String; N]]) -> io::Result<()> {
     let mut widths = header.map(str::len);
@@ -132,6 +157,12 @@ pub fn write_view(out: &mut dyn Write, view: &TopView) -> io::Result<()> {
             }
         }
         Err(why) => writeln!(out, "  {why}")?,
+    }
+    let ips = ips_rows(view);
+    if !ips.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Inline verdicts")?;
+        write_table(out, IPS_HEADER, &ips)?;
     }
     if view.anomalies > 0 {
         writeln!(out, "\n{} unreadable lines or files in the sources", view.anomalies)?;

@@ -110,12 +110,14 @@ pub fn render(frame: &mut Frame, view: Option<&TopView>, interval: Duration) {
         WorkerView::Workers { rows, .. } => rows.len().max(1),
         _ => 1,
     };
+    let ips_rows = table::ips_rows(view);
     let height = |rows: usize| u16::try_from(rows + 3).unwrap_or(u16::MAX);
-    let [title_area, cpu_area, iface_area, worker_area] = Layout::vertical([
+    let [title_area, cpu_area, iface_area, worker_area, ips_area] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(height(cpu_rows)),
         Constraint::Length(height(view.ifaces.len().max(1))),
         Constraint::Length(height(worker_rows)),
+        Constraint::Length(if ips_rows.is_empty() { 0 } else { height(ips_rows.len()) }),
     ])
     .areas(area);
 
@@ -130,6 +132,14 @@ pub fn render(frame: &mut Frame, view: Option<&TopView>, interval: Duration) {
     render_cpus(frame, cpu_area, view);
     render_ifaces(frame, iface_area, view);
     render_workers(frame, worker_area, view);
+    if !ips_rows.is_empty() {
+        let widths = [8u16, 10, 10, 10, 12, 12, 12, 10, 10];
+        let rows = ips_rows.into_iter().map(|cells| body_row(cells, &widths));
+        let table = Table::new(rows, widths.map(Constraint::Length))
+            .header(header_row(table::IPS_HEADER, &widths))
+            .block(Block::bordered().title(" inline verdicts "));
+        frame.render_widget(table, ips_area);
+    }
 }
 
 fn render_cpus(frame: &mut Frame, area: Rect, view: &TopView) {

@@ -1,0 +1,341 @@
+//! Live runs: `picket -i IFACE` (passive AF_PACKET), `picket -q N` (inline NFQUEUE) and
+//! `picket --bridge IF_A,IF_B` (inline AF_PACKET bridge), until SIGINT/SIGTERM.
+//!
+//! Everything that can fail (configuration, rules, log files, permissions, interfaces,
+//! queues) is checked before the first port opens, and a port that cannot open ends the
+//! run with one line before any packet is held: picket never becomes a black hole by
+//! failing half-way through its start.
+
+use super::args::RunArgs;
+use super::resolve::{load_rules, resolve, warn, CliError};
+use crate::capture::afpacket::AfPacketConfig;
+use crate::capture::LivePort;
+use crate::config::Config;
+use crate::output::metrics::{self, LiveGauges};
+use crate::output::stats::worker_name;
+use crate::pipeline::live::{self, LiveLogs, LiveOptions};
+use crate::rules::RuleSources;
+use std::fs::{self, OpenOptions};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What a live run reads from and, inline, acts on.
+enum LiveInput {
+    /// Passive capture on each interface (a tap or span port): verdicts are not acted on.
+    AfPacket(Vec<AfPacketConfig>),
+    /// NFQUEUE queue numbers, one worker each.
+    Nfqueue(Vec<u16>),
+    /// AF_PACKET bridges: the two interfaces of each pair.
+    Bridge(Vec<(AfPacketConfig, AfPacketConfig)>),
+}
+
+impl LiveInput {
+    fn is_inline(&self) -> bool {
+        !matches!(self, LiveInput::AfPacket(_))
+    }
+
+    /// Opens every worker's ports, worker by worker. Nothing is held before this returns
+    /// `Ok`; an error names the interface or queue and the fix.
+    fn open(&self, workers: usize) -> Result<Vec<Vec<Box<dyn LivePort>>>, CliError> {
+        match self {
+            LiveInput::AfPacket(captures) => live::open_sockets(captures, workers).map_err(|e| CliError(e.to_string())),
+            LiveInput::Nfqueue(_) => Err(CliError("NFQUEUE mode (-q) is not built yet".into())),
+            LiveInput::Bridge(_) => Err(CliError("bridge mode (--bridge) is not built yet".into())),
+        }
+    }
+
+    /// The run's workers: one per queue for NFQUEUE, else `--workers`.
+    fn workers(&self, configured: usize) -> usize {
+        match self {
+            LiveInput::Nfqueue(queues) => queues.len(),
+            _ => configured,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            LiveInput::AfPacket(captures) => captures
+                .iter()
+                .map(|c| {
+                    let filter = c.bpf_filter.as_deref().map(|f| format!(", BPF filter '{f}'")).unwrap_or_default();
+                    format!("{} (fanout group {}, {}{filter})", c.interface, c.fanout_group, c.fanout_mode.name())
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            LiveInput::Nfqueue(queues) => {
+                format!("NFQUEUE {}", queues.iter().map(|q| q.to_string()).collect::<Vec<_>>().join(", "))
+            }
+            LiveInput::Bridge(pairs) => pairs
+                .iter()
+                .map(|(a, b)| format!("bridge {} <-> {}", a.interface, b.interface))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
+/// The interfaces named with `-i` and `--af-packet[=IFACE]` (the YAML's list for a bare
+/// `--af-packet`), each once.
+fn passive_interfaces(args: &RunArgs, config: &Config) -> Result<Vec<String>, CliError> {
+    let mut interfaces: Vec<String> = Vec::new();
+    for name in args.live.interfaces.iter().chain(args.live.af_packet.iter().filter(|n| !n.is_empty())) {
+        if !interfaces.contains(name) {
+            interfaces.push(name.clone());
+        }
+    }
+    if args.live.af_packet.iter().any(|n| n.is_empty()) {
+        for name in crate::config::configured_interfaces(config) {
+            if !interfaces.contains(&name) {
+                interfaces.push(name);
+            }
+        }
+        if interfaces.is_empty() {
+            return Err(CliError(
+                "--af-packet: no interface given and none listed under af-packet: in the configuration".into(),
+            ));
+        }
+    }
+    Ok(interfaces)
+}
+
+/// `-q 0 -q 1` or `-q 0:3`: the queue numbers, each once, in order.
+fn queue_numbers(specs: &[String]) -> Result<Vec<u16>, CliError> {
+    let mut queues = Vec::new();
+    for spec in specs {
+        let number = |text: &str| {
+            text.trim()
+                .parse::<u16>()
+                .map_err(|_| CliError(format!("-q {spec}: expected a queue number 0-65535 or a range N:M")))
+        };
+        let (first, last) = match spec.split_once(':') {
+            Some((a, b)) => (number(a)?, number(b)?),
+            None => (number(spec)?, number(spec)?),
+        };
+        if first > last {
+            return Err(CliError(format!("-q {spec}: the range ends before it starts")));
+        }
+        for q in first..=last {
+            if queues.contains(&q) {
+                return Err(CliError(format!("-q {spec}: queue {q} is given twice")));
+            }
+            queues.push(q);
+        }
+    }
+    if queues.len() > 1024 {
+        return Err(CliError(format!("-q: {} queues is more than 1024 workers", queues.len())));
+    }
+    Ok(queues)
+}
+
+/// `--bridge IF_A,IF_B` (repeatable): the interface pairs. An interface belongs to one
+/// pair at most, and never to a pair with itself.
+fn bridge_pairs(specs: &[String]) -> Result<Vec<(String, String)>, CliError> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for spec in specs {
+        let Some((a, b)) = spec.split_once(',').map(|(a, b)| (a.trim(), b.trim())) else {
+            return Err(CliError(format!("--bridge {spec}: expected two interfaces, IF_A,IF_B")));
+        };
+        if a.is_empty() || b.is_empty() || b.contains(',') {
+            return Err(CliError(format!("--bridge {spec}: expected two interfaces, IF_A,IF_B")));
+        }
+        if a == b {
+            return Err(CliError(format!("--bridge {spec}: an interface cannot be bridged with itself")));
+        }
+        for name in [a, b] {
+            if pairs.iter().any(|(x, y)| x == name || y == name) {
+                return Err(CliError(format!("--bridge {spec}: {name} is already in another bridge")));
+            }
+        }
+        pairs.push((a.to_string(), b.to_string()));
+    }
+    Ok(pairs)
+}
+
+/// Which live input the command line and the YAML ask for; they cannot be mixed.
+fn live_input(
+    args: &RunArgs,
+    config: &Config,
+    bpf_filter: Option<String>,
+    stop: &Arc<AtomicBool>,
+) -> Result<LiveInput, CliError> {
+    let l = &args.live;
+    let passive = !l.interfaces.is_empty() || !l.af_packet.is_empty();
+    let kinds = [passive, !l.nfqueue.is_empty(), !l.bridge.is_empty()];
+    if kinds.iter().filter(|k| **k).count() > 1 {
+        return Err(CliError(
+            "-i/--af-packet, -q and --bridge cannot be combined: capture passively, or inline through NFQUEUE or a bridge"
+                .into(),
+        ));
+    }
+    if !l.nfqueue.is_empty() {
+        return Ok(LiveInput::Nfqueue(queue_numbers(&l.nfqueue)?));
+    }
+    let overrides = crate::config::CaptureOverrides {
+        fanout: l
+            .fanout
+            .as_deref()
+            .map(crate::config::parse_fanout)
+            .transpose()
+            .map_err(|e| CliError(format!("--fanout: {e}")))?,
+        promiscuous: l.no_promisc.then_some(false),
+        bpf_filter,
+    };
+    if !l.bridge.is_empty() {
+        let pairs = bridge_pairs(&l.bridge)?;
+        let names: Vec<String> = pairs.iter().flat_map(|(a, b)| [a.clone(), b.clone()]).collect();
+        let (captures, warnings) =
+            crate::config::capture_configs(config, &names, &overrides, stop).map_err(CliError)?;
+        for w in warnings {
+            warn(w);
+        }
+        let mut captures = captures.into_iter();
+        let mut bridged = Vec::with_capacity(pairs.len());
+        while let (Some(a), Some(b)) = (captures.next(), captures.next()) {
+            bridged.push((a, b));
+        }
+        return Ok(LiveInput::Bridge(bridged));
+    }
+    let interfaces = passive_interfaces(args, config)?;
+    let (captures, warnings) =
+        crate::config::capture_configs(config, &interfaces, &overrides, stop).map_err(CliError)?;
+    for w in warnings {
+        warn(w);
+    }
+    Ok(LiveInput::AfPacket(captures))
+}
+
+/// `picket -i IFACE ... | -q N ... | --bridge IF_A,IF_B`: a live run until SIGINT/SIGTERM.
+pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
+    if args.read.is_some() {
+        return Err(CliError("-r cannot be combined with a live input (-i, --af-packet, -q, --bridge)".into()));
+    }
+    let mut resolved = resolve(args)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let input = live_input(args, &resolved.config, resolved.bpf_expression.clone(), &stop)?;
+    if args.simulate_ips && !input.is_inline() {
+        return Err(CliError(
+            "--simulate-ips applies to reading a capture (-r): a passive interface sees copies and cannot block; \
+             run inline with -q QUEUE (NFQUEUE) or --bridge IF_A,IF_B"
+                .into(),
+        ));
+    }
+    if resolved.options.single {
+        warn("--runmode single does not apply to live capture; running workers");
+    }
+    if args.checksum.is_none() {
+        let interfaces: Vec<String> = match &input {
+            LiveInput::AfPacket(c) => c.iter().map(|c| c.interface.clone()).collect(),
+            LiveInput::Bridge(pairs) => {
+                pairs.iter().flat_map(|(a, b)| [a.interface.clone(), b.interface.clone()]).collect()
+            }
+            LiveInput::Nfqueue(_) => Vec::new(),
+        };
+        resolved.engine.checksum_mode =
+            crate::config::live_checksum_mode(&resolved.config, &interfaces).map_err(CliError)?;
+    }
+    let workers = input.workers(resolved.options.workers);
+    // Memory caps are split between the workers that will really run. Inline, verdicts
+    // act on packets: the inspector runs as an IPS (drop/reject rules block, stream.inline).
+    let mut inspect = crate::inspect::InspectSettings::from_engine(&resolved.engine, workers, input.is_inline());
+    inspect.http = resolved.options.inspect.http.clone();
+    let stats_interval = crate::config::stats_interval(&resolved.config).map_err(CliError)?;
+    let metrics_addr = args
+        .live
+        .metrics
+        .as_deref()
+        .map(metrics::parse_listen_address)
+        .transpose()
+        .map_err(|e| CliError(format!("--metrics: {e}")))?;
+    let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
+    let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
+    inspect.detect = rules.engine.map(Arc::new);
+    let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    fs::create_dir_all(&log_dir)
+        .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    // A live sensor appends to its logs across restarts, as Suricata does by default.
+    let open_log = |name: &str| {
+        let path = log_dir.join(name);
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
+    };
+    let logs = LiveLogs { eve: Box::new(open_log("eve.json")?), fast: Box::new(open_log("fast.log")?) };
+
+    // Signals before the ports: a Ctrl-C during setup still ends the run cleanly. A
+    // second one exits at once.
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let ports = input.open(workers)?;
+    let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
+    let metrics_server = match metrics_addr {
+        Some(addr) => Some(
+            metrics::serve(addr, Arc::clone(&gauges), Arc::clone(&stop))
+                .map_err(|e| CliError(format!("--metrics: cannot listen on {addr}: {e}")))?,
+        ),
+        None => None,
+    };
+    let opts = LiveOptions {
+        workers,
+        pin_cores: !args.no_pin,
+        inspect,
+        eve: resolved.options.eve.clone(),
+        stats_interval,
+        snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
+        stats_log: Some(log_dir.join("stats.log")),
+    };
+    eprintln!(
+        "picket: {} {} with {workers} workers, logs in {}{}; stop with Ctrl-C",
+        if input.is_inline() { "inline on" } else { "capturing on" },
+        input.describe(),
+        log_dir.display(),
+        metrics_server.as_ref().map(|m| format!(", metrics at http://{}/metrics", m.local_addr)).unwrap_or_default()
+    );
+    let result = live::run_live(ports, &opts, Arc::clone(&gauges), Arc::clone(&stop), logs);
+    stop.store(true, Ordering::Relaxed);
+    if let Some(server) = metrics_server {
+        let _ = server.thread.join();
+    }
+    let summary = result?;
+    let packets: u64 = summary.workers.iter().map(|w| w.report.packets).sum();
+    let drops: u64 = summary.workers.iter().map(|w| w.kernel.drops).sum();
+    println!(
+        "picket: {packets} packets from {} in {:.3} s, {drops} dropped by the kernel, {} events written",
+        input.describe(),
+        summary.wall.as_secs_f64(),
+        summary.events_written
+    );
+    let mut out = std::io::stdout().lock();
+    let _ = live::write_live_load_table(&mut out, &summary.workers, summary.wall);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_numbers_take_lists_and_ranges() {
+        let q = |specs: &[&str]| queue_numbers(&specs.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(q(&["0", "1"]).unwrap(), vec![0, 1]);
+        assert_eq!(q(&["2:4"]).unwrap(), vec![2, 3, 4]);
+        assert!(q(&["1", "0:1"]).unwrap_err().0.contains("twice"));
+        assert!(q(&["3:1"]).unwrap_err().0.contains("ends before"));
+        assert!(q(&["x"]).unwrap_err().0.contains("queue number"));
+        assert!(q(&["70000"]).is_err());
+    }
+
+    #[test]
+    fn bridge_pairs_refuse_self_and_reuse() {
+        let b = |specs: &[&str]| bridge_pairs(&specs.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(b(&["a,b"]).unwrap(), vec![("a".to_string(), "b".to_string())]);
+        assert!(b(&["a,a"]).unwrap_err().0.contains("itself"));
+        assert!(b(&["a,b", "b,c"]).unwrap_err().0.contains("already"));
+        assert!(b(&["a"]).unwrap_err().0.contains("IF_A,IF_B"));
+        assert!(b(&["a,b,c"]).is_err());
+    }
+}
