@@ -11,7 +11,9 @@
 //! dispatch and worker threads, configuration, output files, the command line and tools.
 //! The core's modules are re-exported here under their own names.
 
-pub use picket_core::{applayer, bytes, counters, decode, defrag, detect, flow, inspect, packet, settings, stream};
+pub use picket_core::{
+    applayer, bytes, counters, decode, defrag, detect, flow, inspect, packet, reject, settings, stream,
+};
 
 pub mod capture;
 pub mod cli;

@@ -153,6 +153,48 @@ fn decode_packets() {
     });
 }
 
+// ---------------------------------------------------------------- reject replies
+
+/// The packet seeds' selector byte picks the link type, as for decoding; its high bits pick
+/// the reject target. Every reply must decode as IP, with right checksums, toward the address
+/// it names, and no larger than an ICMPv6 error within the IPv6 minimum MTU (plus link header).
+fn check_reject(input: &[u8]) -> Result<(), String> {
+    use picket::inspect::{Reject, RejectReply, RejectTarget};
+    let Some((&sel, data)) = input.split_first() else { return Ok(()) };
+    let link = LINK_TYPES[sel as usize % LINK_TYPES.len()];
+    let to = [RejectTarget::Source, RejectTarget::Destination, RejectTarget::Both][(sel >> 4) as usize % 3];
+    let reply = if sel & 0x80 == 0 { RejectReply::TcpReset } else { RejectReply::IcmpUnreachable };
+    let mut out = Vec::new();
+    let Ok(n) = picket::reject::replies(link, data, Reject { reply, to }, &mut out) else { return Ok(()) };
+    ensure(n == out.len() && n <= 2, || format!("{n} replies, {} appended", out.len()))?;
+    for r in &out {
+        ensure(r.frame.len() <= 1280 + 22, || format!("a {}-byte reply", r.frame.len()))?;
+        let d = decode(link, &r.frame, &DecodeOptions::default());
+        ensure(!d.bad_checksum, || "a reply with a wrong checksum".into())?;
+        let dst = d.tuple().map(|t| t.dst_ip());
+        ensure(dst == Some(r.dst), || format!("reply to {:?} says {}", dst, r.dst))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn reject_replies() {
+    fuzz(Target {
+        name: "reject",
+        seeds: packet_seeds(),
+        mutate: &|rng, seeds| {
+            let mut input = mutate::mutate_bytes(rng, seeds, &[b"\x08\x00\x45\x00", b"\x86\xdd\x60\x00", b"\x81\x00"]);
+            if rng.chance(4) {
+                if let Some(first) = input.first_mut() {
+                    *first = rng.byte();
+                }
+            }
+            input
+        },
+        check: &check_reject,
+    });
+}
+
 // ---------------------------------------------------------------- capture files
 
 fn check_capture(input: &[u8]) -> Result<(), String> {

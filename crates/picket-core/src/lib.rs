@@ -10,6 +10,8 @@
 //! packet ─▶ decode ─▶ defrag ─▶ flow ─▶ stream ─▶ applayer ─▶ detect ─▶ inspect: events + verdict
 //! ```
 //!
+//! Inline modes answer a `reject` verdict with the packets [`reject::replies`] builds.
+//!
 //! The fences are enforced, not promised: this crate forbids `unsafe`, does not depend on
 //! `serde_yaml` or `libc`, and `clippy.toml` beside its manifest denies file, socket,
 //! thread, process and environment APIs (clippy runs with `-D warnings` in `.ci/run`).
@@ -28,5 +30,6 @@ pub mod flow;
 pub mod inspect;
 pub mod packet;
 pub mod record;
+pub mod reject;
 pub mod settings;
 pub mod stream;
