@@ -12,6 +12,10 @@ measures traffic between client and server through the middle box for six setups
   afp-empty   `picket --bridge veth-x,veth-y ...` in the middle (no br0), empty rule file
   afp-et      the same with ET Open
 
+Client and server send with transmit offloads off (`ethtool -K eth0 tx off`: finished
+checksums, no TSO), as hosts behind a real wire do; --end-offloads leaves them on (the
+AF_PACKET bridge cannot forward frames whose checksum the veth peer has not computed).
+
 For each setup:
   rtt     UDP request/response round-trip time (examples/udp_rtt.rs) at --rtt-rate
           datagrams/s over 8 flows: p50/p90/p99/p99.9/max and losses;
@@ -27,7 +31,7 @@ For each setup:
 
 Writes RESULTS_DIR/results.json (everything raw), RESULTS_DIR/results.md (the tables) and
 RESULTS_DIR/<setup>/ (picket's logs and console output). Needs root, iproute2, iptables
-(nft or legacy backend), trafgen (Debian: netsniff-ng), iperf3, a release build of picket
+(nft or legacy backend), trafgen (Debian: netsniff-ng), iperf3, ethtool, a release build of picket
 and of the udp_rtt example:
 
   cargo build --release && cargo build --release --example udp_rtt
@@ -69,6 +73,7 @@ SINK_PORT = 9  # trafgen's destination port; dropped (and counted) in the server
 RTT_FLOWS = 8
 RTT_SIZE = 64  # UDP payload bytes of a round-trip request
 LOSS_SETTLE_S = 0.3  # after trafgen ends, before counters are read: packets still in flight
+SNAPSHOT_SETTLE_S = 1.2  # the same with picket: its stats snapshot is rewritten every second
 PICKET_READY_TIMEOUT_S = 90  # ET Open takes a few seconds to compile
 PICKET_STOP_TIMEOUT_S = 20
 IDLE_BUSY_PCT = 15  # the machine counts as idle below this CPU busy share (both cores)
@@ -133,7 +138,7 @@ class Lab:
     def srv(self):
         return self.names["srv"]
 
-    def build(self, routed):
+    def build(self, routed, end_tx_off):
         for ns in self.names.values():
             run(["ip", "netns", "del", ns], check=False)
             run(["ip", "netns", "add", ns])
@@ -156,6 +161,12 @@ class Lab:
             run(["ip", "-n", self.srv, "addr", "add", f"{BRIDGED['server']}/{PREFIX_LEN}", "dev", END_IF])
         for ns, dev in ((self.cli, END_IF), (self.srv, END_IF), (self.mid, MID_CLIENT_IF), (self.mid, MID_SERVER_IF)):
             run(["ip", "-n", ns, "link", "set", dev, "up"])
+        if end_tx_off:
+            # Client and server send finished frames, like hosts with a NIC on a wire: no
+            # checksum or segmentation offload left for the veth peer (a bridge cannot pass a
+            # frame whose checksum is not yet computed).
+            for ns in (self.cli, self.srv):
+                run(nsexec(ns, "ethtool", "-K", END_IF, "tx", "off"))
         if routed:
             run(["ip", "-n", self.cli, "route", "add", "default", "via", ROUTED["client_gw"]])
             run(["ip", "-n", self.srv, "route", "add", "default", "via", ROUTED["server_gw"]])
@@ -269,6 +280,39 @@ def process_cpu(pid):
     return sched, ticks * 1_000_000_000 // CLOCK_TICKS
 
 
+def picket_snapshot(logdir):
+    """Per-worker totals (packets, kernel drops, fail-open accepts, TX errors) from
+    LOGDIR/picket-stats.json, which picket rewrites every second."""
+    try:
+        with open(os.path.join(logdir, "picket-stats.json")) as f:
+            workers = json.load(f).get("workers", [])
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for w in workers:
+        ips = w.get("ips") or {}
+        out[w.get("name", "?")] = {"packets": w.get("packets", 0), "drops": w.get("drops", 0),
+                                   "fail_open": ips.get("fail_open", 0), "tx_errors": ips.get("tx_errors", 0)}
+    return out
+
+
+def snapshot_delta(before, after):
+    return {name: {k: v - before.get(name, {}).get(k, 0) for k, v in counts.items()} for name, counts in after.items()}
+
+
+def backlog_drops():
+    """Packets dropped because a CPU's input backlog was full (net.core.netdev_max_backlog),
+    summed over CPUs from /proc/net/softnet_stat (machine-wide): where veth traffic is lost
+    when the receiving side cannot keep up."""
+    total = 0
+    with open("/proc/net/softnet_stat") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 1:
+                total += int(fields[1], 16)
+    return total
+
+
 def machine_cpu():
     """(busy, total) jiffies of all CPUs from /proc/stat."""
     with open("/proc/stat") as f:
@@ -298,9 +342,9 @@ class Bench:
         a = self.args
         if os.geteuid() != 0:
             raise BenchError("needs root (namespaces, iptables): run with sudo")
-        for tool in ("ip", "trafgen", "iperf3", a.iptables):
+        for tool in ("ip", "trafgen", "iperf3", "ethtool", a.iptables):
             if shutil.which(tool) is None:
-                raise BenchError(f"`{tool}` not found: apt-get install iproute2 netsniff-ng iperf3 iptables")
+                raise BenchError(f"`{tool}` not found: apt-get install iproute2 netsniff-ng iperf3 ethtool iptables")
         if not os.access(a.udp_rtt, os.X_OK):
             raise BenchError(f"{a.udp_rtt} missing: cargo build --release --example udp_rtt")
         needs_picket = any(s not in ("route", "bridge") for s in a.setups)
@@ -339,7 +383,7 @@ class Bench:
         lab = self.lab
         picket = None
         try:
-            lab.build(routed)
+            lab.build(routed, not a.end_offloads)
             if name == "bridge":
                 lab.add_linux_bridge()
             # The server drops (and counts) trafgen's frames before UDP: no ICMP back through the box.
@@ -493,13 +537,15 @@ class Bench:
             mid0 = {d: link_stats(lab.mid, d) for d in (MID_CLIENT_IF, MID_SERVER_IF)}
             nfq0 = nfq_counters(lab.mid) if picket and routed else None
             cpu0 = process_cpu(picket["proc"].pid) if picket else None
-            m0 = machine_cpu()
+            snap0 = picket_snapshot(picket["logdir"]) if picket else None
+            m0, backlog0 = machine_cpu(), backlog_drops()
             t0 = time.monotonic()
             run(nsexec(lab.cli, "trafgen", "--dev", END_IF, "--conf", conf, "-P", "1", "-C", "-q",
                        "-b", f"{rate}pps", "-n", str(count)),
                 timeout=a.loss_seconds + TRAFGEN_SLACK_S)
             sending = time.monotonic() - t0
-            time.sleep(LOSS_SETTLE_S)
+            # picket's snapshot file is a second old at most: wait for one written after the step.
+            time.sleep(SNAPSHOT_SETTLE_S if picket else LOSS_SETTLE_S)
             m1 = machine_cpu()
             cli1, srv1 = link_stats(lab.cli, END_IF), sink_rule_packets(lab.srv, a.iptables)
             mid1 = {d: link_stats(lab.mid, d) for d in (MID_CLIENT_IF, MID_SERVER_IF)}
@@ -512,6 +558,7 @@ class Bench:
                     "lost": max(sent - arrived, 0),
                     "loss_pct": round(100.0 * max(sent - arrived, 0) / max(sent, 1), 3),
                     "machine_cpu_busy_pct": round(100.0 * (m1[0] - m0[0]) / max(m1[1] - m0[1], 1), 1),
+                    "backlog_drops": backlog_drops() - backlog0,
                     "mid_drops": {d: {k: mid1[d][k] - mid0[d][k] for k in ("rx_dropped", "tx_dropped")}
                                   for d in mid1}}
             if picket:
@@ -521,11 +568,13 @@ class Bench:
                 step["picket_cpu_ns_stat"] = cpu1[1] - cpu0[1]
                 step["picket_cpu_pct"] = round(100.0 * step["picket_cpu_ns"] / 1e9 / wall, 1)
                 step["picket_ns_per_packet"] = round(step["picket_cpu_ns"] / max(arrived, 1))
+                step["picket_workers"] = snapshot_delta(snap0, picket_snapshot(picket["logdir"]))
             if nfq0 is not None:
                 step["nfq"] = nfq_delta(nfq0, nfq_counters(lab.mid))
             log(f"  loss at {rate} pps: sent {sent} at {step['achieved_pps']} pps, arrived {arrived} "
                 f"({step['loss_pct']} % lost)" + (f", picket {step['picket_ns_per_packet']} ns/packet" if picket else "")
-                + (f", queued {step['nfq']['queued']}" if nfq0 is not None else ""))
+                + (f", queued {step['nfq']['queued']}" if nfq0 is not None else "")
+                + (f", picket kernel drops {sum(w['drops'] for w in step['picket_workers'].values())}" if picket else ""))
             steps.append(step)
         return steps
 
@@ -679,6 +728,11 @@ def markdown(results, args):
             q = step.get("nfq")
             if q is not None and q["queued"] == 0:
                 notes.append(f"WARNING {name}: nothing was queued at {step['rate_pps']} pps (NFQUEUE not in the path?)")
+            if step["lost"] and "picket_workers" in step:
+                ring = sum(w["drops"] for w in step["picket_workers"].values())
+                notes.append(f"{name} at {step['rate_pps'] // 1000}k pps: {step['lost']} lost; picket's kernel "
+                             f"counters (ring or queue full) show {ring}, the CPUs' input backlogs "
+                             f"{step['backlog_drops']}")
             if q and (q["queue_dropped"] or q["user_dropped"]):
                 notes.append(f"{name} at {step['rate_pps']} pps: queue full {q['queue_dropped']}, "
                              f"netlink drops {q['user_dropped']} (with --queue-bypass/fail-open, queue-full packets may be accepted)")
@@ -705,6 +759,9 @@ def parse_args():
     p.add_argument("--iptables", default="iptables",
                    help="iptables binary for the NFQUEUE rule (iptables-nft translates NFQUEUE to nft `queue`; "
                         "use iptables-legacy where that is not built)")
+    p.add_argument("--end-offloads", action="store_true",
+                   help="leave tx checksum/segmentation offload on in client and server (default: off, as "
+                        "hosts behind a wire; the AF_PACKET bridge cannot forward unfinished checksums)")
     p.add_argument("--queues", type=int, default=2, help="NFQUEUE queues (picket -q 0 .. -q N-1)")
     p.add_argument("--workers", type=int, default=2, help="picket --bridge workers")
     p.add_argument("--picket-arg", action="append", default=[], help="extra argument for picket (repeat)")
