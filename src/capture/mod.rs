@@ -16,6 +16,7 @@ pub mod bpf;
 mod file;
 mod legacy;
 mod memory;
+pub mod nfqueue;
 mod pcapng;
 pub mod port;
 mod record;

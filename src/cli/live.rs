@@ -9,6 +9,7 @@
 use super::args::RunArgs;
 use super::resolve::{load_rules, resolve, warn, CliError};
 use crate::capture::afpacket::AfPacketConfig;
+use crate::capture::nfqueue::NfQueueConfig;
 use crate::capture::LivePort;
 use crate::config::Config;
 use crate::output::metrics::{self, LiveGauges};
@@ -24,8 +25,8 @@ use std::sync::Arc;
 enum LiveInput {
     /// Passive capture on each interface (a tap or span port): verdicts are not acted on.
     AfPacket(Vec<AfPacketConfig>),
-    /// NFQUEUE queue numbers, one worker each.
-    Nfqueue(Vec<u16>),
+    /// NFQUEUE queue numbers, one worker each, and the `nfq:` settings.
+    Nfqueue(Vec<u16>, NfQueueConfig),
     /// AF_PACKET bridges: the two interfaces of each pair.
     Bridge(Vec<(AfPacketConfig, AfPacketConfig)>),
 }
@@ -40,7 +41,9 @@ impl LiveInput {
     fn open(&self, workers: usize) -> Result<Vec<Vec<Box<dyn LivePort>>>, CliError> {
         match self {
             LiveInput::AfPacket(captures) => live::open_sockets(captures, workers).map_err(|e| CliError(e.to_string())),
-            LiveInput::Nfqueue(_) => Err(CliError("NFQUEUE mode (-q) is not built yet".into())),
+            LiveInput::Nfqueue(queues, config) => {
+                crate::capture::nfqueue::open_ports(queues, config).map_err(|e| CliError(e.to_string()))
+            }
             LiveInput::Bridge(_) => Err(CliError("bridge mode (--bridge) is not built yet".into())),
         }
     }
@@ -48,7 +51,7 @@ impl LiveInput {
     /// The run's workers: one per queue for NFQUEUE, else `--workers`.
     fn workers(&self, configured: usize) -> usize {
         match self {
-            LiveInput::Nfqueue(queues) => queues.len(),
+            LiveInput::Nfqueue(queues, _) => queues.len(),
             _ => configured,
         }
     }
@@ -63,7 +66,7 @@ impl LiveInput {
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
-            LiveInput::Nfqueue(queues) => {
+            LiveInput::Nfqueue(queues, _) => {
                 format!("NFQUEUE {}", queues.iter().map(|q| q.to_string()).collect::<Vec<_>>().join(", "))
             }
             LiveInput::Bridge(pairs) => pairs
@@ -169,7 +172,12 @@ fn live_input(
         ));
     }
     if !l.nfqueue.is_empty() {
-        return Ok(LiveInput::Nfqueue(queue_numbers(&l.nfqueue)?));
+        let queues = queue_numbers(&l.nfqueue)?;
+        let (nfq, warnings) = crate::config::nfq_config(config).map_err(CliError)?;
+        for w in warnings {
+            warn(w);
+        }
+        return Ok(LiveInput::Nfqueue(queues, nfq));
     }
     let overrides = crate::config::CaptureOverrides {
         fanout: l
@@ -229,7 +237,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
             LiveInput::Bridge(pairs) => {
                 pairs.iter().flat_map(|(a, b)| [a.interface.clone(), b.interface.clone()]).collect()
             }
-            LiveInput::Nfqueue(_) => Vec::new(),
+            LiveInput::Nfqueue(..) => Vec::new(),
         };
         resolved.engine.checksum_mode =
             crate::config::live_checksum_mode(&resolved.config, &interfaces).map_err(CliError)?;

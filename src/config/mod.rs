@@ -16,12 +16,14 @@
 
 mod afpacket;
 mod eve;
+mod nfq;
 mod settings;
 
 pub use afpacket::{
     capture_configs, configured_interfaces, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
 pub use eve::{alert_log_options, apply_metadata, xff_options};
+pub use nfq::nfq_config;
 pub use picket_core::settings::{
     parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
 };
@@ -76,6 +78,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "stats.*",
     "threading.*",
     "af-packet.*",
+    "nfq.*",
     "bpf-filter",
 ];
 
