@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! udp_rtt responder --bind 0.0.0.0:7000
-//! udp_rtt client --to 10.0.0.2:7000 --rate 10000 --count 30000 --size 64 [--flows 8] [--timeout-ms 1000]
+//! udp_rtt client --to 10.0.0.2:7000 --rate 10000 --count 30000 --size 64 [--flows 8] [--from IP,IP..]
+//!                [--timeout-ms 1000]
 //! ```
 //!
 //! The client sends `count` datagrams at `rate` per second on an absolute schedule (datagram
@@ -88,6 +89,10 @@ enum Command {
         /// Sockets (source ports) to spread the requests over, round robin.
         #[arg(long, default_value_t = 1)]
         flows: usize,
+        /// Local addresses the flows are sent from, in turn (flow i from address i mod n);
+        /// by default the kernel picks one. NFQUEUE's --queue-balance hashes addresses only.
+        #[arg(long, value_delimiter = ',')]
+        from: Vec<std::net::IpAddr>,
         /// How long to wait for late replies after the last send.
         #[arg(long, default_value_t = 1000)]
         timeout_ms: u64,
@@ -117,8 +122,8 @@ impl std::fmt::Display for RttError {
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Responder { bind, no_echo } => responder(bind, !no_echo),
-        Command::Client { to, rate, count, size, flows, timeout_ms } => {
-            client(&ClientPlan { to, rate, count, size, flows, timeout: Duration::from_millis(timeout_ms) })
+        Command::Client { to, rate, count, size, flows, from, timeout_ms } => {
+            client(&ClientPlan { to, rate, count, size, flows, from, timeout: Duration::from_millis(timeout_ms) })
         }
     };
     match result {
@@ -136,7 +141,7 @@ fn udp_socket(bind: SocketAddr, peer: Option<SocketAddr>) -> Result<UdpSocket, R
     let fail = |what| move |err| RttError::Socket { addr, what, err };
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(fail("open"))?;
     socket.set_recv_buffer_size(RECV_BUFFER_BYTES).map_err(fail("size the receive buffer of"))?;
-    socket.bind(&bind.into()).map_err(fail("bind"))?;
+    socket.bind(&bind.into()).map_err(|err| RttError::Socket { addr: bind, what: "bind", err })?;
     if let Some(peer) = peer {
         socket.connect(&peer.into()).map_err(fail("connect"))?;
     }
@@ -189,6 +194,7 @@ struct ClientPlan {
     count: u64,
     size: usize,
     flows: usize,
+    from: Vec<std::net::IpAddr>,
     timeout: Duration,
 }
 
@@ -284,12 +290,17 @@ fn client(plan: &ClientPlan) -> Result<(), RttError> {
     let Ok(count) = usize::try_from(plan.count) else {
         return Err(RttError::Usage("--count is too large for this machine".into()));
     };
-    let unspecified: SocketAddr = if plan.to.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sockets = (0..plan.flows).map(|_| udp_socket(unspecified, Some(plan.to))).collect::<Result<Vec<_>, _>>()?;
+    if plan.from.iter().any(|ip| ip.is_ipv4() != plan.to.is_ipv4()) {
+        return Err(RttError::Usage("--from addresses must be of the --to address's family".into()));
+    }
+    let unspecified: std::net::IpAddr =
+        if plan.to.is_ipv4() { std::net::Ipv4Addr::UNSPECIFIED.into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+    let sockets = (0..plan.flows)
+        .map(|flow| {
+            let ip = if plan.from.is_empty() { unspecified } else { plan.from[flow % plan.from.len()] };
+            udp_socket(SocketAddr::new(ip, 0), Some(plan.to))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
 
     let seen: Arc<Vec<AtomicBool>> = Arc::new((0..count).map(|_| AtomicBool::new(false)).collect());
     let received = Arc::new(AtomicU64::new(0));

@@ -17,10 +17,11 @@ checksums, no TSO), as hosts behind a real wire do; --end-offloads leaves them o
 AF_PACKET bridge cannot forward frames whose checksum the veth peer has not computed).
 
 For each setup:
-  rtt     UDP request/response round-trip time (examples/udp_rtt.rs) at --rtt-rate
-          datagrams/s over 8 flows: p50/p90/p99/p99.9/max and losses;
+  rtt     UDP request/response round-trip time (examples/udp_rtt.rs) at --rtt-rates
+          datagrams/s over 8 flows from 8 client addresses (NFQUEUE's --queue-balance
+          hashes addresses only): p50/p90/p99/p99.9/max and losses;
   loss    one-way 60-byte frames (64 on the wire with the FCS) from trafgen in the client
-          namespace at each of --loss-rates, 256 flows; "arrived" is the packet counter of a
+          namespace at each of --loss-rates, from 64 addresses and 256 ports; "arrived" is the packet counter of a
           DROP rule for them in the server's INPUT chain, so exactly the generated packets
           that crossed the box are counted. Also recorded per step: what left the client
           (its eth0 tx counter), the rate trafgen achieved, picket's CPU time (all threads,
@@ -62,6 +63,11 @@ ROUTED = {"client": "10.199.1.2", "client_gw": "10.199.1.1", "server": "10.199.2
 # Bridged topology: one subnet, the middle has no address.
 BRIDGED = {"client": "10.199.3.2", "server": "10.199.3.3"}
 PREFIX_LEN = 24
+# More client addresses, one per round-trip flow: --queue-balance hashes addresses, not ports.
+RTT_FLOWS = 8
+RTT_SOURCE_FIRST = 10  # last byte of the first extra client address (10.199.x.10 ..)
+# trafgen's frames come from 64 source addresses (last byte 100..163) and 256 source ports.
+TRAFGEN_SOURCE_FIRST, TRAFGEN_SOURCE_LAST = 100, 163
 # Interface names: eth0 in client and server; in the middle veth-x faces the client, veth-y the server.
 END_IF = "eth0"
 MID_CLIENT_IF = "veth-x"
@@ -70,7 +76,6 @@ MID_SERVER_IF = "veth-y"
 RTT_PORT = 7000
 IPERF_PORT = 5201
 SINK_PORT = 9  # trafgen's destination port; dropped (and counted) in the server's INPUT chain
-RTT_FLOWS = 8
 RTT_SIZE = 64  # UDP payload bytes of a round-trip request
 LOSS_SETTLE_S = 0.3  # after trafgen ends, before counters are read: packets still in flight
 SNAPSHOT_SETTLE_S = 1.2  # the same with picket: its stats snapshot is rewritten every second
@@ -81,14 +86,15 @@ TRAFGEN_SLACK_S = 15  # beyond the nominal sending time
 IPERF_SLACK_S = 20
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
-# One trafgen frame: Ethernet (MACs filled in), IPv4 src/dst filled in, UDP from 256 source
-# ports (0x4e00-0x4eff) to SINK_PORT, 18 bytes of payload: 60 bytes, 64 on the wire.
+# One trafgen frame: Ethernet (MACs filled in), IPv4 from the client's subnet (source address
+# last byte counting TRAFGEN_SOURCE_FIRST..LAST) to the server, UDP from 256 source ports
+# (0x4e00-0x4eff) to SINK_PORT, 18 bytes of payload: 60 bytes, 64 on the wire.
 TRAFGEN_FRAME = """{{ {dst_mac}, {src_mac}, c16(0x0800),
   0x45, 0x00, c16(46), drnd(2), c16(0), 64, 17, csumip(14, 33),
-  {src_ip}, {dst_ip},
+  {src_net}, dinc(%d, %d), {dst_ip},
   0x4e, drnd(1), c16(%d), c16(26), c16(0),
   fill(0x41, 18) }}
-""" % SINK_PORT
+""" % (TRAFGEN_SOURCE_FIRST, TRAFGEN_SOURCE_LAST, SINK_PORT)
 FRAME_BYTES = 60
 
 
@@ -159,6 +165,8 @@ class Lab:
         else:
             run(["ip", "-n", self.cli, "addr", "add", f"{BRIDGED['client']}/{PREFIX_LEN}", "dev", END_IF])
             run(["ip", "-n", self.srv, "addr", "add", f"{BRIDGED['server']}/{PREFIX_LEN}", "dev", END_IF])
+        for ip in client_flow_addresses(routed):
+            run(["ip", "-n", self.cli, "addr", "add", f"{ip}/{PREFIX_LEN}", "dev", END_IF])
         for ns, dev in ((self.cli, END_IF), (self.srv, END_IF), (self.mid, MID_CLIENT_IF), (self.mid, MID_SERVER_IF)):
             run(["ip", "-n", ns, "link", "set", dev, "up"])
         if end_tx_off:
@@ -201,6 +209,12 @@ class Lab:
                     pass
             run(["ip", "netns", "del", ns], check=False)
         self.created = []
+
+
+def client_flow_addresses(routed):
+    """The client's extra addresses, one per round-trip flow."""
+    net = (ROUTED if routed else BRIDGED)["client"].rsplit(".", 1)[0]
+    return [f"{net}.{RTT_SOURCE_FIRST + i}" for i in range(RTT_FLOWS)]
 
 
 def stop(proc, timeout):
@@ -486,9 +500,10 @@ class Bench:
 
     def udp_client(self, ns, server, rate, count, timeout_ms=1000):
         a = self.args
+        routed = server == ROUTED["server"]
         cmd = nsexec(ns, a.udp_rtt, "client", "--to", f"{server}:{RTT_PORT}", "--rate", str(rate),
                      "--count", str(count), "--size", str(RTT_SIZE), "--flows", str(RTT_FLOWS),
-                     "--timeout-ms", str(timeout_ms))
+                     "--from", ",".join(client_flow_addresses(routed)), "--timeout-ms", str(timeout_ms))
         out = run(cmd, timeout=count / rate + timeout_ms / 1000 + 30).stdout
         return json.loads(out.strip().splitlines()[-1])
 
@@ -525,10 +540,11 @@ class Bench:
         src_mac = mac_of(lab.cli, END_IF)
         hexmac = lambda mac: ", ".join("0x" + b for b in mac.split(":"))
         dotted = lambda ip: ", ".join(ip.split("."))
+        src_net = ", ".join(addr["client"].split(".")[:3])
         conf = os.path.join(out_dir, "trafgen.cfg")
         with open(conf, "w") as f:
             f.write(TRAFGEN_FRAME.format(dst_mac=hexmac(next_hop_mac), src_mac=hexmac(src_mac),
-                                         src_ip=dotted(addr["client"]), dst_ip=dotted(addr["server"])))
+                                         src_net=src_net, dst_ip=dotted(addr["server"])))
         steps = []
         for rate in a.loss_rates:
             self.check_time(f"loss step {rate}")
@@ -571,10 +587,17 @@ class Bench:
                 step["picket_workers"] = snapshot_delta(snap0, picket_snapshot(picket["logdir"]))
             if nfq0 is not None:
                 step["nfq"] = nfq_delta(nfq0, nfq_counters(lab.mid))
+            # Forwarded but never inspected: accepted by the kernel when picket's socket was
+            # full (fail-open, counted by picket) or when the queue itself was full (no id given).
+            if picket:
+                fail_open = sum(w["fail_open"] for w in step["picket_workers"].values())
+                not_queued = max(arrived - step["nfq"]["queued"], 0) if nfq0 is not None else 0
+                step["uninspected"] = fail_open + not_queued
             log(f"  loss at {rate} pps: sent {sent} at {step['achieved_pps']} pps, arrived {arrived} "
                 f"({step['loss_pct']} % lost)" + (f", picket {step['picket_ns_per_packet']} ns/packet" if picket else "")
                 + (f", queued {step['nfq']['queued']}" if nfq0 is not None else "")
-                + (f", picket kernel drops {sum(w['drops'] for w in step['picket_workers'].values())}" if picket else ""))
+                + (f", picket kernel drops {sum(w['drops'] for w in step['picket_workers'].values())}, "
+                   f"uninspected {step['uninspected']}" if picket else ""))
             steps.append(step)
         return steps
 
@@ -696,8 +719,9 @@ def markdown(results, args):
             ratio(tcp_of(name), tcp_of(base)) if base else "",
             (fmt(tcp.get("picket_cpu_pct"), 0) + " %") if "picket_cpu_pct" in tcp else ""))
     lines.append("")
-    lines.append(f"One-way 64-byte frames (trafgen, one process, 256 flows, {args.loss_seconds} s a step): "
-                 "packets lost in the box (left the client, did not reach the server) / the rate trafgen "
+    lines.append(f"One-way 64-byte frames (trafgen, one process, 64 source addresses x 256 ports, {args.loss_seconds} s a step): "
+                 "packets lost in the box (left the client, did not reach the server) and (NFQUEUE) passed "
+                 "uninspected / the rate trafgen "
                  "achieved; picket's CPU time per forwarded packet (all threads) and the machine's busy share "
                  f"(both cores, trafgen included).")
     lines.append("")
@@ -711,16 +735,20 @@ def markdown(results, args):
         cells = []
         loss_point = None
         for step in s["loss"]:
-            cells.append(f"{fmt(step['lost'])} ({fmt(step['achieved_pps'] / 1000, 0)}k/s)")
+            unins = step.get("uninspected", 0)
+            cells.append(f"{fmt(step['lost'])}" + (f" + {fmt(unins)} uninspected" if unins else "")
+                         + f" ({fmt(step['achieved_pps'] / 1000, 0)}k/s)")
             ns = step.get("picket_ns_per_packet")
             cells.append((f"{fmt(ns)} ns, " if ns is not None else "") + f"{fmt(step['machine_cpu_busy_pct'], 0)} %")
-            if loss_point is None and step["loss_pct"] > args.loss_threshold:
+            missed_pct = 100.0 * (step["lost"] + unins) / max(step["sent"], 1)
+            if loss_point is None and missed_pct > args.loss_threshold:
                 loss_point = step["rate_pps"]
         top = max((st["achieved_pps"] for st in s["loss"]), default=0)
         lp = f"{loss_point // 1000}k pps" if loss_point else f"none up to {fmt(top / 1000, 0)}k/s sent"
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {lp} |")
     lines.append("")
-    lines.append(f"Loss point: the lowest step losing more than {args.loss_threshold} % of what left the client.")
+    lines.append(f"Loss point: the lowest step where more than {args.loss_threshold} % of what left the client was "
+                 "lost or passed uninspected (NFQUEUE fail-open: accepted by the kernel without a verdict).")
     notes = []
     for name in args.setups:
         s = setups.get(name, {})
