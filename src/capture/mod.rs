@@ -13,10 +13,12 @@
 
 pub mod afpacket;
 pub mod bpf;
+pub mod bridge;
 mod file;
 mod legacy;
 mod memory;
 pub mod nfqueue;
+pub mod offload;
 mod pcapng;
 pub mod port;
 mod record;

@@ -9,6 +9,7 @@
 use super::args::RunArgs;
 use super::resolve::{load_rules, resolve, warn, CliError};
 use crate::capture::afpacket::AfPacketConfig;
+use crate::capture::bridge::{self, BridgeSpec, CopyMode};
 use crate::capture::nfqueue::NfQueueConfig;
 use crate::capture::LivePort;
 use crate::config::Config;
@@ -28,12 +29,17 @@ enum LiveInput {
     /// NFQUEUE queue numbers, one worker each, and the `nfq:` settings.
     Nfqueue(Vec<u16>, NfQueueConfig),
     /// AF_PACKET bridges: the two interfaces of each pair.
-    Bridge(Vec<(AfPacketConfig, AfPacketConfig)>),
+    Bridge(Vec<BridgeSpec>),
 }
 
 impl LiveInput {
+    /// Whether verdicts are carried out (a bridge in `copy-mode: tap` forwards everything).
     fn is_inline(&self) -> bool {
-        !matches!(self, LiveInput::AfPacket(_))
+        match self {
+            LiveInput::AfPacket(_) => false,
+            LiveInput::Nfqueue(..) => true,
+            LiveInput::Bridge(specs) => specs.iter().any(|s| s.mode == CopyMode::Ips),
+        }
     }
 
     /// Opens every worker's ports, worker by worker. Nothing is held before this returns
@@ -44,7 +50,7 @@ impl LiveInput {
             LiveInput::Nfqueue(queues, config) => {
                 crate::capture::nfqueue::open_ports(queues, config).map_err(|e| CliError(e.to_string()))
             }
-            LiveInput::Bridge(_) => Err(CliError("bridge mode (--bridge) is not built yet".into())),
+            LiveInput::Bridge(specs) => bridge::open_ports(specs, workers).map_err(|e| CliError(e.to_string())),
         }
     }
 
@@ -69,9 +75,17 @@ impl LiveInput {
             LiveInput::Nfqueue(queues, _) => {
                 format!("NFQUEUE {}", queues.iter().map(|q| q.to_string()).collect::<Vec<_>>().join(", "))
             }
-            LiveInput::Bridge(pairs) => pairs
+            LiveInput::Bridge(specs) => specs
                 .iter()
-                .map(|(a, b)| format!("bridge {} <-> {}", a.interface, b.interface))
+                .map(|s| {
+                    format!(
+                        "bridge {} <-> {} (copy-mode {}, {})",
+                        s.a.interface,
+                        s.b.interface,
+                        s.mode.name(),
+                        s.tx.describe()
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
         }
@@ -190,27 +204,73 @@ fn live_input(
         bpf_filter,
     };
     if !l.bridge.is_empty() {
-        let pairs = bridge_pairs(&l.bridge)?;
-        let names: Vec<String> = pairs.iter().flat_map(|(a, b)| [a.clone(), b.clone()]).collect();
-        let (captures, warnings) =
-            crate::config::capture_configs(config, &names, &overrides, stop).map_err(CliError)?;
-        for w in warnings {
-            warn(w);
+        let mut pairs = Vec::new();
+        for (a, b) in bridge_pairs(&l.bridge)? {
+            let mode = command_line_bridge_mode(config, &a, &b)?;
+            pairs.push((a, b, mode));
         }
-        let mut captures = captures.into_iter();
-        let mut bridged = Vec::with_capacity(pairs.len());
-        while let (Some(a), Some(b)) = (captures.next(), captures.next()) {
-            bridged.push((a, b));
-        }
-        return Ok(LiveInput::Bridge(bridged));
+        return bridge_input(config, &pairs, &overrides, stop);
     }
     let interfaces = passive_interfaces(args, config)?;
+    // Suricata's IPS form: af-packet entries with copy-mode and copy-iface.
+    if let Some(pairs) = crate::config::configured_bridges(config, &interfaces).map_err(CliError)? {
+        return bridge_input(config, &pairs, &overrides, stop);
+    }
     let (captures, warnings) =
         crate::config::capture_configs(config, &interfaces, &overrides, stop).map_err(CliError)?;
     for w in warnings {
         warn(w);
     }
     Ok(LiveInput::AfPacket(captures))
+}
+
+/// The copy mode of a `--bridge A,B` pair: the YAML's `copy-mode` of A or B (they must
+/// agree), `ips` when neither has one. A `copy-iface` in the YAML must name the partner.
+fn command_line_bridge_mode(config: &Config, a: &str, b: &str) -> Result<CopyMode, CliError> {
+    for (name, partner) in [(a, b), (b, a)] {
+        if let Some(peer) = crate::config::copy_iface(config, name) {
+            if peer != partner {
+                return Err(CliError(format!(
+                    "--bridge {a},{b}: af-packet.copy-iface of {name} is {peer}, not {partner}; fix the configuration \
+                     or the --bridge pair"
+                )));
+            }
+        }
+    }
+    let mode_a = crate::config::copy_mode(config, a).map_err(CliError)?;
+    let mode_b = crate::config::copy_mode(config, b).map_err(CliError)?;
+    match (mode_a, mode_b) {
+        (Some(x), Some(y)) if x != y => Err(CliError(format!(
+            "--bridge {a},{b}: af-packet.copy-mode is {} for {a} and {} for {b}; give both the same",
+            x.name(),
+            y.name()
+        ))),
+        (Some(x), _) | (_, Some(x)) => Ok(x),
+        (None, None) => Ok(CopyMode::Ips),
+    }
+}
+
+/// The bridge specs of `pairs`, with each interface's `af-packet:` settings.
+fn bridge_input(
+    config: &Config,
+    pairs: &[(String, String, CopyMode)],
+    overrides: &crate::config::CaptureOverrides,
+    stop: &Arc<AtomicBool>,
+) -> Result<LiveInput, CliError> {
+    let names: Vec<String> = pairs.iter().flat_map(|(a, b, _)| [a.clone(), b.clone()]).collect();
+    let (captures, warnings) =
+        crate::config::bridge_capture_configs(config, &names, overrides, stop).map_err(CliError)?;
+    for w in warnings {
+        warn(w);
+    }
+    let mut captures = captures.into_iter();
+    let mut specs = Vec::with_capacity(pairs.len());
+    for (a_name, b_name, mode) in pairs {
+        let (Some(a), Some(b)) = (captures.next(), captures.next()) else { break };
+        let tx = crate::config::bridge_tx_options(config, a_name, b_name).map_err(CliError)?;
+        specs.push(BridgeSpec { a, b, mode: *mode, tx });
+    }
+    Ok(LiveInput::Bridge(specs))
 }
 
 /// `picket -i IFACE ... | -q N ... | --bridge IF_A,IF_B`: a live run until SIGINT/SIGTERM.
@@ -234,8 +294,8 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if args.checksum.is_none() {
         let interfaces: Vec<String> = match &input {
             LiveInput::AfPacket(c) => c.iter().map(|c| c.interface.clone()).collect(),
-            LiveInput::Bridge(pairs) => {
-                pairs.iter().flat_map(|(a, b)| [a.interface.clone(), b.interface.clone()]).collect()
+            LiveInput::Bridge(specs) => {
+                specs.iter().flat_map(|s| [s.a.interface.clone(), s.b.interface.clone()]).collect()
             }
             LiveInput::Nfqueue(..) => Vec::new(),
         };

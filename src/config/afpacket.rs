@@ -3,7 +3,8 @@
 //! `stats.interval`, read into [`AfPacketConfig`]s and durations.
 
 use super::{parse_bool, parse_size, ChecksumMode, Config};
-use crate::capture::afpacket::{AfPacketConfig, FanoutMode};
+use crate::capture::afpacket::{AfPacketConfig, FanoutMode, TxOptions};
+use crate::capture::bridge::CopyMode;
 use serde_yaml::Value;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -164,7 +165,7 @@ pub fn capture_configs(
             .or_else(|| text("bpf-filter"))
             .map(|e| e.trim().to_string())
             .filter(|e| !e.is_empty());
-        for unsupported in ["copy-mode", "copy-iface", "ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
+        for unsupported in ["ebpf-lb-file", "ebpf-filter-file", "xdp-filter-file"] {
             if get(unsupported).is_some() {
                 warnings.push(format!("af-packet.{unsupported} ({interface}) is not supported yet and is ignored"));
             }
@@ -173,6 +174,155 @@ pub fn capture_configs(
         configs.push(cfg);
     }
     Ok((configs, warnings))
+}
+
+/// Block timeout of a bridge's receive rings when the YAML gives no `block-timeout`: a
+/// ring block reaches picket when full or this long after its first packet, so at low
+/// rates it bounds the delay the bridge adds.
+pub const BRIDGE_BLOCK_TIMEOUT_MS: u32 = 1;
+
+/// [`capture_configs`] for the interfaces of bridges: the same settings, with the
+/// bridge's own defaults: TPACKET_V2 rings unless `tpacket-v3: yes`, and for V3 a block
+/// timeout of [`BRIDGE_BLOCK_TIMEOUT_MS`] unless `block-timeout` is set.
+pub fn bridge_capture_configs(
+    config: &Config,
+    interfaces: &[String],
+    overrides: &CaptureOverrides,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<AfPacketConfig>, Vec<String>), String> {
+    let (mut configs, warnings) = capture_configs(config, interfaces, overrides, stop)?;
+    for cfg in &mut configs {
+        let interface = cfg.interface.clone();
+        let get = |key: &str| af_packet_value(config, &interface, key).and_then(scalar);
+        // TPACKET_V2 hands each packet over at once, as Suricata's IPS mode does; V3
+        // (`tpacket-v3: yes`) only a block at a time.
+        cfg.tpacket_v3 = match get("tpacket-v3") {
+            None => false,
+            Some(t) => parse_bool(&t).ok_or_else(|| {
+                format!("af-packet.tpacket-v3 ({interface}): invalid value '{t}' (expected yes or no)")
+            })?,
+        };
+        if get("block-timeout").is_none() {
+            cfg.retire_timeout_ms = BRIDGE_BLOCK_TIMEOUT_MS;
+        }
+    }
+    for (i, a) in configs.iter().enumerate() {
+        if let Some(b) = configs[..i].iter().find(|b| b.fanout_group == a.fanout_group) {
+            return Err(format!(
+                "af-packet.cluster-id: {} and {} both use fanout group {}; a group belongs to one interface, \
+                 give each its own cluster-id",
+                b.interface, a.interface, a.fanout_group
+            ));
+        }
+    }
+    Ok((configs, warnings))
+}
+
+/// An interface's `copy-mode` (Suricata's: `ips`, `tap`; `none` or absent: passive).
+pub fn copy_mode(config: &Config, interface: &str) -> Result<Option<CopyMode>, String> {
+    match af_packet_value(config, interface, "copy-mode").and_then(scalar).as_deref().map(str::trim) {
+        None | Some("none") | Some("") => Ok(None),
+        Some("ips") => Ok(Some(CopyMode::Ips)),
+        Some("tap") => Ok(Some(CopyMode::Tap)),
+        Some(other) => {
+            Err(format!("af-packet.copy-mode ({interface}): invalid value '{other}' (expected ips, tap or none)"))
+        }
+    }
+}
+
+/// An interface's `copy-iface`: the interface its packets are forwarded to.
+pub fn copy_iface(config: &Config, interface: &str) -> Option<String> {
+    // Only the interface's own entry: a `default` copy-iface would pair every interface
+    // with the same one.
+    let Some(Value::Sequence(items)) = config.node("af-packet") else { return None };
+    let entry = items.iter().find(|item| item.get("interface").and_then(scalar).as_deref() == Some(interface))?;
+    entry.get("copy-iface").and_then(scalar).map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// A yes/no setting of an interface's `af-packet:` entry, `false` when absent.
+fn flag(config: &Config, interface: &str, key: &str) -> Result<bool, String> {
+    match af_packet_value(config, interface, key).and_then(scalar) {
+        None => Ok(false),
+        Some(t) => parse_bool(&t)
+            .ok_or_else(|| format!("af-packet.{key} ({interface}): invalid value '{t}' (expected yes or no)")),
+    }
+}
+
+/// How a bridge of `a` and `b` sends: picket's `qdisc-bypass` (PACKET_QDISC_BYPASS) and
+/// `tx-ring` (a TPACKET_V2 transmit ring instead of `sendmmsg`), default no; either
+/// interface's entry turns them on for the pair.
+pub fn bridge_tx_options(config: &Config, a: &str, b: &str) -> Result<TxOptions, String> {
+    Ok(TxOptions {
+        qdisc_bypass: flag(config, a, "qdisc-bypass")? || flag(config, b, "qdisc-bypass")?,
+        ring: flag(config, a, "tx-ring")? || flag(config, b, "tx-ring")?,
+    })
+}
+
+/// Two interfaces bridged with each other, and the copy mode.
+pub type BridgePair = (String, String, CopyMode);
+
+/// The bridges Suricata's IPS form of the `af-packet:` section asks for, among the
+/// `interfaces` chosen for a live run: entries with `copy-mode: ips` (or `tap`) and a
+/// `copy-iface` naming the other interface, which names this one back. `None` when no
+/// chosen interface has a copy mode (a passive capture). The peer of a chosen interface
+/// joins the run even if it was not named. Each pair once, in the order met.
+pub fn configured_bridges(config: &Config, interfaces: &[String]) -> Result<Option<Vec<BridgePair>>, String> {
+    let mut modes = Vec::with_capacity(interfaces.len());
+    for name in interfaces {
+        modes.push((name, copy_mode(config, name)?));
+    }
+    let Some((first, mode)) = modes.iter().find_map(|(n, m)| m.map(|m| (*n, m))) else { return Ok(None) };
+    if let Some((passive, _)) = modes.iter().find(|(_, m)| m.is_none()) {
+        return Err(format!(
+            "af-packet: {first} has copy-mode {} but {passive} has none; picket runs either every interface \
+             inline (copy-mode ips or tap, in pairs) or every one passively",
+            mode.name()
+        ));
+    }
+    let mut pairs: Vec<BridgePair> = Vec::new();
+    for (name, mode) in &modes {
+        let Some(mode) = *mode else { continue };
+        let name = name.as_str();
+        if pairs.iter().any(|(a, b, _)| a == name || b == name) {
+            continue;
+        }
+        let Some(peer) = copy_iface(config, name) else {
+            return Err(format!(
+                "af-packet.copy-iface ({name}): missing; copy-mode {} needs the interface to forward to",
+                mode.name()
+            ));
+        };
+        if peer == name {
+            return Err(format!("af-packet.copy-iface ({name}): an interface cannot be bridged with itself"));
+        }
+        match copy_iface(config, &peer) {
+            Some(back) if back == name => {}
+            Some(back) => {
+                return Err(format!(
+                    "af-packet.copy-iface ({peer}): is {back}, but {name} forwards to {peer}; each of the two \
+                     interfaces must name the other"
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "af-packet.copy-iface ({peer}): missing, but {name} forwards to {peer}; add an entry for {peer} \
+                     with copy-mode {} and copy-iface {name}",
+                    mode.name()
+                ))
+            }
+        }
+        if copy_mode(config, &peer)? != Some(mode) {
+            return Err(format!(
+                "af-packet.copy-mode ({peer}): must be {} like {name}'s, its bridge partner",
+                mode.name()
+            ));
+        }
+        if pairs.iter().any(|(a, b, _)| *a == peer || *b == peer) {
+            return Err(format!("af-packet.copy-iface ({name}): {peer} is already in another bridge"));
+        }
+        pairs.push((name.to_string(), peer, mode));
+    }
+    Ok(Some(pairs))
 }
 
 /// `stats.interval` in seconds (Suricata's default 8); 0 turns periodic stats off.
@@ -264,7 +414,7 @@ mod tests {
         // eth1 has no cluster-id: a group of its own, not eth0's.
         assert_eq!((cfgs[1].fanout_mode, cfgs[1].fanout_group), (FanoutMode::Hash, 100));
         assert_eq!(cfgs[1].block_size, 131072);
-        assert_eq!(warnings.len(), 2, "copy-mode warned for each interface: {warnings:?}");
+        assert!(warnings.is_empty(), "copy-mode is understood: {warnings:?}");
         assert!(cfgs.iter().all(|c| c.promiscuous));
 
         let forced = CaptureOverrides { fanout: Some(FanoutMode::Qm), promiscuous: Some(false), ..Default::default() };
@@ -302,6 +452,72 @@ mod tests {
             let err = capture_configs(&config, &["eth0".into()], &Default::default(), &stop()).unwrap_err();
             assert!(err.contains(needle) && !err.contains('\n'), "{set}: {err}");
         }
+    }
+
+    fn bridges_of(yaml: &str, interfaces: &[&str]) -> Result<Option<Vec<BridgePair>>, String> {
+        let config = Config::from_yaml_str(yaml).unwrap();
+        let interfaces: Vec<String> = interfaces.iter().map(|s| s.to_string()).collect();
+        configured_bridges(&config, &interfaces)
+    }
+
+    #[test]
+    fn copy_mode_ips_pairs_interfaces_that_name_each_other() {
+        let yaml = "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: ips\n    copy-iface: eth0\n";
+        let pair = vec![("eth0".to_string(), "eth1".to_string(), CopyMode::Ips)];
+        assert_eq!(bridges_of(yaml, &["eth0", "eth1"]).unwrap(), Some(pair.clone()));
+        // The partner joins even when only one side was named.
+        assert_eq!(bridges_of(yaml, &["eth0"]).unwrap(), Some(pair));
+        let tap = yaml.replace("ips", "tap");
+        assert_eq!(bridges_of(&tap, &["eth1"]).unwrap().unwrap()[0].2, CopyMode::Tap);
+        assert_eq!(bridges_of("af-packet:\n  - interface: eth0\n", &["eth0"]).unwrap(), None);
+    }
+
+    #[test]
+    fn copy_mode_mistakes_are_one_line_errors() {
+        for (yaml, names, needle) in [
+            ("af-packet:\n  - interface: eth0\n    copy-mode: ips\n", &["eth0"][..], "copy-iface (eth0): missing"),
+            ("af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth0\n", &["eth0"], "itself"),
+            (
+                "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: ips\n    copy-iface: eth2\n",
+                &["eth0"],
+                "must name the other",
+            ),
+            (
+                "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n",
+                &["eth0"],
+                "copy-iface (eth1): missing",
+            ),
+            (
+                "af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: tap\n    copy-iface: eth0\n",
+                &["eth0"],
+                "must be ips",
+            ),
+            ("af-packet:\n  - interface: eth0\n    copy-mode: ips\n    copy-iface: eth1\n  - interface: eth1\n    copy-mode: ips\n    copy-iface: eth0\n  - interface: eth2\n", &["eth0", "eth1", "eth2"], "eth2 has none"),
+            ("af-packet:\n  - interface: eth0\n    copy-mode: mirror\n", &["eth0"], "expected ips, tap or none"),
+        ] {
+            let err = bridges_of(yaml, names).unwrap_err();
+            assert!(err.contains(needle) && !err.contains('\n'), "{needle}: {err}");
+        }
+    }
+
+    #[test]
+    fn bridge_configs_default_to_v2_rings_and_separate_groups() {
+        let config = Config::from_yaml_str(
+            "af-packet:\n  - interface: eth0\n    tpacket-v3: yes\n  - interface: eth1\n    qdisc-bypass: yes\n",
+        )
+        .unwrap();
+        let names = vec!["eth0".to_string(), "eth1".to_string()];
+        let (cfgs, _) = bridge_capture_configs(&config, &names, &Default::default(), &stop()).unwrap();
+        assert!(cfgs[0].tpacket_v3 && !cfgs[1].tpacket_v3);
+        assert_eq!(cfgs[0].retire_timeout_ms, BRIDGE_BLOCK_TIMEOUT_MS);
+        let tx = bridge_tx_options(&config, "eth0", "eth1").unwrap();
+        assert!(tx.qdisc_bypass && !tx.ring);
+        let same = Config::from_yaml_str(
+            "af-packet:\n  - interface: eth0\n    cluster-id: 5\n  - interface: eth1\n    cluster-id: 5\n",
+        )
+        .unwrap();
+        let err = bridge_capture_configs(&same, &names, &Default::default(), &stop()).unwrap_err();
+        assert!(err.contains("both use fanout group 5"), "{err}");
     }
 
     #[test]

@@ -20,7 +20,8 @@ mod nfq;
 mod settings;
 
 pub use afpacket::{
-    capture_configs, configured_interfaces, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
+    bridge_capture_configs, bridge_tx_options, capture_configs, configured_bridges, configured_interfaces, copy_iface,
+    copy_mode, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
 pub use eve::{alert_log_options, apply_metadata, xff_options};
 pub use nfq::nfq_config;

@@ -43,6 +43,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const POLL_WAIT: Duration = Duration::from_millis(100);
 /// Workers tick their inspector's clock (flow expiry) and publish counters this often.
 const TICK: Duration = Duration::from_secs(1);
+/// Longest a stopping worker keeps reading what its ports still hold.
+const STOP_DRAIN: Duration = Duration::from_secs(1);
 /// Event chunks queued for the writer thread before a worker waits for it.
 const EVENT_QUEUE: usize = 1024;
 pub struct LiveOptions {
@@ -410,8 +412,10 @@ impl<'a> LiveWorker<'a> {
         }
         // Whatever the rings and queues still hold, every held verdict out, then the
         // flows still open.
+        // Bounded: under a flood that never lets up, the rings would never be empty.
+        let deadline = Instant::now() + STOP_DRAIN;
         for s in 0..self.sockets.len() {
-            while self.poll(s, Duration::ZERO) > 0 {}
+            while self.poll(s, Duration::ZERO) > 0 && Instant::now() < deadline {}
             if self.sockets[s].flush().is_err() {
                 self.poll_errors += 1;
             }

@@ -1,4 +1,5 @@
-//! Reading a TPACKET_V3 block that the kernel has handed over to user space.
+//! Reading a TPACKET_V3 block (or a TPACKET_V2 frame) that the kernel has handed over
+//! to user space.
 //!
 //! Safe code over a byte slice: every offset the kernel wrote is checked against the
 //! block before use, so a corrupt header is counted and skipped instead of read past.
@@ -7,7 +8,7 @@
 
 use std::mem::offset_of;
 
-use libc::{tpacket3_hdr, tpacket_block_desc, tpacket_hdr_v1};
+use libc::{tpacket2_hdr, tpacket3_hdr, tpacket_block_desc, tpacket_hdr_v1};
 
 use crate::bytes::{ne_u16, ne_u32};
 
@@ -29,6 +30,24 @@ const MAC: usize = offset_of!(tpacket3_hdr, tp_mac);
 const VLAN_TCI: usize = offset_of!(tpacket3_hdr, hv1.tp_vlan_tci);
 const VLAN_TPID: usize = offset_of!(tpacket3_hdr, hv1.tp_vlan_tpid);
 const FRAME_HEADER_LEN: usize = std::mem::size_of::<tpacket3_hdr>();
+/// The kernel writes the packet's link-level address (`sockaddr_ll`) right after the
+/// packet header, aligned to TPACKET_ALIGNMENT; its `sll_pkttype` says whether the
+/// packet was received or sent by this host.
+const PKTTYPE: usize =
+    FRAME_HEADER_LEN.next_multiple_of(libc::TPACKET_ALIGNMENT) + offset_of!(libc::sockaddr_ll, sll_pkttype);
+
+/// TPACKET_V2: one packet per frame, its header at the start of the frame.
+pub(super) const V2_STATUS_OFFSET: usize = offset_of!(tpacket2_hdr, tp_status);
+const V2_LEN: usize = offset_of!(tpacket2_hdr, tp_len);
+const V2_SNAPLEN: usize = offset_of!(tpacket2_hdr, tp_snaplen);
+const V2_MAC: usize = offset_of!(tpacket2_hdr, tp_mac);
+const V2_SEC: usize = offset_of!(tpacket2_hdr, tp_sec);
+const V2_NSEC: usize = offset_of!(tpacket2_hdr, tp_nsec);
+const V2_VLAN_TCI: usize = offset_of!(tpacket2_hdr, tp_vlan_tci);
+const V2_VLAN_TPID: usize = offset_of!(tpacket2_hdr, tp_vlan_tpid);
+const V2_HEADER_LEN: usize = std::mem::size_of::<tpacket2_hdr>();
+const V2_PKTTYPE: usize =
+    V2_HEADER_LEN.next_multiple_of(libc::TPACKET_ALIGNMENT) + offset_of!(libc::sockaddr_ll, sll_pkttype);
 
 /// 802.1Q, used when the kernel reports a tag but not its protocol identifier.
 const ETH_P_8021Q: u16 = 0x8100;
@@ -66,6 +85,12 @@ pub(super) struct FrameLocation {
     pub vlan: Option<(u16, u16)>,
     /// Offset of the next packet header in the block; 0 when this was the last one.
     pub next_offset: u32,
+    /// `PACKET_HOST`, `PACKET_OUTGOING`, ... (`sll_pkttype`); `None` when the kernel
+    /// left no room for the address before the data.
+    pub pkttype: Option<u8>,
+    /// TP_STATUS_CSUMNOTREADY: the sender left the transport checksum to offload (a
+    /// packet of this host, or from a veth peer): it is not valid in the frame.
+    pub csum_not_ready: bool,
 }
 
 /// Reads the packet header at `offset` and checks that the captured bytes lie inside
@@ -102,6 +127,41 @@ pub(super) fn read_frame(block: &[u8], offset: usize) -> Option<FrameLocation> {
         data_end,
         vlan,
         next_offset: ne_u32(block, offset + NEXT_OFFSET)?,
+        pkttype: (offset + PKTTYPE < data_start).then(|| block.get(offset + PKTTYPE).copied()).flatten(),
+        csum_not_ready: status & libc::TP_STATUS_CSUMNOTREADY != 0,
+    })
+}
+
+/// Reads the TPACKET_V2 frame the kernel handed over (`frame` is the whole slot) and
+/// checks that the captured bytes lie inside it. `None` means the header is corrupt.
+pub(super) fn read_frame_v2(frame: &[u8]) -> Option<FrameLocation> {
+    if frame.len() < V2_HEADER_LEN {
+        return None;
+    }
+    let status = ne_u32(frame, V2_STATUS_OFFSET)?;
+    let snaplen = ne_u32(frame, V2_SNAPLEN)? as usize;
+    let data_start = ne_u16(frame, V2_MAC)? as usize;
+    let data_end = data_start.checked_add(snaplen)?;
+    if data_start < V2_HEADER_LEN || data_end > frame.len() {
+        return None;
+    }
+    let vlan = if status & libc::TP_STATUS_VLAN_VALID != 0 {
+        let tpid =
+            if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { ne_u16(frame, V2_VLAN_TPID)? } else { ETH_P_8021Q };
+        Some((tpid, ne_u16(frame, V2_VLAN_TCI)?))
+    } else {
+        None
+    };
+    Some(FrameLocation {
+        sec: ne_u32(frame, V2_SEC)?,
+        nsec: ne_u32(frame, V2_NSEC)?,
+        wire_len: ne_u32(frame, V2_LEN)?,
+        data_start,
+        data_end,
+        vlan,
+        next_offset: 0,
+        pkttype: (V2_PKTTYPE < data_start).then(|| frame.get(V2_PKTTYPE).copied()).flatten(),
+        csum_not_ready: status & libc::TP_STATUS_CSUMNOTREADY != 0,
     })
 }
 

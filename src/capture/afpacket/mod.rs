@@ -1,4 +1,6 @@
-//! Live capture from a Linux interface through AF_PACKET TPACKET_V3 receive rings.
+//! Live capture from a Linux interface through AF_PACKET TPACKET_V3 receive rings (or
+//! TPACKET_V2, one frame per packet, for the low latency an inline bridge needs), and
+//! transmission on an interface ([`TxSocket`], `tx.rs`).
 //!
 //! One [`AfPacketSocket`] per worker. All sockets of a capture join the same
 //! PACKET_FANOUT group, and the kernel spreads packets over them (by default by a flow
@@ -20,6 +22,9 @@ mod block;
 mod sys;
 #[cfg(test)]
 mod tests;
+mod tx;
+
+pub use tx::{TxOptions, TxSocket, TxStats};
 
 use std::fmt;
 use std::io;
@@ -112,6 +117,17 @@ pub struct AfPacketConfig {
     /// A BPF filter expression, compiled for the interface's link type and attached to
     /// the socket before it is bound: rejected packets never reach the ring.
     pub bpf_filter: Option<String>,
+    /// Leave out the packets this host sends on the interface (PACKET_OUTGOING), own
+    /// transmissions included: an inline bridge must not read back what it forwarded.
+    /// Asked of the kernel (the fanout group's IGNORE_OUTGOING flag, Linux 6.9+) and
+    /// checked again per packet, so older kernels only cost the reading.
+    pub ignore_outgoing: bool,
+    /// TPACKET_V3 (the default): the kernel packs packets into blocks and hands a block
+    /// over when it is full or `retire_timeout_ms` after its first packet: few wake-ups,
+    /// but a packet may wait up to that timeout. TPACKET_V2: one fixed-size frame per
+    /// packet, handed over at once (what an inline bridge needs, as in Suricata's IPS
+    /// mode); packets larger than a frame are cut to it.
+    pub tpacket_v3: bool,
 }
 
 impl Default for AfPacketConfig {
@@ -129,6 +145,8 @@ impl Default for AfPacketConfig {
             retire_timeout_ms: 10,
             stop: Arc::new(AtomicBool::new(false)),
             bpf_filter: None,
+            ignore_outgoing: false,
+            tpacket_v3: true,
         }
     }
 }
@@ -192,6 +210,15 @@ impl AfPacketConfig {
             return invalid(
                 "frame_size",
                 format!("{} is larger than block_size ({})", self.frame_size, self.block_size),
+            );
+        }
+        if !self.tpacket_v3 && !self.block_size.is_multiple_of(self.frame_size) {
+            return invalid(
+                "frame_size",
+                format!(
+                    "{} does not divide block_size ({}): with TPACKET_V2 the frames fill the blocks exactly",
+                    self.frame_size, self.block_size
+                ),
             );
         }
         if self.block_count < 2 {
@@ -271,14 +298,26 @@ pub enum AfPacketError {
 pub enum SetupStep {
     CreateSocket,
     LookUpInterface,
-    SetVersion,
-    AllocateRing { block_size: u32, block_count: u32 },
+    SetVersion {
+        v3: bool,
+    },
+    AllocateRing {
+        block_size: u32,
+        block_count: u32,
+    },
     MapRing,
     Promiscuous,
     Bind,
-    JoinFanout { group: u16, mode: &'static str },
+    JoinFanout {
+        group: u16,
+        mode: &'static str,
+    },
     AttachFanoutProgram,
     AttachFilter,
+    /// Transmit sockets (`tx.rs`): PACKET_QDISC_BYPASS, the send timeout.
+    QdiscBypass,
+    SendTimeout,
+    TxRing,
 }
 
 impl fmt::Display for SetupStep {
@@ -286,7 +325,8 @@ impl fmt::Display for SetupStep {
         match self {
             SetupStep::CreateSocket => write!(f, "cannot create AF_PACKET socket"),
             SetupStep::LookUpInterface => write!(f, "cannot look up interface"),
-            SetupStep::SetVersion => write!(f, "cannot select TPACKET_V3 (kernel older than 3.2?)"),
+            SetupStep::SetVersion { v3: true } => write!(f, "cannot select TPACKET_V3 (kernel older than 3.2?)"),
+            SetupStep::SetVersion { v3: false } => write!(f, "cannot select TPACKET_V2"),
             SetupStep::AllocateRing { block_size, block_count } => write!(
                 f,
                 "cannot allocate a receive ring of {block_count} blocks of {block_size} bytes \
@@ -302,6 +342,9 @@ impl fmt::Display for SetupStep {
             ),
             SetupStep::AttachFanoutProgram => write!(f, "cannot attach the eBPF fanout program"),
             SetupStep::AttachFilter => write!(f, "cannot attach the BPF filter to the socket"),
+            SetupStep::QdiscBypass => write!(f, "cannot set PACKET_QDISC_BYPASS (kernel older than 3.14?)"),
+            SetupStep::SendTimeout => write!(f, "cannot set the send timeout"),
+            SetupStep::TxRing => write!(f, "cannot set up a TPACKET_V2 transmit ring"),
         }
     }
 }
@@ -353,9 +396,15 @@ pub struct RingStats {
     pub vlan_tags_restored: u64,
     /// Tagged frames too short to hold MAC addresses: delivered without the tag.
     pub vlan_tags_not_restored: u64,
+    /// Packets whose transport checksum was left to offload (TP_STATUS_CSUMNOTREADY):
+    /// forwarded as they are, the receiver finds the checksum wrong.
+    pub csum_not_ready: u64,
     /// Block or packet headers pointing outside their block; the rest of that block
     /// was skipped.
     pub malformed_headers: u64,
+    /// Packets this host sent, left out because `ignore_outgoing` is set and the kernel
+    /// still delivered them (it cannot filter a fanout group's before Linux 6.9).
+    pub outgoing_skipped: u64,
 }
 
 /// One capture socket with its receive ring; give each worker its own.
@@ -374,6 +423,9 @@ pub struct AfPacketSocket {
     acquire_budget: usize,
     /// A tagged frame with its VLAN tag put back; reused between packets.
     vlan_buffer: Vec<u8>,
+    ignore_outgoing: bool,
+    /// TPACKET_V3 blocks, else TPACKET_V2 frames (one packet per ring slot).
+    v3: bool,
     totals: RingStats,
 }
 
@@ -421,8 +473,10 @@ impl AfPacketSocket {
             return Err(AfPacketError::InterfaceDown { interface });
         }
 
-        let version = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
-        sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version).map_err(setup(SetupStep::SetVersion))?;
+        let version =
+            if cfg.tpacket_v3 { libc::tpacket_versions::TPACKET_V3 } else { libc::tpacket_versions::TPACKET_V2 };
+        sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &(version as libc::c_int))
+            .map_err(setup(SetupStep::SetVersion { v3: cfg.tpacket_v3 }))?;
 
         let frames_per_block = cfg.block_size / cfg.frame_size;
         let request = libc::tpacket_req3 {
@@ -436,8 +490,14 @@ impl AfPacketSocket {
         };
         let ring_step = SetupStep::AllocateRing { block_size: cfg.block_size, block_count: cfg.block_count };
         sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &request).map_err(setup(ring_step))?;
-        let ring = sys::Ring::map(&fd, cfg.block_size as usize, cfg.block_count as usize)
-            .map_err(setup(SetupStep::MapRing))?;
+        // V3: a slot per block; V2: a slot per frame, the frames filling the blocks exactly.
+        let ring = if cfg.tpacket_v3 {
+            sys::Ring::map(&fd, cfg.block_size as usize, cfg.block_count as usize, block::BLOCK_STATUS_OFFSET)
+        } else {
+            let frames = frames_per_block as usize * cfg.block_count as usize;
+            sys::Ring::map(&fd, cfg.frame_size as usize, frames, block::V2_STATUS_OFFSET)
+        }
+        .map_err(setup(SetupStep::MapRing))?;
 
         if cfg.promiscuous {
             // Per-socket membership: the kernel counts it and drops it when the socket closes.
@@ -491,9 +551,26 @@ impl AfPacketSocket {
         if cfg.defrag {
             fanout_type |= libc::PACKET_FANOUT_FLAG_DEFRAG;
         }
-        let fanout_arg: u32 = cfg.fanout_group as u32 | (fanout_type << 16);
+        let fanout_arg = |flags: u32| -> u32 { cfg.fanout_group as u32 | (flags << 16) };
         let fanout_step = SetupStep::JoinFanout { group: cfg.fanout_group, mode: cfg.fanout_mode.name() };
-        sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &fanout_arg).map_err(setup(fanout_step))?;
+        if cfg.ignore_outgoing {
+            // Outside a fanout group the socket's own option does it (Linux 4.20+); inside
+            // one only the group's flag counts (Linux 6.9+). Older kernels refuse the flag
+            // (EINVAL): then every member joins without it and `advance` skips them.
+            let _ = sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &1 as &libc::c_int);
+            let with_flag = fanout_arg(fanout_type | libc::PACKET_FANOUT_FLAG_IGNORE_OUTGOING);
+            match sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &with_flag) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &fanout_arg(fanout_type))
+                        .map_err(setup(fanout_step))?
+                }
+                Err(e) => return Err(setup(fanout_step)(e)),
+            }
+        } else {
+            sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &fanout_arg(fanout_type))
+                .map_err(setup(fanout_step))?;
+        }
         if let FanoutMode::Ebpf(program) = cfg.fanout_mode {
             let program: u32 = program as u32;
             sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT_DATA, &program)
@@ -511,6 +588,8 @@ impl AfPacketSocket {
             next_offset: 0,
             acquire_budget: usize::MAX,
             vlan_buffer: Vec::new(),
+            ignore_outgoing: cfg.ignore_outgoing,
+            v3: cfg.tpacket_v3,
             totals: RingStats::default(),
         })
     }
@@ -543,12 +622,35 @@ impl AfPacketSocket {
 
     /// Kernel counters (read and reset by PACKET_STATISTICS, accumulated here) together
     /// with this socket's own.
+    /// This socket's own counters (no system call; the kernel's as of the last [`Self::stats`]).
+    pub fn totals(&self) -> RingStats {
+        self.totals
+    }
+
     pub fn stats(&mut self) -> io::Result<RingStats> {
-        let kernel = sys::statistics(&self.fd)?;
-        self.totals.kernel_packets += kernel.tp_packets as u64;
-        self.totals.kernel_drops += kernel.tp_drops as u64;
-        self.totals.queue_freezes += kernel.tp_freeze_q_cnt as u64;
+        if self.v3 {
+            let kernel = sys::statistics(&self.fd)?;
+            self.totals.kernel_packets += kernel.tp_packets as u64;
+            self.totals.kernel_drops += kernel.tp_drops as u64;
+            self.totals.queue_freezes += kernel.tp_freeze_q_cnt as u64;
+        } else {
+            let kernel = sys::statistics_v2(&self.fd)?;
+            self.totals.kernel_packets += kernel.tp_packets as u64;
+            self.totals.kernel_drops += kernel.tp_drops as u64;
+        }
         Ok(self.totals)
+    }
+
+    /// Visits the packets that are ready now, without waiting; returns how many.
+    pub fn read_ready(&mut self, f: &mut dyn FnMut(RawPacket<'_>)) -> usize {
+        self.visit_ready(f)
+    }
+
+    /// Sleeps until one of `sockets` has packets or `timeout` passes. An `Err` reports a
+    /// socket error (interface down) and is not fatal.
+    pub fn wait_any(sockets: &[&AfPacketSocket], timeout: Duration) -> io::Result<()> {
+        let fds: Vec<&OwnedFd> = sockets.iter().map(|s| &s.fd).collect();
+        sys::wait_any_readable(&fds, timeout)
     }
 
     fn visit_ready(&mut self, f: &mut dyn FnMut(RawPacket<'_>)) -> usize {
@@ -568,7 +670,13 @@ impl AfPacketSocket {
         loop {
             if self.remaining_in_block > 0 {
                 self.remaining_in_block -= 1;
-                let frame = self.ring.held_block().and_then(|b| block::read_frame(b, self.next_offset));
+                let frame = self.ring.held_block().and_then(|b| {
+                    if self.v3 {
+                        block::read_frame(b, self.next_offset)
+                    } else {
+                        block::read_frame_v2(b)
+                    }
+                });
                 let next = frame.and_then(|frame| self.next_offset.checked_add(frame.next_offset as usize));
                 match (frame, next) {
                     (Some(frame), Some(next)) => {
@@ -577,6 +685,10 @@ impl AfPacketSocket {
                             self.remaining_in_block = 0;
                         }
                         self.next_offset = next;
+                        if self.ignore_outgoing && frame.pkttype == Some(libc::PACKET_OUTGOING) {
+                            self.totals.outgoing_skipped += 1;
+                            continue;
+                        }
                         return Some(frame);
                     }
                     _ => {
@@ -592,6 +704,12 @@ impl AfPacketSocket {
                 return None;
             }
             self.acquire_budget -= 1;
+            if !self.v3 {
+                // A V2 slot is one frame holding one packet, its header at offset 0.
+                self.remaining_in_block = 1;
+                self.next_offset = 0;
+                continue;
+            }
             match self.ring.held_block().and_then(block::read_block_header) {
                 Some(header) => {
                     self.remaining_in_block = header.num_packets;
@@ -608,6 +726,9 @@ impl AfPacketSocket {
         let data = self.ring.held_block().and_then(|b| b.get(frame.data_start..frame.data_end)).unwrap_or(&[]);
         let ts = Timestamp::from_parts(frame.sec as u64, frame.nsec);
         self.totals.delivered += 1;
+        if frame.csum_not_ready {
+            self.totals.csum_not_ready += 1;
+        }
         if let (Some((tpid, tci)), LinkType::Ethernet) = (frame.vlan, self.link) {
             if block::restore_vlan_tag(data, tpid, tci, &mut self.vlan_buffer) {
                 self.totals.vlan_tags_restored += 1;
@@ -643,6 +764,9 @@ impl LivePort for AfPacketSocket {
         into.add("capture.afpacket.queue_freezes", t.queue_freezes);
         into.add("capture.afpacket.malformed_headers", t.malformed_headers);
         into.add("capture.afpacket.vlan_tags_restored", t.vlan_tags_restored);
+        if self.ignore_outgoing {
+            into.add("capture.afpacket.outgoing_skipped", t.outgoing_skipped);
+        }
     }
 
     fn mode(&self) -> PortMode {

@@ -1,12 +1,16 @@
-//! The system calls behind [`super::AfPacketSocket`]: every `unsafe` block of the AF_PACKET
-//! capture lives in this file, each behind a safe function.
+//! The system calls behind [`super::AfPacketSocket`] and [`super::TxSocket`]: every
+//! `unsafe` block of AF_PACKET capture and transmission lives in this file, each behind a
+//! safe function.
 //!
-//! The shared ring is the delicate part. The kernel and this process both write to it;
-//! ownership of each block is passed back and forth through its `block_status` word.
-//! [`Ring`] only hands out the bytes of a block after seeing `TP_STATUS_USER` on it (with
-//! acquire ordering, so the kernel's writes to the block are visible), and gives it
-//! back with a release store of `TP_STATUS_KERNEL` from a `&mut self` method, so no
-//! borrowed slice of the block can outlive the hand-back.
+//! The shared rings are the delicate part. The kernel and this process both write to
+//! them; ownership of each slot (a TPACKET_V3 block, a TPACKET_V2 frame) is passed back
+//! and forth through its status word. [`Ring`] only hands out the bytes of a slot after
+//! seeing `TP_STATUS_USER` on it (with acquire ordering, so the kernel's writes are
+//! visible), and gives it back with a release store of `TP_STATUS_KERNEL` from a
+//! `&mut self` method, so no borrowed slice of the slot can outlive the hand-back.
+//! [`TxRing`] is the mirror image: it writes a frame only after seeing
+//! `TP_STATUS_AVAILABLE` (acquire) and hands it over with a release store of
+//! `TP_STATUS_SEND_REQUEST`.
 
 use std::ffi::CString;
 use std::io;
@@ -15,8 +19,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-
-use super::block::BLOCK_STATUS_OFFSET;
 
 /// `ETH_P_ALL` in network byte order, as `socket` and `bind` want it.
 fn all_protocols_be() -> u16 {
@@ -67,7 +69,13 @@ fn get_option<T: Copy>(fd: &OwnedFd, level: i32, name: i32) -> io::Result<T> {
     Ok(unsafe { value.assume_init() })
 }
 
+/// PACKET_STATISTICS of a TPACKET_V3 socket (the answer's size depends on the version).
 pub(super) fn statistics(fd: &OwnedFd) -> io::Result<libc::tpacket_stats_v3> {
+    get_option(fd, libc::SOL_PACKET, libc::PACKET_STATISTICS)
+}
+
+/// PACKET_STATISTICS of a TPACKET_V2 socket: packets and drops, no freeze count.
+pub(super) fn statistics_v2(fd: &OwnedFd) -> io::Result<libc::tpacket_stats> {
     get_option(fd, libc::SOL_PACKET, libc::PACKET_STATISTICS)
 }
 
@@ -202,13 +210,47 @@ pub(super) fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
     Ok(())
 }
 
-/// The memory-mapped TPACKET_V3 receive ring of one socket, walked block by block in the
-/// order the kernel fills them.
+/// Sleeps until one of `fds` is readable or `timeout` passes (a signal ends the wait
+/// early, like a timeout). A pending socket error on one of them is returned.
+pub(super) fn wait_any_readable(fds: &[&OwnedFd], timeout: Duration) -> io::Result<()> {
+    let millis = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN | libc::POLLERR, revents: 0 })
+        .collect();
+    // SAFETY: `pfds` is a valid array of `pfds.len()` pollfd structures.
+    let rc = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, millis) };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() == io::ErrorKind::Interrupted {
+            return Ok(());
+        }
+        return Err(err);
+    }
+    for (pfd, fd) in pfds.iter().zip(fds) {
+        if pfd.revents & libc::POLLERR != 0 {
+            let code = take_socket_error(fd)?;
+            if code != 0 {
+                return Err(io::Error::from_raw_os_error(code));
+            }
+        }
+        if pfd.revents & libc::POLLNVAL != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
+    }
+    Ok(())
+}
+
+/// The memory-mapped receive ring of one socket, walked slot by slot in the order the
+/// kernel fills them. A slot is a block of packets (TPACKET_V3) or one packet's frame
+/// (TPACKET_V2); each has a status word at `status_offset`.
 pub(super) struct Ring {
     base: NonNull<u8>,
     map_len: usize,
     block_size: usize,
     block_count: usize,
+    /// Where the status word sits in a slot.
+    status_offset: usize,
     /// Next block to hand out, or the one held.
     current: usize,
     /// Whether `current` is owned by user space (seen as TP_STATUS_USER, not given back).
@@ -220,8 +262,13 @@ pub(super) struct Ring {
 unsafe impl Send for Ring {}
 
 impl Ring {
-    /// Maps the ring the kernel allocated with PACKET_RX_RING.
-    pub(super) fn map(fd: &OwnedFd, block_size: usize, block_count: usize) -> io::Result<Ring> {
+    /// Maps the ring the kernel allocated with PACKET_RX_RING, as `block_count` slots of
+    /// `block_size` bytes back to back, each with its status word at `status_offset`
+    /// (a multiple of 4 below `block_size`).
+    pub(super) fn map(fd: &OwnedFd, block_size: usize, block_count: usize, status_offset: usize) -> io::Result<Ring> {
+        if !status_offset.is_multiple_of(4) || status_offset + 4 > block_size {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
         let map_len = block_size
             .checked_mul(block_count)
             .filter(|&len| len > 0)
@@ -242,16 +289,17 @@ impl Ring {
             return Err(io::Error::last_os_error());
         }
         let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))?;
-        Ok(Ring { base, map_len, block_size, block_count, current: 0, held: false })
+        Ok(Ring { base, map_len, block_size, block_count, status_offset, current: 0, held: false })
     }
 
     fn status_word(&self, index: usize) -> &AtomicU32 {
         debug_assert!(index < self.block_count);
-        // SAFETY: `index < block_count`, so the word lies inside the mapping; blocks are
-        // page-aligned and the offset is a multiple of 4, so it is aligned for AtomicU32.
-        // The kernel accesses this word concurrently, which is why it is only ever
-        // touched through an atomic.
-        unsafe { &*self.base.as_ptr().add(index * self.block_size + BLOCK_STATUS_OFFSET).cast::<AtomicU32>() }
+        // SAFETY: `index < block_count` and `status_offset + 4 <= block_size` (checked in
+        // `map`), so the word lies inside the mapping; the mapping is page-aligned, slot
+        // sizes are multiples of 16 (TPACKET_ALIGNMENT, checked by the config) and the
+        // offset a multiple of 4, so it is aligned for AtomicU32. The kernel accesses this
+        // word concurrently, which is why it is only ever touched through an atomic.
+        unsafe { &*self.base.as_ptr().add(index * self.block_size + self.status_offset).cast::<AtomicU32>() }
     }
 
     /// Takes ownership of the next block if the kernel has filled it. Returns whether a
@@ -311,5 +359,189 @@ pub(super) fn page_size() -> usize {
         size as usize
     } else {
         4096
+    }
+}
+
+/// Binds a packet socket to one interface with protocol 0: it can send there (the
+/// frames given are transmitted as they are) and never receives anything.
+pub(super) fn bind_send_only(fd: &OwnedFd, ifindex: i32) -> io::Result<()> {
+    let mut addr = link_address(ifindex);
+    addr.sll_protocol = 0;
+    // SAFETY: `addr` is a valid `sockaddr_ll` and the length passed is its size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// MTU of interface `name`: the largest packet above the link header it carries.
+pub(super) fn interface_mtu(fd: &OwnedFd, name: &str) -> io::Result<u32> {
+    let req = interface_ioctl(fd, name, libc::SIOCGIFMTU)?;
+    // SAFETY: SIOCGIFMTU succeeded, so the kernel filled `ifru_mtu`.
+    Ok(unsafe { req.ifr_ifru.ifru_mtu }.max(0) as u32)
+}
+
+/// Most frames handed to the kernel in one `sendmmsg`.
+pub(super) const MAX_SEND_BATCH: usize = 64;
+
+/// Sends each of `frames` (at most [`MAX_SEND_BATCH`]) as one packet on the interface
+/// the socket is bound to, in one `sendmmsg`. Returns how many were sent, in order;
+/// fewer than all means the next one failed (call again from there to learn why). An
+/// `Err` means the first one failed.
+pub(super) fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> io::Result<usize> {
+    let count = frames.len().min(MAX_SEND_BATCH);
+    if count == 0 {
+        return Ok(0);
+    }
+    // SAFETY: `iovec` and `mmsghdr` are C structs of integers and pointers; all-zero
+    // (null pointers, zero lengths) is a valid value.
+    let mut iovecs: [libc::iovec; MAX_SEND_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut messages: [libc::mmsghdr; MAX_SEND_BATCH] = unsafe { std::mem::zeroed() };
+    for (i, frame) in frames[..count].iter().enumerate() {
+        iovecs[i] = libc::iovec { iov_base: frame.as_ptr().cast_mut().cast(), iov_len: frame.len() };
+        // No destination address: the socket's bound interface. No control data.
+        messages[i].msg_hdr.msg_iov = &mut iovecs[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `messages[..count]` each point to one `iovec` of `iovecs`, which point to
+    // the caller's frames; all of them outlive the call and the kernel only reads the
+    // frames (it writes `msg_len` of each message).
+    let rc = unsafe { libc::sendmmsg(fd.as_raw_fd(), messages.as_mut_ptr(), count as libc::c_uint, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
+/// Asks the kernel to transmit every frame of the socket's TX ring marked
+/// TP_STATUS_SEND_REQUEST. On a blocking socket it returns once they are all sent (or
+/// the send timeout passed). Returns the bytes sent.
+pub(super) fn kick_tx_ring(fd: &OwnedFd) -> io::Result<usize> {
+    // SAFETY: a zero-length send with no buffer (the frames are in the mapped ring);
+    // the kernel reads nothing through the null pointer.
+    let rc = unsafe { libc::send(fd.as_raw_fd(), std::ptr::null(), 0, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
+/// The memory-mapped TPACKET_V2 transmit ring of one socket: frames filled in order and
+/// handed to the kernel through each frame's status word. A frame is only written after
+/// its status was seen TP_STATUS_AVAILABLE (acquire: the kernel is done with it), and handed
+/// over by a release store of TP_STATUS_SEND_REQUEST after the data is written.
+pub(super) struct TxRing {
+    base: NonNull<u8>,
+    map_len: usize,
+    frame_size: usize,
+    frame_count: usize,
+    /// Where the kernel wants the frame's length and its data, in a frame.
+    len_offset: usize,
+    data_offset: usize,
+    /// The next frame to fill: the kernel sends them in the same order.
+    head: usize,
+}
+
+// SAFETY: the mapping belongs to this `TxRing` alone, so moving it to another thread
+// moves sole access with it.
+unsafe impl Send for TxRing {}
+
+impl TxRing {
+    /// Maps the ring the kernel allocated with PACKET_TX_RING (`frame_count` frames of
+    /// `frame_size` bytes filling the blocks exactly). `len_offset` must be 4-aligned and
+    /// both offsets inside a frame, after the 4-byte status word at offset 0.
+    pub(super) fn map(
+        fd: &OwnedFd,
+        frame_size: usize,
+        frame_count: usize,
+        len_offset: usize,
+        data_offset: usize,
+    ) -> io::Result<TxRing> {
+        let map_len = frame_size
+            .checked_mul(frame_count)
+            .filter(|&len| len > 0)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        if !frame_size.is_multiple_of(libc::TPACKET_ALIGNMENT)
+            || !len_offset.is_multiple_of(4)
+            || len_offset < 4
+            || len_offset + 4 > data_offset
+            || data_offset >= frame_size
+        {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: a fresh shared mapping of the socket's ring (no address hint); the
+        // kernel checks that `map_len` equals the ring size it allocated.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))?;
+        Ok(TxRing { base, map_len, frame_size, frame_count, len_offset, data_offset, head: 0 })
+    }
+
+    /// Largest frame a slot holds.
+    pub(super) fn capacity(&self) -> usize {
+        self.frame_size - self.data_offset
+    }
+
+    fn status_word(&self, index: usize) -> &AtomicU32 {
+        debug_assert!(index < self.frame_count);
+        // SAFETY: `index < frame_count`, so the word (offset 0 of the frame) lies inside
+        // the mapping; frames are multiples of 16 bytes from a page-aligned base, so it
+        // is aligned for AtomicU32. The kernel accesses it concurrently, hence the atomic.
+        unsafe { &*self.base.as_ptr().add(index * self.frame_size).cast::<AtomicU32>() }
+    }
+
+    /// Copies `frame` into the next frame of the ring and marks it for sending. Returns
+    /// false, writing nothing, when that frame is still the kernel's (the ring is full)
+    /// or `frame` is larger than a slot.
+    pub(super) fn submit(&mut self, frame: &[u8]) -> bool {
+        if frame.len() > self.capacity() {
+            return false;
+        }
+        let status = self.status_word(self.head).load(Ordering::Acquire);
+        if status != libc::TP_STATUS_AVAILABLE {
+            return false;
+        }
+        let start = self.head * self.frame_size;
+        // SAFETY: the frame lies inside the mapping (`head < frame_count`); we saw it
+        // TP_STATUS_AVAILABLE with acquire ordering, so the kernel neither reads nor writes
+        // it until the release store below. The length word is 4-aligned and inside the
+        // frame; the data fits (checked against `capacity`) and does not overlap the
+        // status or length words (`data_offset >= len_offset + 4`).
+        unsafe {
+            let frame_base = self.base.as_ptr().add(start);
+            frame_base.add(self.len_offset).cast::<u32>().write(frame.len() as u32);
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), frame_base.add(self.data_offset), frame.len());
+        }
+        self.status_word(self.head).store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
+        self.head = (self.head + 1) % self.frame_count;
+        true
+    }
+}
+
+impl Drop for TxRing {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the region mapped in `map`; nothing borrows it.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.map_len);
+        }
     }
 }

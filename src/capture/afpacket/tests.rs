@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::block::testing::{block_field_offsets, build_block, first_frame_offset, frame_field_offsets, TestFrame};
-use super::block::{read_block_header, read_frame, restore_vlan_tag, FrameLocation};
+use super::block::{read_block_header, read_frame, read_frame_v2, restore_vlan_tag, FrameLocation};
 use super::*;
 
 fn config() -> AfPacketConfig {
@@ -197,7 +197,67 @@ fn restored_frame_decodes_as_tagged_udp() {
     }
 }
 
+/// A TPACKET_V2 frame slot as the kernel fills it: header, link-level address (with its
+/// packet type), then the data at `mac`.
+fn v2_frame(slot: usize, data: &[u8], status: u32, vlan_tci: u16, pkttype: u8) -> Vec<u8> {
+    let mut frame = vec![0u8; slot];
+    let mac = 66usize; // TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14, as the kernel places Ethernet
+    let hdr =
+        |field: usize, bytes: &[u8], frame: &mut Vec<u8>| frame[field..field + bytes.len()].copy_from_slice(bytes);
+    hdr(std::mem::offset_of!(libc::tpacket2_hdr, tp_status), &status.to_ne_bytes(), &mut frame);
+    hdr(std::mem::offset_of!(libc::tpacket2_hdr, tp_len), &(data.len() as u32 + 100).to_ne_bytes(), &mut frame);
+    hdr(std::mem::offset_of!(libc::tpacket2_hdr, tp_snaplen), &(data.len() as u32).to_ne_bytes(), &mut frame);
+    hdr(std::mem::offset_of!(libc::tpacket2_hdr, tp_mac), &(mac as u16).to_ne_bytes(), &mut frame);
+    hdr(std::mem::offset_of!(libc::tpacket2_hdr, tp_sec), &7u32.to_ne_bytes(), &mut frame);
+    hdr(std::mem::offset_of!(libc::tpacket2_hdr, tp_vlan_tci), &vlan_tci.to_ne_bytes(), &mut frame);
+    let sll = std::mem::size_of::<libc::tpacket2_hdr>().next_multiple_of(libc::TPACKET_ALIGNMENT);
+    frame[sll + std::mem::offset_of!(libc::sockaddr_ll, sll_pkttype)] = pkttype;
+    frame[mac..mac + data.len()].copy_from_slice(data);
+    frame
+}
+
+#[test]
+fn v2_frames_give_data_vlan_and_packet_type() {
+    let data = b"0123456789abcdefghij";
+    let frame = v2_frame(2048, data, libc::TP_STATUS_USER | libc::TP_STATUS_VLAN_VALID, 42, libc::PACKET_OUTGOING);
+    let loc = read_frame_v2(&frame).unwrap();
+    assert_eq!(&frame[loc.data_start..loc.data_end], data);
+    assert_eq!(loc.wire_len, data.len() as u32 + 100, "snaplen shorter than the wire length is reported");
+    assert_eq!(loc.vlan, Some((0x8100, 42)));
+    assert_eq!(loc.pkttype, Some(libc::PACKET_OUTGOING));
+    assert_eq!((loc.sec, loc.next_offset), (7, 0));
+    let plain = v2_frame(2048, data, libc::TP_STATUS_USER, 0, libc::PACKET_HOST);
+    assert_eq!(read_frame_v2(&plain).unwrap().vlan, None);
+    // Data running past the slot, or starting inside the header: refused.
+    assert!(read_frame_v2(&v2_frame(2048, data, 0, 0, 0)[..80]).is_none());
+    let mut inside = plain.clone();
+    inside[std::mem::offset_of!(libc::tpacket2_hdr, tp_mac)..][..2].copy_from_slice(&4u16.to_ne_bytes());
+    assert!(read_frame_v2(&inside).is_none());
+}
+
+#[test]
+fn v3_frames_report_the_packet_type() {
+    let block = build_block(4096, &[TestFrame { sec: 1, nsec: 0, wire_len: 3, data: b"abc", vlan: None }]);
+    // The test layout leaves the link-level address zeroed: PACKET_HOST.
+    assert_eq!(frames_of(&block)[0].pkttype, Some(libc::PACKET_HOST));
+}
+
+#[test]
+fn v2_rings_need_frames_that_fill_blocks() {
+    let cfg = AfPacketConfig { tpacket_v3: false, frame_size: 3072, ..config() };
+    assert_eq!(invalid_field(&cfg), "frame_size");
+    AfPacketConfig { tpacket_v3: false, frame_size: 4096, ..config() }.validate().unwrap();
+}
+
 proptest! {
+    /// Whatever bytes a V2 frame slot holds, reading it never panics or escapes it.
+    #[test]
+    fn arbitrary_v2_frames_never_escape(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        if let Some(frame) = read_frame_v2(&bytes) {
+            prop_assert!(frame.data_start <= frame.data_end && frame.data_end <= bytes.len());
+        }
+    }
+
     /// Whatever bytes a block holds, walking it never panics and never yields a range
     /// outside the block.
     #[test]
