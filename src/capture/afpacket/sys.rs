@@ -187,27 +187,7 @@ pub(super) fn bound_hardware_type(fd: &OwnedFd) -> io::Result<u16> {
 /// Sleeps until the socket is readable or `timeout` passes. A signal ends the wait
 /// early, like a timeout. A pending socket error (interface gone down) is returned.
 pub(super) fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
-    let millis = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN | libc::POLLERR, revents: 0 };
-    // SAFETY: one valid `pollfd`, count 1.
-    let rc = unsafe { libc::poll(&mut pfd, 1, millis) };
-    if rc < 0 {
-        let err = io::Error::last_os_error();
-        if err.kind() == io::ErrorKind::Interrupted {
-            return Ok(());
-        }
-        return Err(err);
-    }
-    if pfd.revents & libc::POLLERR != 0 {
-        let code = take_socket_error(fd)?;
-        if code != 0 {
-            return Err(io::Error::from_raw_os_error(code));
-        }
-    }
-    if pfd.revents & libc::POLLNVAL != 0 {
-        return Err(io::Error::from_raw_os_error(libc::EBADF));
-    }
-    Ok(())
+    wait_any_readable(&[fd], timeout)
 }
 
 /// Sleeps until one of `fds` is readable or `timeout` passes (a signal ends the wait

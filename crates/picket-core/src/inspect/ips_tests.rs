@@ -2,7 +2,7 @@
 //! which packet a `drop`, `reject*` or `pass` rule acts on, what it does to the rest of the
 //! flow, and the events that say so. Packets are built with etherparse and fed in order.
 
-use super::tests::{feed, inspector, Collect, Seen};
+use super::tests::{feed, inspector, udp, Collect, Seen};
 use super::*;
 use crate::detect::engine::{ActionOrder, DetectConfig, DetectEngine};
 use crate::detect::rule::{load_rules_str, RuleVars};
@@ -54,16 +54,6 @@ fn http_exchange(request: &[u8]) -> Vec<Vec<u8>> {
 }
 
 const REQUEST_PACKET: usize = 3;
-
-fn udp(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    PacketBuilder::ethernet2([1; 6], [2; 6])
-        .ipv4(CLIENT, SERVER, 64)
-        .udp(40000, 9999)
-        .write(&mut out, payload)
-        .expect("build");
-    out
-}
 
 fn udp_reply(payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();

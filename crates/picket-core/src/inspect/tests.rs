@@ -70,7 +70,7 @@ fn tcp(to_server: bool, seq: u32, ack: u32, syn: bool, payload: &[u8]) -> Vec<u8
     out
 }
 
-fn udp(payload: &[u8]) -> Vec<u8> {
+pub(super) fn udp(payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     PacketBuilder::ethernet2([1; 6], [2; 6])
         .ipv4(CLIENT, SERVER, 64)
