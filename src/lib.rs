@@ -18,9 +18,11 @@ pub use picket_core::{
 pub mod capture;
 pub mod cli;
 pub mod config;
+pub mod ddos;
 pub mod dispatch;
 pub mod matchers;
 pub mod output;
 pub mod pipeline;
 pub mod rules;
 pub mod tools;
+pub mod xdp;

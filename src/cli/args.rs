@@ -86,15 +86,27 @@ pub struct LiveArgs {
     /// blocked, sent out of the other, both ways (repeatable for several pairs).
     #[arg(long, value_name = "IF_A,IF_B")]
     pub bridge: Vec<String>,
+    /// DDoS filter in the kernel: load picket's XDP program on the capture interfaces
+    /// (blocklist, SYN cookies, flow bypass, pass-through; YAML `ddos:`).
+    #[arg(long)]
+    pub ddos: bool,
+    /// Capture through AF_XDP sockets, one per RX queue and worker, behind picket's XDP
+    /// program: `--af-xdp=IFACE`, or `--af-xdp` alone for the YAML `af-xdp:` list.
+    #[arg(long = "af-xdp", value_name = "IFACE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub af_xdp: Vec<String>,
     /// Live capture: serve Prometheus metrics at http://ADDR/metrics (PORT alone binds 127.0.0.1).
     #[arg(long, value_name = "[ADDR:]PORT")]
     pub metrics: Option<String>,
 }
 
 impl RunArgs {
-    /// Whether a live input was named (`-i`, `--af-packet`, `-q`, `--bridge`).
+    /// Whether a live input was named (`-i`, `--af-packet`, `--af-xdp`, `-q`, `--bridge`).
     pub fn is_live(&self) -> bool {
         let l = &self.live;
-        !l.interfaces.is_empty() || !l.af_packet.is_empty() || !l.nfqueue.is_empty() || !l.bridge.is_empty()
+        !l.interfaces.is_empty()
+            || !l.af_packet.is_empty()
+            || !l.af_xdp.is_empty()
+            || !l.nfqueue.is_empty()
+            || !l.bridge.is_empty()
     }
 }

@@ -13,6 +13,7 @@ use crate::capture::bridge::{self, BridgeSpec, CopyMode};
 use crate::capture::nfqueue::NfQueueConfig;
 use crate::capture::LivePort;
 use crate::config::Config;
+use crate::ddos::{DdosLayer, Delivery};
 use crate::output::metrics::{self, LiveGauges};
 use crate::output::stats::worker_name;
 use crate::pipeline::live::{self, LiveLogs, LiveOptions};
@@ -273,6 +274,36 @@ fn bridge_input(
     Ok(LiveInput::Bridge(specs))
 }
 
+/// `--ddos` or `ddos.enabled`: loads and attaches the XDP layer for the run's interfaces
+/// and gives their capture sockets its filter. `None` when the layer is off.
+fn start_ddos(args: &RunArgs, config: &Config, input: &mut LiveInput) -> Result<Option<DdosLayer>, CliError> {
+    let mut ddos = crate::config::ddos_config(config).map_err(CliError)?;
+    ddos.enabled |= args.live.ddos;
+    if !ddos.enabled {
+        return Ok(None);
+    }
+    let LiveInput::AfPacket(captures) = input else {
+        return Err(CliError(
+            "--ddos applies to passive capture (-i, --af-packet, --af-xdp); inline runs (-q, --bridge) are not \
+             supported yet"
+                .into(),
+        ));
+    };
+    if let Some(c) = captures.iter().find(|c| c.bpf_filter.is_some()) {
+        return Err(CliError(format!(
+            "--ddos with a BPF capture filter on {}: an AF_PACKET socket has one filter, and --ddos needs it; \
+             drop the filter or --ddos",
+            c.interface
+        )));
+    }
+    let interfaces: Vec<String> = captures.iter().map(|c| c.interface.clone()).collect();
+    let layer = DdosLayer::start(&ddos, &interfaces, Delivery::AfPacket).map_err(CliError)?;
+    for capture in captures.iter_mut() {
+        capture.socket_filter = layer.socket_filter();
+    }
+    Ok(Some(layer))
+}
+
 /// `picket -i IFACE ... | -q N ... | --bridge IF_A,IF_B`: a live run until SIGINT/SIGTERM.
 pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if args.read.is_some() {
@@ -280,7 +311,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     }
     let mut resolved = resolve(args)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let input = live_input(args, &resolved.config, resolved.bpf_expression.clone(), &stop)?;
+    let mut input = live_input(args, &resolved.config, resolved.bpf_expression.clone(), &stop)?;
     if args.simulate_ips && !input.is_inline() {
         return Err(CliError(
             "--simulate-ips applies to reading a capture (-r): a passive interface sees copies and cannot block; \
@@ -338,6 +369,9 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
+    // The DDoS layer before the ports: capture sockets carry its socket filter from
+    // their first packet. Dropped after the run: the program is detached on every exit.
+    let ddos = start_ddos(args, &resolved.config, &mut input)?;
     let ports = input.open(workers)?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
@@ -357,9 +391,10 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         stats_log: Some(log_dir.join("stats.log")),
     };
     eprintln!(
-        "picket: {} {} with {workers} workers, logs in {}{}; stop with Ctrl-C",
+        "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",
         if input.is_inline() { "inline on" } else { "capturing on" },
         input.describe(),
+        ddos.as_ref().map(|d| format!(", {}", d.describe())).unwrap_or_default(),
         log_dir.display(),
         metrics_server.as_ref().map(|m| format!(", metrics at http://{}/metrics", m.local_addr)).unwrap_or_default()
     );
@@ -368,6 +403,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if let Some(server) = metrics_server {
         let _ = server.thread.join();
     }
+    drop(ddos);
     let summary = result?;
     let packets: u64 = summary.workers.iter().map(|w| w.report.packets).sum();
     let drops: u64 = summary.workers.iter().map(|w| w.kernel.drops).sum();

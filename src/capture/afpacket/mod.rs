@@ -28,7 +28,7 @@ pub use tx::{TxOptions, TxSocket, TxStats};
 
 use std::fmt;
 use std::io;
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -128,6 +128,10 @@ pub struct AfPacketConfig {
     /// packet, handed over at once (what an inline bridge needs, as in Suricata's IPS
     /// mode); packets larger than a frame are cut to it.
     pub tpacket_v3: bool,
+    /// An eBPF socket filter program (`--ddos`: the XDP layer's `picket_sockfilter`,
+    /// which hides what XDP passed through or bypassed), attached before bind like
+    /// `bpf_filter`. A socket has one filter: the two exclude each other.
+    pub socket_filter: Option<Arc<OwnedFd>>,
 }
 
 impl Default for AfPacketConfig {
@@ -147,6 +151,7 @@ impl Default for AfPacketConfig {
             bpf_filter: None,
             ignore_outgoing: false,
             tpacket_v3: true,
+            socket_filter: None,
         }
     }
 }
@@ -532,6 +537,11 @@ impl AfPacketSocket {
                 return Err(AfPacketError::Filter { interface, error });
             }
             sys::attach_filter(&fd, program.instructions()).map_err(setup(SetupStep::AttachFilter))?;
+        }
+        if let Some(program) = &cfg.socket_filter {
+            let fd_value: libc::c_int = program.as_raw_fd();
+            sys::set_option(&fd, libc::SOL_SOCKET, libc::SO_ATTACH_BPF, &fd_value)
+                .map_err(setup(SetupStep::AttachFilter))?;
         }
 
         sys::bind_to_interface(&fd, ifindex).map_err(|source| match source.raw_os_error() {
