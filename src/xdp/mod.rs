@@ -6,6 +6,7 @@
 //! | `mod.rs` | [`XdpLayer`]: load the object, attach to interfaces (native, else generic), detach |
 //! | `maps.rs` | the maps' key/value layouts (mirrors `bpf/common.h`) and the counter reasons |
 //! | `stats.rs` | the per-reason counters, summed over CPUs (`stats.picket.xdp`) |
+//! | `test_run.rs` | run the program on one frame in the kernel (`BPF_PROG_TEST_RUN`) |
 //!
 //! The object is built by `build.rs` with Debian's clang (`-target bpf`) and embedded in
 //! the binary. C rather than aya-ebpf: aya-ebpf needs a nightly toolchain and bpf-linker,
@@ -18,6 +19,7 @@
 
 pub mod maps;
 pub mod stats;
+pub mod test_run;
 
 use aya::maps::{Array, MapData};
 use aya::programs::{SocketFilter, Xdp, XdpFlags};
@@ -167,6 +169,13 @@ impl XdpLayer {
         let filter: &mut SocketFilter = program_mut(&mut self.ebpf, SOCKET_FILTER)?;
         let fd = filter.fd().map_err(|e| XdpError(format!("{SOCKET_FILTER}: {e}")))?;
         fd.as_fd().try_clone_to_owned().map_err(|e| XdpError(format!("{SOCKET_FILTER}: {e}")))
+    }
+
+    /// Runs the XDP program once on `frame` in the kernel, attached or not.
+    pub fn test_run(&mut self, frame: &[u8]) -> Result<test_run::TestRun, XdpError> {
+        let program: &mut Xdp = program_mut(&mut self.ebpf, PROGRAM)?;
+        let fd = program.fd().map_err(|e| XdpError(format!("{PROGRAM}: {e}")))?;
+        test_run::run(fd.as_fd(), frame).map_err(|e| XdpError(format!("BPF_PROG_TEST_RUN: {e}")))
     }
 
     /// The loaded object, for the map handles of the stages (`take_map`, `map_mut`).
