@@ -25,8 +25,15 @@ use std::fmt;
 use std::os::fd::AsFd;
 use std::process::Command;
 
+/// Bytes aligned for the ELF parser, which reads its headers in place and refuses
+/// misaligned data (`include_bytes!` alone guarantees no alignment).
+#[repr(C, align(8))]
+struct Aligned<B: ?Sized>(B);
+
+static OBJECT_ALIGNED: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/picket_xdp.o")));
+
 /// The program object built by build.rs (empty when clang was missing at build time).
-static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/picket_xdp.o"));
+static OBJECT: &[u8] = &OBJECT_ALIGNED.0;
 
 /// The XDP program's name in the object and in `ip link` / `bpftool` listings.
 pub const PROGRAM: &str = "picket_xdp";
