@@ -347,7 +347,16 @@ fn start_ddos(args: &RunArgs, config: &Config, input: &mut LiveInput) -> Result<
             ddos.attach = attach;
         }
         let interfaces = [input.config.interface.clone()];
-        return DdosLayer::start(&ddos, &interfaces, Delivery::AfXdp).map(Some).map_err(CliError);
+        return DdosLayer::start(&ddos, &interfaces, Delivery::AfXdp).map(Some).map_err(|e| {
+            if input.attach.is_some() && e.contains("no native XDP") {
+                CliError(format!(
+                    "af-xdp.force-xdp-mode is drv but the driver of {} has no native XDP; use force-xdp-mode: none",
+                    interfaces[0]
+                ))
+            } else {
+                CliError(e)
+            }
+        });
     }
     if !ddos.enabled {
         return Ok(None);
