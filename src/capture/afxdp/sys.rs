@@ -126,11 +126,11 @@ impl<T: Copy> Ring<T> {
         let len = offsets.desc as usize + size as usize * size_of::<T>();
         let map = Mapping::ring(fd, len, page_offset)?;
         for field in [offsets.producer, offsets.consumer, offsets.flags] {
-            if field as usize + size_of::<u32>() > len || field % 4 != 0 {
+            if field as usize + size_of::<u32>() > len || !field.is_multiple_of(4) {
                 return Err(io::Error::other("ring offsets outside the mapping"));
             }
         }
-        if offsets.desc as usize % std::mem::align_of::<T>() != 0 {
+        if !(offsets.desc as usize).is_multiple_of(std::mem::align_of::<T>()) {
             return Err(io::Error::other("misaligned ring descriptors"));
         }
         let at = |offset: u64| -> NonNull<u8> {
