@@ -200,7 +200,7 @@ fn af_xdp_captures_every_packet_over_both_queues_and_detaches() {
 }
 
 #[test]
-fn af_xdp_restarts_after_kill_9() {
+fn af_xdp_restarts_after_kill_9_in_generic_mode() {
     skip_unless_possible!();
     let topo = Topology::new("axk");
     let mut first = topo.start_picket(&["--af-xdp=axcap0", "--workers", "2"], &topo.path("logs1"));
@@ -208,8 +208,14 @@ fn af_xdp_restarts_after_kill_9() {
     first.wait(Duration::from_secs(10));
     // The BPF link and the sockets died with the process.
     wait_for("XDP detached after kill -9", Duration::from_secs(5), || !topo.xdp_attached());
+    // The second run attaches in generic mode (`force-xdp-mode: skb`): AF_XDP copy mode
+    // works behind generic XDP too.
+    let yaml = topo.path("picket.yaml");
+    std::fs::write(&yaml, "af-xdp:\n  - interface: axcap0\n    force-xdp-mode: skb\n    threads: 1\n").unwrap();
     let logs = topo.path("logs2");
-    let mut second = topo.start_picket(&["--af-xdp=axcap0", "--workers", "1"], &logs);
+    let mut second = topo.start_picket(&["--af-xdp", "-c", yaml.to_str().unwrap()], &logs);
+    let out = topo.lab.run(&topo.capture, "ip", &["link", "show", "dev", CAPTURE_DEV]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("xdpgeneric"), "generic XDP while capturing");
     topo.send_udp();
     let sent = (FLOWS * PER_FLOW) as usize;
     wait_for("alerts after the restart", Duration::from_secs(15), || {
