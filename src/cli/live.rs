@@ -386,7 +386,9 @@ fn start_ddos(args: &RunArgs, config: &Config, input: &mut LiveInput) -> Result<
 /// `picket -i IFACE ... | -q N ... | --bridge IF_A,IF_B`: a live run until SIGINT/SIGTERM.
 pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if args.read.is_some() {
-        return Err(CliError("-r cannot be combined with a live input (-i, --af-packet, -q, --bridge)".into()));
+        return Err(CliError(
+            "-r cannot be combined with a live input (-i, --af-packet, --af-xdp, -q, --bridge)".into(),
+        ));
     }
     let mut resolved = resolve(args)?;
     let stop = Arc::new(AtomicBool::new(false));

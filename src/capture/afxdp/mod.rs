@@ -306,7 +306,8 @@ impl AfXdpSocket {
                 _ => AfXdpError::Setup { interface, queue, step: error.step, source: error.source },
             });
         }
-        unreachable!("every bind mode has at least one attempt")
+        // Every bind mode has at least one attempt; this only answers an empty list.
+        Err(AfXdpError::Setup { interface, queue, step: "bind", source: io::Error::other("no bind mode to try") })
     }
 
     /// Whether the socket runs in zero-copy mode.
