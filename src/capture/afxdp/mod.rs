@@ -9,12 +9,13 @@
 //! is passive: redirected packets leave the kernel stack, so the interface is a sink, as
 //! a tap or span port is, and verdicts are not carried out.
 //!
-//! Own code on `libc` rather than a crate: `xsk-rs` builds libxdp and libbpf (C
-//! libraries, their headers and a bindgen step) and wants to load its own XDP program,
-//! while picket already loads one with aya; `xdpilone` is pure Rust but shaped around
-//! transmit-and-receive device queues with shared UMEMs, more than a receive-only tap
-//! needs. What picket needs is one UMEM, a fill ring and an RX ring per queue, under
-//! the [`LivePort`] contract: about 300 lines, all `unsafe` in `sys.rs`.
+//! Own code on `libc` rather than a crate: `xsk-rs` (0.11) is built on `libxdp-sys`,
+//! i.e. libxdp and libbpf C libraries compiled or linked in, and libxdp wants to manage
+//! the interface's XDP program, while picket loads its own with aya; `xdpilone` (1.3) is
+//! pure Rust, but EUPL-1.2 (one more licence to vet beside picket's GPL-2.0) and built
+//! around shared UMEMs and TX/RX device queues, more than a receive-only tap needs. What
+//! picket needs is one UMEM, a fill ring and an RX ring per queue, under the
+//! [`LivePort`] contract: about 300 lines, all `unsafe` in `sys.rs`.
 //!
 //! Counters: `capture.kernel_packets` (packets read plus kernel drops) and
 //! `capture.kernel_drops` (XDP_STATISTICS: `rx_dropped` + `rx_ring_full` +
