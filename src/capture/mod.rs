@@ -12,6 +12,7 @@
 //! Everything readable before the damage has already been delivered.
 
 pub mod afpacket;
+pub mod afxdp;
 pub mod bpf;
 pub mod bridge;
 mod file;

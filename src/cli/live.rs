@@ -31,13 +31,23 @@ enum LiveInput {
     Nfqueue(Vec<u16>, NfQueueConfig),
     /// AF_PACKET bridges: the two interfaces of each pair.
     Bridge(Vec<BridgeSpec>),
+    /// AF_XDP sockets, one per RX queue, behind picket's XDP program (passive: a sink).
+    AfXdp(AfXdpInput),
+}
+
+/// `--af-xdp=IFACE`: the capture settings, the interface's RX queues and the XDP
+/// attach mode the YAML forces.
+struct AfXdpInput {
+    config: crate::capture::afxdp::AfXdpConfig,
+    queues: u32,
+    attach: Option<crate::config::AttachPreference>,
 }
 
 impl LiveInput {
     /// Whether verdicts are carried out (a bridge in `copy-mode: tap` forwards everything).
     fn is_inline(&self) -> bool {
         match self {
-            LiveInput::AfPacket(_) => false,
+            LiveInput::AfPacket(_) | LiveInput::AfXdp(_) => false,
             LiveInput::Nfqueue(..) => true,
             LiveInput::Bridge(specs) => specs.iter().any(|s| s.mode == CopyMode::Ips),
         }
@@ -45,8 +55,13 @@ impl LiveInput {
 
     /// Opens every worker's ports, worker by worker. Nothing is held before this returns
     /// `Ok`; an error names the interface or queue and the fix.
-    fn open(&self, workers: usize) -> Result<Vec<Vec<Box<dyn LivePort>>>, CliError> {
+    fn open(&self, workers: usize, ddos: Option<&mut DdosLayer>) -> Result<Vec<Vec<Box<dyn LivePort>>>, CliError> {
         match self {
+            LiveInput::AfXdp(input) => {
+                let xdp = ddos.ok_or_else(|| CliError("--af-xdp needs the XDP layer, which did not start".into()))?;
+                crate::capture::afxdp::open_behind_xdp(&input.config, workers, xdp.xdp_mut())
+                    .map_err(|e| CliError(e.to_string()))
+            }
             LiveInput::AfPacket(captures) => live::open_sockets(captures, workers).map_err(|e| CliError(e.to_string())),
             LiveInput::Nfqueue(queues, config) => {
                 crate::capture::nfqueue::open_ports(queues, config).map_err(|e| CliError(e.to_string()))
@@ -59,6 +74,7 @@ impl LiveInput {
     fn workers(&self, configured: usize) -> usize {
         match self {
             LiveInput::Nfqueue(queues, _) => queues.len(),
+            LiveInput::AfXdp(input) => crate::capture::afxdp::worker_count(&input.config, configured, input.queues),
             _ => configured,
         }
     }
@@ -89,6 +105,11 @@ impl LiveInput {
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
+            LiveInput::AfXdp(input) => format!(
+                "{} (af-xdp, {} RX queues; passive: picket's XDP program redirects the packets, so they do not \
+                 reach this host's stack)",
+                input.config.interface, input.queues
+            ),
         }
     }
 }
@@ -179,12 +200,16 @@ fn live_input(
 ) -> Result<LiveInput, CliError> {
     let l = &args.live;
     let passive = !l.interfaces.is_empty() || !l.af_packet.is_empty();
-    let kinds = [passive, !l.nfqueue.is_empty(), !l.bridge.is_empty()];
+    let kinds = [passive, !l.nfqueue.is_empty(), !l.bridge.is_empty(), !l.af_xdp.is_empty()];
     if kinds.iter().filter(|k| **k).count() > 1 {
         return Err(CliError(
-            "-i/--af-packet, -q and --bridge cannot be combined: capture passively, or inline through NFQUEUE or a bridge"
+            "-i/--af-packet, --af-xdp, -q and --bridge cannot be combined: capture passively, or inline through \
+             NFQUEUE or a bridge"
                 .into(),
         ));
+    }
+    if !l.af_xdp.is_empty() {
+        return afxdp_input(args, config, bpf_filter.as_deref());
     }
     if !l.nfqueue.is_empty() {
         let queues = queue_numbers(&l.nfqueue)?;
@@ -274,11 +299,65 @@ fn bridge_input(
     Ok(LiveInput::Bridge(specs))
 }
 
+/// `--af-xdp=IFACE` (or the YAML `af-xdp:` list for a bare `--af-xdp`): one interface,
+/// its `af-xdp:` settings and RX queue count.
+fn afxdp_input(args: &RunArgs, config: &Config, bpf_filter: Option<&str>) -> Result<LiveInput, CliError> {
+    let mut names: Vec<String> = args.live.af_xdp.iter().filter(|n| !n.is_empty()).cloned().collect();
+    if args.live.af_xdp.iter().any(|n| n.is_empty()) {
+        names.extend(crate::config::configured_afxdp_interfaces(config));
+    }
+    names.dedup();
+    let interface = match names.as_slice() {
+        [] => {
+            return Err(CliError(
+                "--af-xdp: no interface given and none listed under af-xdp: in the configuration".into(),
+            ))
+        }
+        [one] => one.clone(),
+        more => {
+            return Err(CliError(format!(
+                "--af-xdp: {} interfaces ({}); AF_XDP capture takes one interface per run for now",
+                more.len(),
+                more.join(", ")
+            )))
+        }
+    };
+    if let Some(filter) = bpf_filter {
+        return Err(CliError(format!(
+            "--af-xdp on {interface} with the BPF capture filter '{filter}': AF_XDP sockets take no BPF filter; \
+             drop the filter or capture with -i"
+        )));
+    }
+    let settings = crate::config::afxdp_config(config, &interface).map_err(CliError)?;
+    for w in settings.warnings {
+        warn(w);
+    }
+    let queues = crate::capture::afxdp::rx_queues(&interface).map_err(|e| CliError(e.to_string()))?;
+    Ok(LiveInput::AfXdp(AfXdpInput { config: settings.capture, queues, attach: settings.attach }))
+}
+
 /// `--ddos` or `ddos.enabled`: loads and attaches the XDP layer for the run's interfaces
 /// and gives their capture sockets its filter. `None` when the layer is off.
 fn start_ddos(args: &RunArgs, config: &Config, input: &mut LiveInput) -> Result<Option<DdosLayer>, CliError> {
     let mut ddos = crate::config::ddos_config(config).map_err(CliError)?;
     ddos.enabled |= args.live.ddos;
+    if let LiveInput::AfXdp(input) = input {
+        // AF_XDP capture is fed by the XDP program: the layer is always on.
+        if let Some(attach) = input.attach {
+            ddos.attach = attach;
+        }
+        let interfaces = [input.config.interface.clone()];
+        return DdosLayer::start(&ddos, &interfaces, Delivery::AfXdp).map(Some).map_err(|e| {
+            if input.attach.is_some() && e.contains("no native XDP") {
+                CliError(format!(
+                    "af-xdp.force-xdp-mode is drv but the driver of {} has no native XDP; use force-xdp-mode: none",
+                    interfaces[0]
+                ))
+            } else {
+                CliError(e)
+            }
+        });
+    }
     if !ddos.enabled {
         return Ok(None);
     }
@@ -307,7 +386,9 @@ fn start_ddos(args: &RunArgs, config: &Config, input: &mut LiveInput) -> Result<
 /// `picket -i IFACE ... | -q N ... | --bridge IF_A,IF_B`: a live run until SIGINT/SIGTERM.
 pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if args.read.is_some() {
-        return Err(CliError("-r cannot be combined with a live input (-i, --af-packet, -q, --bridge)".into()));
+        return Err(CliError(
+            "-r cannot be combined with a live input (-i, --af-packet, --af-xdp, -q, --bridge)".into(),
+        ));
     }
     let mut resolved = resolve(args)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -328,6 +409,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
             LiveInput::Bridge(specs) => {
                 specs.iter().flat_map(|s| [s.a.interface.clone(), s.b.interface.clone()]).collect()
             }
+            LiveInput::AfXdp(input) => vec![input.config.interface.clone()],
             LiveInput::Nfqueue(..) => Vec::new(),
         };
         resolved.engine.checksum_mode =
@@ -372,7 +454,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
     let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
-    let ports = input.open(workers)?;
+    let ports = input.open(workers, ddos.as_mut())?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
         Some(addr) => Some(

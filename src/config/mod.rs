@@ -15,6 +15,7 @@
 //! gathers the settings the engine uses, with Suricata's defaults.
 
 mod afpacket;
+mod afxdp;
 mod ddos;
 mod eve;
 mod nfq;
@@ -24,6 +25,7 @@ pub use afpacket::{
     bridge_capture_configs, bridge_tx_options, capture_configs, configured_bridges, configured_interfaces, copy_iface,
     copy_mode, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
+pub use afxdp::{afxdp_config, configured_afxdp_interfaces, AfXdpSettings};
 pub use ddos::{ddos_config, AttachPreference, DdosConfig};
 pub use eve::{alert_log_options, apply_metadata, xff_options};
 pub use nfq::nfq_config;

@@ -52,7 +52,8 @@ impl DdosLayer {
         };
         let mut xdp = XdpLayer::load(&opts).map_err(|e| e.to_string())?;
         for interface in interfaces {
-            let mode = xdp.attach(interface).map_err(|e| e.to_string())?;
+            let generic_only = config.attach == AttachPreference::Generic;
+            let mode = xdp.attach_preferring(interface, generic_only).map_err(|e| e.to_string())?;
             match (config.attach, mode) {
                 (AttachPreference::Native, AttachMode::Generic) => {
                     return Err(format!(
@@ -60,7 +61,7 @@ impl DdosLayer {
                          use attach-mode: auto or generic"
                     ))
                 }
-                (_, AttachMode::Generic) => {
+                (AttachPreference::Auto, AttachMode::Generic) => {
                     eprintln!("picket: XDP on {interface} in generic mode (its driver has no native XDP): slower")
                 }
                 _ => {}

@@ -132,11 +132,27 @@ impl XdpLayer {
     /// on the interface is removed first; any other XDP program is an error (picket
     /// does not replace what it did not install).
     pub fn attach(&mut self, interface: &str) -> Result<AttachMode, XdpError> {
+        self.attach_preferring(interface, false)
+    }
+
+    /// [`XdpLayer::attach`], in generic mode only when `generic_only` (`ddos.attach-mode:
+    /// generic`, `af-xdp.force-xdp-mode: skb`).
+    pub fn attach_preferring(&mut self, interface: &str, generic_only: bool) -> Result<AttachMode, XdpError> {
         remove_stale(interface)?;
         let program: &mut Xdp = program_mut(&mut self.ebpf, PROGRAM)?;
-        let mode = match program.attach(interface, XdpFlags::DRV_MODE) {
-            Ok(_) => AttachMode::Native,
-            Err(native) => match program.attach(interface, XdpFlags::SKB_MODE) {
+        let native = if generic_only { None } else { Some(program.attach(interface, XdpFlags::DRV_MODE)) };
+        let mode = match native {
+            Some(Ok(_)) => AttachMode::Native,
+            None => match program.attach(interface, XdpFlags::SKB_MODE) {
+                Ok(_) => AttachMode::Generic,
+                Err(generic) => {
+                    return Err(XdpError(format!(
+                        "cannot attach XDP to {interface} in generic mode: {}",
+                        cause(&generic)
+                    )))
+                }
+            },
+            Some(Err(native)) => match program.attach(interface, XdpFlags::SKB_MODE) {
                 Ok(_) => AttachMode::Generic,
                 Err(generic) => {
                     return Err(XdpError(format!(
