@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `mod.rs` | [`XdpLayer`]: load the object, attach to interfaces (native, else generic), detach |
 //! | `maps.rs` | the maps' key/value layouts (mirrors `bpf/common.h`) and the counter reasons |
+//! | `protect.rs` | [`protect::ProtectTable`]: destinations protected by SYN cookies |
 //!
 //! The object is built by `build.rs` with Debian's clang (`-target bpf`) and embedded in
 //! the binary. C rather than aya-ebpf: aya-ebpf needs a nightly toolchain and bpf-linker,
@@ -16,6 +17,7 @@
 //! that survived some other way) is removed first ([`XdpLayer::attach`]).
 
 pub mod maps;
+pub mod protect;
 
 use aya::maps::{Array, MapData};
 use aya::programs::{SocketFilter, Xdp, XdpFlags};
@@ -26,7 +28,9 @@ use std::os::fd::AsFd;
 use std::process::Command;
 
 /// The program object built by build.rs (empty when clang was missing at build time).
-static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/picket_xdp.o"));
+/// Aligned: the ELF parser reads its headers in place and refuses unaligned data (with a
+/// plain `include_bytes!` the load fails or not depending on where the linker put it).
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/picket_xdp.o"));
 
 /// The XDP program's name in the object and in `ip link` / `bpftool` listings.
 pub const PROGRAM: &str = "picket_xdp";
