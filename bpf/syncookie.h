@@ -33,6 +33,9 @@
 
 #define TCP_HDR_LEN 20       /* TCP header without options */
 #define TCP_MAX_HDR_LEN 60   /* data offset 15 */
+#define SYNACK_SHORT_LEN 24  /* SYN-ACK with MSS only (the SYN had no timestamp) */
+#define SYNACK_MID_LEN 36    /* ... MSS, SACK/NOPs, timestamp */
+#define SYNACK_LONG_LEN 40   /* ... MSS, SACK/NOPs, timestamp, window scale */
 #define IPV4_HDR_LEN 20      /* IPv4 header without options (ihl 5) */
 #define IPV6_HDR_LEN 40
 #define COOKIE_TTL 64        /* TTL / hop limit of the SYN-ACK */
@@ -105,27 +108,45 @@ static __always_inline struct protect_val *protect_lookup(const struct pkt *p)
 	return bpf_map_lookup_elem(&picket_protect_v4, &key);
 }
 
-/* Grows the frame so that TCP_MAX_HDR_LEN bytes follow `l4`: then the SYN's header (of
- * any length) and the SYN-ACK can be copied with constant sizes, which keeps the
- * verifier's work small. 0, or -1 when the frame has no room. */
-static __always_inline int grow_for_header(struct xdp_md *ctx, __u32 l4)
+/* The SYN's TCP header length from its data offset, or 0 when it is malformed or longer
+ * than what the frame carries. */
+static __always_inline __u32 syn_header_len(struct xdp_md *ctx, __u32 l4)
 {
-	__u32 len = ctx->data_end - ctx->data;
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct tcphdr *tcp = data + l4;
 
-	if (len >= l4 + TCP_MAX_HDR_LEN)
+	if ((void *)(tcp + 1) > data_end)
 		return 0;
-	return bpf_xdp_adjust_tail(ctx, (int)(l4 + TCP_MAX_HDR_LEN - len)) < 0 ? -1 : 0;
+	__u32 len = tcp->doff * 4;
+	if (len < TCP_HDR_LEN || data + l4 + len > data_end)
+		return 0;
+	return len;
 }
 
-/* The SYN's TCP header length (from `syn`, a copy of TCP_MAX_HDR_LEN bytes), or 0 when
- * it is malformed or longer than what the frame carried (`avail` bytes from the header). */
-static __always_inline __u32 syn_header_len(const __u32 *syn, __u32 avail)
+/* Copies the SYN's TCP header (`tcp_len` bytes) into `syn` (TCP_MAX_HDR_LEN bytes,
+ * zeroed: the rest reads as end-of-options) and sets the copy's data offset to the
+ * maximum, so that the cookie helper can be given a constant length: the cookie depends
+ * on addresses, ports, sequence number and MSS option, not on the header length. With
+ * `tcp_len` only compared, never used as a size, the verifier follows one path for
+ * every header length. 0, or -1. */
+static __always_inline int copy_syn(struct xdp_md *ctx, __u32 l4, __u32 tcp_len, __u32 *syn)
 {
-	__u32 len = (((const __u8 *)syn)[12] >> 4) * 4;
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	void *tcp = data + l4;
 
-	if (len < TCP_HDR_LEN || len > avail)
-		return 0;
-	return len & 0x3c;
+#pragma unroll
+	for (int i = 0; i < TCP_MAX_HDR_LEN / 4; i++) {
+		if (i * 4 >= tcp_len)
+			break;
+		__u32 *word = tcp + i * 4;
+		if ((void *)(word + 1) > data_end)
+			return -1;
+		syn[i] = *word;
+	}
+	((struct tcphdr *)syn)->doff = TCP_MAX_HDR_LEN / 4;
+	return 0;
 }
 
 /* Reads window scale, SACK permission and timestamp from a SYN's options (`hdr` holds
@@ -223,29 +244,42 @@ static __always_inline __u32 build_synack(__u8 *out, const struct tcphdr *syn, _
 	return len;
 }
 
-/* Writes the reply into the (grown) frame: Ethernet addresses swapped, `ip` (`ip_len`
- * bytes, a constant after inlining) and the TCP header area, then cuts the frame to the
- * reply's length (`tcp_len` bytes of TCP). 0, or -1. */
+/* Resizes the frame to the reply (growing it by 8 bytes at most: a SYN without options
+ * gets a 24-byte SYN-ACK, one with a timestamp a 40-byte one at most) and writes it:
+ * Ethernet addresses swapped, `ip` (`ip_len` bytes, a constant after inlining) and the
+ * SYN-ACK's `tcp_len` bytes (24, 36 or 40). 0, or -1 when the frame cannot grow. */
 static __always_inline int emit(struct xdp_md *ctx, const struct pkt *p, const void *ip, const __u32 ip_len,
 				const __u32 *tcp, __u32 tcp_len)
 {
+	__u32 l3 = p->l3_off & 0xff;
+	int delta = (int)(l3 + ip_len + tcp_len) - (int)(ctx->data_end - ctx->data);
+
+	if (delta && bpf_xdp_adjust_tail(ctx, delta) < 0)
+		return -1;
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 l3 = p->l3_off & 0xff;
 	struct ethhdr *eth = data;
 	void *l3p = data + l3;
+	void *l4p = l3p + ip_len;
 	__u8 mac[ETH_ALEN];
 
-	if ((void *)(eth + 1) > data_end || l3p + ip_len + TCP_MAX_HDR_LEN > data_end)
+	if ((void *)(eth + 1) > data_end || l4p + SYNACK_SHORT_LEN > data_end)
 		return -1;
 	__builtin_memcpy(mac, eth->h_source, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
 	__builtin_memcpy(l3p, ip, ip_len);
-	__builtin_memcpy(l3p + ip_len, tcp, TCP_MAX_HDR_LEN);
-	int delta = (int)(l3 + ip_len + tcp_len) - (int)(data_end - data);
-	if (delta && bpf_xdp_adjust_tail(ctx, delta) < 0)
-		return -1;
+	if (tcp_len == SYNACK_SHORT_LEN) {
+		__builtin_memcpy(l4p, tcp, SYNACK_SHORT_LEN);
+	} else if (tcp_len == SYNACK_MID_LEN) {
+		if (l4p + SYNACK_MID_LEN > data_end)
+			return -1;
+		__builtin_memcpy(l4p, tcp, SYNACK_MID_LEN);
+	} else {
+		if (l4p + SYNACK_LONG_LEN > data_end)
+			return -1;
+		__builtin_memcpy(l4p, tcp, SYNACK_LONG_LEN);
+	}
 	return 0;
 }
 
@@ -272,21 +306,17 @@ static __always_inline int cookie_syn_v4(struct xdp_md *ctx, const struct pkt *p
 		if ((void *)(ip + 1) > data_end || ip->ihl != IPV4_HDR_LEN / 4)
 			return -1;
 	}
-	__u32 avail = p->len - l4;
-	if (p->len < l4 + TCP_HDR_LEN || grow_for_header(ctx, l4) < 0)
+	__u32 tcp_len = syn_header_len(ctx, l4);
+	if (!tcp_len || copy_syn(ctx, l4, tcp_len, syn) < 0)
 		return -1;
 	{
 		void *data = (void *)(long)ctx->data;
 		void *data_end = (void *)(long)ctx->data_end;
-		if (data + l4 + TCP_MAX_HDR_LEN > data_end)
+		if (data + l3 + IPV4_HDR_LEN > data_end)
 			return -1;
 		__builtin_memcpy(&iph, data + l3, IPV4_HDR_LEN);
-		__builtin_memcpy(syn, data + l4, TCP_MAX_HDR_LEN);
 	}
-	__u32 tcp_len = syn_header_len(syn, avail);
-	if (!tcp_len)
-		return -1;
-	__s64 cookie = bpf_tcp_raw_gen_syncookie_ipv4(&iph, (struct tcphdr *)syn, tcp_len);
+	__s64 cookie = bpf_tcp_raw_gen_syncookie_ipv4(&iph, (struct tcphdr *)syn, TCP_MAX_HDR_LEN);
 	if (cookie < 0)
 		return -1;
 	scan_options((__u8 *)syn, tcp_len, &o);
@@ -331,21 +361,17 @@ static __always_inline int cookie_syn_v6(struct xdp_md *ctx, const struct pkt *p
 	struct syn_opts o = {};
 	struct ipv6hdr iph;
 
-	__u32 avail = p->len - l4;
-	if (p->len < l4 + TCP_HDR_LEN || grow_for_header(ctx, l4) < 0)
+	__u32 tcp_len = syn_header_len(ctx, l4);
+	if (!tcp_len || copy_syn(ctx, l4, tcp_len, syn) < 0)
 		return -1;
 	{
 		void *data = (void *)(long)ctx->data;
 		void *data_end = (void *)(long)ctx->data_end;
-		if (data + l4 + TCP_MAX_HDR_LEN > data_end)
+		if (data + l3 + IPV6_HDR_LEN > data_end)
 			return -1;
 		__builtin_memcpy(&iph, data + l3, IPV6_HDR_LEN);
-		__builtin_memcpy(syn, data + l4, TCP_MAX_HDR_LEN);
 	}
-	__u32 tcp_len = syn_header_len(syn, avail);
-	if (!tcp_len)
-		return -1;
-	__s64 cookie = bpf_tcp_raw_gen_syncookie_ipv6(&iph, (struct tcphdr *)syn, tcp_len);
+	__s64 cookie = bpf_tcp_raw_gen_syncookie_ipv6(&iph, (struct tcphdr *)syn, TCP_MAX_HDR_LEN);
 	if (cookie < 0)
 		return -1;
 	scan_options((__u8 *)syn, tcp_len, &o);
