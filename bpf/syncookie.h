@@ -23,8 +23,8 @@
  * timestamps, a timestamp whose low 6 bits carry the client's window scale and SACK
  * permission, so that SYNPROXY can restore them from the echoed value. Without
  * timestamps from the client, window scaling and SACK are off on that connection (a
- * SYN cookie has no room for them). The window is 0 as in SYNPROXY's own SYN-ACK;
- * SYNPROXY opens it once the server answered.
+ * SYN cookie has no room for them). The window is one segment (see build_synack);
+ * SYNPROXY sends the server's window once the server answered.
  */
 #ifndef PICKET_SYNCOOKIE_H
 #define PICKET_SYNCOOKIE_H
@@ -208,7 +208,10 @@ static __always_inline __u32 build_synack(__u8 *out, const struct tcphdr *syn, _
 	th->ack_seq = bpf_htonl(bpf_ntohl(syn->seq) + 1);
 	th->syn = 1;
 	th->ack = 1;
-	th->window = 0;
+	/* One segment of window (SYNPROXY's own SYN-ACK has 0): the client's first data
+	 * segment then also completes the handshake if its ACK was lost, where a zero
+	 * window would leave it sending probes the cookie check rejects. */
+	th->window = bpf_htons(mss);
 	opt[0] = OPT_MSS;
 	opt[1] = 4;
 	opt[2] = mss >> 8;
