@@ -228,7 +228,7 @@ fn remove_stale(tool: Tool, interfaces: &[String]) -> Result<Vec<(String, Option
     let mut removed = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let Some((interface, loose)) = parse_tag(line) else { continue };
-        if !interfaces.iter().any(|i| *i == interface) {
+        if !interfaces.contains(&interface) {
             continue;
         }
         // `-A INPUT spec...` as iptables -S prints it; the comment is quoted.
