@@ -206,7 +206,7 @@ fn stop(picket: &mut Guarded) {
     assert!(status.success(), "picket exited with {status}");
 }
 
-/// `stats.picket.xdp.<name>` of the last stats event, once the XDP counters are in eve.
+/// `stats.picket.xdp.<name>` of the last stats event.
 fn eve_xdp(eve: &[serde_json::Value], name: &str) -> Option<u64> {
     let stats = eve.iter().rev().find(|e| e["event_type"] == "stats")?;
     stats["stats"]["picket"]["xdp"][name].as_u64()
@@ -252,10 +252,12 @@ fn syn_flood_is_answered_in_xdp_and_real_clients_get_through() {
     let decoded = stats["stats"]["decoder"]["pkts"].as_u64().unwrap_or(0);
     let captured = stats["stats"]["capture"]["kernel_packets"].as_u64().unwrap_or(0);
     println!("user space: decoder.pkts {decoded}, capture.kernel_packets {captured}");
-    if let Some(sent_by_xdp) = eve_xdp(&eve, "cookie_sent") {
-        println!("eve: picket.xdp.cookie_sent {sent_by_xdp}");
-        assert!(sent_by_xdp >= sent * 9 / 10, "cookie_sent {sent_by_xdp} of {sent} SYNs");
-    }
+    let sent_by_xdp = eve_xdp(&eve, "cookie_sent").expect("stats.picket.xdp.cookie_sent in the last stats event");
+    let passed = eve_xdp(&eve, "cookie_ack_passed").unwrap_or(0);
+    println!("eve: picket.xdp.cookie_sent {sent_by_xdp}, cookie_ack_passed {passed}");
+    assert!(sent_by_xdp >= sent * 9 / 10, "cookie_sent {sent_by_xdp} of {sent} SYNs");
+    // Every curl's handshake ACK carried a valid cookie to SYNPROXY.
+    assert!(passed >= CURLS as u64, "only {passed} cookie ACKs passed for {CURLS} requests");
     assert!(sent > 10_000, "the flood was too small to mean anything: {sent}");
     assert!(cookies >= sent * 9 / 10, "only {cookies} of {sent} SYNs were answered from XDP");
     assert!(decoded < sent / 100 && captured < sent / 100, "the flood reached user space: {decoded} decoded of {sent}");

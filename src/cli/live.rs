@@ -371,7 +371,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     }
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
-    let ddos = start_ddos(args, &resolved.config, &mut input)?;
+    let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
     let ports = input.open(workers)?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
@@ -389,6 +389,10 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
+        global_counters: match ddos.as_mut() {
+            Some(layer) => layer.counter_sources().map_err(CliError)?,
+            None => Vec::new(),
+        },
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",
