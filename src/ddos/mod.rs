@@ -5,19 +5,24 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | [`DdosLayer`]: start (load, attach) and stop (detach, restore) |
+//! | `synproxy.rs` | [`synproxy::SynproxyGuard`]: the iptables SYNPROXY rules and sysctl the SYN cookies need |
 //!
 //! Started before the capture sockets open (they carry its socket filter) and dropped
 //! after the workers end, so no packet is inspected without it and nothing of it
 //! outlives the run.
 
+pub mod synproxy;
+
 use crate::config::{AttachPreference, DdosConfig};
 use crate::counters::CounterSet;
 use crate::pipeline::live::CounterSource;
 use crate::xdp::maps::{CFG_AFXDP, CFG_BYPASS_DROP};
+use crate::xdp::protect::ProtectTable;
 use crate::xdp::stats::XdpStats;
 use crate::xdp::{AttachMode, XdpLayer, XdpOptions};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
+use synproxy::SynproxyGuard;
 
 /// How packets reach picket behind the XDP program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +34,13 @@ pub enum Delivery {
 }
 
 pub struct DdosLayer {
+    // Dropped in this order: the program detaches before the SYNPROXY rules go.
     xdp: XdpLayer,
     socket_filter: Option<Arc<OwnedFd>>,
+    /// SYN-cookie destinations; the controller takes it ([`DdosLayer::take_protect`]).
+    protect: Option<ProtectTable>,
+    /// The SYNPROXY rules and sysctl (`ddos.syn-cookies.synproxy`), removed on drop.
+    synproxy: Option<SynproxyGuard>,
 }
 
 impl DdosLayer {
@@ -51,6 +61,16 @@ impl DdosLayer {
             bypass_entries: config.bypass_entries,
         };
         let mut xdp = XdpLayer::load(&opts).map_err(|e| e.to_string())?;
+        // SYN cookies are set up before the program sees a packet: the first cookie ACK
+        // it passes finds SYNPROXY in place.
+        let mut protect = ProtectTable::take(&mut xdp).map_err(|e| e.to_string())?;
+        for port in &config.cookie_ports {
+            protect.protect(None, *port).map_err(|e| e.to_string())?;
+        }
+        let synproxy = match config.synproxy {
+            true => Some(SynproxyGuard::install(interfaces, config.cookie_mss).map_err(|e| e.to_string())?),
+            false => None,
+        };
         for interface in interfaces {
             let generic_only = config.attach == AttachPreference::Generic;
             let mode = xdp.attach_preferring(interface, generic_only).map_err(|e| e.to_string())?;
@@ -71,7 +91,17 @@ impl DdosLayer {
             Delivery::AfPacket => Some(Arc::new(xdp.socket_filter_fd().map_err(|e| e.to_string())?)),
             Delivery::AfXdp => None,
         };
-        Ok(DdosLayer { xdp, socket_filter })
+        Ok(DdosLayer { xdp, socket_filter, protect: Some(protect), synproxy })
+    }
+
+    /// The SYN-cookie table, for the controller (once; `None` afterwards).
+    pub fn take_protect(&mut self) -> Option<ProtectTable> {
+        self.protect.take()
+    }
+
+    /// Whether the SYNPROXY rules are installed.
+    pub fn synproxy_installed(&self) -> bool {
+        self.synproxy.is_some()
     }
 
     /// The socket filter every AF_PACKET capture socket must carry (`None` for AF_XDP).

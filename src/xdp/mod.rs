@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `mod.rs` | [`XdpLayer`]: load the object, attach to interfaces (native, else generic), detach |
 //! | `maps.rs` | the maps' key/value layouts (mirrors `bpf/common.h`) and the counter reasons |
+//! | `protect.rs` | [`protect::ProtectTable`]: destinations protected by SYN cookies |
 //! | `stats.rs` | the per-reason counters, summed over CPUs (`stats.picket.xdp`) |
 //! | `test_run.rs` | run the program on one frame in the kernel (`BPF_PROG_TEST_RUN`) |
 //!
@@ -18,6 +19,7 @@
 //! that survived some other way) is removed first ([`XdpLayer::attach`]).
 
 pub mod maps;
+pub mod protect;
 pub mod stats;
 pub mod test_run;
 
