@@ -175,6 +175,8 @@ pub(crate) struct CompiledRule {
     pub severity: u8,
     pub action: Action,
     pub noalert: bool,
+    /// `bypass`: a match bypasses the rest of the flow.
+    pub bypass: bool,
     pub proto: ProtoMatch,
     pub src: AddressSet,
     pub dst: AddressSet,
@@ -397,6 +399,7 @@ impl<'n> RuleBuild<'n> {
             | RuleOption::Metadata(_)
             | RuleOption::Target(_)
             | RuleOption::Noalert
+            | RuleOption::Bypass
             | RuleOption::Prefilter => {}
         }
         Ok(())
@@ -615,6 +618,7 @@ pub(crate) fn compile_rule(
         priority: rule.effective_priority(classes),
         action: header.action,
         noalert: rule.is_noalert(),
+        bypass: rule.is_bypass(),
         proto,
         src_any: header.src.is_any(),
         dst_any: header.dst.is_any(),
