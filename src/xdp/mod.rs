@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `mod.rs` | [`XdpLayer`]: load the object, attach to interfaces (native, else generic), detach |
 //! | `maps.rs` | the maps' key/value layouts (mirrors `bpf/common.h`) and the counter reasons |
+//! | `bypass.rs` | per-worker handle on the flow bypass tables: install, refresh, remove |
 //!
 //! The object is built by `build.rs` with Debian's clang (`-target bpf`) and embedded in
 //! the binary. C rather than aya-ebpf: aya-ebpf needs a nightly toolchain and bpf-linker,
@@ -15,6 +16,7 @@
 //! attached. At attach time a program left by an older picket (netlink-attached, or one
 //! that survived some other way) is removed first ([`XdpLayer::attach`]).
 
+pub mod bypass;
 pub mod maps;
 
 use aya::maps::{Array, MapData};

@@ -1,10 +1,15 @@
 //! eve `flow` records, written when a flow ends.
+//!
+//! A bypassed flow (see `picket_core::inspect::bypass`) is written as Suricata writes one:
+//! `state: "bypassed"`, `bypass: "local"` or `"capture"`, and for a capture bypass the
+//! packets the capture counted after the bypass in a `bypassed` object, also added to the
+//! flow's totals.
 
 use super::alert::write_vlan;
 use super::{format_timestamp, tcp_flags_hex, EventHeader};
 use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
-use picket_core::inspect::FlowExt;
+use picket_core::inspect::{BypassCounts, BypassMode, FlowExt};
 
 /// One eve `flow` line for a finished flow.
 pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
@@ -28,17 +33,34 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
     }
     write_vlan(&mut o, &rec.vlan);
+    let bypass = rec.ext.bypass;
+    let kernel = match bypass.mode {
+        BypassMode::Capture => bypass.kernel,
+        _ => BypassCounts::default(),
+    };
     o.open("flow")
-        .u64("pkts_toserver", rec.pkts_toserver)
-        .u64("pkts_toclient", rec.pkts_toclient)
-        .u64("bytes_toserver", rec.bytes_toserver)
-        .u64("bytes_toclient", rec.bytes_toclient)
-        .str("start", &format_timestamp(rec.start))
+        .u64("pkts_toserver", rec.pkts_toserver + kernel.pkts_toserver)
+        .u64("pkts_toclient", rec.pkts_toclient + kernel.pkts_toclient)
+        .u64("bytes_toserver", rec.bytes_toserver + kernel.bytes_toserver)
+        .u64("bytes_toclient", rec.bytes_toclient + kernel.bytes_toclient);
+    if bypass.mode == BypassMode::Capture {
+        o.open("bypassed")
+            .u64("pkts_toserver", kernel.pkts_toserver)
+            .u64("pkts_toclient", kernel.pkts_toclient)
+            .u64("bytes_toserver", kernel.bytes_toserver)
+            .u64("bytes_toclient", kernel.bytes_toclient)
+            .close();
+    }
+    let state = if bypass.mode.skips_inspection() { "bypassed" } else { rec.state.as_str() };
+    o.str("start", &format_timestamp(rec.start))
         .str("end", &format_timestamp(rec.end))
         .u64("age", rec.end.secs().saturating_sub(rec.start.secs()))
-        .str("state", rec.state.as_str())
+        .str("state", state)
         .str("reason", rec.reason.as_str())
         .bool("alerted", rec.ext.alerted);
+    if let Some(name) = bypass.mode.eve_name() {
+        o.str("bypass", name);
+    }
     // What the IPS did with the flow: dropped it (a rule or an exception policy), or passed
     // it (a pass rule with flow scope, an exception policy).
     if rec.ext.dropped {

@@ -207,6 +207,8 @@ pub(crate) struct CompiledRule {
     pub limit: Option<AlertLimit>,
     pub suppressions: Vec<Suppression>,
     pub ip_only: bool,
+    /// The header names an application protocol (`alert http ...`).
+    pub app_proto_header: bool,
     /// What a `drop` or `pass` match acts on besides its packet.
     pub action_scope: ActionScope,
     /// Header buffers and packet checks of `headers.rs` (tcp.hdr, tcp.mss, vlan.id, ...).
@@ -642,6 +644,7 @@ pub(crate) fn compile_rule(
         limit: build.limit,
         suppressions: Vec::new(),
         ip_only,
+        app_proto_header: matches!(header.protocol, Protocol::App(_)),
         action_scope,
         header: build.header,
         bits_use,

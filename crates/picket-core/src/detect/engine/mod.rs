@@ -14,6 +14,7 @@
 
 mod compile;
 mod headers;
+pub mod interest;
 #[cfg(test)]
 mod headers_tests;
 mod lists;
