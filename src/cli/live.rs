@@ -371,7 +371,14 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     }
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
-    let ddos = start_ddos(args, &resolved.config, &mut input)?;
+    let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
+    let flow_bypass = match ddos.as_mut() {
+        Some(layer) => {
+            let cfg = crate::config::ddos_config(&resolved.config).map_err(CliError)?;
+            crate::ddos::passthrough::configure(layer, &cfg, &resolved.config, &mut inspect).map_err(CliError)?
+        }
+        None => None,
+    };
     let ports = input.open(workers)?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
@@ -389,6 +396,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
+        flow_bypass,
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",

@@ -83,7 +83,9 @@ impl EngineSettingsExt for EngineSettings {
             s.tls_bypass = match text.trim() {
                 "bypass" => true,
                 "default" | "full" | "track-only" => false,
-                other => return Err(bad("app-layer.protocols.tls.encryption-handling", other, "default, bypass or full")),
+                other => {
+                    return Err(bad("app-layer.protocols.tls.encryption-handling", other, "default, bypass or full"))
+                }
             };
         } else if let Some(v) = cfg.get_bool("app-layer.protocols.tls.bypass")? {
             s.tls_bypass = v;

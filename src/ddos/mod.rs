@@ -5,10 +5,13 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | [`DdosLayer`]: start (load, attach) and stop (detach, restore) |
+//! | `passthrough.rs` | pass-through derived from the rules and detectors; flow bypass set-up |
 //!
 //! Started before the capture sockets open (they carry its socket filter) and dropped
 //! after the workers end, so no packet is inspected without it and nothing of it
 //! outlives the run.
+
+pub mod passthrough;
 
 use crate::config::{AttachPreference, DdosConfig};
 use crate::xdp::maps::{CFG_AFXDP, CFG_BYPASS_DROP};

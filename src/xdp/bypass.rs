@@ -47,10 +47,9 @@ impl BypassMaps {
     pub fn of(xdp: &mut XdpLayer) -> Result<BypassMaps, XdpError> {
         let id = |name: &str, xdp: &mut XdpLayer| -> Result<u32, XdpError> {
             match xdp.ebpf_mut().map(name) {
-                Some(Map::HashMap(data)) => data
-                    .info()
-                    .map(|i| i.id())
-                    .map_err(|e| XdpError(format!("{name}: cannot read the map's id: {e}"))),
+                Some(Map::HashMap(data)) => {
+                    data.info().map(|i| i.id()).map_err(|e| XdpError(format!("{name}: cannot read the map's id: {e}")))
+                }
                 Some(_) => Err(XdpError(format!("{name} is not a hash map in the XDP object (stale build?)"))),
                 None => Err(XdpError(format!("the XDP object has no map {name} (stale build?)"))),
             }

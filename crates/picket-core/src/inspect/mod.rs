@@ -450,7 +450,9 @@ impl Inspector {
         } else if run.bypass {
             Some(BypassReason::Rule)
         } else if self.bypass.stream_depth
-            && stream.as_ref().is_some_and(|s| s.depth_reached(Direction::ToServer) || s.depth_reached(Direction::ToClient))
+            && stream
+                .as_ref()
+                .is_some_and(|s| s.depth_reached(Direction::ToServer) || s.depth_reached(Direction::ToClient))
         {
             Some(BypassReason::StreamDepth)
         } else if self.bypass.tls && app.as_ref().is_some_and(|a| a.tls_handshake_done()) {

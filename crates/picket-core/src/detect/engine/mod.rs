@@ -14,9 +14,9 @@
 
 mod compile;
 mod headers;
-pub mod interest;
 #[cfg(test)]
 mod headers_tests;
+pub mod interest;
 mod lists;
 mod payload;
 mod program;
