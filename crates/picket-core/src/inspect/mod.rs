@@ -12,6 +12,7 @@
 //! | `detection.rs` | running the engine on a packet or on flow-end stream data; alerts, drops |
 //! | `event.rs` | the events, the sink trait, the verdict, the events' sort keys |
 //! | `tests.rs` | the contract with the caller: verdicts and events |
+//! | `bypass_tests.rs` | flow bypass: triggers, local and capture modes, timeouts |
 //! | `ips_tests.rs` | IPS semantics: what drop, reject and pass act on, in-line stream inspection |
 //!
 //! The application layer (protocol detection, one folder per protocol) is `crate::applayer`.
@@ -52,6 +53,8 @@ use crate::stream::{
 use std::sync::Arc;
 
 pub mod bypass;
+#[cfg(test)]
+mod bypass_tests;
 mod detection;
 pub mod event;
 #[cfg(test)]
