@@ -92,3 +92,71 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
     }
     o.finish();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use picket_core::decode::FiveTuple;
+    use picket_core::flow::{FlowEndReason, FlowState};
+    use picket_core::inspect::FlowBypass;
+    use picket_core::packet::Timestamp;
+
+    fn record(bypass: FlowBypass) -> FlowRecord<FlowExt> {
+        let mut src = [0u8; 16];
+        src[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, 1]);
+        let mut dst = src;
+        dst[15] = 2;
+        FlowRecord {
+            flow_id: 1,
+            tuple: FiveTuple { src, dst, src_port: 40000, dst_port: 80, proto: 6, is_v4: true },
+            vlan: [0, 0],
+            pkts_toserver: 10,
+            pkts_toclient: 20,
+            bytes_toserver: 1000,
+            bytes_toclient: 30000,
+            start: Timestamp(1_000_000_000),
+            end: Timestamp(5_000_000_000),
+            first_pcap_cnt: 1,
+            last_pcap_cnt: 30,
+            state: FlowState::Established,
+            reason: FlowEndReason::Timeout,
+            tcp: None,
+            icmp_toserver: None,
+            icmp_toclient: None,
+            ext: FlowExt { bypass, ..FlowExt::default() },
+        }
+    }
+
+    fn flow_object(bypass: FlowBypass) -> serde_json::Value {
+        let mut buf = Vec::new();
+        write_flow(&mut buf, &record(bypass));
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        v["flow"].clone()
+    }
+
+    #[test]
+    fn capture_bypass_adds_the_kernel_counts_as_suricata_does() {
+        let kernel =
+            BypassCounts { pkts_toserver: 5, pkts_toclient: 900, bytes_toserver: 300, bytes_toclient: 1_300_000 };
+        let f = flow_object(FlowBypass { mode: BypassMode::Capture, kernel });
+        assert_eq!(f["bypass"], "capture");
+        assert_eq!(f["state"], "bypassed");
+        assert_eq!((f["pkts_toserver"].as_u64(), f["pkts_toclient"].as_u64()), (Some(15), Some(920)));
+        assert_eq!((f["bytes_toserver"].as_u64(), f["bytes_toclient"].as_u64()), (Some(1300), Some(1_330_000)));
+        let b = &f["bypassed"];
+        assert_eq!((b["pkts_toserver"].as_u64(), b["pkts_toclient"].as_u64()), (Some(5), Some(900)));
+        assert_eq!((b["bytes_toserver"].as_u64(), b["bytes_toclient"].as_u64()), (Some(300), Some(1_300_000)));
+    }
+
+    #[test]
+    fn local_bypass_and_no_bypass() {
+        let f = flow_object(FlowBypass { mode: BypassMode::Local, ..Default::default() });
+        assert_eq!((f["bypass"].as_str(), f["state"].as_str()), (Some("local"), Some("bypassed")));
+        assert!(f.get("bypassed").is_none() && f["pkts_toserver"] == 10);
+        let f = flow_object(FlowBypass::default());
+        assert!(f.get("bypass").is_none() && f.get("bypassed").is_none());
+        assert_eq!(f["state"], "established");
+        let f = flow_object(FlowBypass { mode: BypassMode::Refused, ..Default::default() });
+        assert!(f.get("bypass").is_none(), "a refused bypass is an inspected flow");
+    }
+}
