@@ -397,6 +397,10 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
         flow_bypass,
+        global_counters: match ddos.as_mut() {
+            Some(layer) => layer.counter_sources().map_err(CliError)?,
+            None => Vec::new(),
+        },
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",

@@ -29,9 +29,9 @@ use crate::output::eve::AlertLogOptions;
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::sink::LogSink;
-use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
+use crate::output::stats::{stats_event_with_global, worker_name, write_stats_log, WorkerReport};
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
-use crate::tools::snapshot::{write_snapshot, IpsSnapshot, WorkerSnapshot};
+use crate::tools::snapshot::{write_snapshot_with_global, IpsSnapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -62,6 +62,25 @@ pub struct LiveOptions {
     /// The XDP layer's flow bypass tables (`--ddos`): each worker installs the flows its
     /// inspector bypasses (`crate::xdp::bypass`).
     pub flow_bypass: Option<crate::xdp::bypass::BypassMaps>,
+    /// Sources of process-wide counters (the XDP program's, the DDoS controller's), read
+    /// by the main thread every second and at the end: eve `stats`, stats.log,
+    /// picket-stats.json and Prometheus show them beside the workers' totals.
+    pub global_counters: Vec<CounterSource>,
+}
+
+/// Adds a component's process-wide counters to the set it is given.
+pub type CounterSource = Box<dyn Fn(&mut CounterSet) + Send + Sync>;
+
+/// The process-wide counters now; also published in `gauges.global` (Prometheus).
+fn global_counters(opts: &LiveOptions, gauges: &LiveGauges) -> CounterSet {
+    let mut set = CounterSet::new();
+    for source in &opts.global_counters {
+        source(&mut set);
+    }
+    if let Ok(mut published) = gauges.global.lock() {
+        *published = set.clone();
+    }
+    set
 }
 
 /// The log files the writer thread owns for the run.
@@ -158,15 +177,16 @@ pub fn run_live(
         while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(100).min(TICK));
             let second = Instant::now();
+            let global = global_counters(opts, &gauges);
             if let Some(path) = &opts.snapshot_path {
-                let _ = write_snapshot(path, &snapshot_of(&gauges));
+                let _ = write_snapshot_with_global(path, &snapshot_of(&gauges), &global);
             }
             if opts.stats_interval.is_some_and(|every| last_stats.elapsed() >= every) {
                 last_stats = Instant::now();
                 let reports = periodic_reports(&gauges, &shared);
-                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports));
+                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &global));
                 if let Some(path) = &opts.stats_log {
-                    if let Err(e) = append_stats_log(path, start.elapsed(), &reports) {
+                    if let Err(e) = append_stats_log(path, start.elapsed(), &reports, &global) {
                         stats_log_error.get_or_insert(e);
                     }
                 }
@@ -185,14 +205,15 @@ pub fn run_live(
         }
         let wall = start.elapsed();
         let reports: Vec<WorkerReport> = workers.iter().map(|w| w.report.clone()).collect();
-        let _ = events_tx.send(stats_chunk(wall, &reports));
+        let global = global_counters(opts, &gauges);
+        let _ = events_tx.send(stats_chunk(wall, &reports, &global));
         drop(events_tx);
         let events_written = writer.join().map_err(|_| io::Error::other("output thread panicked"))??;
         if let Some(path) = &opts.snapshot_path {
-            let _ = write_snapshot(path, &snapshot_of(&gauges));
+            let _ = write_snapshot_with_global(path, &snapshot_of(&gauges), &global);
         }
         if let Some(path) = &opts.stats_log {
-            append_stats_log(path, wall, &reports)?;
+            append_stats_log(path, wall, &reports, &global)?;
         }
         if let Some(e) = stats_log_error {
             return Err(e);
@@ -249,17 +270,25 @@ fn periodic_reports(gauges: &LiveGauges, shared: &[WorkerShared]) -> Vec<WorkerR
         .collect()
 }
 
-fn stats_chunk(uptime: Duration, reports: &[WorkerReport]) -> EventBuf {
+fn stats_chunk(uptime: Duration, reports: &[WorkerReport], global: &CounterSet) -> EventBuf {
     let mut buf = EventBuf::default();
-    let line = stats_event(now_timestamp(), uptime.as_secs(), reports);
+    let line = stats_event_with_global(now_timestamp(), uptime.as_secs(), reports, global);
     buf.push(u64::MAX, |out| out.extend_from_slice(&line));
     buf
 }
 
-fn append_stats_log(path: &std::path::Path, uptime: Duration, reports: &[WorkerReport]) -> io::Result<()> {
+fn append_stats_log(
+    path: &std::path::Path,
+    uptime: Duration,
+    reports: &[WorkerReport],
+    global: &CounterSet,
+) -> io::Result<()> {
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
     let mut text = Vec::new();
     write_stats_log(&mut text, uptime, &utc_date(), reports)?;
+    for (name, value) in global.iter() {
+        writeln!(text, "{name:<45} | {:<25} | {value}", "Global")?;
+    }
     file.write_all(&text)
 }
 
