@@ -515,7 +515,7 @@ impl<'a> LiveWorker<'a> {
     fn tick(&mut self) {
         let tick = ClockTick { ts: now_timestamp(), pcap_cnt: self.core.pcap_cnt };
         if let Some(bypass) = &mut self.core.bypass {
-            bypass.refresh(&mut self.core.inspector);
+            bypass.refresh(&mut self.core.inspector, tick.ts);
         }
         self.core.inspector.clock(tick, &mut self.core.events);
         self.publish_counters();
@@ -570,7 +570,7 @@ impl<'a> LiveWorker<'a> {
     fn finish(mut self) -> LiveWorkerReport {
         let started = Instant::now();
         if let Some(bypass) = &mut self.core.bypass {
-            bypass.refresh(&mut self.core.inspector);
+            bypass.refresh(&mut self.core.inspector, now_timestamp());
         }
         self.core.inspector.finish(&mut self.core.events);
         if let Some(bypass) = &mut self.core.bypass {

@@ -22,6 +22,7 @@ use crate::counters::CounterSet;
 use crate::inspect::{BypassCounts, BypassRequest, Inspector};
 use aya::maps::{HashMap, Map, MapData};
 use picket_core::flow::FlowHandle;
+use picket_core::packet::Timestamp;
 use std::collections::HashMap as StdHashMap;
 
 /// Names of the flow tables in the XDP object.
@@ -143,9 +144,10 @@ impl FlowBypassTable {
         self.remove_ended(inspector);
     }
 
-    /// Once per second (before the inspector's clock): the kernel's counts of every
-    /// installed flow into the inspector; flows with new packets stay alive.
-    pub fn refresh(&mut self, inspector: &mut Inspector) {
+    /// Once per second, before the inspector's clock advances to `now`: the kernel's
+    /// counts of every installed flow into the inspector; flows with new packets since the
+    /// last refresh were alive at `now`.
+    pub fn refresh(&mut self, inspector: &mut Inspector, now: Timestamp) {
         for flow in self.flows.values_mut() {
             let vals = match &flow.keys {
                 Keys::V4(k) => [self.v4.get(&k[0], 0).ok(), self.v4.get(&k[1], 0).ok()],
@@ -159,7 +161,7 @@ impl FlowBypassTable {
                 bytes_toclient: tc.bytes,
             };
             let last_ns = ts.last_ns.max(tc.last_ns);
-            let active = last_ns > flow.last_ns;
+            let active = (last_ns > flow.last_ns).then_some(now);
             flow.last_ns = last_ns;
             inspector.bypass_update(flow.handle, counts, active);
         }

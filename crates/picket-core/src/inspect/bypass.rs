@@ -20,6 +20,9 @@
 //!
 //! Either way the flow ends after the protocol's `flow-timeouts.*.bypassed` idle time, and
 //! its eve record says `bypass: local|capture` with the kernel's counts in `bypassed`.
+//! What its streams held at the bypass (data not yet inspected: in IDS mode a direction's
+//! data is inspected once the other side acks it) is inspected when the flow ends, so an
+//! alert on data from before the bypass is late but not lost (Suricata drops that data).
 
 use crate::flow::FlowHandle;
 

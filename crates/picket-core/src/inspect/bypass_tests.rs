@@ -81,7 +81,7 @@ fn capture_bypass_is_requested_updated_and_reported_at_flow_end() {
     assert_eq!((&r.client.0[12..], r.client.1, &r.server.0[12..], r.server.1), (&CLIENT[..], 40000, &SERVER[..], 9999));
     let kernel =
         BypassCounts { pkts_toserver: 1000, pkts_toclient: 10, bytes_toserver: 1_500_000, bytes_toclient: 600 };
-    insp.bypass_update(r.handle, kernel, true);
+    insp.bypass_update(r.handle, kernel, Some(Timestamp(1_500_000_000)));
     // A packet that still reaches user space (before the kernel took the flow).
     feed_at(&mut insp, &[udp(b"start"), udp(b"evil")], &mut sink);
     assert_eq!(sink.1, vec![1], "packets of a capture-bypassed flow are not inspected");
@@ -121,12 +121,13 @@ fn bypassed_flows_end_after_the_bypassed_timeout_unless_the_kernel_sees_packets(
         insp.clock(ClockTick { ts: Timestamp(secs * 1_000_000_000), pcap_cnt: 1 }, sink)
     };
     // UDP: established 300 s, bypassed 100 s. The kernel reports packets at 90 s...
+    let active = Some(Timestamp(90_000_000_000));
+    insp.bypass_update(r.handle, BypassCounts { pkts_toserver: 5, ..Default::default() }, active);
     tick(&mut insp, &mut sink, 90);
-    insp.bypass_update(r.handle, BypassCounts { pkts_toserver: 5, ..Default::default() }, true);
     tick(&mut insp, &mut sink, 150);
     assert!(sink.0.is_empty(), "alive: the kernel saw packets 60 s ago");
     // ...and then nothing.
-    insp.bypass_update(r.handle, BypassCounts { pkts_toserver: 5, ..Default::default() }, false);
+    insp.bypass_update(r.handle, BypassCounts { pkts_toserver: 5, ..Default::default() }, None);
     tick(&mut insp, &mut sink, 192);
     let kernel = BypassCounts { pkts_toserver: 5, ..Default::default() };
     assert_eq!(sink.0, vec![(BypassMode::Capture, kernel, 1, "timeout")], "ended 100 s after the last activity");

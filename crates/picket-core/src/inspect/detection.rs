@@ -318,7 +318,10 @@ impl Detection {
             self.bypass_ended.push(rec.flow_id);
         }
         if let Some(mut stream) = rec.ext.stream.take() {
-            if self.engine.is_some() && !rec.ext.dropped && !rec.ext.passed && !bypass.mode.skips_inspection() {
+            // A bypassed flow's streams still hold what came before the bypass (in IDS mode
+            // data is inspected once acked, which the bypass may have cut short): it is
+            // inspected here like any flow's, so no alert on pre-bypass data is lost.
+            if self.engine.is_some() && !rec.ext.dropped && !rec.ext.passed {
                 self.inspect_flow_end(&mut rec, &mut stream, mem, out);
             }
             stream.release(mem);

@@ -510,16 +510,23 @@ impl Inspector {
         self.detection.bypass_ended.drain(..)
     }
 
-    /// The capture's counts for a capture-bypassed flow. `active`: they moved since the
-    /// last report, so the flow is alive (its idle time restarts at the current time).
-    pub fn bypass_update(&mut self, handle: crate::flow::FlowHandle, counts: BypassCounts, active: bool) {
+    /// The capture's counts for a capture-bypassed flow. `active_at`: they moved since the
+    /// last report, which was at that time (the caller's clock, as given to
+    /// [`Inspector::clock`]), so the flow is alive and its idle time restarts there. Call it
+    /// before the clock tick that may expire the flow.
+    pub fn bypass_update(
+        &mut self,
+        handle: crate::flow::FlowHandle,
+        counts: BypassCounts,
+        active_at: Option<Timestamp>,
+    ) {
         let Some(ext) = self.flows.ext_mut(handle) else { return };
         if ext.bypass.mode != BypassMode::Capture {
             return;
         }
         ext.bypass.kernel = counts;
-        if active {
-            self.flows.touch(handle, self.now);
+        if let Some(ts) = active_at {
+            self.flows.touch(handle, ts);
         }
     }
 
