@@ -181,4 +181,26 @@ mod tests {
         let (i, flags) = derive(None, &DetectorNeeds::none());
         assert_eq!((i.tcp.uninteresting(), flags), (PORTS, CFG_PASSTHROUGH), "no rules: everything passes");
     }
+
+    /// What ET Open leaves to pass through (printed; the README quotes it), when the shared
+    /// copy is there. Its IP rules and app-layer rules make every protocol interesting.
+    #[test]
+    fn et_open_pass_through() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/rules/et-open-2024-04-21");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("skipping: ET Open rules not found at {}", dir.display());
+            return;
+        };
+        let mut files: Vec<_> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
+        files.sort();
+        let mut load = picket_core::detect::rule::RuleSetLoad::new();
+        for f in &files {
+            crate::rules::read_rules_file(&mut load, f, &RuleVars::default());
+        }
+        let (e, _) = picket_core::detect::engine::DetectEngine::build(load.rules, &Default::default()).unwrap();
+        let (i, _) = derive(Some(&e), &DetectorNeeds::none());
+        eprintln!("ET Open pass-through: {}", describe(&i));
+        assert!(i.tcp.all && i.udp.all && i.icmp, "ET Open has `ip any any` and app-layer rules");
+    }
 }
