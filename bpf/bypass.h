@@ -3,7 +3,9 @@
  * - A flow picket finished with (user space inserted both directions into
  *   picket_bypass_v4/v6) is counted in its entry and not inspected.
  * - With CFG_PASSTHROUGH, a packet no loaded rule or detector can match (picket_ports
- *   has neither of its ports; ICMP/other protocols by flag) is not inspected.
+ *   has neither of its ports; ICMP/other protocols by flag; TCP SYN/RST by flag when
+ *   detectors run) is not inspected. picket_ports and the flags are derived from the
+ *   rules by src/ddos/passthrough.rs.
  * Both are shared by the XDP program and the AF_PACKET socket filter. */
 #ifndef PICKET_BYPASS_H
 #define PICKET_BYPASS_H
@@ -36,6 +38,9 @@ static __always_inline void bypass_count(struct bypass_val *v, __u32 len)
 static __always_inline int interesting(const struct pkt *p, const struct xdp_config *cfg)
 {
 	if (!(cfg->flags & CFG_PASSTHROUGH) || p->fragment)
+		return 1;
+	/* Detectors count SYNs and RSTs to every port (SYN flood, port scan). */
+	if (p->proto == IPPROTO_TCP && (cfg->flags & CFG_INSPECT_TCP_CTRL) && (p->tcp_flags & (TCP_SYN | TCP_RST)))
 		return 1;
 	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) {
 		__u32 base = p->proto == IPPROTO_TCP ? 0 : PORT_SLOTS;

@@ -57,6 +57,7 @@ struct xdp_config {
 #define CFG_BYPASS_DROP (1u << 2)  /* bypassed flows are dropped (a tap), not passed to the kernel */
 #define CFG_INSPECT_ICMP (1u << 3) /* with CFG_PASSTHROUGH: ICMP/ICMPv6 is inspected */
 #define CFG_INSPECT_OTHER (1u << 4) /* with CFG_PASSTHROUGH: other IP protocols are inspected */
+#define CFG_INSPECT_TCP_CTRL (1u << 5) /* with CFG_PASSTHROUGH: TCP with SYN or RST is inspected (detectors) */
 
 /* Blocklist: longest-prefix match on the source address. */
 struct lpm_v4 {

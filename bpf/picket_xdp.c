@@ -106,6 +106,9 @@ int picket_sockfilter(struct __sk_buff *skb)
 			return skb->len;
 		p.sport = bpf_ntohs(ports[0]);
 		p.dport = bpf_ntohs(ports[1]);
+		/* The flags byte, for CFG_INSPECT_TCP_CTRL (13: after ports, seq, ack, offset). */
+		if (p.proto == IPPROTO_TCP && bpf_skb_load_bytes(skb, off + 13, &p.tcp_flags, 1) < 0)
+			return skb->len;
 	}
 	struct bypass_val *v = bypass_lookup(&p);
 	if (v) {

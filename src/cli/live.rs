@@ -454,6 +454,13 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
     let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
+    let flow_bypass = match ddos.as_mut() {
+        Some(layer) => {
+            let cfg = crate::config::ddos_config(&resolved.config).map_err(CliError)?;
+            crate::ddos::passthrough::configure(layer, &cfg, &resolved.config, &mut inspect).map_err(CliError)?
+        }
+        None => None,
+    };
     let ports = input.open(workers, ddos.as_mut())?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
@@ -471,6 +478,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
+        flow_bypass,
         global_counters: match ddos.as_mut() {
             Some(layer) => layer.counter_sources().map_err(CliError)?,
             None => Vec::new(),

@@ -51,6 +51,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "host-os-policy.*",
     "stream.async-oneside",
     "stream.inline",
+    "stream.bypass",
     "stream.memcap",
     "stream.checksum-validation",
     "stream.reassembly.depth",

@@ -76,6 +76,20 @@ impl EngineSettingsExt for EngineSettings {
         set_opt(&mut s.stream_reassembly_memcap, cfg.get_size("stream.reassembly.memcap")?);
         set_opt(&mut s.stream_reassembly_depth, cfg.get_size("stream.reassembly.depth")?);
         set_opt(&mut s.stream_checksum_validation, cfg.get_bool("stream.checksum-validation")?);
+        set_opt(&mut s.stream_bypass, cfg.get_bool("stream.bypass")?);
+        // Suricata's `encryption-handling` (default, bypass, full); older files say
+        // `bypass: yes` under the tls section.
+        if let Some(text) = cfg.get_str("app-layer.protocols.tls.encryption-handling") {
+            s.tls_bypass = match text.trim() {
+                "bypass" => true,
+                "default" | "full" | "track-only" => false,
+                other => {
+                    return Err(bad("app-layer.protocols.tls.encryption-handling", other, "default, bypass or full"))
+                }
+            };
+        } else if let Some(v) = cfg.get_bool("app-layer.protocols.tls.bypass")? {
+            s.tls_bypass = v;
+        }
         if let Some(text) = cfg.get_str("pcap-file.checksum-checks") {
             s.checksum_mode =
                 ChecksumMode::parse(&text).ok_or_else(|| bad("pcap-file.checksum-checks", &text, "auto, yes or no"))?;

@@ -299,7 +299,8 @@ fn known_key_patterns() {
     assert!(is_known_key("stream.midstream-policy"));
     assert!(is_known_key("host-os-policy.windows"));
     assert!(!is_known_key("stream.midstream-policyx"));
-    assert!(!is_known_key("stream.bypass"));
+    assert!(is_known_key("stream.bypass"));
+    assert!(!is_known_key("stream.bypassx"));
     assert!(!is_known_key("varsity"));
     assert!(!is_known_key("stream"));
     assert!(!is_known_key("flow-timeoutsx.tcp"));

@@ -6,12 +6,14 @@
 //! |---|---|
 //! | `mod.rs` | [`DdosLayer`]: start (load, attach) and stop (detach, restore) |
 //! | `synproxy.rs` | [`synproxy::SynproxyGuard`]: the iptables SYNPROXY rules and sysctl the SYN cookies need |
+//! | `passthrough.rs` | pass-through derived from the rules and detectors; flow bypass set-up |
 //!
 //! Started before the capture sockets open (they carry its socket filter) and dropped
 //! after the workers end, so no packet is inspected without it and nothing of it
 //! outlives the run.
 
 pub mod synproxy;
+pub mod passthrough;
 
 use crate::config::{AttachPreference, DdosConfig};
 use crate::counters::CounterSet;

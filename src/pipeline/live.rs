@@ -59,6 +59,9 @@ pub struct LiveOptions {
     pub snapshot_path: Option<PathBuf>,
     /// stats.log, appended to.
     pub stats_log: Option<PathBuf>,
+    /// The XDP layer's flow bypass tables (`--ddos`): each worker installs the flows its
+    /// inspector bypasses (`crate::xdp::bypass`).
+    pub flow_bypass: Option<crate::xdp::bypass::BypassMaps>,
     /// Sources of process-wide counters (the XDP program's, the DDoS controller's), read
     /// by the main thread every second and at the end: eve `stats`, stats.log,
     /// picket-stats.json and Prometheus show them beside the workers' totals.
@@ -146,11 +149,15 @@ pub fn run_live(
             let settings = opts.inspect.clone();
             let eve = LogSink::new(opts.eve.clone());
             let (gauges, shared, stop, events_tx) = (&gauges.workers[i].1, &shared[i], &*stop, events_tx.clone());
+            let flow_bypass = opts.flow_bypass;
             let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
                 let mut worker = LiveWorker::new(i, socks, Inspector::new(&settings), eve, gauges, shared, events_tx);
+                worker.core.bypass = flow_bypass.and_then(|maps| {
+                    maps.open().map_err(|e| eprintln!("picket: worker {i}: no flow bypass: {e}")).ok()
+                });
                 worker.run(stop);
                 worker.finish()
             });
@@ -350,6 +357,8 @@ struct WorkerCore {
     /// Inline verdicts: packets let through, and packets answered with a reject.
     accepted: u64,
     rejected: u64,
+    /// The XDP flow bypass tables (`--ddos`).
+    bypass: Option<crate::xdp::bypass::FlowBypassTable>,
 }
 
 impl WorkerCore {
@@ -362,6 +371,9 @@ impl WorkerCore {
         self.bytes += raw.wire_len as u64;
         let meta = PacketMeta::standalone(self.pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
         let verdict = self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
+        if let Some(bypass) = &mut self.bypass {
+            bypass.after_packet(&mut self.inspector);
+        }
         if self.inline {
             // Blocked packets are counted by the inspector (`ips.blocked`).
             match verdict {
@@ -408,6 +420,7 @@ impl<'a> LiveWorker<'a> {
                 inline,
                 accepted: 0,
                 rejected: 0,
+                bypass: None,
             },
             poll_errors: 0,
             output_waits: 0,
@@ -501,6 +514,9 @@ impl<'a> LiveWorker<'a> {
     /// kernel ring statistics, and the full counter set for the stats outputs.
     fn tick(&mut self) {
         let tick = ClockTick { ts: now_timestamp(), pcap_cnt: self.core.pcap_cnt };
+        if let Some(bypass) = &mut self.core.bypass {
+            bypass.refresh(&mut self.core.inspector, tick.ts);
+        }
         self.core.inspector.clock(tick, &mut self.core.events);
         self.publish_counters();
         self.publish_batch();
@@ -529,6 +545,9 @@ impl<'a> LiveWorker<'a> {
         for (name, v) in self.core.inspector.counters().iter() {
             counters.add(name, v);
         }
+        if let Some(bypass) = &self.core.bypass {
+            bypass.add_counters(&mut counters);
+        }
         let g = self.gauges;
         let get = |name: &str| counters.get(name).unwrap_or(0);
         g.kernel_packets.store(kernel.packets, Ordering::Relaxed);
@@ -550,7 +569,13 @@ impl<'a> LiveWorker<'a> {
 
     fn finish(mut self) -> LiveWorkerReport {
         let started = Instant::now();
+        if let Some(bypass) = &mut self.core.bypass {
+            bypass.refresh(&mut self.core.inspector, now_timestamp());
+        }
         self.core.inspector.finish(&mut self.core.events);
+        if let Some(bypass) = &mut self.core.bypass {
+            bypass.after_packet(&mut self.core.inspector);
+        }
         self.core.busy += started.elapsed();
         let (counters, kernel) = self.publish_counters();
         self.publish_batch();

@@ -74,6 +74,7 @@ pub const CFG_PASSTHROUGH: u32 = 1 << 1;
 pub const CFG_BYPASS_DROP: u32 = 1 << 2;
 pub const CFG_INSPECT_ICMP: u32 = 1 << 3;
 pub const CFG_INSPECT_OTHER: u32 = 1 << 4;
+pub const CFG_INSPECT_TCP_CTRL: u32 = 1 << 5;
 
 /// `struct block_val`: a blocklist entry.
 #[derive(Clone, Copy, Debug, Default)]

@@ -6,6 +6,7 @@
 //! | `mod.rs` | [`XdpLayer`]: load the object, attach to interfaces (native, else generic), detach |
 //! | `maps.rs` | the maps' key/value layouts (mirrors `bpf/common.h`) and the counter reasons |
 //! | `protect.rs` | [`protect::ProtectTable`]: destinations protected by SYN cookies |
+//! | `bypass.rs` | per-worker handle on the flow bypass tables: install, refresh, remove |
 //! | `stats.rs` | the per-reason counters, summed over CPUs (`stats.picket.xdp`) |
 //! | `test_run.rs` | run the program on one frame in the kernel (`BPF_PROG_TEST_RUN`) |
 //!
@@ -18,6 +19,7 @@
 //! attached. At attach time a program left by an older picket (netlink-attached, or one
 //! that survived some other way) is removed first ([`XdpLayer::attach`]).
 
+pub mod bypass;
 pub mod maps;
 pub mod protect;
 pub mod stats;

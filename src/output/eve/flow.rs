@@ -1,10 +1,15 @@
 //! eve `flow` records, written when a flow ends.
+//!
+//! A bypassed flow (see `picket_core::inspect::bypass`) is written as Suricata writes one:
+//! `state: "bypassed"`, `bypass: "local"` or `"capture"`, and for a capture bypass the
+//! packets the capture counted after the bypass in a `bypassed` object, also added to the
+//! flow's totals.
 
 use super::alert::write_vlan;
 use super::{format_timestamp, tcp_flags_hex, EventHeader};
 use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
-use picket_core::inspect::FlowExt;
+use picket_core::inspect::{BypassCounts, BypassMode, FlowExt};
 
 /// One eve `flow` line for a finished flow.
 pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
@@ -28,17 +33,34 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
     }
     write_vlan(&mut o, &rec.vlan);
+    let bypass = rec.ext.bypass;
+    let kernel = match bypass.mode {
+        BypassMode::Capture => bypass.kernel,
+        _ => BypassCounts::default(),
+    };
     o.open("flow")
-        .u64("pkts_toserver", rec.pkts_toserver)
-        .u64("pkts_toclient", rec.pkts_toclient)
-        .u64("bytes_toserver", rec.bytes_toserver)
-        .u64("bytes_toclient", rec.bytes_toclient)
-        .str("start", &format_timestamp(rec.start))
+        .u64("pkts_toserver", rec.pkts_toserver + kernel.pkts_toserver)
+        .u64("pkts_toclient", rec.pkts_toclient + kernel.pkts_toclient)
+        .u64("bytes_toserver", rec.bytes_toserver + kernel.bytes_toserver)
+        .u64("bytes_toclient", rec.bytes_toclient + kernel.bytes_toclient);
+    if bypass.mode == BypassMode::Capture {
+        o.open("bypassed")
+            .u64("pkts_toserver", kernel.pkts_toserver)
+            .u64("pkts_toclient", kernel.pkts_toclient)
+            .u64("bytes_toserver", kernel.bytes_toserver)
+            .u64("bytes_toclient", kernel.bytes_toclient)
+            .close();
+    }
+    let state = if bypass.mode.skips_inspection() { "bypassed" } else { rec.state.as_str() };
+    o.str("start", &format_timestamp(rec.start))
         .str("end", &format_timestamp(rec.end))
         .u64("age", rec.end.secs().saturating_sub(rec.start.secs()))
-        .str("state", rec.state.as_str())
+        .str("state", state)
         .str("reason", rec.reason.as_str())
         .bool("alerted", rec.ext.alerted);
+    if let Some(name) = bypass.mode.eve_name() {
+        o.str("bypass", name);
+    }
     // What the IPS did with the flow: dropped it (a rule or an exception policy), or passed
     // it (a pass rule with flow scope, an exception policy).
     if rec.ext.dropped {
@@ -69,4 +91,72 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         o.str("state", tcp.state.as_str()).close();
     }
     o.finish();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use picket_core::decode::FiveTuple;
+    use picket_core::flow::{FlowEndReason, FlowState};
+    use picket_core::inspect::FlowBypass;
+    use picket_core::packet::Timestamp;
+
+    fn record(bypass: FlowBypass) -> FlowRecord<FlowExt> {
+        let mut src = [0u8; 16];
+        src[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, 1]);
+        let mut dst = src;
+        dst[15] = 2;
+        FlowRecord {
+            flow_id: 1,
+            tuple: FiveTuple { src, dst, src_port: 40000, dst_port: 80, proto: 6, is_v4: true },
+            vlan: [0, 0],
+            pkts_toserver: 10,
+            pkts_toclient: 20,
+            bytes_toserver: 1000,
+            bytes_toclient: 30000,
+            start: Timestamp(1_000_000_000),
+            end: Timestamp(5_000_000_000),
+            first_pcap_cnt: 1,
+            last_pcap_cnt: 30,
+            state: FlowState::Established,
+            reason: FlowEndReason::Timeout,
+            tcp: None,
+            icmp_toserver: None,
+            icmp_toclient: None,
+            ext: FlowExt { bypass, ..FlowExt::default() },
+        }
+    }
+
+    fn flow_object(bypass: FlowBypass) -> serde_json::Value {
+        let mut buf = Vec::new();
+        write_flow(&mut buf, &record(bypass));
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        v["flow"].clone()
+    }
+
+    #[test]
+    fn capture_bypass_adds_the_kernel_counts_as_suricata_does() {
+        let kernel =
+            BypassCounts { pkts_toserver: 5, pkts_toclient: 900, bytes_toserver: 300, bytes_toclient: 1_300_000 };
+        let f = flow_object(FlowBypass { mode: BypassMode::Capture, kernel });
+        assert_eq!(f["bypass"], "capture");
+        assert_eq!(f["state"], "bypassed");
+        assert_eq!((f["pkts_toserver"].as_u64(), f["pkts_toclient"].as_u64()), (Some(15), Some(920)));
+        assert_eq!((f["bytes_toserver"].as_u64(), f["bytes_toclient"].as_u64()), (Some(1300), Some(1_330_000)));
+        let b = &f["bypassed"];
+        assert_eq!((b["pkts_toserver"].as_u64(), b["pkts_toclient"].as_u64()), (Some(5), Some(900)));
+        assert_eq!((b["bytes_toserver"].as_u64(), b["bytes_toclient"].as_u64()), (Some(300), Some(1_300_000)));
+    }
+
+    #[test]
+    fn local_bypass_and_no_bypass() {
+        let f = flow_object(FlowBypass { mode: BypassMode::Local, ..Default::default() });
+        assert_eq!((f["bypass"].as_str(), f["state"].as_str()), (Some("local"), Some("bypassed")));
+        assert!(f.get("bypassed").is_none() && f["pkts_toserver"] == 10);
+        let f = flow_object(FlowBypass::default());
+        assert!(f.get("bypass").is_none() && f.get("bypassed").is_none());
+        assert_eq!(f["state"], "established");
+        let f = flow_object(FlowBypass { mode: BypassMode::Refused, ..Default::default() });
+        assert!(f.get("bypass").is_none(), "a refused bypass is an inspected flow");
+    }
 }

@@ -218,6 +218,15 @@ impl AppLayer {
         }
     }
 
+    /// The flow is TLS and both directions switched to encrypted records (what Suricata's
+    /// `encryption-handling` acts on).
+    pub fn tls_handshake_done(&self) -> bool {
+        match &self.state {
+            State::Parsing(p) => matches!(p.flow_tx(), Some(AppTx::Tls(st)) if st.handshake_done()),
+            _ => false,
+        }
+    }
+
     /// Split borrow for a detection run: the transaction (if any) and the alerted set.
     pub(crate) fn view(&mut self, id: Option<u64>, dir: Direction) -> AppView<'_> {
         let (tx, tls) = match &self.state {

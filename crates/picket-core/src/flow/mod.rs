@@ -133,12 +133,14 @@ impl std::hash::Hash for FlowKey {
     }
 }
 
-/// Idle timeouts (seconds) for the three flow states.
+/// Idle timeouts (seconds) for the three flow states, and for flows the engine bypassed
+/// (Suricata's `flow-timeouts.*.bypassed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StateTimeouts {
     pub new: u32,
     pub established: u32,
     pub closed: u32,
+    pub bypassed: u32,
 }
 
 impl StateTimeouts {
@@ -175,20 +177,20 @@ impl FlowTimeouts {
     /// Suricata's defaults for normal operation.
     pub fn suricata_default() -> Self {
         FlowTimeouts {
-            tcp: StateTimeouts { new: 60, established: 600, closed: 60 },
-            udp: StateTimeouts { new: 30, established: 300, closed: 0 },
-            icmp: StateTimeouts { new: 30, established: 300, closed: 0 },
-            default: StateTimeouts { new: 30, established: 300, closed: 0 },
+            tcp: StateTimeouts { new: 60, established: 600, closed: 60, bypassed: 100 },
+            udp: StateTimeouts { new: 30, established: 300, closed: 0, bypassed: 100 },
+            icmp: StateTimeouts { new: 30, established: 300, closed: 0, bypassed: 100 },
+            default: StateTimeouts { new: 30, established: 300, closed: 0, bypassed: 100 },
         }
     }
 
     /// Suricata's defaults for emergency mode (the `emergency-*` keys).
     pub fn suricata_emergency_default() -> Self {
         FlowTimeouts {
-            tcp: StateTimeouts { new: 10, established: 100, closed: 10 },
-            udp: StateTimeouts { new: 10, established: 100, closed: 0 },
-            icmp: StateTimeouts { new: 10, established: 100, closed: 0 },
-            default: StateTimeouts { new: 10, established: 100, closed: 0 },
+            tcp: StateTimeouts { new: 10, established: 100, closed: 10, bypassed: 50 },
+            udp: StateTimeouts { new: 10, established: 100, closed: 0, bypassed: 50 },
+            icmp: StateTimeouts { new: 10, established: 100, closed: 0, bypassed: 50 },
+            default: StateTimeouts { new: 10, established: 100, closed: 0, bypassed: 50 },
         }
     }
 }

@@ -64,6 +64,9 @@ pub struct Flow {
     pub last_pcap_cnt: u64,
     pub icmp_toserver: Option<(u8, u8)>,
     pub icmp_toclient: Option<(u8, u8)>,
+    /// The engine is done with the flow ([`FlowTable::set_bypassed`]): it times out after
+    /// the protocol's `bypassed` timeout.
+    pub bypassed: bool,
 }
 
 impl Flow {
@@ -243,6 +246,31 @@ impl<E: Default> FlowTable<E> {
     /// The flow's tracking data and its extension slot at once.
     pub fn flow_and_ext_mut(&mut self, handle: FlowHandle) -> Option<(&Flow, &mut E)> {
         self.live_slot_mut(handle).map(|s| (&s.flow, &mut s.ext))
+    }
+
+    /// Marks the flow bypassed: from now on it times out after its protocol's `bypassed`
+    /// timeout (usually shorter than `established`, so it is rescheduled at once).
+    /// `on: false` undoes it (the bypass did not happen).
+    pub fn set_bypassed(&mut self, handle: FlowHandle, on: bool) {
+        let Some(slot) = self.live_slot_mut(handle) else { return };
+        if slot.flow.bypassed == on {
+            return;
+        }
+        slot.flow.bypassed = on;
+        let index = handle.index;
+        let due = self.due_sec(index);
+        if due < self.slots[index as usize].due_sec {
+            self.unschedule(index);
+            self.schedule(index, due);
+        }
+    }
+
+    /// Records activity of a flow seen elsewhere (a bypassed flow's packets counted in the
+    /// kernel): its last-seen time moves to `ts` (never back), which keeps it alive.
+    pub fn touch(&mut self, handle: FlowHandle, ts: Timestamp) {
+        if let Some(slot) = self.live_slot_mut(handle) {
+            slot.flow.last_ts = slot.flow.last_ts.max(ts);
+        }
     }
 
     /// Finds the flow a packet with this key would belong to, without touching it.
@@ -504,14 +532,24 @@ impl<E: Default> FlowTable<E> {
     /// Second of the wheel bucket for the flow's current deadline: strictly after it.
     fn due_sec(&self, index: u32) -> u64 {
         let flow = &self.slots[index as usize].flow;
-        let timeout = self.timeouts().for_proto(flow.key.tuple.proto).for_state(flow.state()) as u64;
+        let timeout = self.timeout_of(flow);
         let deadline = flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS));
         deadline / NANOS + 1
     }
 
+    /// Seconds the flow may stay idle: its state's timeout, or `bypassed` once bypassed.
+    fn timeout_of(&self, flow: &Flow) -> u64 {
+        let t = self.timeouts().for_proto(flow.key.tuple.proto);
+        if flow.bypassed {
+            t.bypassed as u64
+        } else {
+            t.for_state(flow.state()) as u64
+        }
+    }
+
     fn is_timed_out(&self, index: u32, now: Timestamp) -> bool {
         let flow = &self.slots[index as usize].flow;
-        let timeout = self.timeouts().for_proto(flow.key.tuple.proto).for_state(flow.state()) as u64;
+        let timeout = self.timeout_of(flow);
         now.0 > flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS))
     }
 

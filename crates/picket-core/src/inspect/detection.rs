@@ -48,6 +48,8 @@ pub(super) struct RunVerdict {
     pub verdict: Verdict,
     /// The first drop or reject rule that matched (IPS mode), for the packet's `drop` event.
     pub blocking: Option<Alert>,
+    /// A rule with the `bypass` keyword matched.
+    pub bypass: bool,
 }
 
 impl RunVerdict {
@@ -55,6 +57,7 @@ impl RunVerdict {
     pub fn merge(&mut self, other: RunVerdict) {
         self.alerted |= other.alerted;
         self.drop_flow |= other.drop_flow;
+        self.bypass |= other.bypass;
         self.verdict = self.verdict.and(other.verdict);
         if self.blocking.is_none() {
             self.blocking = other.blocking;
@@ -264,6 +267,7 @@ impl Detection {
                 }
             }
             self.live.push(i);
+            verdict.bypass |= alert.bypass;
             if self.simulate_ips && blocks(alert.action) {
                 verdict.verdict = verdict.verdict.and(Verdict::for_action(alert.action, tuple.proto));
                 verdict.drop_flow |= alert.flow_scope;
@@ -305,7 +309,18 @@ impl Detection {
 
     /// A flow has ended: inspect what its streams still hold, then report the flow.
     pub(super) fn end_flow(&mut self, mut rec: FlowRecord<FlowExt>, mem: &mut ReassemblyMemory, out: &mut Out<'_>) {
+        let bypass = rec.ext.bypass;
+        if bypass.mode == super::BypassMode::Capture {
+            let k = bypass.kernel;
+            self.bypass.closed += 1;
+            self.bypass.pkts += k.pkts_toserver + k.pkts_toclient;
+            self.bypass.bytes += k.bytes_toserver + k.bytes_toclient;
+            self.bypass_ended.push(rec.flow_id);
+        }
         if let Some(mut stream) = rec.ext.stream.take() {
+            // A bypassed flow's streams still hold what came before the bypass (in IDS mode
+            // data is inspected once acked, which the bypass may have cut short): it is
+            // inspected here like any flow's, so no alert on pre-bypass data is lost.
             if self.engine.is_some() && !rec.ext.dropped && !rec.ext.passed {
                 self.inspect_flow_end(&mut rec, &mut stream, mem, out);
             }

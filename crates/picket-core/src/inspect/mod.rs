@@ -8,9 +8,11 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | [`Inspector`]: per packet, decode → flow → stream → app layer → detection |
+//! | `bypass.rs` | flow bypass: triggers, local/capture modes, `flow_bypassed.*` counters |
 //! | `detection.rs` | running the engine on a packet or on flow-end stream data; alerts, drops |
 //! | `event.rs` | the events, the sink trait, the verdict, the events' sort keys |
 //! | `tests.rs` | the contract with the caller: verdicts and events |
+//! | `bypass_tests.rs` | flow bypass: triggers, local and capture modes, timeouts |
 //! | `ips_tests.rs` | IPS semantics: what drop, reject and pass act on, in-line stream inspection |
 //!
 //! The application layer (protocol detection, one folder per protocol) is `crate::applayer`.
@@ -50,6 +52,9 @@ use crate::stream::{
 };
 use std::sync::Arc;
 
+pub mod bypass;
+#[cfg(test)]
+mod bypass_tests;
 mod detection;
 pub mod event;
 #[cfg(test)]
@@ -59,6 +64,7 @@ mod tests;
 pub use crate::applayer::layer::AppLayer;
 use crate::applayer::AppCounters;
 pub use crate::applayer::AppTx;
+pub use bypass::{BypassCounts, BypassMode, BypassReason, BypassRequest, BypassSettings, FlowBypass};
 use detection::{FlowDropLog, Out, RunVerdict};
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
@@ -86,6 +92,9 @@ pub struct InspectSettings {
     pub detection_ports: Arc<DetectionPorts>,
     /// `app-layer.protocols.http.libhtp.default-config`.
     pub http: Arc<HttpConfig>,
+    /// What bypasses a flow (`stream.bypass`, TLS `encryption-handling`), and whether the
+    /// capture can take bypassed flows (see [`bypass`]).
+    pub bypass: BypassSettings,
 }
 
 impl InspectSettings {
@@ -97,6 +106,7 @@ impl InspectSettings {
             new: if emergency { t.emergency_new } else { t.new },
             established: if emergency { t.emergency_established } else { t.established },
             closed: if emergency { t.emergency_closed } else { t.closed },
+            bypassed: if emergency { t.emergency_bypassed } else { t.bypassed },
         };
         let timeouts = |emergency: bool| FlowTimeouts {
             tcp: per_proto(&engine.flow_timeouts.tcp, emergency),
@@ -141,6 +151,7 @@ impl InspectSettings {
             host_os: Arc::new(host_os),
             detection_ports: Arc::new(detection_ports(engine)),
             http: Arc::new(HttpConfig::default()),
+            bypass: BypassSettings { stream_depth: engine.stream_bypass, tls: engine.tls_bypass, capture: false },
         }
     }
 }
@@ -223,6 +234,8 @@ pub struct FlowExt {
     pub detect: DetectFlow,
     /// App-layer detection and parsing, created with the stream.
     pub app: Option<Box<AppLayer>>,
+    /// The engine is done with the flow (see [`bypass`]).
+    pub bypass: FlowBypass,
 }
 
 pub struct Inspector {
@@ -240,6 +253,9 @@ pub struct Inspector {
     ended: Vec<FlowRecord<FlowExt>>,
     /// Latest capture time seen; flows expire against it.
     now: Timestamp,
+    bypass: BypassSettings,
+    /// Flows to install in the capture's bypass table, taken by the caller.
+    bypass_requests: Vec<BypassRequest>,
     last_expiry_sec: u64,
 }
 
@@ -253,6 +269,11 @@ struct Detection {
     live: Vec<usize>,
     simulate_ips: bool,
     counters: AlertCounters,
+    /// `flow_bypassed.*`.
+    bypass: bypass::BypassCounters,
+    /// Flow ids of capture-bypassed flows that ended: the caller removes them from the
+    /// capture's table.
+    bypass_ended: Vec<u64>,
     app_counters: AppCounters,
     /// JA3/JA3S go into eve's `tls` object: Suricata computes them when rules use them.
     log_ja3: bool,
@@ -295,6 +316,8 @@ impl Inspector {
                 live: Vec::new(),
                 simulate_ips: settings.simulate_ips,
                 counters: AlertCounters::default(),
+                bypass: Default::default(),
+                bypass_ended: Vec::new(),
                 app_counters: AppCounters::default(),
                 log_ja3: settings.detect.as_ref().is_some_and(|e| {
                     ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].iter().any(|b| e.uses_buffer(b))
@@ -302,6 +325,8 @@ impl Inspector {
             },
             ended: Vec::new(),
             now: Timestamp(0),
+            bypass: settings.bypass,
+            bypass_requests: Vec::new(),
             last_expiry_sec: 0,
         }
     }
@@ -341,6 +366,17 @@ impl Inspector {
             return self.detection.conclude(&wire, &run, None, out);
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
+        if ext.bypass.mode.skips_inspection() {
+            // Bypassed: tracked in the flow table, nothing else.
+            let c = &mut self.detection.bypass;
+            let (pkts, bytes) = match ext.bypass.mode {
+                BypassMode::Capture => (&mut c.local_capture_pkts, &mut c.local_capture_bytes),
+                _ => (&mut c.local_pkts, &mut c.local_bytes),
+            };
+            *pkts += 1;
+            *bytes += meta.wire_len as u64;
+            return Verdict::Pass;
+        }
         if let Some(gated) = self.detection.flow_gate(&wire, flow.flow_id, &verdict, ext, self.midstream_policy, out) {
             return gated;
         }
@@ -351,7 +387,7 @@ impl Inspector {
             server: flow.server(),
             start: flow.first_ts,
         };
-        let FlowExt { stream, detect, alerted, dropped, drop_logged, app, .. } = ext;
+        let FlowExt { stream, detect, alerted, dropped, app, .. } = ext;
         let mut run = RunVerdict::default();
         let mut inspected = false;
         let mut app_layer = None;
@@ -412,13 +448,97 @@ impl Inspector {
         }
         *alerted |= run.alerted;
         *dropped |= run.drop_flow;
+        let bypass_now = if ext.bypass.mode != BypassMode::None || *dropped {
+            None
+        } else if run.bypass {
+            Some(BypassReason::Rule)
+        } else if self.bypass.stream_depth
+            && stream
+                .as_ref()
+                .is_some_and(|s| s.depth_reached(Direction::ToServer) || s.depth_reached(Direction::ToClient))
+        {
+            Some(BypassReason::StreamDepth)
+        } else if self.bypass.tls && app.as_ref().is_some_and(|a| a.tls_handshake_done()) {
+            Some(BypassReason::TlsEncrypted)
+        } else {
+            None
+        };
+        if let Some(reason) = bypass_now {
+            self.detection.bypass.count_reason(reason);
+            if self.bypass.capture {
+                ext.bypass.mode = BypassMode::Capture;
+                self.bypass_requests.push(BypassRequest {
+                    handle: verdict.handle,
+                    flow_id: flow.flow_id,
+                    is_v4: flow.is_v4(),
+                    proto: flow.key.tuple.proto,
+                    client: flow.client(),
+                    server: flow.server(),
+                });
+            } else {
+                ext.bypass.mode = BypassMode::Local;
+            }
+        }
+        let FlowExt { drop_logged, .. } = ext;
         let log = FlowDropLog {
             flow_id: flow.flow_id,
             to_server: verdict.to_server,
             flow_dropped: *dropped,
             logged: drop_logged,
         };
-        self.detection.conclude(&wire, &run, Some(log), out)
+        let verdict_out = self.detection.conclude(&wire, &run, Some(log), out);
+        if bypass_now.is_some() {
+            self.flows.set_bypassed(verdict.handle, true);
+        }
+        verdict_out
+    }
+
+    /// Flows the engine bypassed since the last call, for the capture's bypass table
+    /// (only with [`BypassSettings::capture`]). Cheap when there are none.
+    pub fn take_bypass_requests(&mut self) -> std::vec::Drain<'_, BypassRequest> {
+        self.bypass_requests.drain(..)
+    }
+
+    /// Whether [`Inspector::take_bypass_requests`] has anything.
+    pub fn has_bypass_requests(&self) -> bool {
+        !self.bypass_requests.is_empty()
+    }
+
+    /// Flow ids of capture-bypassed flows that ended since the last call: remove them from
+    /// the capture's table (their counts are already in their eve records).
+    pub fn take_bypass_ended(&mut self) -> std::vec::Drain<'_, u64> {
+        self.detection.bypass_ended.drain(..)
+    }
+
+    /// The capture's counts for a capture-bypassed flow. `active_at`: they moved since the
+    /// last report, which was at that time (the caller's clock, as given to
+    /// [`Inspector::clock`]), so the flow is alive and its idle time restarts there. Call it
+    /// before the clock tick that may expire the flow.
+    pub fn bypass_update(
+        &mut self,
+        handle: crate::flow::FlowHandle,
+        counts: BypassCounts,
+        active_at: Option<Timestamp>,
+    ) {
+        let Some(ext) = self.flows.ext_mut(handle) else { return };
+        if ext.bypass.mode != BypassMode::Capture {
+            return;
+        }
+        ext.bypass.kernel = counts;
+        if let Some(ts) = active_at {
+            self.flows.touch(handle, ts);
+        }
+    }
+
+    /// The capture could not take a requested flow (its table is full): the flow stays
+    /// inspected and is not offered again.
+    pub fn bypass_refused(&mut self, handle: crate::flow::FlowHandle) {
+        let Some(ext) = self.flows.ext_mut(handle) else { return };
+        if ext.bypass.mode == BypassMode::Capture {
+            ext.bypass.mode = BypassMode::Refused;
+            self.detection.bypass.refused += 1;
+            self.flows.set_bypassed(handle, false);
+        }
     }
 
     /// The dispatcher's clock: expire flows even when this worker gets no packets.
@@ -542,6 +662,7 @@ impl Inspector {
         s.add("detect.alert", det.counters.alerts);
         s.add("detect.stream_pseudo_packets", det.counters.stream_pseudo_packets);
         s.add("ips.blocked", det.counters.blocked_packets);
+        det.bypass.add_to(&mut s);
         det.app_counters.add_to(&mut s);
         if let Some(engine) = &det.engine {
             for (name, v) in engine.counters(&det.ctx) {

@@ -157,6 +157,11 @@ pub struct EngineSettings {
     pub stream_reassembly_depth: u64,
     /// `stream.checksum-validation`: drop TCP segments with bad checksums from the stream.
     pub stream_checksum_validation: bool,
+    /// `stream.bypass`: a TCP flow whose stream reached `reassembly.depth` is bypassed.
+    pub stream_bypass: bool,
+    /// `app-layer.protocols.tls.encryption-handling: bypass`: a TLS flow past its
+    /// handshake is bypassed.
+    pub tls_bypass: bool,
     /// `pcap-file.checksum-checks`, overridden by `-k` (see [`EngineSettings::apply_checksum_flag`]).
     pub checksum_mode: ChecksumMode,
     /// `flow.memcap`, bytes.
@@ -206,6 +211,8 @@ impl Default for EngineSettings {
             stream_reassembly_memcap: 256 << 20,
             stream_reassembly_depth: 1 << 20,
             stream_checksum_validation: true,
+            stream_bypass: false,
+            tls_bypass: false,
             checksum_mode: ChecksumMode::Auto,
             flow_memcap: 32 << 20,
             flow_hash_size: 65536,

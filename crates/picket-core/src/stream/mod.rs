@@ -300,6 +300,11 @@ impl TcpReassembly {
     }
 
     /// Sets the overlap policy of the host *receiving* `dir` (from `host-os-policy`).
+    /// The direction reached `stream.reassembly.depth`: later data is not reassembled.
+    pub fn depth_reached(&self, dir: Direction) -> bool {
+        self.halves[dir.index()].depth_reached
+    }
+
     pub fn set_policy(&mut self, dir: Direction, policy: OverlapPolicy) {
         self.halves[dir.index()].policy = policy;
     }

@@ -175,6 +175,8 @@ pub(crate) struct CompiledRule {
     pub severity: u8,
     pub action: Action,
     pub noalert: bool,
+    /// `bypass`: a match bypasses the rest of the flow.
+    pub bypass: bool,
     pub proto: ProtoMatch,
     pub src: AddressSet,
     pub dst: AddressSet,
@@ -205,6 +207,8 @@ pub(crate) struct CompiledRule {
     pub limit: Option<AlertLimit>,
     pub suppressions: Vec<Suppression>,
     pub ip_only: bool,
+    /// The header names an application protocol (`alert http ...`).
+    pub app_proto_header: bool,
     /// What a `drop` or `pass` match acts on besides its packet.
     pub action_scope: ActionScope,
     /// Header buffers and packet checks of `headers.rs` (tcp.hdr, tcp.mss, vlan.id, ...).
@@ -397,6 +401,7 @@ impl<'n> RuleBuild<'n> {
             | RuleOption::Metadata(_)
             | RuleOption::Target(_)
             | RuleOption::Noalert
+            | RuleOption::Bypass
             | RuleOption::Prefilter => {}
         }
         Ok(())
@@ -615,6 +620,7 @@ pub(crate) fn compile_rule(
         priority: rule.effective_priority(classes),
         action: header.action,
         noalert: rule.is_noalert(),
+        bypass: rule.is_bypass(),
         proto,
         src_any: header.src.is_any(),
         dst_any: header.dst.is_any(),
@@ -638,6 +644,7 @@ pub(crate) fn compile_rule(
         limit: build.limit,
         suppressions: Vec::new(),
         ip_only,
+        app_proto_header: matches!(header.protocol, Protocol::App(_)),
         action_scope,
         header: build.header,
         bits_use,

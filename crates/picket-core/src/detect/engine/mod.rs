@@ -16,6 +16,7 @@ mod compile;
 mod headers;
 #[cfg(test)]
 mod headers_tests;
+pub mod interest;
 mod lists;
 mod payload;
 mod program;
@@ -281,6 +282,8 @@ pub struct Alert {
     /// A `drop`/`reject`/`pass` of this match acts on the rest of the flow, not only on the
     /// packet (Suricata's action scope: IP-only, app-layer and stream matches).
     pub flow_scope: bool,
+    /// The rule carries `bypass`: the caller bypasses the rest of the flow.
+    pub bypass: bool,
     /// What eve may log about the rule besides its ids (shared, not copied, per alert).
     pub rule_log: Arc<RuleLog>,
 }
@@ -1120,6 +1123,7 @@ impl DetectEngine {
                 silent,
                 app_tx: rule.inspects_app_layer(),
                 flow_scope,
+                bypass: rule.bypass,
                 rule_log: rule.rule_log.clone(),
             });
             if rule.action == Action::Pass {

@@ -73,6 +73,11 @@ impl Rule {
             .unwrap_or(DEFAULT_PRIORITY)
     }
 
+    /// True when the rule carries `bypass`: a match bypasses the rest of its flow.
+    pub fn is_bypass(&self) -> bool {
+        self.options.iter().any(|o| matches!(o, RuleOption::Bypass))
+    }
+
     /// True when the rule carries `noalert` or `flowbits:noalert`.
     pub fn is_noalert(&self) -> bool {
         self.options.iter().any(|o| match o {

@@ -189,6 +189,8 @@ pub enum RuleOption {
     Threshold(Threshold),
     DetectionFilter(DetectionFilter),
     Noalert,
+    /// `bypass`: a match ends the inspection of the flow (Suricata's post-match bypass).
+    Bypass,
     AppLayerProtocol {
         negated: bool,
         name: &'static str,
@@ -672,6 +674,7 @@ fn state_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
             }))
         }),
         "noalert" => arg.none().map(|()| RuleOption::Noalert),
+        "bypass" => arg.none().map(|()| RuleOption::Bypass),
         _ => return None,
     };
     Some(parsed)

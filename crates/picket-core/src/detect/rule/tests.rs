@@ -691,6 +691,8 @@ fn limits_and_other_keywords() {
     assert!(invalid("detection_filter:type limit, track by_dst, count 5, seconds 10;").contains("type"));
 
     assert!(ok("noalert;").is_noalert());
+    assert!(ok("bypass;").is_bypass() && !ok("noalert;").is_bypass());
+    assert!(invalid("bypass:yes;").contains("bypass"), "bypass takes no value");
     assert_eq!(
         first("stream_size:server,<,6;"),
         RuleOption::StreamSize { side: StreamSide::Server, cmp: UintCmp::Lt(6) }
