@@ -13,6 +13,7 @@ use crate::capture::bridge::{self, BridgeSpec, CopyMode};
 use crate::capture::nfqueue::NfQueueConfig;
 use crate::capture::LivePort;
 use crate::config::Config;
+use crate::ddos::controller::Controller;
 use crate::ddos::{DdosLayer, Delivery};
 use crate::output::metrics::{self, LiveGauges};
 use crate::output::stats::worker_name;
@@ -371,7 +372,13 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     }
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
-    let ddos = start_ddos(args, &resolved.config, &mut input)?;
+    let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
+    // The detectors and their controller come with the DDoS layer.
+    let controller = match ddos.as_mut() {
+        Some(layer) => Some(Controller::for_run(&resolved.config, layer).map_err(CliError)?),
+        None => None,
+    };
+    inspect.detectors = controller.as_ref().map(|c| Arc::clone(&c.settings));
     let ports = input.open(workers)?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
@@ -389,6 +396,9 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
+        detector_tallies: controller.as_ref().map(|c| c.tallies.clone()),
+        extra_events: controller.as_ref().map(|c| c.events.clone()),
+        global_counters: controller.as_ref().map(|c| c.global_counters()).into_iter().collect(),
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",
@@ -403,6 +413,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if let Some(server) = metrics_server {
         let _ = server.thread.join();
     }
+    drop(controller);
     drop(ddos);
     let summary = result?;
     let packets: u64 = summary.workers.iter().map(|w| w.report.packets).sum();

@@ -16,6 +16,7 @@
 
 mod afpacket;
 mod ddos;
+mod detectors;
 mod eve;
 mod nfq;
 mod settings;
@@ -25,6 +26,7 @@ pub use afpacket::{
     copy_mode, live_checksum_mode, parse_fanout, stats_interval, CaptureOverrides,
 };
 pub use ddos::{ddos_config, AttachPreference, DdosConfig};
+pub use detectors::{detector_settings, static_blocklist};
 pub use eve::{alert_log_options, apply_metadata, xff_options};
 pub use nfq::nfq_config;
 pub use picket_core::settings::{

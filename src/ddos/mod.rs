@@ -10,6 +10,8 @@
 //! after the workers end, so no packet is inspected without it and nothing of it
 //! outlives the run.
 
+pub mod controller;
+
 use crate::config::{AttachPreference, DdosConfig};
 use crate::xdp::maps::{CFG_AFXDP, CFG_BYPASS_DROP};
 use crate::xdp::{AttachMode, XdpLayer, XdpOptions};

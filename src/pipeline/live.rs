@@ -29,7 +29,7 @@ use crate::output::eve::AlertLogOptions;
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::sink::LogSink;
-use crate::output::stats::{stats_event, worker_name, write_stats_log, WorkerReport};
+use crate::output::stats::{stats_event_with, worker_name, write_stats_log, WorkerReport};
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
 use crate::tools::snapshot::{write_snapshot, IpsSnapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
@@ -59,7 +59,17 @@ pub struct LiveOptions {
     pub snapshot_path: Option<PathBuf>,
     /// stats.log, appended to.
     pub stats_log: Option<PathBuf>,
+    /// `--ddos`: where each worker sends its detectors' tallies once per tick (the DDoS
+    /// controller, `crate::ddos::controller`). A full queue drops the tally.
+    pub detector_tallies: Option<Sender<crate::detectors::Tallies>>,
+    /// Event lines written beside the workers' (the DDoS controller's alerts).
+    pub extra_events: Option<Receiver<EventBuf>>,
+    /// Process-wide counters added to every stats event (`picket.ddos.*`).
+    pub global_counters: Vec<GlobalCounters>,
 }
+
+/// Adds counters that belong to no worker (see [`LiveOptions::global_counters`]).
+pub type GlobalCounters = Arc<dyn Fn(&mut CounterSet) + Send + Sync>;
 
 /// The log files the writer thread owns for the run.
 pub struct LiveLogs {
@@ -132,6 +142,7 @@ pub fn run_live(
                     core_affinity::set_for_current(core);
                 }
                 let mut worker = LiveWorker::new(i, socks, Inspector::new(&settings), eve, gauges, shared, events_tx);
+                worker.tallies_tx = opts.detector_tallies.clone();
                 worker.run(stop);
                 worker.finish()
             });
@@ -151,13 +162,14 @@ pub fn run_live(
         while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(100).min(TICK));
             let second = Instant::now();
+            forward_extra_events(opts, &events_tx);
             if let Some(path) = &opts.snapshot_path {
                 let _ = write_snapshot(path, &snapshot_of(&gauges));
             }
             if opts.stats_interval.is_some_and(|every| last_stats.elapsed() >= every) {
                 last_stats = Instant::now();
                 let reports = periodic_reports(&gauges, &shared);
-                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports));
+                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &opts.global_counters));
                 if let Some(path) = &opts.stats_log {
                     if let Err(e) = append_stats_log(path, start.elapsed(), &reports) {
                         stats_log_error.get_or_insert(e);
@@ -178,7 +190,8 @@ pub fn run_live(
         }
         let wall = start.elapsed();
         let reports: Vec<WorkerReport> = workers.iter().map(|w| w.report.clone()).collect();
-        let _ = events_tx.send(stats_chunk(wall, &reports));
+        forward_extra_events(opts, &events_tx);
+        let _ = events_tx.send(stats_chunk(wall, &reports, &opts.global_counters));
         drop(events_tx);
         let events_written = writer.join().map_err(|_| io::Error::other("output thread panicked"))??;
         if let Some(path) = &opts.snapshot_path {
@@ -242,9 +255,22 @@ fn periodic_reports(gauges: &LiveGauges, shared: &[WorkerShared]) -> Vec<WorkerR
         .collect()
 }
 
-fn stats_chunk(uptime: Duration, reports: &[WorkerReport]) -> EventBuf {
+/// Passes on what [`LiveOptions::extra_events`] holds to the writer.
+fn forward_extra_events(opts: &LiveOptions, events_tx: &Sender<EventBuf>) {
+    if let Some(rx) = &opts.extra_events {
+        for chunk in rx.try_iter() {
+            let _ = events_tx.send(chunk);
+        }
+    }
+}
+
+fn stats_chunk(uptime: Duration, reports: &[WorkerReport], global: &[GlobalCounters]) -> EventBuf {
     let mut buf = EventBuf::default();
-    let line = stats_event(now_timestamp(), uptime.as_secs(), reports);
+    let mut process = CounterSet::new();
+    for add in global {
+        add(&mut process);
+    }
+    let line = stats_event_with(now_timestamp(), uptime.as_secs(), reports, &process);
     buf.push(u64::MAX, |out| out.extend_from_slice(&line));
     buf
 }
@@ -304,6 +330,8 @@ struct LiveWorker<'a> {
     core: WorkerCore,
     poll_errors: u64,
     output_waits: u64,
+    /// The DDoS controller's tally queue (`--ddos`).
+    tallies_tx: Option<Sender<crate::detectors::Tallies>>,
 }
 
 /// The part of a worker the per-packet callback borrows (apart from the sockets).
@@ -382,6 +410,7 @@ impl<'a> LiveWorker<'a> {
             },
             poll_errors: 0,
             output_waits: 0,
+            tallies_tx: None,
         }
     }
 
@@ -473,6 +502,13 @@ impl<'a> LiveWorker<'a> {
     fn tick(&mut self) {
         let tick = ClockTick { ts: now_timestamp(), pcap_cnt: self.core.pcap_cnt };
         self.core.inspector.clock(tick, &mut self.core.events);
+        if let Some(tx) = &self.tallies_tx {
+            let tallies = self.core.inspector.take_detector_tallies();
+            if !tallies.is_empty() {
+                // Never wait on the controller: a lost tally only shortens a window.
+                let _ = tx.try_send(tallies);
+            }
+        }
         self.publish_counters();
         self.publish_batch();
     }

@@ -15,6 +15,7 @@
 //! attached. At attach time a program left by an older picket (netlink-attached, or one
 //! that survived some other way) is removed first ([`XdpLayer::attach`]).
 
+pub mod blocklist;
 pub mod maps;
 
 use aya::maps::{Array, MapData};
@@ -26,7 +27,8 @@ use std::os::fd::AsFd;
 use std::process::Command;
 
 /// The program object built by build.rs (empty when clang was missing at build time).
-static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/picket_xdp.o"));
+/// Aligned: the ELF parser reads its headers in place and needs 8-byte alignment.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/picket_xdp.o"));
 
 /// The XDP program's name in the object and in `ip link` / `bpftool` listings.
 pub const PROGRAM: &str = "picket_xdp";

@@ -439,6 +439,12 @@ pub struct Tallies {
     pub tallies: Vec<(Kind, Tally)>,
 }
 
+impl Tallies {
+    pub fn is_empty(&self) -> bool {
+        self.tallies.iter().all(|(_, t)| t.is_empty())
+    }
+}
+
 impl Detectors {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()

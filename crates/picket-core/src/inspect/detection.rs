@@ -305,6 +305,16 @@ impl Detection {
 
     /// A flow has ended: inspect what its streams still hold, then report the flow.
     pub(super) fn end_flow(&mut self, mut rec: FlowRecord<FlowExt>, mem: &mut ReassemblyMemory, out: &mut Out<'_>) {
+        if !self.detectors.is_empty() {
+            let t = &rec.tuple;
+            self.detectors.flow_event(&crate::detectors::FlowEvent::Ended {
+                client: (t.src_ip(), t.src_port),
+                server: (t.dst_ip(), t.dst_port),
+                proto: t.proto,
+                packets: rec.pkts_toserver + rec.pkts_toclient,
+                bytes: rec.bytes_toserver + rec.bytes_toclient,
+            });
+        }
         if let Some(mut stream) = rec.ext.stream.take() {
             if self.engine.is_some() && !rec.ext.dropped && !rec.ext.passed {
                 self.inspect_flow_end(&mut rec, &mut stream, mem, out);

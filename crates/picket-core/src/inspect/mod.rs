@@ -48,6 +48,7 @@ use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeou
 use crate::stream::{
     Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly,
 };
+use crate::detectors::{Detectors, FlowEvent as DetectorFlowEvent, PacketFacts, Tallies};
 use std::sync::Arc;
 
 mod detection;
@@ -86,6 +87,8 @@ pub struct InspectSettings {
     pub detection_ports: Arc<DetectionPorts>,
     /// `app-layer.protocols.http.libhtp.default-config`.
     pub http: Arc<HttpConfig>,
+    /// `ddos.detectors`: the plug-in detectors each worker feeds (`None`: none).
+    pub detectors: Option<Arc<crate::detectors::DetectorSettings>>,
 }
 
 impl InspectSettings {
@@ -141,6 +144,7 @@ impl InspectSettings {
             host_os: Arc::new(host_os),
             detection_ports: Arc::new(detection_ports(engine)),
             http: Arc::new(HttpConfig::default()),
+            detectors: None,
         }
     }
 }
@@ -223,6 +227,8 @@ pub struct FlowExt {
     pub detect: DetectFlow,
     /// App-layer detection and parsing, created with the stream.
     pub app: Option<Box<AppLayer>>,
+    /// The detectors were told this TCP flow completed its handshake.
+    pub handshake_reported: bool,
 }
 
 pub struct Inspector {
@@ -256,6 +262,8 @@ struct Detection {
     app_counters: AppCounters,
     /// JA3/JA3S go into eve's `tls` object: Suricata computes them when rules use them.
     log_ja3: bool,
+    /// The plug-in detectors (`crate::detectors`), fed per packet and flow event.
+    detectors: Detectors,
 }
 
 #[derive(Default)]
@@ -299,6 +307,7 @@ impl Inspector {
                 log_ja3: settings.detect.as_ref().is_some_and(|e| {
                     ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].iter().any(|b| e.uses_buffer(b))
                 }),
+                detectors: settings.detectors.as_ref().map(|d| d.worker_set()).unwrap_or_default(),
             },
             ended: Vec::new(),
             now: Timestamp(0),
@@ -325,6 +334,9 @@ impl Inspector {
         // inspected (checksum keywords need it), but it does not touch TCP state or the stream.
         let skip_stream = d.bad_checksum && self.reject_bad_checksum();
         let Some(tuple) = d.tuple() else { return Verdict::Pass };
+        if !self.detection.detectors.is_empty() {
+            self.detection.detectors.packet(&detector_facts(&tuple, &d, meta));
+        }
         let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
         if d.fragment {
             // Fragments are not reassembled yet: they are inspected on their own, without a flow.
@@ -341,6 +353,15 @@ impl Inspector {
             return self.detection.conclude(&wire, &run, None, out);
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
+        if verdict.established && !ext.handshake_reported && matches!(d.l4, L4::Tcp(_)) {
+            ext.handshake_reported = true;
+            let (client, server) = (flow.client(), flow.server());
+            let v4 = tuple.is_v4;
+            self.detection.detectors.flow_event(&DetectorFlowEvent::HandshakeDone {
+                client: (decode::ip_addr(&client.0, v4), client.1),
+                server: (decode::ip_addr(&server.0, v4), server.1),
+            });
+        }
         if let Some(gated) = self.detection.flow_gate(&wire, flow.flow_id, &verdict, ext, self.midstream_policy, out) {
             return gated;
         }
@@ -504,6 +525,12 @@ impl Inspector {
         }
     }
 
+    /// The detectors' counts since the last call (the live worker sends them to the
+    /// DDoS controller once per second). Empty when no detector runs.
+    pub fn take_detector_tallies(&mut self) -> Tallies {
+        self.detection.detectors.take_tallies()
+    }
+
     pub fn counters(&self) -> CounterSet {
         let c = &self.decoder;
         let mut s = CounterSet::new();
@@ -549,6 +576,21 @@ impl Inspector {
             }
         }
         s
+    }
+}
+
+/// What the detectors see of a decoded packet (no allocation).
+fn detector_facts(tuple: &crate::decode::FiveTuple, d: &Decoded<'_>, meta: &crate::packet::PacketMeta) -> PacketFacts {
+    PacketFacts {
+        src: tuple.src_ip(),
+        dst: tuple.dst_ip(),
+        sport: tuple.src_port,
+        dport: tuple.dst_port,
+        proto: tuple.proto,
+        tcp_flags: if let L4::Tcp(t) = &d.l4 { t.flags() } else { 0 },
+        len: meta.wire_len,
+        to_server: None,
+        ts: meta.ts,
     }
 }
 
