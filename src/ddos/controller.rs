@@ -37,6 +37,8 @@ pub const EXPIRE_EVERY: Duration = Duration::from_millis(100);
 pub const EVALUATE_EVERY: Duration = Duration::from_secs(1);
 /// Worker tallies queued for the controller; past it a worker's tally is dropped (counted).
 pub const TALLY_QUEUE: usize = 256;
+/// Above this many entries in force, their packet counts are not read every second.
+const MAX_COUNTED_ENTRIES: usize = 4096;
 /// Sort key of the controller's eve lines in the writer (after the workers' of a second).
 const EVENT_KEY: u64 = u64::MAX - 1;
 
@@ -57,6 +59,8 @@ pub struct DdosCounters {
     blocks: AtomicU64,
     blocks_active: AtomicU64,
     blocks_expired: AtomicU64,
+    /// Packets XDP dropped for the controller's blocks (expired and active entries).
+    blocked_packets: AtomicU64,
     block_refused: AtomicU64,
     spared: AtomicU64,
     protected_active: AtomicU64,
@@ -81,6 +85,7 @@ impl DdosCounters {
             ("picket.ddos.blocks", &self.blocks),
             ("picket.ddos.blocks_active", &self.blocks_active),
             ("picket.ddos.blocks_expired", &self.blocks_expired),
+            ("picket.ddos.blocked_packets", &self.blocked_packets),
             ("picket.ddos.block_refused", &self.block_refused),
             ("picket.ddos.spared", &self.spared),
             ("picket.ddos.protected_active", &self.protected_active),
@@ -175,6 +180,7 @@ impl Controller {
             counters: Arc::clone(&counters),
             last_syns: HashMap::new(),
             statics: setup.static_blocks.len() as u64,
+            expired_packets: 0,
         };
         let thread_stop = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
@@ -209,6 +215,8 @@ struct State {
     last_syns: HashMap<(IpAddr, u16), u64>,
     /// Static entries (never expire), counted in blocks_active.
     statics: u64,
+    /// Packets dropped for entries that expired (their final counts).
+    expired_packets: u64,
 }
 
 impl State {
@@ -224,6 +232,7 @@ impl State {
             if let Some(list) = self.blocklist.as_mut() {
                 let expired = list.expire();
                 self.counters.blocks_expired.fetch_add(expired.len() as u64, Ordering::Relaxed);
+                self.expired_packets += expired.iter().map(|(_, _, v)| v.packets).sum::<u64>();
             }
             if Instant::now() >= next_eval {
                 next_eval += EVALUATE_EVERY;
@@ -238,6 +247,7 @@ impl State {
                 if !buf.is_empty() {
                     let _ = events.send(buf);
                 }
+                self.count_blocked_packets();
             }
             self.publish();
         }
@@ -304,6 +314,16 @@ impl State {
             }
         }
         acted
+    }
+
+    /// `blocked_packets`: what expired entries dropped plus what the entries in force
+    /// dropped so far (read from the kernel once a second, skipped for a huge list).
+    fn count_blocked_packets(&self) {
+        let active = match &self.blocklist {
+            Some(list) if list.len() <= MAX_COUNTED_ENTRIES => list.entries().iter().map(|(_, _, v)| v.packets).sum(),
+            _ => 0,
+        };
+        self.counters.blocked_packets.store(self.expired_packets + active, Ordering::Relaxed);
     }
 
     fn publish(&self) {
