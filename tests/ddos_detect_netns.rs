@@ -27,7 +27,11 @@ const PORT_SCAN_SID: u64 = 9_000_002;
 /// `curl` from `source` to the server: whether it got the page within 2 s.
 fn curl_from(lab: &Lab, ns: &str, source: &str) -> bool {
     let url = format!("http://{SERVER}:{HTTP_PORT}/");
-    let out = lab.output(ns, "curl", &["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "2", "--interface", source, &url]);
+    let out = lab.output(
+        ns,
+        "curl",
+        &["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "2", "--interface", source, &url],
+    );
     String::from_utf8_lossy(&out.stdout).trim() == "200"
 }
 
@@ -93,7 +97,9 @@ fn a_port_scan_blocklists_its_source_until_the_block_expires() {
     assert!(lab.output(&cli, "python3", &["-c", &scan]).status.success());
     let eve_path = logs.join("eve.json");
     let scan_alert = || {
-        read_eve(&eve_path).into_iter().find(|e| e["event_type"] == "alert" && e["alert"]["signature_id"] == PORT_SCAN_SID)
+        read_eve(&eve_path)
+            .into_iter()
+            .find(|e| e["event_type"] == "alert" && e["alert"]["signature_id"] == PORT_SCAN_SID)
     };
     wait_for("the port-scan alert", Duration::from_secs(10), || scan_alert().is_some());
     let alerted = Instant::now();

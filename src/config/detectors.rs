@@ -184,7 +184,9 @@ mod tests {
         assert_eq!(s.udp_reflection.ports, vec![53, 123]);
         assert_eq!(s.udp_reflection.block_prefix_v4, 24);
         assert_eq!(s.icmp_flood.rate, 99);
-        assert!(parse("ddos:\n  detectors:\n    port-scan:\n      ports: 1\n").unwrap_err().contains("port-scan.ports"));
+        assert!(parse("ddos:\n  detectors:\n    port-scan:\n      ports: 1\n")
+            .unwrap_err()
+            .contains("port-scan.ports"));
         assert!(parse("ddos:\n  detectors:\n    allow: [\"10.0.0.0/40\"]\n").unwrap_err().contains("10.0.0.0/40"));
     }
 
@@ -194,8 +196,8 @@ mod tests {
             .unwrap();
         let list = static_blocklist(&c).unwrap();
         assert_eq!(list.iter().map(|p| p.to_string()).collect::<Vec<_>>(), ["198.51.100.0/24", "2001:db8::/32"]);
-        let bad = Config::from_yaml_str("ddos:\n  blocklist:\n    static: [\"198.51.100.0/24\", \"bogus/8\"]\n")
-            .unwrap();
+        let bad =
+            Config::from_yaml_str("ddos:\n  blocklist:\n    static: [\"198.51.100.0/24\", \"bogus/8\"]\n").unwrap();
         let err = static_blocklist(&bad).unwrap_err();
         assert!(err.contains("ddos.blocklist.static") && err.contains("'bogus/8'"), "{err}");
     }

@@ -59,7 +59,7 @@ pub struct DdosCounters {
     blocks: AtomicU64,
     blocks_active: AtomicU64,
     blocks_expired: AtomicU64,
-    /// Packets XDP dropped for the controller's blocks (expired and active entries).
+    /// Packets XDP dropped for blocklist entries (expired and in force, static ones too).
     blocked_packets: AtomicU64,
     block_refused: AtomicU64,
     spared: AtomicU64,

@@ -109,12 +109,8 @@ impl Blocklist {
     /// Removes the entries whose time is up and returns them with their final counts.
     pub fn expire(&mut self) -> Vec<(IpAddr, u8, BlockVal)> {
         let now = monotonic_ns();
-        let due: Vec<(IpAddr, u8)> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.expires_ns != 0 && e.expires_ns <= now)
-            .map(|(k, _)| *k)
-            .collect();
+        let due: Vec<(IpAddr, u8)> =
+            self.entries.iter().filter(|(_, e)| e.expires_ns != 0 && e.expires_ns <= now).map(|(k, _)| *k).collect();
         let mut out = Vec::with_capacity(due.len());
         for (addr, len) in due {
             let counts = self.read(addr, len).unwrap_or_default();

@@ -4,8 +4,8 @@
 //! distinct pairs; action: block the source (/32 or /128) for the block time.
 
 use super::{
-    block_sources, CommonSettings, Cooldown, Detector, EvalContext, Evaluate, Finding, Key, Kind, Member,
-    PacketFacts, Tally, PROTO_TCP, PROTO_UDP, TCP_ACK, TCP_SYN,
+    block_sources, CommonSettings, Cooldown, Detector, EvalContext, Evaluate, Finding, Key, Kind, Member, PacketFacts,
+    Tally, PROTO_TCP, PROTO_UDP, TCP_ACK, TCP_SYN,
 };
 
 #[derive(Clone, Debug, PartialEq)]

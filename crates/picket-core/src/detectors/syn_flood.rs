@@ -145,7 +145,7 @@ impl Evaluate for SynFloodEval {
             });
         }
         let mut keys: Vec<(&Key, &super::Row)> = tally.rows.iter().collect();
-        keys.sort_by(|a, b| b.1.packets.cmp(&a.1.packets));
+        keys.sort_by_key(|(_, row)| std::cmp::Reverse(row.packets));
         for (key, row) in keys {
             let rate = row.packets / window;
             let dst = (key.addr, key.port);

@@ -58,7 +58,14 @@ fn syn_flood_spread_over_workers_fires_and_withdraws_on_kernel_counts() {
     // 60 SYNs on each worker: neither alone reaches 100/s, together they do.
     let found = run_window(&mut eval, &s, 1, &never, |w, d| {
         for i in 0..60u16 {
-            d.packet(&facts(&format!("198.51.100.{}", w * 100 + i as usize % 50), "10.0.0.2", 1000 + i, 80, 6, TCP_SYN));
+            d.packet(&facts(
+                &format!("198.51.100.{}", w * 100 + i as usize % 50),
+                "10.0.0.2",
+                1000 + i,
+                80,
+                6,
+                TCP_SYN,
+            ));
         }
     });
     let syn: Vec<_> = found.iter().filter(|f| f.kind == Kind::SynFlood).collect();
