@@ -1,6 +1,10 @@
 //! ICMP flood per destination: ICMP/ICMPv6 packets per second to one address. Fires at
 //! `rate`; action: block the top sources (those sending at least a tenth of the flood,
 //! at most `max-blocks`) for the block time.
+//!
+//! Echo replies do not count: under an echo-request flood the protected host answers
+//! each request, and its replies would be a second "flood" towards the attacker.
+//! (An echo-reply flood, smurf style, is therefore not seen by this detector.)
 
 use super::{
     block_sources, CommonSettings, Cooldown, Detector, EvalContext, Evaluate, Finding, Key, Kind, PacketFacts, Tally,
@@ -12,6 +16,8 @@ pub const MEMBER_CAP: usize = 256;
 /// ICMPv6 types below this are errors; 128+ are informational (echo, ND). Neighbour
 /// discovery (133-137) is the link's own business and never counts.
 const ICMPV6_ND: std::ops::RangeInclusive<u16> = 133..=137;
+const ICMP_ECHO_REPLY: u16 = 0;
+const ICMPV6_ECHO_REPLY: u16 = 129;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct IcmpFloodSettings {
@@ -46,9 +52,9 @@ impl Detector for IcmpFloodCounter {
 
     fn packet(&mut self, p: &PacketFacts) {
         let icmp = match p.proto {
-            PROTO_ICMP => true,
             // PacketFacts carries the ICMP type in `sport`.
-            PROTO_ICMPV6 => !ICMPV6_ND.contains(&p.sport),
+            PROTO_ICMP => p.sport != ICMP_ECHO_REPLY,
+            PROTO_ICMPV6 => p.sport != ICMPV6_ECHO_REPLY && !ICMPV6_ND.contains(&p.sport),
             _ => false,
         };
         if !icmp {

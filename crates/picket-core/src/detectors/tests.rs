@@ -210,8 +210,10 @@ fn icmp_flood_fires_above_rate_and_respects_the_allow_set() {
         for _ in 0..60 {
             d.packet(&facts("192.0.2.9", "10.0.0.2", 8, 0, 1, 0));
             d.packet(&facts("2001:db8:1::9", "2001:db8:2::2", 128, 0, 58, 0));
-            // Neighbour discovery never counts; 40/s is below the rate anyway.
+            // Neighbour discovery and echo replies never count.
             d.packet(&facts("2001:db8:3::9", "2001:db8:2::3", 135, 0, 58, 0));
+            d.packet(&facts("10.0.0.2", "192.0.2.9", 0, 0, 1, 0));
+            d.packet(&facts("10.0.0.2", "192.0.2.9", 0, 0, 1, 0));
         }
         for _ in 0..20 {
             d.packet(&facts("192.0.2.10", "10.0.0.3", 8, 0, 1, 0));
