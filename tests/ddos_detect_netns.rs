@@ -286,3 +286,48 @@ fn icmp_flood_and_udp_reflection_block_their_sources_only() {
     // The probes (and the flood's tail) were dropped by the XDP entries.
     assert!(ddos["blocked_packets"].as_u64().unwrap_or(0) >= 2, "{ddos}");
 }
+
+/// The blocklist against the kernel's real tries (loaded, not attached): bounded with a
+/// refusal count, entries extended not reset, expiry returns the final counts, static
+/// entries never expire, prefixes normalized.
+#[test]
+fn blocklist_tries_are_bounded_and_expire() {
+    use picket::xdp::blocklist::Blocklist;
+    use picket::xdp::{XdpLayer, XdpOptions};
+    use std::net::IpAddr;
+    if let Some(reason) = skip_reason(&[]) {
+        eprintln!("SKIPPED: blocklist test needs root: {reason}");
+        return;
+    }
+    if !XdpLayer::available() {
+        eprintln!("SKIPPED: this build has no XDP program (clang missing at build time)");
+        return;
+    }
+    let opts = XdpOptions { blocklist_entries: 2, ..XdpOptions::default() };
+    let mut xdp = XdpLayer::load(&opts).expect("load the XDP program");
+    let mut list = Blocklist::take(&mut xdp).unwrap();
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    assert!(list.block(ip("198.51.100.77"), 24, None).unwrap(), "static /24");
+    assert!(list.block(ip("192.0.2.1"), 32, Some(Duration::from_millis(50))).unwrap());
+    // The IPv4 trie holds 2: a third prefix is refused and counted.
+    assert!(!list.block(ip("192.0.2.2"), 32, Some(Duration::from_secs(5))).unwrap());
+    assert_eq!(list.refused(), 1);
+    // The IPv6 trie is separate; an IPv4-mapped address is IPv4 (here: already listed).
+    assert!(list.block(ip("2001:db8::1"), 64, Some(Duration::from_millis(50))).unwrap());
+    assert!(list.block(ip("::ffff:192.0.2.1"), 32, Some(Duration::from_millis(50))).unwrap());
+    assert_eq!(list.len(), 3);
+    let mut listed: Vec<String> = list.entries().iter().map(|(a, l, _)| format!("{a}/{l}")).collect();
+    listed.sort();
+    assert_eq!(listed, ["192.0.2.1/32", "198.51.100.0/24", "2001:db8::/64"]);
+    assert!(list.block(ip("10.0.0.1"), 33, None).is_err(), "a /33 is refused with an error");
+    std::thread::sleep(Duration::from_millis(120));
+    let mut expired: Vec<String> = list.expire().iter().map(|(a, l, _)| format!("{a}/{l}")).collect();
+    expired.sort();
+    assert_eq!(expired, ["192.0.2.1/32", "2001:db8::/64"]);
+    assert_eq!(list.len(), 1, "the static entry stays");
+    // Room again: the refused prefix fits now.
+    assert!(list.block(ip("192.0.2.2"), 32, Some(Duration::from_secs(5))).unwrap());
+    list.unblock(ip("192.0.2.2"), 32).unwrap();
+    list.unblock(ip("192.0.2.2"), 32).unwrap(); // absent: nothing to do
+    assert_eq!(list.len(), 1);
+}

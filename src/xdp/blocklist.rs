@@ -102,6 +102,7 @@ impl Blocklist {
         };
         match result {
             Ok(()) | Err(MapError::KeyNotFound) => Ok(()),
+            Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => Ok(()),
             Err(e) => Err(XdpError(format!("cannot unblock {addr}/{len}: {e}"))),
         }
     }
@@ -146,7 +147,8 @@ impl Blocklist {
             IpAddr::V6(a) => self.v6.get(&Key::new(len as u32, a.octets()), 0),
         }
         .ok()?;
-        // An LPM lookup returns the longest match: make sure it is this entry's.
+        // A lookup is a longest-prefix match; for a key that is itself in the trie, that
+        // is this entry.
         Some(value)
     }
 }
