@@ -35,7 +35,7 @@ enum reason {
 	R_COOKIE_ERROR,      /* a SYN that could not be answered (too short, helper error): XDP_DROP */
 	R_PASSED_THROUGH,    /* no loaded rule or detector can match: XDP_PASS, not inspected */
 	R_BYPASSED,          /* flow in the bypass map: not inspected */
-	R_NOT_IP,            /* not IPv4/IPv6 (ARP, ...), or truncated headers: inspected as usual */
+	R_NOT_IP,            /* not IPv4/IPv6 (ARP, ...), or truncated headers: inspected as usual (also in R_INSPECT) */
 	R_MAX,
 };
 

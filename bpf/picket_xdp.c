@@ -8,7 +8,8 @@
  *   parse ─▶ blocklist (drop) ─▶ SYN cookies (tx / pass / drop) ─▶ bypass, pass-through
  *         ─▶ deliver to picket (XDP_PASS to AF_PACKET, or redirect into an AF_XDP socket)
  *
- * Every packet ends in exactly one `picket_stats` reason besides R_SEEN.
+ * Every packet ends in exactly one `picket_stats` reason besides R_SEEN (R_NOT_IP
+ * packets also count in R_INSPECT, where they end).
  */
 #include "common.h"
 #include "blocklist.h"

@@ -396,9 +396,16 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
+        global_counters: {
+            let mut sources = match ddos.as_mut() {
+                Some(layer) => layer.counter_sources().map_err(CliError)?,
+                None => Vec::new(),
+            };
+            sources.extend(controller.as_ref().map(|c| c.global_counters()));
+            sources
+        },
         detector_tallies: controller.as_ref().map(|c| c.tallies.clone()),
         extra_events: controller.as_ref().map(|c| c.events.clone()),
-        global_counters: controller.as_ref().map(|c| c.global_counters()).into_iter().collect(),
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",

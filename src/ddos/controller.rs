@@ -140,9 +140,9 @@ impl Controller {
     }
 
     /// The `picket.ddos.*` counters as a stats hook (`LiveOptions::global_counters`).
-    pub fn global_counters(&self) -> Arc<dyn Fn(&mut CounterSet) + Send + Sync> {
+    pub fn global_counters(&self) -> crate::pipeline::live::CounterSource {
         let counters = Arc::clone(&self.counters);
-        Arc::new(move |into: &mut CounterSet| counters.add_to(into))
+        Box::new(move |into: &mut CounterSet| counters.add_to(into))
     }
 
     /// Writes the static entries, then starts the thread, which writes its alerts to

@@ -13,7 +13,10 @@
 pub mod controller;
 
 use crate::config::{AttachPreference, DdosConfig};
+use crate::counters::CounterSet;
+use crate::pipeline::live::CounterSource;
 use crate::xdp::maps::{CFG_AFXDP, CFG_BYPASS_DROP};
+use crate::xdp::stats::XdpStats;
 use crate::xdp::{AttachMode, XdpLayer, XdpOptions};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -75,6 +78,12 @@ impl DdosLayer {
     /// The socket filter every AF_PACKET capture socket must carry (`None` for AF_XDP).
     pub fn socket_filter(&self) -> Option<Arc<OwnedFd>> {
         self.socket_filter.clone()
+    }
+
+    /// The layer's process-wide counters for the live run (`picket.xdp.*`); call once.
+    pub fn counter_sources(&mut self) -> Result<Vec<CounterSource>, String> {
+        let stats = XdpStats::take(&mut self.xdp).map_err(|e| e.to_string())?;
+        Ok(vec![Box::new(move |into: &mut CounterSet| stats.add_to(into))])
     }
 
     pub fn xdp_mut(&mut self) -> &mut XdpLayer {

@@ -6,11 +6,13 @@
 //! the snapshot writer for `picket top`) only load them, so the data path takes no lock
 //! and shares no cache line that another worker writes.
 
+use crate::counters::CounterSet;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -98,11 +100,17 @@ impl WorkerGauges {
 #[derive(Debug, Default)]
 pub struct LiveGauges {
     pub workers: Vec<(String, WorkerGauges)>,
+    /// Process-wide counters (`picket.xdp.*`, `picket.ddos.*`), replaced every second by
+    /// the live run's main thread.
+    pub global: Mutex<CounterSet>,
 }
 
 impl LiveGauges {
     pub fn new(names: impl IntoIterator<Item = String>) -> Self {
-        LiveGauges { workers: names.into_iter().map(|n| (n, WorkerGauges::default())).collect() }
+        LiveGauges {
+            workers: names.into_iter().map(|n| (n, WorkerGauges::default())).collect(),
+            global: Mutex::new(CounterSet::new()),
+        }
     }
 }
 
@@ -165,7 +173,32 @@ pub fn render_prometheus(gauges: &LiveGauges) -> String {
             let _ = writeln!(out, "{name}{{worker=\"{}\"}} {}", escape_label(worker), get(v));
         }
     }
+    if let Ok(global) = gauges.global.lock() {
+        render_global(&mut out, &global);
+    }
     out
+}
+
+/// Process-wide counters: `picket.xdp.cookie_sent` becomes `picket_xdp_cookie_sent_total`
+/// (a counter), `picket.ddos.blocks_active` becomes `picket_ddos_blocks_active` (a gauge:
+/// names ending in `_active` are levels, not counts).
+fn render_global(out: &mut String, global: &CounterSet) {
+    for (name, value) in global.iter() {
+        let base: String = name
+            .strip_prefix("picket.")
+            .unwrap_or(name)
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let (metric, kind) = if base.ends_with("_active") {
+            (format!("picket_{base}"), "gauge")
+        } else {
+            (format!("picket_{base}_total"), "counter")
+        };
+        let _ = writeln!(out, "# HELP {metric} picket counter {name} (eve stats.{name}).");
+        let _ = writeln!(out, "# TYPE {metric} {kind}");
+        let _ = writeln!(out, "{metric} {value}");
+    }
 }
 
 /// Label values escape backslash, double quote and newline.
@@ -283,6 +316,21 @@ mod tests {
             let (_, value) = line.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{line}");
         }
+    }
+
+    #[test]
+    fn global_counters_are_named_for_prometheus() {
+        let gauges = LiveGauges::new(["W#01".to_string()]);
+        let mut global = CounterSet::new();
+        global.add("picket.xdp.cookie_sent", 12);
+        global.add("picket.ddos.blocks_active", 2);
+        *gauges.global.lock().unwrap() = global;
+        let text = render_prometheus(&gauges);
+        assert!(
+            text.contains("# TYPE picket_xdp_cookie_sent_total counter\npicket_xdp_cookie_sent_total 12\n"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE picket_ddos_blocks_active gauge\npicket_ddos_blocks_active 2\n"), "{text}");
     }
 
     #[test]

@@ -56,13 +56,18 @@ pub fn write_stats_log(out: &mut dyn Write, wall: Duration, date: &str, workers:
 /// The final eve `stats` event: totals nested as Suricata writes them, plus a `threads`
 /// object with each worker's counters.
 pub fn stats_event(ts: Timestamp, uptime_secs: u64, workers: &[WorkerReport]) -> Vec<u8> {
-    stats_event_with(ts, uptime_secs, workers, &CounterSet::new())
+    stats_event_with_global(ts, uptime_secs, workers, &CounterSet::new())
 }
 
-/// [`stats_event`] with counters that belong to no worker (`process`, e.g. `picket.ddos.*`)
-/// added to the totals (not to any thread).
-pub fn stats_event_with(ts: Timestamp, uptime_secs: u64, workers: &[WorkerReport], process: &CounterSet) -> Vec<u8> {
-    let total = CounterSet::sum(workers.iter().map(|w| &w.counters).chain([process]));
+/// [`stats_event`] with process-wide counters (the XDP layer's `picket.xdp.*`, the DDoS
+/// controller's `picket.ddos.*`) added to the totals; they belong to no thread.
+pub fn stats_event_with_global(
+    ts: Timestamp,
+    uptime_secs: u64,
+    workers: &[WorkerReport],
+    global: &CounterSet,
+) -> Vec<u8> {
+    let total = CounterSet::sum(workers.iter().map(|w| &w.counters).chain(std::iter::once(global)));
     let mut stats = match nested_json(&total) {
         serde_json::Value::Object(m) => m,
         _ => unreachable!("nested json is an object"),

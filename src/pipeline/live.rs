@@ -29,9 +29,9 @@ use crate::output::eve::AlertLogOptions;
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::sink::LogSink;
-use crate::output::stats::{stats_event_with, worker_name, write_stats_log, WorkerReport};
+use crate::output::stats::{stats_event_with_global, worker_name, write_stats_log, WorkerReport};
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
-use crate::tools::snapshot::{write_snapshot, IpsSnapshot, WorkerSnapshot};
+use crate::tools::snapshot::{write_snapshot_with_global, IpsSnapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -64,12 +64,26 @@ pub struct LiveOptions {
     pub detector_tallies: Option<Sender<crate::detectors::Tallies>>,
     /// Event lines written beside the workers' (the DDoS controller's alerts).
     pub extra_events: Option<Receiver<EventBuf>>,
-    /// Process-wide counters added to every stats event (`picket.ddos.*`).
-    pub global_counters: Vec<GlobalCounters>,
+    /// Sources of process-wide counters (the XDP program's, the DDoS controller's), read
+    /// by the main thread every second and at the end: eve `stats`, stats.log,
+    /// picket-stats.json and Prometheus show them beside the workers' totals.
+    pub global_counters: Vec<CounterSource>,
 }
 
-/// Adds counters that belong to no worker (see [`LiveOptions::global_counters`]).
-pub type GlobalCounters = Arc<dyn Fn(&mut CounterSet) + Send + Sync>;
+/// Adds a component's process-wide counters to the set it is given.
+pub type CounterSource = Box<dyn Fn(&mut CounterSet) + Send + Sync>;
+
+/// The process-wide counters now; also published in `gauges.global` (Prometheus).
+fn global_counters(opts: &LiveOptions, gauges: &LiveGauges) -> CounterSet {
+    let mut set = CounterSet::new();
+    for source in &opts.global_counters {
+        source(&mut set);
+    }
+    if let Ok(mut published) = gauges.global.lock() {
+        *published = set.clone();
+    }
+    set
+}
 
 /// The log files the writer thread owns for the run.
 pub struct LiveLogs {
@@ -163,15 +177,16 @@ pub fn run_live(
             std::thread::sleep(Duration::from_millis(100).min(TICK));
             let second = Instant::now();
             forward_extra_events(opts, &events_tx);
+            let global = global_counters(opts, &gauges);
             if let Some(path) = &opts.snapshot_path {
-                let _ = write_snapshot(path, &snapshot_of(&gauges));
+                let _ = write_snapshot_with_global(path, &snapshot_of(&gauges), &global);
             }
             if opts.stats_interval.is_some_and(|every| last_stats.elapsed() >= every) {
                 last_stats = Instant::now();
                 let reports = periodic_reports(&gauges, &shared);
-                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &opts.global_counters));
+                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &global));
                 if let Some(path) = &opts.stats_log {
-                    if let Err(e) = append_stats_log(path, start.elapsed(), &reports) {
+                    if let Err(e) = append_stats_log(path, start.elapsed(), &reports, &global) {
                         stats_log_error.get_or_insert(e);
                     }
                 }
@@ -191,14 +206,15 @@ pub fn run_live(
         let wall = start.elapsed();
         let reports: Vec<WorkerReport> = workers.iter().map(|w| w.report.clone()).collect();
         forward_extra_events(opts, &events_tx);
-        let _ = events_tx.send(stats_chunk(wall, &reports, &opts.global_counters));
+        let global = global_counters(opts, &gauges);
+        let _ = events_tx.send(stats_chunk(wall, &reports, &global));
         drop(events_tx);
         let events_written = writer.join().map_err(|_| io::Error::other("output thread panicked"))??;
         if let Some(path) = &opts.snapshot_path {
-            let _ = write_snapshot(path, &snapshot_of(&gauges));
+            let _ = write_snapshot_with_global(path, &snapshot_of(&gauges), &global);
         }
         if let Some(path) = &opts.stats_log {
-            append_stats_log(path, wall, &reports)?;
+            append_stats_log(path, wall, &reports, &global)?;
         }
         if let Some(e) = stats_log_error {
             return Err(e);
@@ -264,21 +280,25 @@ fn forward_extra_events(opts: &LiveOptions, events_tx: &Sender<EventBuf>) {
     }
 }
 
-fn stats_chunk(uptime: Duration, reports: &[WorkerReport], global: &[GlobalCounters]) -> EventBuf {
+fn stats_chunk(uptime: Duration, reports: &[WorkerReport], global: &CounterSet) -> EventBuf {
     let mut buf = EventBuf::default();
-    let mut process = CounterSet::new();
-    for add in global {
-        add(&mut process);
-    }
-    let line = stats_event_with(now_timestamp(), uptime.as_secs(), reports, &process);
+    let line = stats_event_with_global(now_timestamp(), uptime.as_secs(), reports, global);
     buf.push(u64::MAX, |out| out.extend_from_slice(&line));
     buf
 }
 
-fn append_stats_log(path: &std::path::Path, uptime: Duration, reports: &[WorkerReport]) -> io::Result<()> {
+fn append_stats_log(
+    path: &std::path::Path,
+    uptime: Duration,
+    reports: &[WorkerReport],
+    global: &CounterSet,
+) -> io::Result<()> {
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
     let mut text = Vec::new();
     write_stats_log(&mut text, uptime, &utc_date(), reports)?;
+    for (name, value) in global.iter() {
+        writeln!(text, "{name:<45} | {:<25} | {value}", "Global")?;
+    }
     file.write_all(&text)
 }
 

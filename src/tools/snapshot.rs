@@ -15,7 +15,9 @@
 //! the same period as it is written does not alias. Counters are cumulative since start.
 //! Unknown fields are ignored, so fields can be added without breaking older readers.
 
+use crate::counters::CounterSet;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::Path;
@@ -64,6 +66,9 @@ pub struct StatsSnapshot {
     pub timestamp: u64,
     #[serde(default)]
     pub workers: Vec<WorkerSnapshot>,
+    /// Process-wide counters (`picket.xdp.*`, `picket.ddos.*`, ...), cumulative.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub global: BTreeMap<String, u64>,
 }
 
 fn now_ns() -> u64 {
@@ -75,10 +80,28 @@ pub fn write_snapshot(path: &Path, workers: &[WorkerSnapshot]) -> io::Result<()>
     write_snapshot_at(path, now_ns(), workers)
 }
 
+/// Writes the snapshot with process-wide counters beside the workers'.
+pub fn write_snapshot_with_global(path: &Path, workers: &[WorkerSnapshot], global: &CounterSet) -> io::Result<()> {
+    let global = global.iter().map(|(name, value)| (name.to_string(), value)).collect();
+    write_snapshot_file(
+        path,
+        StatsSnapshot { version: SNAPSHOT_VERSION, timestamp: now_ns(), workers: workers.to_vec(), global },
+    )
+}
+
 /// Writes `path` atomically: the JSON goes to a temporary file in the same directory,
 /// which is then renamed over `path`.
 pub fn write_snapshot_at(path: &Path, timestamp_ns: u64, workers: &[WorkerSnapshot]) -> io::Result<()> {
-    let snapshot = StatsSnapshot { version: SNAPSHOT_VERSION, timestamp: timestamp_ns, workers: workers.to_vec() };
+    let snapshot = StatsSnapshot {
+        version: SNAPSHOT_VERSION,
+        timestamp: timestamp_ns,
+        workers: workers.to_vec(),
+        global: BTreeMap::new(),
+    };
+    write_snapshot_file(path, snapshot)
+}
+
+fn write_snapshot_file(path: &Path, snapshot: StatsSnapshot) -> io::Result<()> {
     let json = serde_json::to_vec(&snapshot).map_err(io::Error::other)?;
     let file_name = path
         .file_name()
@@ -129,6 +152,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn global_counters_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SNAPSHOT_FILE_NAME);
+        let mut global = CounterSet::new();
+        global.add("picket.xdp.blocklisted", 5);
+        write_snapshot_with_global(&path, &[], &global).unwrap();
+        let read = read_snapshot(&path).unwrap().unwrap();
+        assert_eq!(read.global.get("picket.xdp.blocklisted"), Some(&5));
+        // Without global counters the key is left out, and old files read back empty.
+        write_snapshot(&path, &[]).unwrap();
+        assert!(!fs::read_to_string(&path).unwrap().contains("global"));
+        assert!(read_snapshot(&path).unwrap().unwrap().global.is_empty());
+    }
+
+    #[test]
     fn write_then_read_round_trips_and_leaves_no_temp_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SNAPSHOT_FILE_NAME);
@@ -146,7 +184,7 @@ mod tests {
         write_snapshot_at(&path, 42, &workers).unwrap();
         write_snapshot_at(&path, 43, &workers).unwrap();
         let read = read_snapshot(&path).unwrap().unwrap();
-        assert_eq!(read, StatsSnapshot { version: 1, timestamp: 43, workers });
+        assert_eq!(read, StatsSnapshot { version: 1, timestamp: 43, workers, ..Default::default() });
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from(SNAPSHOT_FILE_NAME)]);
     }

@@ -12,7 +12,7 @@
 //! `bpf_ktime_get_ns()` ([`monotonic_ns`]).
 
 use super::maps::BlockVal;
-use super::{XdpError, XdpLayer};
+use super::{monotonic_ns, XdpError, XdpLayer};
 use aya::maps::lpm_trie::{Key, LpmTrie};
 use aya::maps::{MapData, MapError};
 use std::collections::HashMap;
@@ -22,12 +22,6 @@ use std::time::Duration;
 /// Map names in `bpf/common.h`.
 pub const MAP_V4: &str = "picket_block_v4";
 pub const MAP_V6: &str = "picket_block_v6";
-
-/// CLOCK_MONOTONIC in nanoseconds: the time base of `bpf_ktime_get_ns()`.
-pub fn monotonic_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
-}
 
 /// What user space remembers of an entry (the kernel holds the counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,6 +5,8 @@
 //! |---|---|
 //! | `mod.rs` | [`XdpLayer`]: load the object, attach to interfaces (native, else generic), detach |
 //! | `maps.rs` | the maps' key/value layouts (mirrors `bpf/common.h`) and the counter reasons |
+//! | `stats.rs` | the per-reason counters, summed over CPUs (`stats.picket.xdp`) |
+//! | `test_run.rs` | run the program on one frame in the kernel (`BPF_PROG_TEST_RUN`) |
 //!
 //! The object is built by `build.rs` with Debian's clang (`-target bpf`) and embedded in
 //! the binary. C rather than aya-ebpf: aya-ebpf needs a nightly toolchain and bpf-linker,
@@ -17,6 +19,8 @@
 
 pub mod blocklist;
 pub mod maps;
+pub mod stats;
+pub mod test_run;
 
 use aya::maps::{Array, MapData};
 use aya::programs::{SocketFilter, Xdp, XdpFlags};
@@ -168,13 +172,20 @@ impl XdpLayer {
         fd.as_fd().try_clone_to_owned().map_err(|e| XdpError(format!("{SOCKET_FILTER}: {e}")))
     }
 
+    /// Runs the XDP program once on `frame` in the kernel, attached or not.
+    pub fn test_run(&mut self, frame: &[u8]) -> Result<test_run::TestRun, XdpError> {
+        let program: &mut Xdp = program_mut(&mut self.ebpf, PROGRAM)?;
+        let fd = program.fd().map_err(|e| XdpError(format!("{PROGRAM}: {e}")))?;
+        test_run::run(fd.as_fd(), frame).map_err(|e| XdpError(format!("BPF_PROG_TEST_RUN: {e}")))
+    }
+
     /// The loaded object, for the map handles of the stages (`take_map`, `map_mut`).
     pub fn ebpf_mut(&mut self) -> &mut Ebpf {
         &mut self.ebpf
     }
 }
 
-fn missing(name: &str) -> XdpError {
+pub(crate) fn missing(name: &str) -> XdpError {
     XdpError(format!("the XDP object has no map {name} (stale build?)"))
 }
 
@@ -184,6 +195,19 @@ where
 {
     let program = ebpf.program_mut(name).ok_or_else(|| XdpError(format!("the XDP object has no program {name}")))?;
     program.try_into().map_err(|e| XdpError(format!("{name}: {e}")))
+}
+
+/// Now on the clock of the program's `bpf_ktime_get_ns` (CLOCK_MONOTONIC), in ns: the
+/// time base of blocklist expiry (`BlockVal::expires_ns`) and bypass `last_ns`.
+pub fn monotonic_ns() -> u64 {
+    // std's Instant is CLOCK_MONOTONIC on Linux but hides its value; /proc/uptime is
+    // too coarse. clock_gettime cannot fail for CLOCK_MONOTONIC with a valid pointer.
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    debug_assert_eq!(rc, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The innermost message of an aya error (the kernel's errno text).

@@ -140,6 +140,15 @@ pub struct IpsRates {
     pub totals: IpsSnapshot,
 }
 
+/// Where packets ended in the XDP program, for one reason ("blocklisted", ...).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct XdpRate {
+    pub reason: String,
+    pub packets_per_sec: Option<f64>,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
 /// What the worker section shows.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkerView {
@@ -165,6 +174,9 @@ pub struct TopView {
     /// Interfaces left out by the listing limit.
     pub ifaces_not_shown: u64,
     pub workers: WorkerView,
+    /// The XDP program's counters per reason (`picket.xdp.*` of the snapshot), when the
+    /// DDoS layer runs.
+    pub xdp: Vec<XdpRate>,
     /// Lines or files the parsers could not read in the latest sample.
     pub anomalies: u64,
 }
@@ -188,6 +200,7 @@ impl TopState {
     pub fn advance(&mut self, current: Sample, elapsed: Duration, now_ns: u64) -> TopView {
         let secs = elapsed.as_secs_f64();
         let workers = self.worker_view(&current, now_ns, secs);
+        let xdp = self.xdp_rates();
         let previous = std::mem::replace(&mut self.previous, current);
         let current = &self.previous;
 
@@ -244,8 +257,30 @@ impl TopState {
             ifaces,
             ifaces_not_shown: current.ifaces_not_shown,
             workers,
+            xdp,
             anomalies: current.anomalies,
         }
+    }
+
+    /// The `picket.xdp.*` counters of the newest snapshot, with rates against the one
+    /// before (call after `worker_view`, which rotates the snapshots).
+    fn xdp_rates(&self) -> Vec<XdpRate> {
+        let Some(newer) = &self.snapshot_newer else { return Vec::new() };
+        let older = self.snapshot_older.as_ref().filter(|older| older.timestamp < newer.timestamp);
+        let prefix = crate::xdp::stats::PREFIX;
+        newer
+            .global
+            .iter()
+            .filter_map(|(name, &packets)| {
+                let reason = name.strip_prefix(prefix).filter(|r| !r.ends_with("_bytes"))?;
+                let bytes = newer.global.get(&format!("{name}_bytes")).copied().unwrap_or(0);
+                let packets_per_sec = older.and_then(|o| {
+                    let span = (newer.timestamp - o.timestamp) as f64 / 1e9;
+                    counter_rate(o.global.get(name), Some(&packets), span)
+                });
+                Some(XdpRate { reason: reason.to_string(), packets_per_sec, packets, bytes })
+            })
+            .collect()
     }
 
     fn worker_view(&mut self, current: &Sample, now_ns: u64, interval_secs: f64) -> WorkerView {

@@ -91,6 +91,17 @@ pub const IPS_HEADER: [&str; 9] =
     ["WORKER", "accept/s", "block/s", "reject/s", "accepted", "blocked", "rejected", "fail-open", "tx errors"];
 
 /// The inline verdict rows (empty unless picket runs inline).
+pub const XDP_HEADER: [&str; 4] = ["XDP", "pkt/s", "packets", "bytes"];
+
+/// The XDP program's counters, "seen" first, then where packets ended.
+pub fn xdp_rows(view: &TopView) -> Vec<[String; 4]> {
+    let mut rows: Vec<&super::XdpRate> = view.xdp.iter().collect();
+    rows.sort_by_key(|r| (r.reason != "seen", r.reason.clone()));
+    rows.into_iter()
+        .map(|r| [r.reason.clone(), rate(r.packets_per_sec), r.packets.to_string(), r.bytes.to_string()])
+        .collect()
+}
+
 pub fn ips_rows(view: &TopView) -> Vec<[String; 9]> {
     let WorkerView::Workers { rows, .. } = &view.workers else { return Vec::new() };
     rows.iter()
@@ -163,6 +174,12 @@ pub fn write_view(out: &mut dyn Write, view: &TopView) -> io::Result<()> {
         writeln!(out)?;
         writeln!(out, "Inline verdicts")?;
         write_table(out, IPS_HEADER, &ips)?;
+    }
+    let xdp = xdp_rows(view);
+    if !xdp.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Kernel fast path (XDP)")?;
+        write_table(out, XDP_HEADER, &xdp)?;
     }
     if view.anomalies > 0 {
         writeln!(out, "\n{} unreadable lines or files in the sources", view.anomalies)?;

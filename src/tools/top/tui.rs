@@ -111,13 +111,15 @@ pub fn render(frame: &mut Frame, view: Option<&TopView>, interval: Duration) {
         _ => 1,
     };
     let ips_rows = table::ips_rows(view);
+    let xdp_rows = table::xdp_rows(view);
     let height = |rows: usize| u16::try_from(rows + 3).unwrap_or(u16::MAX);
-    let [title_area, cpu_area, iface_area, worker_area, ips_area] = Layout::vertical([
+    let [title_area, cpu_area, iface_area, worker_area, ips_area, xdp_area] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(height(cpu_rows)),
         Constraint::Length(height(view.ifaces.len().max(1))),
         Constraint::Length(height(worker_rows)),
         Constraint::Length(if ips_rows.is_empty() { 0 } else { height(ips_rows.len()) }),
+        Constraint::Length(if xdp_rows.is_empty() { 0 } else { height(xdp_rows.len()) }),
     ])
     .areas(area);
 
@@ -139,6 +141,14 @@ pub fn render(frame: &mut Frame, view: Option<&TopView>, interval: Duration) {
             .header(header_row(table::IPS_HEADER, &widths))
             .block(Block::bordered().title(" inline verdicts "));
         frame.render_widget(table, ips_area);
+    }
+    if !xdp_rows.is_empty() {
+        let widths = [20u16, 10, 14, 16];
+        let rows = xdp_rows.into_iter().map(|cells| body_row(cells, &widths));
+        let table = Table::new(rows, widths.map(Constraint::Length))
+            .header(header_row(table::XDP_HEADER, &widths))
+            .block(Block::bordered().title(" kernel fast path (XDP) "));
+        frame.render_widget(table, xdp_area);
     }
 }
 
@@ -242,9 +252,17 @@ mod tests {
                 age_secs: 0.0,
                 stale: false,
             },
+            xdp: vec![super::super::XdpRate {
+                reason: "blocklisted".into(),
+                packets_per_sec: Some(25e3),
+                packets: 77,
+                bytes: 4620,
+            }],
             anomalies: 0,
         };
         let text = screen(Some(&view));
+        assert!(text.contains("kernel fast path (XDP)") && text.contains("blocklisted"), "{text}");
+        assert!(text.contains("25.0k"), "{text}");
         assert!(text.contains("picket top"), "{text}");
         assert!(text.contains("per-core load"), "{text}");
         assert!(text.contains("12.3k"), "{text}");
