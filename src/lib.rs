@@ -12,7 +12,7 @@
 //! The core's modules are re-exported here under their own names.
 
 pub use picket_core::{
-    applayer, bytes, counters, decode, defrag, detect, flow, inspect, packet, reject, settings, stream,
+    applayer, bytes, counters, decode, defrag, detect, detectors, flow, inspect, packet, reject, settings, stream,
 };
 
 pub mod capture;

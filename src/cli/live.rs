@@ -13,6 +13,7 @@ use crate::capture::bridge::{self, BridgeSpec, CopyMode};
 use crate::capture::nfqueue::NfQueueConfig;
 use crate::capture::LivePort;
 use crate::config::Config;
+use crate::ddos::controller::Controller;
 use crate::ddos::{DdosLayer, Delivery};
 use crate::output::metrics::{self, LiveGauges};
 use crate::output::stats::worker_name;
@@ -454,12 +455,20 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
     let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
-    let flow_bypass = match ddos.as_mut() {
-        Some(layer) => {
-            let cfg = crate::config::ddos_config(&resolved.config).map_err(CliError)?;
-            crate::ddos::passthrough::configure(layer, &cfg, &resolved.config, &mut inspect).map_err(CliError)?
-        }
+    // The detectors and their controller come with the DDoS layer; pass-through keeps
+    // what the rules and the enabled detectors look at.
+    let controller = match ddos.as_mut() {
+        Some(layer) => Some(Controller::for_run(&resolved.config, layer).map_err(CliError)?),
         None => None,
+    };
+    inspect.detectors = controller.as_ref().map(|c| Arc::clone(&c.settings));
+    let flow_bypass = match (ddos.as_mut(), &controller) {
+        (Some(layer), Some(controller)) => {
+            let cfg = crate::config::ddos_config(&resolved.config).map_err(CliError)?;
+            let needs = crate::ddos::passthrough::DetectorNeeds::of(&controller.settings);
+            crate::ddos::passthrough::configure(layer, &cfg, &needs, &mut inspect).map_err(CliError)?
+        }
+        _ => None,
     };
     let ports = input.open(workers, ddos.as_mut())?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
@@ -479,10 +488,16 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
         stats_log: Some(log_dir.join("stats.log")),
         flow_bypass,
-        global_counters: match ddos.as_mut() {
-            Some(layer) => layer.counter_sources().map_err(CliError)?,
-            None => Vec::new(),
+        global_counters: {
+            let mut sources = match ddos.as_mut() {
+                Some(layer) => layer.counter_sources().map_err(CliError)?,
+                None => Vec::new(),
+            };
+            sources.extend(controller.as_ref().map(|c| c.global_counters()));
+            sources
         },
+        detector_tallies: controller.as_ref().map(|c| c.tallies.clone()),
+        extra_events: controller.as_ref().map(|c| c.events.clone()),
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",
@@ -497,6 +512,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if let Some(server) = metrics_server {
         let _ = server.thread.join();
     }
+    drop(controller);
     drop(ddos);
     let summary = result?;
     let packets: u64 = summary.workers.iter().map(|w| w.report.packets).sum();

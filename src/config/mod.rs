@@ -17,6 +17,7 @@
 mod afpacket;
 mod afxdp;
 mod ddos;
+mod detectors;
 mod eve;
 mod nfq;
 mod settings;
@@ -27,6 +28,7 @@ pub use afpacket::{
 };
 pub use afxdp::{afxdp_config, configured_afxdp_interfaces, AfXdpSettings};
 pub use ddos::{ddos_config, AttachPreference, DdosConfig};
+pub use detectors::{detector_settings, static_blocklist};
 pub use eve::{alert_log_options, apply_metadata, xff_options};
 pub use nfq::nfq_config;
 pub use picket_core::settings::{

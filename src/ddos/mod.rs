@@ -12,8 +12,9 @@
 //! after the workers end, so no packet is inspected without it and nothing of it
 //! outlives the run.
 
-pub mod synproxy;
+pub mod controller;
 pub mod passthrough;
+pub mod synproxy;
 
 use crate::config::{AttachPreference, DdosConfig};
 use crate::counters::CounterSet;

@@ -13,7 +13,7 @@
 //! **Flow bypass**: the inspector's bypassed flows go into the XDP flow tables
 //! (`crate::xdp::bypass`); [`configure`] tells the inspector that the capture can take them.
 
-use crate::config::{Config, DdosConfig};
+use crate::config::DdosConfig;
 use crate::inspect::InspectSettings;
 use crate::xdp::bypass::BypassMaps;
 use crate::xdp::maps::{XdpConfig, CFG_INSPECT_ICMP, CFG_INSPECT_OTHER, CFG_INSPECT_TCP_CTRL, CFG_PASSTHROUGH};
@@ -53,11 +53,16 @@ impl DetectorNeeds {
         DetectorNeeds { tcp_control: true, icmp: true, udp_ports: AMPLIFICATION_PORTS.to_vec() }
     }
 
-    /// From the YAML: the built-in detectors run when `ddos.detectors.enabled` is yes.
-    pub fn from_config(config: &Config) -> Result<Self, String> {
-        match config.get_bool("ddos.detectors.enabled").map_err(|e| e.message().to_string())? {
-            Some(true) => Ok(DetectorNeeds::builtin()),
-            _ => Ok(DetectorNeeds::none()),
+    /// What the enabled detectors of a run watch (`ddos.detectors.<name>.enabled`).
+    pub fn of(settings: &picket_core::detectors::DetectorSettings) -> Self {
+        let mut udp_ports = Vec::new();
+        if settings.udp_reflection.enabled {
+            udp_ports = settings.udp_reflection.ports.clone();
+        }
+        DetectorNeeds {
+            tcp_control: settings.syn_flood.enabled || settings.port_scan.enabled,
+            icmp: settings.icmp_flood.enabled,
+            udp_ports,
         }
     }
 }
@@ -141,12 +146,11 @@ fn missing(name: &str) -> XdpError {
 pub fn configure(
     layer: &mut DdosLayer,
     ddos: &DdosConfig,
-    config: &Config,
+    needs: &DetectorNeeds,
     inspect: &mut InspectSettings,
 ) -> Result<Option<BypassMaps>, String> {
     if ddos.pass_through {
-        let needs = DetectorNeeds::from_config(config)?;
-        let (interest, flags) = derive(inspect.detect.as_deref(), &needs);
+        let (interest, flags) = derive(inspect.detect.as_deref(), needs);
         apply(layer.xdp_mut(), &interest, flags).map_err(|e| format!("ddos.pass-through: {e}"))?;
         eprintln!("picket: pass-through: {}", describe(&interest));
     }

@@ -62,6 +62,11 @@ pub struct LiveOptions {
     /// The XDP layer's flow bypass tables (`--ddos`): each worker installs the flows its
     /// inspector bypasses (`crate::xdp::bypass`).
     pub flow_bypass: Option<crate::xdp::bypass::BypassMaps>,
+    /// `--ddos`: where each worker sends its detectors' tallies once per tick (the DDoS
+    /// controller, `crate::ddos::controller`). A full queue drops the tally.
+    pub detector_tallies: Option<Sender<crate::detectors::Tallies>>,
+    /// Event lines written beside the workers' (the DDoS controller's alerts).
+    pub extra_events: Option<Receiver<EventBuf>>,
     /// Sources of process-wide counters (the XDP program's, the DDoS controller's), read
     /// by the main thread every second and at the end: eve `stats`, stats.log,
     /// picket-stats.json and Prometheus show them beside the workers' totals.
@@ -158,6 +163,7 @@ pub fn run_live(
                 worker.core.bypass = flow_bypass.and_then(|maps| {
                     maps.open().map_err(|e| eprintln!("picket: worker {i}: no flow bypass: {e}")).ok()
                 });
+                worker.tallies_tx = opts.detector_tallies.clone();
                 worker.run(stop);
                 worker.finish()
             });
@@ -177,6 +183,7 @@ pub fn run_live(
         while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(100).min(TICK));
             let second = Instant::now();
+            forward_extra_events(opts, &events_tx);
             let global = global_counters(opts, &gauges);
             if let Some(path) = &opts.snapshot_path {
                 let _ = write_snapshot_with_global(path, &snapshot_of(&gauges), &global);
@@ -205,6 +212,7 @@ pub fn run_live(
         }
         let wall = start.elapsed();
         let reports: Vec<WorkerReport> = workers.iter().map(|w| w.report.clone()).collect();
+        forward_extra_events(opts, &events_tx);
         let global = global_counters(opts, &gauges);
         let _ = events_tx.send(stats_chunk(wall, &reports, &global));
         drop(events_tx);
@@ -268,6 +276,15 @@ fn periodic_reports(gauges: &LiveGauges, shared: &[WorkerShared]) -> Vec<WorkerR
             }
         })
         .collect()
+}
+
+/// Passes on what [`LiveOptions::extra_events`] holds to the writer.
+fn forward_extra_events(opts: &LiveOptions, events_tx: &Sender<EventBuf>) {
+    if let Some(rx) = &opts.extra_events {
+        for chunk in rx.try_iter() {
+            let _ = events_tx.send(chunk);
+        }
+    }
 }
 
 fn stats_chunk(uptime: Duration, reports: &[WorkerReport], global: &CounterSet) -> EventBuf {
@@ -340,6 +357,8 @@ struct LiveWorker<'a> {
     core: WorkerCore,
     poll_errors: u64,
     output_waits: u64,
+    /// The DDoS controller's tally queue (`--ddos`).
+    tallies_tx: Option<Sender<crate::detectors::Tallies>>,
 }
 
 /// The part of a worker the per-packet callback borrows (apart from the sockets).
@@ -424,6 +443,7 @@ impl<'a> LiveWorker<'a> {
             },
             poll_errors: 0,
             output_waits: 0,
+            tallies_tx: None,
         }
     }
 
@@ -518,6 +538,13 @@ impl<'a> LiveWorker<'a> {
             bypass.refresh(&mut self.core.inspector, tick.ts);
         }
         self.core.inspector.clock(tick, &mut self.core.events);
+        if let Some(tx) = &self.tallies_tx {
+            let tallies = self.core.inspector.take_detector_tallies();
+            if !tallies.is_empty() {
+                // Never wait on the controller: a lost tally only shortens a window.
+                let _ = tx.try_send(tallies);
+            }
+        }
         self.publish_counters();
         self.publish_batch();
     }

@@ -19,6 +19,7 @@
 //! attached. At attach time a program left by an older picket (netlink-attached, or one
 //! that survived some other way) is removed first ([`XdpLayer::attach`]).
 
+pub mod blocklist;
 pub mod bypass;
 pub mod maps;
 pub mod protect;

@@ -26,6 +26,7 @@ pub mod counters;
 pub mod decode;
 pub mod defrag;
 pub mod detect;
+pub mod detectors;
 pub mod flow;
 pub mod inspect;
 pub mod packet;

@@ -317,6 +317,16 @@ impl Detection {
             self.bypass.bytes += k.bytes_toserver + k.bytes_toclient;
             self.bypass_ended.push(rec.flow_id);
         }
+        if !self.detectors.is_empty() {
+            let t = &rec.tuple;
+            self.detectors.flow_event(&crate::detectors::FlowEvent::Ended {
+                client: (t.src_ip(), t.src_port),
+                server: (t.dst_ip(), t.dst_port),
+                proto: t.proto,
+                packets: rec.pkts_toserver + rec.pkts_toclient,
+                bytes: rec.bytes_toserver + rec.bytes_toclient,
+            });
+        }
         if let Some(mut stream) = rec.ext.stream.take() {
             // A bypassed flow's streams still hold what came before the bypass (in IDS mode
             // data is inspected once acked, which the bypass may have cut short): it is

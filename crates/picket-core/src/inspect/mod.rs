@@ -44,6 +44,7 @@ use crate::applayer::probe::{DetectionPorts, Transport};
 use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
+use crate::detectors::{Detectors, FlowEvent as DetectorFlowEvent, PacketFacts, Tallies};
 use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
 use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeouts, StreamInline};
@@ -95,6 +96,8 @@ pub struct InspectSettings {
     /// What bypasses a flow (`stream.bypass`, TLS `encryption-handling`), and whether the
     /// capture can take bypassed flows (see [`bypass`]).
     pub bypass: BypassSettings,
+    /// `ddos.detectors`: the plug-in detectors each worker feeds (`None`: none).
+    pub detectors: Option<Arc<crate::detectors::DetectorSettings>>,
 }
 
 impl InspectSettings {
@@ -152,6 +155,7 @@ impl InspectSettings {
             detection_ports: Arc::new(detection_ports(engine)),
             http: Arc::new(HttpConfig::default()),
             bypass: BypassSettings { stream_depth: engine.stream_bypass, tls: engine.tls_bypass, capture: false },
+            detectors: None,
         }
     }
 }
@@ -236,6 +240,8 @@ pub struct FlowExt {
     pub app: Option<Box<AppLayer>>,
     /// The engine is done with the flow (see [`bypass`]).
     pub bypass: FlowBypass,
+    /// The detectors were told this TCP flow completed its handshake.
+    pub handshake_reported: bool,
 }
 
 pub struct Inspector {
@@ -277,6 +283,8 @@ struct Detection {
     app_counters: AppCounters,
     /// JA3/JA3S go into eve's `tls` object: Suricata computes them when rules use them.
     log_ja3: bool,
+    /// The plug-in detectors (`crate::detectors`), fed per packet and flow event.
+    detectors: Detectors,
 }
 
 #[derive(Default)]
@@ -322,6 +330,7 @@ impl Inspector {
                 log_ja3: settings.detect.as_ref().is_some_and(|e| {
                     ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].iter().any(|b| e.uses_buffer(b))
                 }),
+                detectors: settings.detectors.as_ref().map(|d| d.worker_set()).unwrap_or_default(),
             },
             ended: Vec::new(),
             now: Timestamp(0),
@@ -350,6 +359,9 @@ impl Inspector {
         // inspected (checksum keywords need it), but it does not touch TCP state or the stream.
         let skip_stream = d.bad_checksum && self.reject_bad_checksum();
         let Some(tuple) = d.tuple() else { return Verdict::Pass };
+        if !self.detection.detectors.is_empty() {
+            self.detection.detectors.packet(&detector_facts(&tuple, &d, meta));
+        }
         let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
         if d.fragment {
             // Fragments are not reassembled yet: they are inspected on their own, without a flow.
@@ -366,6 +378,15 @@ impl Inspector {
             return self.detection.conclude(&wire, &run, None, out);
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
+        if verdict.established && !ext.handshake_reported && matches!(d.l4, L4::Tcp(_)) {
+            ext.handshake_reported = true;
+            let (client, server) = (flow.client(), flow.server());
+            let v4 = tuple.is_v4;
+            self.detection.detectors.flow_event(&DetectorFlowEvent::HandshakeDone {
+                client: (decode::ip_addr(&client.0, v4), client.1),
+                server: (decode::ip_addr(&server.0, v4), server.1),
+            });
+        }
         if ext.bypass.mode.skips_inspection() {
             // Bypassed: tracked in the flow table, nothing else.
             let c = &mut self.detection.bypass;
@@ -624,6 +645,12 @@ impl Inspector {
         }
     }
 
+    /// The detectors' counts since the last call (the live worker sends them to the
+    /// DDoS controller once per second). Empty when no detector runs.
+    pub fn take_detector_tallies(&mut self) -> Tallies {
+        self.detection.detectors.take_tallies()
+    }
+
     pub fn counters(&self) -> CounterSet {
         let c = &self.decoder;
         let mut s = CounterSet::new();
@@ -670,6 +697,21 @@ impl Inspector {
             }
         }
         s
+    }
+}
+
+/// What the detectors see of a decoded packet (no allocation).
+fn detector_facts(tuple: &crate::decode::FiveTuple, d: &Decoded<'_>, meta: &crate::packet::PacketMeta) -> PacketFacts {
+    PacketFacts {
+        src: tuple.src_ip(),
+        dst: tuple.dst_ip(),
+        sport: tuple.src_port,
+        dport: tuple.dst_port,
+        proto: tuple.proto,
+        tcp_flags: if let L4::Tcp(t) = &d.l4 { t.flags() } else { 0 },
+        len: meta.wire_len,
+        to_server: None,
+        ts: meta.ts,
     }
 }
 
