@@ -113,7 +113,7 @@ fn bypassed_flow_leaves_user_space_and_unmatched_ports_pass_through() {
     let mut picket = lab.spawn({
         let mut c = lab.command(&srv, env!("CARGO_BIN_EXE_picket"), &["-i", "veth-bs", "--ddos", "--workers", "1"]);
         c.args(["--set", "stream.bypass=yes", "--set", &depth, "--set", "flow-timeouts.tcp.bypassed=1"])
-            .args(["--set", "stats.interval=1", "-S"])
+            .args(["--set", "stats.interval=1", "--set", "ddos.detectors.enabled=no", "-S"])
             .arg(&rules_path)
             .arg("-l")
             .arg(&logs)

@@ -8,6 +8,7 @@
 //!     block-time: 60           # seconds a detector's block lasts (ddos.rs reads it)
 //!     static: ["198.51.100.0/24", "2001:db8::/32"]   # never expire
 //!   detectors:
+//!     enabled: yes             # no: every detector off, whatever their own keys say
 //!     max-keys: 10000          # destinations/sources per detector and window; more are refused (counted)
 //!     max-blocks: 16           # sources one finding blocks at most
 //!     allow: ["192.0.2.0/24"]  # never blocked (besides the capture interfaces' own addresses)
@@ -79,6 +80,14 @@ pub fn detector_settings(config: &Config, block_time: u64) -> Result<DetectorSet
     r.flag(base, "block", &mut s.block)?;
     r.number(base, "rate", 1, u64::MAX >> 8, &mut s.rate)?;
     r.number(base, "window", 1, MAX_WINDOW, &mut s.window)?;
+    // `ddos.detectors.enabled: no` turns every detector off at once (the XDP layer then
+    // only blocklists, answers SYN cookies, bypasses and passes through).
+    if config.get_bool("ddos.detectors.enabled").map_err(|e| e.message().to_string())? == Some(false) {
+        out.syn_flood.enabled = false;
+        out.port_scan.enabled = false;
+        out.udp_reflection.enabled = false;
+        out.icmp_flood.enabled = false;
+    }
     Ok(out)
 }
 
@@ -156,6 +165,17 @@ mod tests {
 
     fn parse(yaml: &str) -> Result<DetectorSettings, String> {
         detector_settings(&Config::from_yaml_str(yaml).unwrap(), 7)
+    }
+
+    #[test]
+    fn one_switch_turns_every_detector_off() {
+        let config =
+            Config::from_yaml_str("ddos:\n  detectors:\n    enabled: no\n    port-scan:\n      enabled: yes\n")
+                .unwrap();
+        let s = detector_settings(&config, 60).unwrap();
+        assert!(!s.syn_flood.enabled && !s.port_scan.enabled && !s.udp_reflection.enabled && !s.icmp_flood.enabled);
+        let s = detector_settings(&Config::from_yaml_str("other: 1\n").unwrap(), 60).unwrap();
+        assert!(s.syn_flood.enabled && s.port_scan.enabled && s.udp_reflection.enabled && s.icmp_flood.enabled);
     }
 
     #[test]
