@@ -14,7 +14,7 @@
 
 mod netlab;
 
-use netlab::{read_eve, skip_reason, wait_for, Guarded, Lab};
+use netlab::{events_of, read_eve, skip_reason, wait_for, Guarded, Lab};
 use std::path::Path;
 use std::process::Stdio;
 use std::thread;
@@ -121,9 +121,13 @@ fn xdp_tx(s: &Setup) -> u64 {
 }
 
 fn start_picket(s: &Setup, logs: &Path) -> Guarded {
+    start_picket_with(s, logs, &format!("ddos:\n  syn-cookies:\n    ports: [{HTTP_PORT}]\n    mss: 1460\n"))
+}
+
+fn start_picket_with(s: &Setup, logs: &Path, yaml_text: &str) -> Guarded {
     std::fs::create_dir_all(logs).unwrap();
     let yaml = s.dir.path().join("picket.yaml");
-    std::fs::write(&yaml, format!("ddos:\n  syn-cookies:\n    ports: [{HTTP_PORT}]\n    mss: 1460\n")).unwrap();
+    std::fs::write(&yaml, yaml_text).unwrap();
     let rules = s.dir.path().join("local.rules");
     std::fs::write(&rules, "alert tcp any any -> any 8080 (msg:\"http\"; flow:established; sid:1;)\n").unwrap();
     let mut command = s.lab.command(&s.server, env!("CARGO_BIN_EXE_picket"), &["-i", SERVER_DEV, "--ddos"]);
@@ -264,6 +268,59 @@ fn syn_flood_is_answered_in_xdp_and_real_clients_get_through() {
 
     assert_eq!(kernel_state(&s), before, "iptables rules or the sysctl were not restored");
     assert!(!xdp_attached(&s), "XDP program still attached after exit");
+}
+
+/// No port is protected in advance: the SYN-flood detector sees the flood's SYN rate to
+/// the server's port, turns SYN cookies on for that destination (the SYNs then stop
+/// reaching user space), and turns them off `hold` seconds after the flood ends.
+#[test]
+fn a_syn_flood_switches_cookies_on_for_its_destination_and_off_after() {
+    if skipped() {
+        return;
+    }
+    let s = setup("synd");
+    let logs = s.dir.path().join("logs");
+    let yaml = "ddos:\n  detectors:\n    syn-flood: { rate: 2000, ratio: 3, window: 1, hold: 2 }\n";
+    let mut picket = start_picket_with(&s, &logs, yaml);
+    let snapshot = logs.join("picket-stats.json");
+    let global = |name: &str| -> u64 {
+        let text = std::fs::read_to_string(&snapshot).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        v["global"][name].as_u64().unwrap_or(0)
+    };
+    assert_eq!(global("picket.ddos.protected_active"), 0, "nothing is protected before the flood");
+    assert_eq!(global("picket.xdp.cookie_sent"), 0);
+
+    let (sent, ok) = thread::scope(|scope| {
+        let flooder = scope.spawn(|| flood(&s));
+        thread::sleep(Duration::from_secs(3));
+        let active_during = global("picket.ddos.protected_active");
+        let ok = (0..10).filter(|_| curl(&s).is_some()).count();
+        assert_eq!(active_during, 1, "the flooded destination is protected during the flood");
+        (flooder.join().unwrap(), ok)
+    });
+    println!("flood: {sent} SYNs; {ok} of 10 requests succeeded during it");
+    assert_eq!(ok, 10, "requests failed while cookies were on");
+    let cookies = global("picket.xdp.cookie_sent");
+    assert!(cookies > sent / 2, "only {cookies} of {sent} SYNs were answered in XDP");
+    // The flood is over: below half the rate for `hold` seconds, the cookies go off.
+    wait_for("the protection to be withdrawn", Duration::from_secs(15), || {
+        global("picket.ddos.protected_active") == 0 && global("picket.ddos.protect_off") >= 1
+    });
+    let cookies_after = global("picket.xdp.cookie_sent");
+    assert!(curl(&s).is_some(), "a request after the flood failed");
+    thread::sleep(Duration::from_millis(1500));
+    assert_eq!(global("picket.xdp.cookie_sent"), cookies_after, "the request after the flood got a cookie");
+    stop(&mut picket);
+
+    let eve = read_eve(&logs.join("eve.json"));
+    let alerts: Vec<_> =
+        events_of(&eve, "alert").into_iter().filter(|a| a["alert"]["signature_id"] == 9000001).collect();
+    assert!(!alerts.is_empty(), "no SYN flood alert");
+    let a = alerts[0];
+    assert_eq!(a["alert"]["signature"], format!("picket SYN flood to {SERVER_IP}:{HTTP_PORT}"), "{a:#}");
+    assert_eq!(a["alert"]["action"], "blocked", "{a:#}");
+    assert_eq!(a["dest_ip"], SERVER_IP, "{a:#}");
 }
 
 #[test]
