@@ -8,7 +8,7 @@
 //! | `protect.rs` | [`protect::ProtectTable`]: destinations protected by SYN cookies |
 //! | `bypass.rs` | per-worker handle on the flow bypass tables: install, refresh, remove |
 //! | `stats.rs` | the per-reason counters, summed over CPUs (`stats.picket.xdp`) |
-//! | `test_run.rs` | run the program on one frame in the kernel (`BPF_PROG_TEST_RUN`) |
+//! | `sys.rs` | the module's system calls: run the program on one frame (`BPF_PROG_TEST_RUN`), the BPF clock |
 //!
 //! The object is built by `build.rs` with Debian's clang (`-target bpf`) and embedded in
 //! the binary. C rather than aya-ebpf: aya-ebpf needs a nightly toolchain and bpf-linker,
@@ -24,7 +24,9 @@ pub mod bypass;
 pub mod maps;
 pub mod protect;
 pub mod stats;
-pub mod test_run;
+pub mod sys;
+
+pub use sys::{monotonic_ns, TestRun};
 
 use aya::maps::{Array, MapData};
 use aya::programs::{SocketFilter, Xdp, XdpFlags};
@@ -193,10 +195,10 @@ impl XdpLayer {
     }
 
     /// Runs the XDP program once on `frame` in the kernel, attached or not.
-    pub fn test_run(&mut self, frame: &[u8]) -> Result<test_run::TestRun, XdpError> {
+    pub fn test_run(&mut self, frame: &[u8]) -> Result<sys::TestRun, XdpError> {
         let program: &mut Xdp = program_mut(&mut self.ebpf, PROGRAM)?;
         let fd = program.fd().map_err(|e| XdpError(format!("{PROGRAM}: {e}")))?;
-        test_run::run(fd.as_fd(), frame).map_err(|e| XdpError(format!("BPF_PROG_TEST_RUN: {e}")))
+        sys::test_run(fd.as_fd(), frame).map_err(|e| XdpError(format!("BPF_PROG_TEST_RUN: {e}")))
     }
 
     /// The loaded object, for the map handles of the stages (`take_map`, `map_mut`).
@@ -215,19 +217,6 @@ where
 {
     let program = ebpf.program_mut(name).ok_or_else(|| XdpError(format!("the XDP object has no program {name}")))?;
     program.try_into().map_err(|e| XdpError(format!("{name}: {e}")))
-}
-
-/// Now on the clock of the program's `bpf_ktime_get_ns` (CLOCK_MONOTONIC), in ns: the
-/// time base of blocklist expiry (`BlockVal::expires_ns`) and bypass `last_ns`.
-pub fn monotonic_ns() -> u64 {
-    // std's Instant is CLOCK_MONOTONIC on Linux but hides its value; /proc/uptime is
-    // too coarse. clock_gettime cannot fail for CLOCK_MONOTONIC with a valid pointer.
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    debug_assert_eq!(rc, 0);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The innermost message of an aya error (the kernel's errno text).

@@ -1,9 +1,9 @@
-//! Runs the loaded XDP program on one frame in the kernel (`BPF_PROG_TEST_RUN`), without
-//! any interface: what the verifier accepted is what runs, with the real helpers (SYN
-//! cookies, map lookups). The tests of the program's decisions use it; so can a user
-//! checking a blocklist or a configuration against a captured frame.
-//!
-//! aya 0.13 has no wrapper for this command, so the one `bpf(2)` call is here, fenced.
+//! The XDP module's own system calls, fenced here (aya makes the others):
+//! - [`test_run`]: runs the loaded XDP program on one frame in the kernel
+//!   (`BPF_PROG_TEST_RUN`), without any interface: what the verifier accepted is what
+//!   runs, with the real helpers (SYN cookies, map lookups). The tests of the program's
+//!   decisions use it; aya 0.13 has no wrapper for this command.
+//! - [`monotonic_ns`]: the clock of the program's `bpf_ktime_get_ns`.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -45,7 +45,7 @@ pub struct TestRun {
 }
 
 /// Runs the program behind `prog` once on `frame`.
-pub fn run(prog: BorrowedFd<'_>, frame: &[u8]) -> io::Result<TestRun> {
+pub fn test_run(prog: BorrowedFd<'_>, frame: &[u8]) -> io::Result<TestRun> {
     let mut out = vec![0u8; frame.len() + OUT_SLACK];
     let mut attr = TestRunAttr {
         prog_fd: prog.as_raw_fd() as u32,
@@ -72,4 +72,16 @@ pub fn run(prog: BorrowedFd<'_>, frame: &[u8]) -> io::Result<TestRun> {
     }
     out.truncate((attr.data_size_out as usize).min(out.len()));
     Ok(TestRun { action: attr.retval, frame: out })
+}
+
+/// Now on the clock of the program's `bpf_ktime_get_ns` (CLOCK_MONOTONIC), in ns: the
+/// time base of blocklist expiry (`BlockVal::expires_ns`) and bypass `last_ns`.
+pub fn monotonic_ns() -> u64 {
+    // std's Instant is CLOCK_MONOTONIC on Linux but hides its value; /proc/uptime is
+    // too coarse. clock_gettime cannot fail for CLOCK_MONOTONIC with a valid pointer.
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    debug_assert_eq!(rc, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
