@@ -123,8 +123,9 @@ pub fn ddos_config(config: &Config) -> Result<DdosConfig, String> {
     Ok(out)
 }
 
-/// A YAML list of ports (numbers, or strings of numbers), or a single one.
-fn ports(node: &serde_yaml::Value) -> Option<Vec<u16>> {
+/// A YAML list of ports (numbers, or strings of numbers), a comma-separated string, or a
+/// single port; `None` when any is not a port 1-65535.
+pub(super) fn ports(node: &serde_yaml::Value) -> Option<Vec<u16>> {
     let one = |v: &serde_yaml::Value| -> Option<u16> {
         let n = match v {
             serde_yaml::Value::Number(n) => n.as_u64()?,

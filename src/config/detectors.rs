@@ -71,7 +71,7 @@ pub fn detector_settings(config: &Config, block_time: u64) -> Result<DetectorSet
     r.number(base, "block-prefix-v6", 16, 128, &mut v6)?;
     (s.block_prefix_v4, s.block_prefix_v6) = (v4 as u8, v6 as u8);
     if let Some(node) = config.node(&format!("{base}.ports")) {
-        s.ports = port_list(node).ok_or(format!("{base}.ports: expected a list of ports 1-65535"))?;
+        s.ports = super::ddos::ports(node).ok_or(format!("{base}.ports: expected a list of ports 1-65535"))?;
     }
 
     let base = "ddos.detectors.icmp-flood";
@@ -113,21 +113,6 @@ fn prefixes(config: &Config, key: &str) -> Result<Option<Vec<Prefix>>, String> {
         _ => return Err(format!("{key}: expected a list of prefixes like [\"192.0.2.0/24\", \"2001:db8::/32\"]")),
     };
     texts.iter().map(|t| Prefix::parse(t).map_err(|e| format!("{key}: {e}"))).collect::<Result<_, _>>().map(Some)
-}
-
-fn port_list(node: &serde_yaml::Value) -> Option<Vec<u16>> {
-    let one = |v: &serde_yaml::Value| -> Option<u16> {
-        let n = match v {
-            serde_yaml::Value::Number(n) => n.as_u64()?,
-            serde_yaml::Value::String(s) => s.trim().parse().ok()?,
-            _ => return None,
-        };
-        (1..=65535).contains(&n).then_some(n as u16)
-    };
-    match node {
-        serde_yaml::Value::Sequence(items) => items.iter().map(one).collect(),
-        other => one(other).map(|p| vec![p]),
-    }
 }
 
 struct Reader<'a> {

@@ -7,8 +7,8 @@
 //! (An echo-reply flood, smurf style, is therefore not seen by this detector.)
 
 use super::{
-    block_sources, CommonSettings, Cooldown, Detector, EvalContext, Evaluate, Finding, Key, Kind, PacketFacts, Tally,
-    PROTO_ICMP, PROTO_ICMPV6,
+    act_on_heavy_sources, CommonSettings, Cooldown, Detector, EvalContext, Evaluate, Finding, Key, Kind, PacketFacts,
+    Tally, PROTO_ICMP, PROTO_ICMPV6,
 };
 
 /// Sources remembered per destination and window.
@@ -106,20 +106,8 @@ impl Evaluate for IcmpFloodEval {
             if pps < self.s.rate {
                 continue;
             }
-            let heavy: Vec<_> = row
-                .top_members()
-                .into_iter()
-                .filter(|m| m.packets * 10 >= row.packets && !self.recent.active(m.addr, ctx.now_secs))
-                .collect();
-            let Some(top) = heavy.first().copied() else { continue };
-            let (actions, spared) = if self.s.block {
-                block_sources(&heavy, ctx.never_block, &self.common, 32, 128)
-            } else {
-                (Vec::new(), heavy.iter().any(|m| ctx.never_block.contains(m.addr)))
-            };
-            for m in &heavy {
-                self.recent.start(m.addr, ctx.now_secs, self.common.block_time);
-            }
+            let heavy = act_on_heavy_sources(row, &mut self.recent, ctx, &self.common, self.s.block, (32, 128));
+            let Some((top, actions, spared)) = heavy else { continue };
             out.push(Finding {
                 kind: Kind::IcmpFlood,
                 signature: format!("picket ICMP flood to {}", key.addr),

@@ -568,6 +568,36 @@ pub fn endpoint(addr: IpAddr, port: u16) -> String {
     }
 }
 
+/// What a flood detector does about a flooded destination's sources (`row`): the heavy
+/// ones (a tenth of its packets or more, not already cooling down) are blocked with the
+/// given prefix lengths when `block` is set, or only reported; each starts its cool-down.
+/// Returns the heaviest source, the actions and whether a source was spared (never-block
+/// set), or `None` when no source is heavy enough to act on.
+pub fn act_on_heavy_sources(
+    row: &Row,
+    recent: &mut Cooldown,
+    ctx: &EvalContext<'_>,
+    common: &CommonSettings,
+    block: bool,
+    (prefix_v4, prefix_v6): (u8, u8),
+) -> Option<(Member, Vec<Action>, bool)> {
+    let heavy: Vec<Member> = row
+        .top_members()
+        .into_iter()
+        .filter(|m| m.packets * 10 >= row.packets && !recent.active(m.addr, ctx.now_secs))
+        .collect();
+    let top = heavy.first().copied()?;
+    let (actions, spared) = if block {
+        block_sources(&heavy, ctx.never_block, common, prefix_v4, prefix_v6)
+    } else {
+        (Vec::new(), heavy.iter().any(|m| ctx.never_block.contains(m.addr)))
+    };
+    for m in &heavy {
+        recent.start(m.addr, ctx.now_secs, common.block_time);
+    }
+    Some((top, actions, spared))
+}
+
 /// Blocks for the sources of `members` (most packets first) that may be blocked: at
 /// most `max_blocks`, none in the never-block set. Returns the actions and whether a
 /// source was spared.

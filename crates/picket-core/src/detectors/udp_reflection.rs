@@ -5,8 +5,8 @@
 //! a tenth of the flood (at most `max-blocks`, as /`block-prefix-v4` or /`block-prefix-v6`).
 
 use super::{
-    block_sources, CommonSettings, Cooldown, Detector, EvalContext, Evaluate, Finding, Key, Kind, PacketFacts, Tally,
-    PROTO_UDP,
+    act_on_heavy_sources, CommonSettings, Cooldown, Detector, EvalContext, Evaluate, Finding, Key, Kind, PacketFacts,
+    Tally, PROTO_UDP,
 };
 
 /// Default amplifier source ports: chargen, DNS, NTP, SNMP, CLDAP, SSDP, memcached, WS-Discovery.
@@ -121,20 +121,9 @@ impl Evaluate for UdpReflectionEval {
                 continue;
             }
             // Heavy reflectors: a tenth of the flood or more, not cooling down already.
-            let heavy: Vec<_> = row
-                .top_members()
-                .into_iter()
-                .filter(|m| m.packets * 10 >= row.packets && !self.recent.active(m.addr, ctx.now_secs))
-                .collect();
-            let Some(top) = heavy.first().copied() else { continue };
-            let (actions, spared) = if self.s.block {
-                block_sources(&heavy, ctx.never_block, &self.common, self.s.block_prefix_v4, self.s.block_prefix_v6)
-            } else {
-                (Vec::new(), heavy.iter().any(|m| ctx.never_block.contains(m.addr)))
-            };
-            for m in &heavy {
-                self.recent.start(m.addr, ctx.now_secs, self.common.block_time);
-            }
+            let prefixes = (self.s.block_prefix_v4, self.s.block_prefix_v6);
+            let heavy = act_on_heavy_sources(row, &mut self.recent, ctx, &self.common, self.s.block, prefixes);
+            let Some((top, actions, spared)) = heavy else { continue };
             out.push(Finding {
                 kind: Kind::UdpReflection,
                 signature: format!(
