@@ -293,6 +293,23 @@ static __always_inline __u16 announced_mss(int v6)
 	return v6 ? mss - IPV6_MSS_LESS : mss;
 }
 
+/* The SYN-ACK's TCP checksum (over the pseudo-header `pseudo` and the header `out`),
+ * then the frame rewritten with the IP header `ip` and sent back: XDP_TX, or -1. */
+static __always_inline int send_synack(struct xdp_md *ctx, const struct pkt *p, const void *ip, const __u32 ip_len,
+				       void *pseudo, const __u32 pseudo_len, __u32 *out, __u32 out_len)
+{
+	__s64 sum = bpf_csum_diff(0, 0, pseudo, pseudo_len, 0);
+	if (sum < 0)
+		return -1;
+	sum = bpf_csum_diff(0, 0, out, out_len, (__u32)sum);
+	if (sum < 0)
+		return -1;
+	((struct tcphdr *)out)->check = csum_fold((__u32)sum);
+	if (emit(ctx, p, ip, ip_len, out, out_len) < 0)
+		return -1;
+	return XDP_TX;
+}
+
 /* A SYN to a protected IPv4 destination: XDP_TX with the SYN-ACK, or -1 (error). */
 static __always_inline int cookie_syn_v4(struct xdp_md *ctx, const struct pkt *p)
 {
@@ -342,16 +359,7 @@ static __always_inline int cookie_syn_v4(struct xdp_md *ctx, const struct pkt *p
 		__u8 zero, proto;
 		__be16 len;
 	} pseudo = { rip.saddr, rip.daddr, 0, IPPROTO_TCP, bpf_htons(out_len) };
-	__s64 sum = bpf_csum_diff(0, 0, (__be32 *)&pseudo, sizeof(pseudo), 0);
-	if (sum < 0)
-		return -1;
-	sum = bpf_csum_diff(0, 0, out, out_len, (__u32)sum);
-	if (sum < 0)
-		return -1;
-	((struct tcphdr *)out)->check = csum_fold((__u32)sum);
-	if (emit(ctx, p, &rip, IPV4_HDR_LEN, out, out_len) < 0)
-		return -1;
-	return XDP_TX;
+	return send_synack(ctx, p, &rip, IPV4_HDR_LEN, &pseudo, sizeof(pseudo), out, out_len);
 }
 
 /* A SYN to a protected IPv6 destination (no extension headers: parse() saw TCP as the
@@ -394,16 +402,7 @@ static __always_inline int cookie_syn_v6(struct xdp_md *ctx, const struct pkt *p
 		__be32 len;
 		__u8 zero[3], proto;
 	} pseudo = { rip.saddr, rip.daddr, bpf_htonl(out_len), { 0, 0, 0 }, IPPROTO_TCP };
-	__s64 sum = bpf_csum_diff(0, 0, (__be32 *)&pseudo, sizeof(pseudo), 0);
-	if (sum < 0)
-		return -1;
-	sum = bpf_csum_diff(0, 0, out, out_len, (__u32)sum);
-	if (sum < 0)
-		return -1;
-	((struct tcphdr *)out)->check = csum_fold((__u32)sum);
-	if (emit(ctx, p, &rip, IPV6_HDR_LEN, out, out_len) < 0)
-		return -1;
-	return XDP_TX;
+	return send_synack(ctx, p, &rip, IPV6_HDR_LEN, &pseudo, sizeof(pseudo), out, out_len);
 }
 
 /* An ACK to a protected destination: CONTINUE (a connection exists), XDP_PASS (valid

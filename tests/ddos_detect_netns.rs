@@ -74,15 +74,7 @@ fn a_port_scan_blocklists_its_source_until_the_block_expires() {
     cmd.arg("-S").arg(&rules).arg("-l").arg(&logs).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut picket = Guarded(cmd.spawn().unwrap());
     let snapshot = logs.join("picket-stats.json");
-    wait_for("picket to start capturing", Duration::from_secs(15), || {
-        if let Ok(Some(status)) = picket.0.try_wait() {
-            let mut err = String::new();
-            use std::io::Read;
-            let _ = picket.0.stderr.take().unwrap().read_to_string(&mut err);
-            panic!("picket exited early: {status}: {err}");
-        }
-        snapshot.exists()
-    });
+    picket.wait_started(&snapshot, Duration::from_secs(15));
     wait_for("the HTTP server", Duration::from_secs(10), || curl_from(&lab, &cli, CLIENT));
     assert!(curl_from(&lab, &cli, SCANNER), "the scanner's address cannot reach the server before the scan");
 
@@ -167,15 +159,7 @@ fn start_picket(lab: &Lab, ns: &str, dev: &str, dir: &std::path::Path, sets: &[S
     cmd.arg("-S").arg(&rules).arg("-l").arg(&logs).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut picket = lab.spawn(cmd);
     let snapshot = logs.join("picket-stats.json");
-    wait_for("picket to start capturing", Duration::from_secs(15), || {
-        if let Ok(Some(status)) = picket.0.try_wait() {
-            let mut err = String::new();
-            use std::io::Read;
-            let _ = picket.0.stderr.take().unwrap().read_to_string(&mut err);
-            panic!("picket exited early: {status}: {err}");
-        }
-        snapshot.exists()
-    });
+    picket.wait_started(&snapshot, Duration::from_secs(15));
     picket
 }
 

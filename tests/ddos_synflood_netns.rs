@@ -142,17 +142,7 @@ fn start_picket_with(s: &Setup, logs: &Path, yaml_text: &str) -> Guarded {
         .stderr(Stdio::piped());
     let mut picket = s.lab.spawn(command);
     let snapshot = logs.join("picket-stats.json");
-    wait_for("picket to start", Duration::from_secs(60), || {
-        if let Ok(Some(status)) = picket.0.try_wait() {
-            let mut err = String::new();
-            if let Some(mut e) = picket.0.stderr.take() {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut err);
-            }
-            panic!("picket exited early ({status}): {err}");
-        }
-        snapshot.exists()
-    });
+    picket.wait_started(&snapshot, Duration::from_secs(60));
     picket
 }
 

@@ -2,6 +2,7 @@
 //! entry, `--set af-packet.KEY=VALUE`), picket's `--fanout`/`--no-promisc` flags, and
 //! `stats.interval`, read into [`AfPacketConfig`]s and durations.
 
+use super::scalar_text as scalar;
 use super::{parse_bool, parse_size, ChecksumMode, Config};
 use crate::capture::afpacket::{AfPacketConfig, FanoutMode, TxOptions};
 use crate::capture::bridge::CopyMode;
@@ -44,24 +45,26 @@ pub struct CaptureOverrides {
 /// The interfaces listed in the YAML `af-packet:` section (Suricata's `--af-packet`
 /// without a value), the `default` entry excepted.
 pub fn configured_interfaces(config: &Config) -> Vec<String> {
-    let Some(Value::Sequence(items)) = config.node("af-packet") else { return Vec::new() };
+    listed_interfaces(config, "af-packet")
+}
+
+/// The interfaces listed in a capture section (`af-packet:`, `af-xdp:`), the `default`
+/// entry excepted.
+pub(super) fn listed_interfaces(config: &Config, section: &str) -> Vec<String> {
+    let Some(Value::Sequence(items)) = config.node(section) else { return Vec::new() };
     items.iter().filter_map(|item| item.get("interface").and_then(scalar)).filter(|name| name != "default").collect()
 }
 
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
+/// A setting of `interface` in the `af-packet:` section (see [`interface_value`]).
+fn af_packet_value<'a>(config: &'a Config, interface: &str, key: &str) -> Option<&'a Value> {
+    interface_value(config, "af-packet", interface, key)
 }
 
-/// A setting of `interface` in the `af-packet:` section: its own list entry, else the
-/// `default` entry; or, when the section is a mapping (made by `--set af-packet.x=y`
-/// without a YAML list), the mapping's value for every interface.
-fn af_packet_value<'a>(config: &'a Config, interface: &str, key: &str) -> Option<&'a Value> {
-    match config.node("af-packet")? {
+/// A setting of `interface` in a capture section (`af-packet:`, `af-xdp:`): its own list
+/// entry, else the `default` entry; or, when the section is a mapping (made by
+/// `--set af-packet.x=y` without a YAML list), the mapping's value for every interface.
+pub(super) fn interface_value<'a>(config: &'a Config, section: &str, interface: &str, key: &str) -> Option<&'a Value> {
+    match config.node(section)? {
         Value::Mapping(map) => map.get(key),
         Value::Sequence(items) => {
             let entry =

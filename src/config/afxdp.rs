@@ -16,7 +16,6 @@
 
 use super::{parse_bool, AttachPreference, Config};
 use crate::capture::afxdp::{AfXdpConfig, BindMode};
-use serde_yaml::Value;
 
 /// Keys picket reads but does not act on: a warning names them once.
 const IGNORED_KEYS: &[&str] = &["disable-busy-poll", "gro-flush-timeout", "napi-defer-hard-irq", "mem-unaligned"];
@@ -24,31 +23,7 @@ const IGNORED_KEYS: &[&str] = &["disable-busy-poll", "gro-flush-timeout", "napi-
 /// The interfaces listed in the `af-xdp:` section (for a bare `--af-xdp`), `default`
 /// excepted.
 pub fn configured_afxdp_interfaces(config: &Config) -> Vec<String> {
-    let Some(Value::Sequence(items)) = config.node("af-xdp") else { return Vec::new() };
-    items.iter().filter_map(|item| item.get("interface").and_then(scalar)).filter(|n| n != "default").collect()
-}
-
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.trim().to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-/// `key` of `interface`: its own entry, else the `default` entry, else (a mapping) the
-/// section's own value.
-fn value<'a>(config: &'a Config, interface: &str, key: &str) -> Option<&'a Value> {
-    match config.node("af-xdp")? {
-        Value::Mapping(map) => map.get(key),
-        Value::Sequence(items) => {
-            let entry =
-                |name: &str| items.iter().find(|item| item.get("interface").and_then(scalar).as_deref() == Some(name));
-            entry(interface).and_then(|e| e.get(key)).or_else(|| entry("default").and_then(|e| e.get(key)))
-        }
-        _ => None,
-    }
+    super::afpacket::listed_interfaces(config, "af-xdp")
 }
 
 /// What the `af-xdp:` section says for `interface`.
@@ -64,7 +39,11 @@ pub struct AfXdpSettings {
 /// The settings of `interface`. Errors are one line naming the key and what it takes.
 pub fn afxdp_config(config: &Config, interface: &str) -> Result<AfXdpSettings, String> {
     let mut capture = AfXdpConfig::new(interface);
-    let text = |key: &str| value(config, interface, key).and_then(scalar);
+    let text = |key: &str| {
+        super::afpacket::interface_value(config, "af-xdp", interface, key)
+            .and_then(super::scalar_text)
+            .map(|t| t.trim().to_string())
+    };
     if let Some(threads) = text("threads") {
         capture.threads = match threads.as_str() {
             "auto" | "" => None,

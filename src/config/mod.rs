@@ -287,7 +287,7 @@ impl Config {
 pub use crate::detect::rule::vars::{DEFAULT_ADDRESS_GROUPS, DEFAULT_PORT_GROUPS};
 
 /// Text of a scalar; `None` for null, lists and mappings.
-fn scalar_text(value: &Value) -> Option<String> {
+pub(super) fn scalar_text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Bool(b) => Some(b.to_string()),

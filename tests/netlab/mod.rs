@@ -9,6 +9,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of the lab
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
@@ -153,6 +154,22 @@ impl Guarded {
     /// Whether the process is still running.
     pub fn running(&mut self) -> bool {
         matches!(self.0.try_wait(), Ok(None))
+    }
+
+    /// Waits, at most `limit`, until a picket run has written its first stats snapshot
+    /// (`LOGDIR/picket-stats.json`: its ports are open and capturing); panics with its
+    /// stderr (when piped) if it exits first.
+    pub fn wait_started(&mut self, snapshot: &Path, limit: Duration) {
+        wait_for("picket to start capturing", limit, || {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = self.0.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("picket exited early ({status}): {err}");
+            }
+            snapshot.exists()
+        });
     }
 }
 

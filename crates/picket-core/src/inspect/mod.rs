@@ -378,7 +378,11 @@ impl Inspector {
             return self.detection.conclude(&wire, &run, None, out);
         };
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
-        if verdict.established && !ext.handshake_reported && matches!(d.l4, L4::Tcp(_)) {
+        if verdict.established
+            && !ext.handshake_reported
+            && !self.detection.detectors.is_empty()
+            && matches!(d.l4, L4::Tcp(_))
+        {
             ext.handshake_reported = true;
             let (client, server) = (flow.client(), flow.server());
             let v4 = tuple.is_v4;
