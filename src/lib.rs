@@ -24,5 +24,6 @@ pub mod matchers;
 pub mod output;
 pub mod pipeline;
 pub mod rules;
+pub mod service;
 pub mod tools;
 pub mod xdp;

@@ -53,6 +53,10 @@ pub struct RunArgs {
     pub bpf_file: Option<PathBuf>,
     #[command(flatten)]
     pub live: LiveArgs,
+    #[command(flatten)]
+    pub service: ServiceArgs,
+    #[command(flatten)]
+    pub info: InfoArgs,
     /// A BPF capture filter, as for tcpdump (e.g. `port 22 and host 10.0.0.1`): packets it
     /// rejects are not inspected, not numbered and not logged.
     #[arg(trailing_var_arg = true, value_name = "BPF")]
@@ -97,6 +101,65 @@ pub struct LiveArgs {
     /// Live capture: serve Prometheus metrics at http://ADDR/metrics (PORT alone binds 127.0.0.1).
     #[arg(long, value_name = "[ADDR:]PORT")]
     pub metrics: Option<String>,
+}
+
+/// Running as a service (`crate::service`).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Service")]
+pub struct ServiceArgs {
+    /// Write the process id to FILE; refuse to start while FILE names a running picket.
+    #[arg(long, value_name = "FILE")]
+    pub pidfile: Option<PathBuf>,
+    /// Run in the background (detach from the terminal once the start-up succeeded).
+    #[arg(short = 'D')]
+    pub daemon: bool,
+    /// After setting up capture, run as USER (keeping only the capabilities capture needs).
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// After setting up capture, run with GROUP (default: USER's primary group).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// Listen for `picket ctl` on a unix socket: `--unix-socket=PATH`, or alone for the
+    /// YAML `unix-command.filename`.
+    #[arg(long = "unix-socket", value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub unix_socket: Option<String>,
+}
+
+/// Commands that print facts and exit (Suricata's spelling).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Information")]
+pub struct InfoArgs {
+    /// Print the version and the build's features, then exit.
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
+    /// Print how this binary was built (features, libraries, paths), then exit.
+    #[arg(long)]
+    pub build_info: bool,
+    /// List the rule keywords picket knows (`all`, or one keyword for its details), then exit.
+    #[arg(long, value_name = "all|KEYWORD", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
+    pub list_keywords: Option<String>,
+    /// List the application-layer protocols picket parses, then exit.
+    #[arg(long)]
+    pub list_app_layer_protos: bool,
+    /// Print the configuration as picket reads it (after includes and --set), then exit.
+    #[arg(long)]
+    pub dump_config: bool,
+    /// Load the rules and report, per rule, its prefilter pattern or why it has none
+    /// (rules_analysis.txt and rules_fast_pattern.txt in the log directory), then exit.
+    #[arg(long)]
+    pub engine_analysis: bool,
+}
+
+impl InfoArgs {
+    /// Whether one of the print-and-exit commands was given.
+    pub fn requested(&self) -> bool {
+        self.version
+            || self.build_info
+            || self.list_keywords.is_some()
+            || self.list_app_layer_protos
+            || self.dump_config
+            || self.engine_analysis
+    }
 }
 
 impl RunArgs {

@@ -50,6 +50,8 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         verbose: 0,
         test_config: false,
         live: Default::default(),
+        service: Default::default(),
+        info: Default::default(),
         bpf_file: None,
         bpf: vec![],
     };

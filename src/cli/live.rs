@@ -80,6 +80,28 @@ impl LiveInput {
         }
     }
 
+    /// Suricata's name of the capture method (`capture-mode`).
+    fn capture_mode(&self) -> &'static str {
+        match self {
+            LiveInput::AfPacket(_) => "af-packet",
+            LiveInput::Nfqueue(..) => "nfqueue",
+            LiveInput::Bridge(_) => "af-packet-bridge",
+            LiveInput::AfXdp(_) => "af-xdp",
+        }
+    }
+
+    /// The interfaces (or queues, as `nfq:N`) this run captures on.
+    fn interfaces(&self) -> Vec<String> {
+        match self {
+            LiveInput::AfPacket(c) => c.iter().map(|c| c.interface.clone()).collect(),
+            LiveInput::Bridge(specs) => {
+                specs.iter().flat_map(|s| [s.a.interface.clone(), s.b.interface.clone()]).collect()
+            }
+            LiveInput::AfXdp(input) => vec![input.config.interface.clone()],
+            LiveInput::Nfqueue(queues, _) => queues.iter().map(|q| format!("nfq:{q}")).collect(),
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             LiveInput::AfPacket(captures) => captures
@@ -406,12 +428,8 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     }
     if args.checksum.is_none() {
         let interfaces: Vec<String> = match &input {
-            LiveInput::AfPacket(c) => c.iter().map(|c| c.interface.clone()).collect(),
-            LiveInput::Bridge(specs) => {
-                specs.iter().flat_map(|s| [s.a.interface.clone(), s.b.interface.clone()]).collect()
-            }
-            LiveInput::AfXdp(input) => vec![input.config.interface.clone()],
             LiveInput::Nfqueue(..) => Vec::new(),
+            other => other.interfaces(),
         };
         resolved.engine.checksum_mode =
             crate::config::live_checksum_mode(&resolved.config, &interfaces).map_err(CliError)?;
@@ -435,6 +453,8 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    // Every log file reopens when this generation moves on (SIGHUP, `picket ctl reopen-logs`).
+    let reopen = crate::service::LogReopen::default();
     // A live sensor appends to its logs across restarts, as Suricata does by default.
     let open_log = |name: &str| {
         let path = log_dir.join(name);
@@ -447,11 +467,10 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let logs = LiveLogs { eve: Box::new(open_log("eve.json")?), fast: Box::new(open_log("fast.log")?) };
 
     // Signals before the ports: a Ctrl-C during setup still ends the run cleanly. A
-    // second one exits at once.
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(signal, Arc::clone(&stop))?;
-    }
+    // second one exits at once. SIGHUP reopens the logs, SIGUSR2 reloads the rules.
+    crate::service::signals::register_stop(&stop)?;
+    let (control_tx, control_rx) = crate::service::channel();
+    let _signals = crate::service::signals::start(reopen.clone(), Some(control_tx.clone()))?;
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
     let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
@@ -498,6 +517,17 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         },
         detector_tallies: controller.as_ref().map(|c| c.tallies.clone()),
         extra_events: controller.as_ref().map(|c| c.events.clone()),
+        control: Some(crate::service::ControlPlane {
+            commands: control_rx,
+            reloader: None,
+            reopen: reopen.clone(),
+            info: crate::service::RunInfo {
+                running_mode: "workers".into(),
+                capture_mode: input.capture_mode().into(),
+                interfaces: input.interfaces(),
+                started: std::time::Instant::now(),
+            },
+        }),
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",

@@ -4,10 +4,11 @@
 
 mod args;
 mod bench;
+mod info;
 mod live;
 mod resolve;
 
-pub use args::{LiveArgs, RunArgs};
+pub use args::{InfoArgs, LiveArgs, RunArgs, ServiceArgs};
 pub use bench::BenchArgs;
 pub use resolve::{load_rules, resolve, warn, CliError, Resolved};
 
@@ -27,6 +28,7 @@ use std::sync::Arc;
 #[command(
     name = "picket",
     version,
+    disable_version_flag = true,
     about = "Multi-core IPS, Suricata-compatible",
     args_conflicts_with_subcommands = true
 )]
@@ -48,6 +50,10 @@ pub enum Command {
     Top(crate::tools::TopArgs),
     /// Show a NIC's queues, IRQs and RPS/RFS/XPS, then spread them over the cores.
     Tune(crate::tools::TuneArgs),
+    /// Talk to a running picket over its control socket (reload-rules, reopen-logs, stats, ...).
+    Ctl(crate::service::ctl::CtlArgs),
+    /// Write the man page or shell completions generated from this command line.
+    Generate(info::GenerateArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -87,6 +93,9 @@ pub fn main() -> i32 {
         }
         Some(Command::Top(args)) => crate::tools::run_top(&args).map_err(CliError),
         Some(Command::Tune(args)) => crate::tools::run_tune(&args).map_err(CliError),
+        Some(Command::Ctl(args)) => crate::service::ctl::run_client(&args).map_err(CliError),
+        Some(Command::Generate(args)) => info::generate(&args),
+        None if cli.run.info.requested() => info::run(&cli.run),
         None if cli.run.test_config => {
             let sources =
                 RuleSources { exclusive: cli.run.rules_exclusive.clone(), extra: cli.run.rules_extra.clone() };
@@ -115,6 +124,9 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    // SIGHUP reopens the logs (as live); SIGUSR2 is reported and ignored offline.
+    let reopen = crate::service::LogReopen::default();
+    let _signals = crate::service::signals::start(reopen.clone(), None)?;
     let mut source = capture::open_offline(input)?;
     let eve_path = log_dir.join("eve.json");
     let eve_file =

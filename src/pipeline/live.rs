@@ -71,6 +71,9 @@ pub struct LiveOptions {
     /// by the main thread every second and at the end: eve `stats`, stats.log,
     /// picket-stats.json and Prometheus show them beside the workers' totals.
     pub global_counters: Vec<CounterSource>,
+    /// Commands from signals and the control socket (`crate::service`), answered by the
+    /// main thread between its chores; `None` takes none.
+    pub control: Option<crate::service::ControlPlane>,
 }
 
 /// Adds a component's process-wide counters to the set it is given.
@@ -185,6 +188,9 @@ pub fn run_live(
             let second = Instant::now();
             forward_extra_events(opts, &events_tx);
             let global = global_counters(opts, &gauges);
+            if let Some(control) = &opts.control {
+                answer_commands(control, &gauges, &shared, &global, &stop, start);
+            }
             if let Some(path) = &opts.snapshot_path {
                 let _ = write_snapshot_with_global(path, &snapshot_of(&gauges), &global);
             }
@@ -228,6 +234,55 @@ pub fn run_live(
         }
         Ok(LiveSummary { workers, wall, events_written })
     })
+}
+
+/// Answers what the control channel holds (see `crate::service`). A rule reload runs here,
+/// on the main thread: the workers keep inspecting with the old engine meanwhile.
+fn answer_commands(
+    control: &crate::service::ControlPlane,
+    gauges: &LiveGauges,
+    shared: &[WorkerShared],
+    global: &CounterSet,
+    stop: &AtomicBool,
+    start: Instant,
+) {
+    use crate::service::Request;
+    for command in control.commands.try_iter() {
+        let reply = match &command.request {
+            Request::ReloadRules => match &control.reloader {
+                Some(reloader) => reloader.reload(),
+                None => Err("this run has no rule files to reload".to_string()),
+            },
+            Request::ReopenLogs => {
+                control.reopen.bump();
+                Ok(serde_json::Value::String("done".into()))
+            }
+            Request::Stats => {
+                let line = stats_event_with_global(
+                    now_timestamp(),
+                    start.elapsed().as_secs(),
+                    &periodic_reports(gauges, shared),
+                    global,
+                );
+                serde_json::from_slice::<serde_json::Value>(&line)
+                    .map(|mut event| event["stats"].take())
+                    .map_err(|e| e.to_string())
+            }
+            Request::Shutdown => {
+                stop.store(true, Ordering::Relaxed);
+                Ok(serde_json::Value::String("Closing Suricata-compatible picket".into()))
+            }
+            other => crate::service::ctl::answer_info(
+                other,
+                &control.info,
+                control.reloader.as_deref(),
+                &snapshot_of(gauges),
+            ),
+        };
+        if let Some(tx) = command.reply {
+            let _ = tx.send(reply);
+        }
+    }
 }
 
 fn now_timestamp() -> Timestamp {

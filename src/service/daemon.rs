@@ -1,0 +1,1 @@
+//! See `super` (service module table).
