@@ -6,5 +6,6 @@ pub mod fast;
 pub mod json;
 pub mod merge;
 pub mod metrics;
+pub mod redis;
 pub mod sink;
 pub mod stats;
