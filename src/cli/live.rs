@@ -20,7 +20,6 @@ use crate::output::stats::worker_name;
 use crate::pipeline::live::{self, LiveLogs, LiveOptions};
 use crate::rules::RuleSources;
 use std::fs::{self, OpenOptions};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -450,21 +449,36 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     inspect.detect = rules.engine.map(Arc::new);
-    let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let log_dir = resolved.outputs.log_dir.clone();
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
     // Every log file reopens when this generation moves on (SIGHUP, `picket ctl reopen-logs`).
     let reopen = crate::service::LogReopen::default();
-    // A live sensor appends to its logs across restarts, as Suricata does by default.
-    let open_log = |name: &str| {
-        let path = log_dir.join(name);
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
+    // A live sensor appends to its logs across restarts, as Suricata does by default
+    // (`append:` in the YAML says otherwise); a socket reader never holds up the workers.
+    let mut targets = crate::output::target::Targets::new(reopen.clone(), crate::output::target::Delivery::NeverBlock);
+    let logs = LiveLogs {
+        eve: match &resolved.outputs.eve {
+            Some(eve) => targets.open(&eve.target)?,
+            None => Box::new(std::io::sink()),
+        },
+        fast: match &resolved.outputs.fast {
+            Some(fast) => targets.file(&fast.path, fast.append)?,
+            None => Box::new(std::io::sink()),
+        },
     };
-    let logs = LiveLogs { eve: Box::new(open_log("eve.json")?), fast: Box::new(open_log("fast.log")?) };
+    let stats_log = match &resolved.outputs.stats {
+        Some(stats) if !stats.append => {
+            OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .open(&stats.path)
+                .map_err(|e| CliError(format!("cannot write {}: {e}", stats.path.display())))?;
+            Some(stats.path.clone())
+        }
+        other => other.as_ref().map(|stats| stats.path.clone()),
+    };
 
     // Signals before the ports: a Ctrl-C during setup still ends the run cleanly. A
     // second one exits at once. SIGHUP reopens the logs, SIGUSR2 reloads the rules.
@@ -505,7 +519,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         eve: resolved.options.eve.clone(),
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
-        stats_log: Some(log_dir.join("stats.log")),
+        stats_log,
         flow_bypass,
         global_counters: {
             let mut sources = match ddos.as_mut() {
@@ -513,6 +527,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
                 None => Vec::new(),
             };
             sources.extend(controller.as_ref().map(|c| c.global_counters()));
+            sources.extend(targets.counter_sources());
             sources
         },
         detector_tallies: controller.as_ref().map(|c| c.tallies.clone()),

@@ -15,11 +15,14 @@ pub use resolve::{load_rules, resolve, warn, CliError, Resolved};
 use crate::capture::{self, PacketSource};
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
 use crate::dispatch::make_policy;
-use crate::output::stats::{stats_event, write_load_table, write_stats_log};
+use crate::config::{OutputsConfig, TargetSpec};
+use crate::counters::CounterSet;
+use crate::output::stats::{stats_event_with_global, write_load_table, write_stats_log};
+use crate::output::target::{Delivery, Targets};
 use crate::pipeline::{self, RunSummary};
 use crate::rules::RuleSources;
 use clap::{Parser, Subcommand};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -121,28 +124,43 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     resolved.options.inspect.detect = rules.engine.map(Arc::new);
-    let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let log_dir = resolved.outputs.log_dir.clone();
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
     // SIGHUP reopens the logs (as live); SIGUSR2 is reported and ignored offline.
     let reopen = crate::service::LogReopen::default();
     let _signals = crate::service::signals::start(reopen.clone(), None)?;
     let mut source = capture::open_offline(input)?;
-    let eve_path = log_dir.join("eve.json");
-    let eve_file =
-        File::create(&eve_path).map_err(|e| CliError(format!("cannot write {}: {e}", eve_path.display())))?;
-    let mut eve = BufWriter::with_capacity(1 << 20, eve_file);
-    let fast_path = log_dir.join("fast.log");
-    let mut fast = BufWriter::new(
-        File::create(&fast_path).map_err(|e| CliError(format!("cannot write {}: {e}", fast_path.display())))?,
-    );
+    // Disabled outputs go nowhere; reading a capture may wait for a slow socket reader.
+    let mut targets = Targets::new(reopen, Delivery::Lossless);
+    let eve_target = match &resolved.outputs.eve {
+        Some(eve) => targets.open(&eve.target)?,
+        None => Box::new(std::io::sink()),
+    };
+    let mut eve = BufWriter::with_capacity(1 << 20, eve_target);
+    let mut fast = BufWriter::new(match &resolved.outputs.fast {
+        Some(fast) => targets.file(&fast.path, fast.append)?,
+        None => Box::new(std::io::sink()),
+    });
     let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
     let summary = pipeline::run(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs)?;
     fast.flush()?;
     if let Some(e) = &summary.capture_error {
         warn(format!("{e}; processed the {} packets before it", summary.packets_read));
     }
-    write_final_outputs(&log_dir, &mut eve, &summary)?;
+    // The counters of socket and Redis targets join the final stats (a file has nothing
+    // to report offline).
+    let global = match resolved.outputs.eve.as_ref().map(|e| &e.target) {
+        Some(TargetSpec::Regular { .. }) | None => CounterSet::new(),
+        Some(_) => {
+            let mut set = CounterSet::new();
+            for source in targets.counter_sources() {
+                source(&mut set);
+            }
+            set
+        }
+    };
+    write_final_outputs(&resolved.outputs, &mut eve, &summary, &global)?;
     report_to_terminal(source.as_ref(), &resolved, &summary);
     Ok(())
 }
@@ -193,19 +211,34 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     }
 }
 
-fn write_final_outputs(log_dir: &Path, eve: &mut dyn Write, summary: &RunSummary) -> Result<(), CliError> {
+fn write_final_outputs(
+    outputs: &OutputsConfig,
+    eve: &mut dyn Write,
+    summary: &RunSummary,
+    global: &CounterSet,
+) -> Result<(), CliError> {
     let ts = summary.last_ts.unwrap_or_default();
     let uptime = summary.wall.as_secs();
     let threads: Vec<_> = summary.workers.iter().chain(std::iter::once(&summary.reader)).cloned().collect();
-    eve.write_all(&stats_event(ts, uptime, &threads))?;
+    if outputs.eve_types().stats {
+        eve.write_all(&stats_event_with_global(ts, uptime, &threads, global))?;
+    }
     eve.flush()?;
-    let stats_path = log_dir.join("stats.log");
-    let mut stats = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&stats_path)
-        .map_err(|e| CliError(format!("cannot write {}: {e}", stats_path.display())))?;
+    let Some(stats_log) = &outputs.stats else { return Ok(()) };
+    let mut options = OpenOptions::new();
+    options.create(true);
+    if stats_log.append {
+        options.append(true);
+    } else {
+        options.write(true).truncate(true);
+    }
+    let mut stats = options
+        .open(&stats_log.path)
+        .map_err(|e| CliError(format!("cannot write {}: {e}", stats_log.path.display())))?;
     write_stats_log(&mut stats, summary.wall, &wall_clock_date(), &threads)?;
+    for (name, value) in global.iter() {
+        writeln!(stats, "{name:<45} | {:<25} | {value}", "Global")?;
+    }
     Ok(())
 }
 

@@ -3,7 +3,9 @@
 
 use super::args::RunArgs;
 use crate::capture::bpf::{expression_from_file_text, BpfFilter};
-use crate::config::{alert_log_options, http_config, Config, EngineSettings, EngineSettingsExt};
+use crate::config::{
+    alert_log_options, http_config, AppendDefault, Config, EngineSettings, EngineSettingsExt, OutputsConfig,
+};
 use crate::dispatch::PolicyKind;
 use crate::inspect::InspectSettings;
 use crate::pipeline::RunOptions;
@@ -35,6 +37,8 @@ pub struct Resolved {
     /// The filter given on the command line, with `-F` or as the YAML's top-level
     /// `bpf-filter` (Suricata's key for both); `None` when there is none.
     pub bpf_expression: Option<String>,
+    /// The logs to write (`outputs:`, `default-log-dir`, `-l`).
+    pub outputs: OutputsConfig,
 }
 
 pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
@@ -65,7 +69,15 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     let policy = args.dispatch.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?;
     let mut inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers }, args.simulate_ips);
     inspect.http = Arc::new(http_config(&config)?);
-    let eve = Arc::new(alert_log_options(&config));
+    let append = if args.is_live() { AppendDefault::Append } else { AppendDefault::Truncate };
+    let outputs = OutputsConfig::from_config(&config, args.log_dir.as_deref(), append).map_err(CliError)?;
+    for w in &outputs.warnings {
+        warn(w);
+    }
+    let mut eve = alert_log_options(&config);
+    eve.types = outputs.eve_types();
+    eve.fast_log = outputs.fast.is_some();
+    let eve = Arc::new(eve);
     let defrag = defrag_config(&config)?;
     let bpf_expression = bpf_expression(args, &config)?;
     let bpf_filter = match &bpf_expression {
@@ -78,6 +90,7 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
         config,
         engine,
         bpf_expression,
+        outputs,
     })
 }
 

@@ -20,6 +20,7 @@ mod ddos;
 mod detectors;
 mod eve;
 mod nfq;
+mod outputs;
 mod settings;
 
 pub use afpacket::{
@@ -31,6 +32,7 @@ pub use ddos::{ddos_config, AttachPreference, DdosConfig};
 pub use detectors::{detector_settings, static_blocklist};
 pub use eve::{alert_log_options, apply_metadata, xff_options};
 pub use nfq::nfq_config;
+pub use outputs::{AppendDefault, EveOutput, FileOutput, OutputsConfig, TargetSpec};
 pub use picket_core::settings::{
     parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
 };

@@ -9,3 +9,4 @@ pub mod metrics;
 pub mod redis;
 pub mod sink;
 pub mod stats;
+pub mod target;

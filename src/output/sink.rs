@@ -31,17 +31,23 @@ impl EventSink for LogSink {
     fn event(&mut self, key: u64, event: &Event<'_>) {
         match event {
             Event::Alert(a) => {
-                self.events.push(key, |buf| eve::alert::write_alert(buf, a, &self.opts));
+                if self.opts.types.alert {
+                    self.events.push(key, |buf| eve::alert::write_alert(buf, a, &self.opts));
+                }
                 if self.opts.fast_log {
                     self.events.push_to(Sink::FastLog, key, |buf| fast::write_fast_line(buf, a));
                 }
             }
             Event::Drop(d) => {
-                if eve::drop::wanted(d, &self.opts.drop) {
+                if self.opts.types.drop && eve::drop::wanted(d, &self.opts.drop) {
                     self.events.push(key, |buf| eve::drop::write_drop(buf, d, &self.opts.drop));
                 }
             }
-            Event::Flow(rec) => self.events.push(key, |buf| eve::flow::write_flow(buf, rec)),
+            Event::Flow(rec) => {
+                if self.opts.types.flow {
+                    self.events.push(key, |buf| eve::flow::write_flow(buf, rec))
+                }
+            }
             // Protocol records (eve `http`, `dns`, `tls`) are not written yet: the eve-log
             // `types:` list that asks for them is the next step of the eve output.
             Event::Transaction(_) => {}

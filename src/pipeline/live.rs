@@ -47,6 +47,8 @@ const TICK: Duration = Duration::from_secs(1);
 const STOP_DRAIN: Duration = Duration::from_secs(1);
 /// Event chunks queued for the writer thread before a worker waits for it.
 const EVENT_QUEUE: usize = 1024;
+/// The writer flushes (and its files follow a rotation) after this long without events.
+const WRITER_IDLE_FLUSH: Duration = Duration::from_millis(250);
 pub struct LiveOptions {
     pub workers: usize,
     pub pin_cores: bool,
@@ -197,7 +199,9 @@ pub fn run_live(
             if opts.stats_interval.is_some_and(|every| last_stats.elapsed() >= every) {
                 last_stats = Instant::now();
                 let reports = periodic_reports(&gauges, &shared);
-                let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &global));
+                if opts.eve.types.stats {
+                    let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &global));
+                }
                 if let Some(path) = &opts.stats_log {
                     if let Err(e) = append_stats_log(path, start.elapsed(), &reports, &global) {
                         stats_log_error.get_or_insert(e);
@@ -220,7 +224,9 @@ pub fn run_live(
         let reports: Vec<WorkerReport> = workers.iter().map(|w| w.report.clone()).collect();
         forward_extra_events(opts, &events_tx);
         let global = global_counters(opts, &gauges);
-        let _ = events_tx.send(stats_chunk(wall, &reports, &global));
+        if opts.eve.types.stats {
+            let _ = events_tx.send(stats_chunk(wall, &reports, &global));
+        }
         drop(events_tx);
         let events_written = writer.join().map_err(|_| io::Error::other("output thread panicked"))??;
         if let Some(path) = &opts.snapshot_path {
@@ -333,11 +339,14 @@ fn periodic_reports(gauges: &LiveGauges, shared: &[WorkerShared]) -> Vec<WorkerR
         .collect()
 }
 
-/// Passes on what [`LiveOptions::extra_events`] holds to the writer.
+/// Passes on what [`LiveOptions::extra_events`] holds to the writer (eve alerts: dropped
+/// when eve-log's `types:` leaves alerts out).
 fn forward_extra_events(opts: &LiveOptions, events_tx: &Sender<EventBuf>) {
     if let Some(rx) = &opts.extra_events {
         for chunk in rx.try_iter() {
-            let _ = events_tx.send(chunk);
+            if opts.eve.types.alert {
+                let _ = events_tx.send(chunk);
+            }
         }
     }
 }
@@ -381,18 +390,21 @@ fn write_events(rx: Receiver<EventBuf>, logs: LiveLogs) -> io::Result<u64> {
     let mut written = 0u64;
     let mut last_flush = Instant::now();
     loop {
-        match rx.recv_timeout(TICK) {
+        let idle = match rx.recv_timeout(WRITER_IDLE_FLUSH) {
             Ok(chunk) => {
                 let sinks: [&mut dyn Write; SINKS] = [&mut eve, &mut fast];
                 for (_, sink, line) in chunk.lines() {
                     sinks[sink as usize].write_all(line)?;
                     written += 1;
                 }
+                false
             }
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => true,
             Err(RecvTimeoutError::Disconnected) => break,
-        }
-        if last_flush.elapsed() >= TICK {
+        };
+        // Flushing is also when the log targets look for a reopen request (SIGHUP): an
+        // idle writer flushes every WRITER_IDLE_FLUSH, a busy one every TICK.
+        if idle || last_flush.elapsed() >= TICK {
             eve.flush()?;
             fast.flush()?;
             last_flush = Instant::now();

@@ -17,7 +17,7 @@ pub mod flow;
 pub mod options;
 pub mod verdict;
 
-pub use options::{AlertLogOptions, DropLogOptions, XffOptions};
+pub use options::{AlertLogOptions, DropLogOptions, EveTypes, XffOptions};
 
 use super::json::JsonObject;
 use crate::packet::Timestamp;

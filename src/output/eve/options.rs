@@ -34,6 +34,48 @@ pub struct AlertLogOptions {
     pub verdict: bool,
     /// The `drop:` entry of the eve-log `types:` list.
     pub drop: DropLogOptions,
+    /// The event types eve.json gets (eve-log `types:`; all without a list).
+    pub types: EveTypes,
+}
+
+/// Which event types eve-log writes: the ones named in its `types:` list, all of them
+/// when there is no list, none when eve-log is disabled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EveTypes {
+    pub alert: bool,
+    pub drop: bool,
+    pub flow: bool,
+    pub stats: bool,
+}
+
+impl EveTypes {
+    pub const fn all() -> Self {
+        EveTypes { alert: true, drop: true, flow: true, stats: true }
+    }
+
+    pub const fn none() -> Self {
+        EveTypes { alert: false, drop: false, flow: false, stats: false }
+    }
+
+    /// Turns on the type named `name` (a `types:` entry); false when picket does not
+    /// produce that type.
+    pub fn enable(&mut self, name: &str) -> bool {
+        let slot = match name {
+            "alert" => &mut self.alert,
+            "drop" => &mut self.drop,
+            "flow" => &mut self.flow,
+            "stats" => &mut self.stats,
+            _ => return false,
+        };
+        *slot = true;
+        true
+    }
+}
+
+impl Default for EveTypes {
+    fn default() -> Self {
+        EveTypes::all()
+    }
 }
 
 /// What eve `drop` records carry and which blocked packets get one (the options of the
@@ -89,6 +131,7 @@ impl Default for AlertLogOptions {
             xff: None,
             verdict: false,
             drop: DropLogOptions::default(),
+            types: EveTypes::all(),
         }
     }
 }
