@@ -145,6 +145,8 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
     let summary = pipeline::run(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs)?;
     fast.flush()?;
+    // Every event reaches its target before the targets' counters are read.
+    eve.flush()?;
     if let Some(e) = &summary.capture_error {
         warn(format!("{e}; processed the {} packets before it", summary.packets_read));
     }

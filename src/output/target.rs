@@ -56,8 +56,58 @@ const SOCKET_DROPPED: &str = "picket.output.socket_dropped";
 pub enum Delivery {
     /// Live: never wait; drop (and count) what the reader cannot take now.
     NeverBlock,
-    /// Offline: wait up to [`LOSSLESS_WAIT`] for the reader.
+    /// Offline: wait up to [`LOSSLESS_WAIT`] for the reader; a reader that let that pass
+    /// is not waited for again in the run (the target goes on as `NeverBlock`).
     Lossless,
+}
+
+impl Delivery {
+    fn apply<S: SocketTimeouts>(self, socket: &S) -> io::Result<()> {
+        match self {
+            Delivery::NeverBlock => socket.nonblocking(),
+            Delivery::Lossless => socket.wait_at_most(LOSSLESS_WAIT),
+        }
+    }
+
+    /// After a write that found the reader stuck: stop waiting for it.
+    fn after_stall<S: SocketTimeouts>(&mut self, socket: &S, path: &Path) {
+        if *self == Delivery::Lossless {
+            *self = Delivery::NeverBlock;
+            let _ = socket.nonblocking();
+            eprintln!(
+                "picket: warning: eve-log: the reader of {} took nothing for {} s; events it cannot take at once are \
+                 dropped (and counted) from now on",
+                path.display(),
+                LOSSLESS_WAIT.as_secs()
+            );
+        }
+    }
+}
+
+/// The two unix socket kinds, as far as [`Delivery`] is concerned.
+trait SocketTimeouts {
+    fn nonblocking(&self) -> io::Result<()>;
+    fn wait_at_most(&self, limit: Duration) -> io::Result<()>;
+}
+
+impl SocketTimeouts for UnixStream {
+    fn nonblocking(&self) -> io::Result<()> {
+        self.set_nonblocking(true)
+    }
+    fn wait_at_most(&self, limit: Duration) -> io::Result<()> {
+        self.set_nonblocking(false)?;
+        self.set_write_timeout(Some(limit))
+    }
+}
+
+impl SocketTimeouts for UnixDatagram {
+    fn nonblocking(&self) -> io::Result<()> {
+        self.set_nonblocking(true)
+    }
+    fn wait_at_most(&self, limit: Duration) -> io::Result<()> {
+        self.set_nonblocking(false)?;
+        self.set_write_timeout(Some(limit))
+    }
 }
 
 /// A log target that cannot be opened, naming the file or socket and the fix.
@@ -319,10 +369,7 @@ impl UnixStreamTarget {
             return;
         }
         let connected = UnixStream::connect(&self.path).and_then(|s| {
-            match self.delivery {
-                Delivery::NeverBlock => s.set_nonblocking(true)?,
-                Delivery::Lossless => s.set_write_timeout(Some(LOSSLESS_WAIT))?,
-            }
+            self.delivery.apply(&s)?;
             Ok(s)
         });
         match connected {
@@ -355,7 +402,10 @@ impl UnixStreamTarget {
                 Ok(n) => self.sent += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if peer_gone(&e) => return self.lost_peer(),
-                Err(_) => break,
+                Err(_) => {
+                    self.delivery.after_stall(conn, &self.path);
+                    break;
+                }
             }
         }
         if self.sent == self.pending.len() {
@@ -466,10 +516,7 @@ impl UnixDgramTarget {
         }
         let connected = UnixDatagram::unbound().and_then(|s| {
             s.connect(&self.path)?;
-            match self.delivery {
-                Delivery::NeverBlock => s.set_nonblocking(true)?,
-                Delivery::Lossless => s.set_write_timeout(Some(LOSSLESS_WAIT))?,
-            }
+            self.delivery.apply(&s)?;
             Ok(s)
         });
         match connected {
@@ -512,6 +559,8 @@ impl UnixDgramTarget {
                         self.socket = None;
                         self.backoff.failed();
                         TargetCounters::bump(&self.counters.socket_disconnects, 1);
+                    } else if !too_big {
+                        self.delivery.after_stall(socket, &self.path);
                     }
                     return;
                 }
