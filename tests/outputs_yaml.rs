@@ -70,7 +70,8 @@ fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
 #[test]
 fn fast_disabled_eve_filename_and_types_honoured() {
     let run = Run::new();
-    let yaml = "outputs:\n  - fast:\n      enabled: no\n      filename: fast.log\n  - eve-log:\n      enabled: yes\n      \
+    let yaml =
+        "outputs:\n  - fast:\n      enabled: no\n      filename: fast.log\n  - eve-log:\n      enabled: yes\n      \
                 filetype: regular\n      filename: events.json\n      types:\n        - alert:\n            \
                 payload: yes\n        - http:\n            extended: yes\n  - stats:\n      enabled: yes\n      \
                 filename: counters.log\n";

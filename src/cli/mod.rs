@@ -14,9 +14,9 @@ pub use resolve::{load_rules, resolve, warn, CliError, Resolved};
 
 use crate::capture::{self, PacketSource};
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
-use crate::dispatch::make_policy;
 use crate::config::{OutputsConfig, TargetSpec};
 use crate::counters::CounterSet;
+use crate::dispatch::make_policy;
 use crate::output::stats::{stats_event_with_global, write_load_table, write_stats_log};
 use crate::output::target::{Delivery, Targets};
 use crate::pipeline::{self, RunSummary};

@@ -94,19 +94,14 @@ impl OutputsConfig {
     pub fn from_config(config: &Config, log_dir: Option<&Path>, append: AppendDefault) -> Result<Self, String> {
         let log_dir = match log_dir {
             Some(dir) => dir.to_path_buf(),
-            None => config.get_str("default-log-dir").filter(|d| !d.trim().is_empty()).map_or_else(
-                || PathBuf::from("."),
-                |d| PathBuf::from(d.trim()),
-            ),
+            None => config
+                .get_str("default-log-dir")
+                .filter(|d| !d.trim().is_empty())
+                .map_or_else(|| PathBuf::from("."), |d| PathBuf::from(d.trim())),
         };
         let default_append = append == AppendDefault::Append;
-        let mut out = OutputsConfig {
-            eve: None,
-            fast: None,
-            stats: None,
-            warnings: Vec::new(),
-            log_dir: log_dir.clone(),
-        };
+        let mut out =
+            OutputsConfig { eve: None, fast: None, stats: None, warnings: Vec::new(), log_dir: log_dir.clone() };
         let Some(outputs) = config.node("outputs") else {
             out.eve = Some(EveOutput {
                 target: TargetSpec::Regular { path: log_dir.join(DEFAULT_EVE_FILE), append: default_append },
@@ -312,7 +307,8 @@ mod tests {
 
     #[test]
     fn socket_targets_unknown_keys_and_errors() {
-        let yaml = "outputs:\n  - eve-log:\n      enabled: yes\n      filetype: unix_dgram\n      filename: eve.sock\n      \
+        let yaml =
+            "outputs:\n  - eve-log:\n      enabled: yes\n      filetype: unix_dgram\n      filename: eve.sock\n      \
                     community-id: yes\n  - pcap-log:\n      enabled: yes\n  - file-store:\n      enabled: no\n";
         let o = outputs(yaml, Some("/l"), AppendDefault::Append).unwrap();
         assert_eq!(o.eve.unwrap().target, TargetSpec::UnixDgram("/l/eve.sock".into()));
@@ -323,7 +319,11 @@ mod tests {
                 "outputs.1.pcap-log: picket does not write 'pcap-log'; ignored"
             ]
         );
-        let bad = outputs("outputs:\n  - eve-log:\n      enabled: yes\n      filetype: syslog\n", None, AppendDefault::Append);
+        let bad = outputs(
+            "outputs:\n  - eve-log:\n      enabled: yes\n      filetype: syslog\n",
+            None,
+            AppendDefault::Append,
+        );
         assert!(bad.unwrap_err().contains("'syslog' is not supported"));
         let bad = outputs("outputs:\n  - fast:\n      enabled: maybe\n", None, AppendDefault::Append);
         assert_eq!(bad.unwrap_err(), "outputs.0.fast.enabled: expected yes or no");
