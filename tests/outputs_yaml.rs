@@ -178,6 +178,15 @@ fn bad_filetype_is_refused_naming_the_key() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("outputs.0.eve-log.filetype: 'syslog' is not supported"), "{stderr}");
+    assert!(!run.path("logs").exists(), "refused before anything is written");
+    // -T checks the outputs as a run reads them.
+    let out = Command::new(env!("CARGO_BIN_EXE_picket"))
+        .current_dir(run.dir.path())
+        .args(["-T", "-S", "r.rules", "-c", "picket.yaml"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'syslog' is not supported"));
 }
 
 fn socket_yaml(filetype: &str, path: &Path) -> String {

@@ -177,6 +177,11 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     for w in warnings {
         warn(w);
     }
+    // The outputs: section too, as a run would read it (a bad filetype fails the check).
+    let outputs = OutputsConfig::from_config(&config, None, crate::config::AppendDefault::Append).map_err(CliError)?;
+    for w in outputs.warnings {
+        warn(w);
+    }
     let loaded = load_rules(&config, &engine, sources, false, false)?;
     println!("{}", loaded.summary());
     println!("loaded  {}", loaded.build.rules_loaded);

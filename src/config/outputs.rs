@@ -99,6 +99,9 @@ impl OutputsConfig {
                 .filter(|d| !d.trim().is_empty())
                 .map_or_else(|| PathBuf::from("."), |d| PathBuf::from(d.trim())),
         };
+        // Absolute, so that a reopen after `-D` changed the working directory finds the
+        // same files.
+        let log_dir = std::path::absolute(&log_dir).unwrap_or(log_dir);
         let default_append = append == AppendDefault::Append;
         let mut out =
             OutputsConfig { eve: None, fast: None, stats: None, warnings: Vec::new(), log_dir: log_dir.clone() };
