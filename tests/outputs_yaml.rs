@@ -150,7 +150,7 @@ fn append_yes_keeps_and_no_truncates() {
 #[test]
 fn unknown_keys_warn_once_each_naming_the_key() {
     let run = Run::new();
-    let yaml = "outputs:\n  - eve-log:\n      enabled: yes\n      community-id: yes\n      frobnicate: 3\n  - fast:\n      \
+    let yaml = "outputs:\n  - eve-log:\n      enabled: yes\n      community-id: yes\n      frobnicate: 3\n      pcap-file: false\n  - fast:\n      \
                 enabled: yes\n      colour: red\n  - pcap-log:\n      enabled: yes\n  - file-store:\n      enabled: no\n";
     let out = run.picket(yaml, Some("logs"), &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -159,6 +159,7 @@ fn unknown_keys_warn_once_each_naming_the_key() {
     }
     assert_eq!(stderr.matches("picket does not write 'pcap-log'").count(), 1, "{stderr}");
     assert!(!stderr.contains("file-store"), "a disabled output is not reported: {stderr}");
+    assert!(!stderr.contains("pcap-file"), "a setting that asks for nothing is not reported: {stderr}");
     assert!(!stderr.contains("'outputs.0.eve-log.enabled'"), "{stderr}");
 }
 

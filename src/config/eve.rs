@@ -17,6 +17,9 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };
         opts.ethernet = yes(eve.get("ethernet"));
+        // eve-log's own `xff:` applies to alerts whose `alert:` entry has none (Suricata's
+        // parent setting).
+        opts.xff = eve.get("xff").and_then(xff_options);
         if let Some(Value::Sequence(types)) = eve.get("types") {
             for t in types {
                 if let Some(drop) = t.get("drop") {
@@ -116,6 +119,19 @@ pub fn xff_options(xff: &Value) -> Option<XffOptions> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eve_level_xff_unless_the_alert_has_its_own() {
+        let config = |t: &str| Config::from_yaml_str(t).expect("yaml");
+        let parent =
+            "outputs:\n  - eve-log:\n      xff:\n        enabled: yes\n        mode: overwrite\n      types:\n";
+        let inherited = alert_log_options(&config(&format!("{parent}        - alert\n")));
+        assert!(inherited.xff.is_some_and(|x| x.overwrite));
+        let own = alert_log_options(&config(&format!(
+            "{parent}        - alert:\n            xff:\n              enabled: no\n"
+        )));
+        assert_eq!(own.xff, None, "the alert's own xff wins, even disabled");
+    }
 
     #[test]
     fn xff_options_from_yaml() {

@@ -26,7 +26,7 @@ pub const DEFAULT_STATS_FILE: &str = "stats.log";
 
 /// Keys of an `eve-log:` entry picket reads (`redis:` belongs to `output::redis`,
 /// `ethernet` and `types:` options to `config/eve.rs`).
-const EVE_KEYS: &[&str] = &["enabled", "filetype", "filename", "append", "types", "redis", "ethernet"];
+const EVE_KEYS: &[&str] = &["enabled", "filetype", "filename", "append", "types", "redis", "ethernet", "xff"];
 const FAST_KEYS: &[&str] = &["enabled", "filename", "append"];
 const STATS_KEYS: &[&str] = &["enabled", "filename", "append"];
 
@@ -234,11 +234,24 @@ impl OutputsConfig {
             _ => EVE_KEYS,
         };
         let Value::Mapping(map) = entry else { return };
-        for k in map.keys().filter_map(scalar_text) {
-            if !known.contains(&k.as_str()) {
+        for (k, v) in map {
+            let Some(k) = scalar_text(k) else { continue };
+            // A setting that asks for nothing (`community-id: false`, `seed: 0`) is what
+            // picket does anyway.
+            if !known.contains(&k.as_str()) && !asks_for_nothing(v) {
                 self.warnings.push(format!("unknown setting '{key}.{k}' ignored (picket does not use it)"));
             }
         }
+    }
+}
+
+/// Whether a value is off, zero or empty.
+fn asks_for_nothing(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => true,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => parse_bool(s) == Some(false) || s.trim().is_empty() || s.trim() == "0",
+        _ => false,
     }
 }
 
@@ -312,7 +325,7 @@ mod tests {
     fn socket_targets_unknown_keys_and_errors() {
         let yaml =
             "outputs:\n  - eve-log:\n      enabled: yes\n      filetype: unix_dgram\n      filename: eve.sock\n      \
-                    community-id: yes\n  - pcap-log:\n      enabled: yes\n  - file-store:\n      enabled: no\n";
+                    community-id: yes\n      community-id-seed: 0\n      pcap-file: false\n  - pcap-log:\n      enabled: yes\n  - file-store:\n      enabled: no\n";
         let o = outputs(yaml, Some("/l"), AppendDefault::Append).unwrap();
         assert_eq!(o.eve.unwrap().target, TargetSpec::UnixDgram("/l/eve.sock".into()));
         assert_eq!(
