@@ -641,6 +641,44 @@ mod tests {
     }
 
     #[test]
+    fn stream_never_waits_for_a_reader_that_does_not_read_and_reconnects() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eve.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let counters = Arc::new(TargetCounters::default());
+        let mut target = UnixStreamTarget::new(&path, Delivery::NeverBlock, Arc::clone(&counters));
+        let (stuck, _) = listener.accept().unwrap();
+        // Twice what the target holds, to a reader that reads nothing: the writes return
+        // (a blocking target would hang here) and the excess is counted.
+        let line = [b"x".repeat(1023), b"\n".to_vec()].concat();
+        for _ in 0..2 * STREAM_PENDING_MAX / line.len() {
+            target.write_all(&line).unwrap();
+        }
+        let dropped = counters_of(&counters).get(SOCKET_DROPPED).unwrap();
+        assert!(dropped > 0, "the excess is dropped and counted");
+        // The reader goes away; a new one listens at the same path and gets what follows.
+        drop(stuck);
+        drop(listener);
+        std::fs::remove_file(&path).unwrap();
+        let mut tries = 0;
+        while counters_of(&counters).get(SOCKET_DISCONNECTS) == Some(0) {
+            target.write_all(&line).unwrap();
+            tries += 1;
+            assert!(tries < 1000, "a closed reader is noticed");
+        }
+        let listener = UnixListener::bind(&path).unwrap();
+        std::thread::sleep(RECONNECT_FIRST * 2);
+        target.write_all(b"again\n").unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        drop(target);
+        let mut got = String::new();
+        peer.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "again\n");
+        let set = counters_of(&counters);
+        assert_eq!((set.get(SOCKET_CONNECTS), set.get(SOCKET_DISCONNECTS)), (Some(2), Some(1)));
+    }
+
+    #[test]
     fn dgram_sends_one_datagram_per_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("eve.sock");
