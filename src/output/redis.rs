@@ -617,7 +617,7 @@ impl RedisSender {
         let mut settled = 0;
         let mut broken = None;
         if let Err(e) = conn.stream.write_all(&wire) {
-            broken = Some(e.to_string());
+            broken = Some(io_failure(&e, "took the events"));
         } else {
             while settled < total {
                 match resp::read_reply(&mut conn.replies) {
@@ -635,6 +635,10 @@ impl RedisSender {
                                 self.peer
                             );
                         }
+                    }
+                    Err(resp::ReplyError::Io(e)) => {
+                        broken = Some(io_failure(&e, "answered"));
+                        break;
                     }
                     Err(e) => {
                         broken = Some(e.to_string());
@@ -655,6 +659,16 @@ impl RedisSender {
             );
             self.disconnect();
         }
+    }
+}
+
+/// An I/O failure on the connection, in words: a timeout says what Redis did not do.
+fn io_failure(e: &io::Error, not_done: &str) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("Redis has not {not_done} within {IO_TIMEOUT:?}")
+        }
+        _ => e.to_string(),
     }
 }
 
