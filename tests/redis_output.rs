@@ -266,7 +266,7 @@ fn list_rpush_and_stream_modes_deliver_every_event_once_in_order() {
     skip_unless_redis!();
     let dir = tempfile::tempdir().unwrap();
     let server = RedisServer::start(free_port(), dir.path());
-    let written = events(3000);
+    let written = events(20_000);
     let cases = [
         ("list", "pipelining: {enabled: no}"),
         ("list", "pipelining: {enabled: yes, batch-size: 64}"),
@@ -277,10 +277,17 @@ fn list_rpush_and_stream_modes_deliver_every_event_once_in_order() {
     let mut client = Client::connect(server.port).unwrap();
     for (i, (mode, extra)) in cases.iter().enumerate() {
         let key = format!("picket-test-{i}");
+        let started = Instant::now();
         let (mut writer, source) =
             picket::output::redis::open(&eve_log(server.port, &format!("mode: {mode}, key: {key}, {extra}"))).unwrap();
         write_cut(&mut *writer, &written);
         drop(writer); // the end of a run: what is queued goes out first
+        let took = started.elapsed();
+        println!(
+            "{mode} {extra}: {} events in {took:?} ({:.0}/s)",
+            written.len(),
+            written.len() as f64 / took.as_secs_f64()
+        );
         let set = counters(&source);
         let mut got = match *mode {
             "stream" | "xadd" => client.stream(&key),
@@ -297,6 +304,28 @@ fn list_rpush_and_stream_modes_deliver_every_event_once_in_order() {
         assert_eq!(count(&set, "buffered"), 0, "{mode} {extra}");
         assert_eq!(count(&set, "reconnects"), 0, "{mode} {extra}");
     }
+}
+
+#[test]
+fn refusals_by_redis_are_counted_and_the_connection_kept() {
+    skip_unless_redis!();
+    let dir = tempfile::tempdir().unwrap();
+    let server = RedisServer::start(free_port(), dir.path());
+    let mut client = Client::connect(server.port).unwrap();
+    assert_eq!(client.call(&["SET", "taken", "a string"]), Reply::Status("OK".into()));
+    let written = events(300);
+    let (mut writer, source) =
+        picket::output::redis::open(&eve_log(server.port, "mode: list, key: taken, pipelining: {enabled: yes}"))
+            .unwrap();
+    write_cut(&mut *writer, &written);
+    drop(writer);
+    let set = counters(&source);
+    // LPUSH on a string key: WRONGTYPE for every event, each counted, none sent.
+    assert_eq!(count(&set, "errors"), 300);
+    assert_eq!(count(&set, "events_dropped"), 300);
+    assert_eq!(count(&set, "events_sent"), 0);
+    assert_eq!((count(&set, "reconnects"), count(&set, "events_unconfirmed")), (0, 0));
+    assert_eq!(client.call(&["GET", "taken"]), Reply::Bulk(Some(b"a string".to_vec())));
 }
 
 #[test]

@@ -15,9 +15,10 @@
 //!
 //! Delivery is at most once, in order: an event is never sent twice. When a connection
 //! breaks in the middle of a batch, the events whose replies did not come back are
-//! counted dropped (and `events_unconfirmed`): some may have reached Redis. Before each
-//! batch the sender checks that the server has not closed the idle connection (a Redis
-//! restart, `timeout`), so a restart between batches costs no event.
+//! counted dropped (and `events_unconfirmed`): some may have reached Redis. Before a
+//! batch on a connection idle for [`IDLE_CHECK_AFTER`] the sender checks that the server
+//! has not closed it (a Redis restart, Redis's `timeout`), so a restart while picket is
+//! quiet costs no event, and one while it is busy at most a batch.
 //!
 //! When the writer is dropped (end of run) the sender gets [`DRAIN_LIMIT`] to send what is
 //! queued; what is left after that is counted dropped. So at the end
@@ -77,6 +78,9 @@ pub const BACKOFF_FIRST: Duration = Duration::from_millis(50);
 pub const BACKOFF_CAP: Duration = Duration::from_secs(1);
 /// After the writer is dropped, the sender sends what is queued for at most this long.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+/// A connection idle this long is checked for a close by the server before the next
+/// batch (a non-blocking peek); a busy one is not, to save the system calls.
+const IDLE_CHECK_AFTER: Duration = Duration::from_millis(2);
 /// How often an idle sender looks at the queue and the closing flag.
 const IDLE_TICK: Duration = Duration::from_millis(200);
 
@@ -485,6 +489,8 @@ struct RedisSender {
     failures: u64,
     /// The first error reply has been reported.
     error_reported: bool,
+    /// When the last batch was settled (the connection is idle since).
+    last_sent: Instant,
     peer: String,
 }
 
@@ -501,6 +507,7 @@ impl RedisSender {
             ever_connected: false,
             failures: 0,
             error_reported: false,
+            last_sent: Instant::now(),
             peer,
         }
     }
@@ -535,7 +542,8 @@ impl RedisSender {
                 batch.clear();
                 break;
             }
-            if self.conn.as_mut().is_some_and(|c| c.closed_while_idle()) {
+            if self.last_sent.elapsed() >= IDLE_CHECK_AFTER && self.conn.as_mut().is_some_and(|c| c.closed_while_idle())
+            {
                 self.disconnect();
             }
             if self.conn.is_none() && !self.connect() {
@@ -548,6 +556,7 @@ impl RedisSender {
                 continue;
             }
             self.send(&mut batch);
+            self.last_sent = Instant::now();
             self.counters.in_flight.store(0, Ordering::Relaxed);
         }
         self.counters.in_flight.store(0, Ordering::Relaxed);
