@@ -329,6 +329,65 @@ fn refusals_by_redis_are_counted_and_the_connection_kept() {
 }
 
 #[test]
+fn a_connection_closed_by_redis_while_idle_costs_no_event() {
+    skip_unless_redis!();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // Redis closes connections idle for 1 s (its `timeout`).
+    let server = RedisServer::start_with(port, dir.path(), &["--save", "", "--appendonly", "no", "--timeout", "1"]);
+    let written = events(400);
+    let (mut writer, source) = picket::output::redis::open(&eve_log(port, "mode: rpush, key: idle")).unwrap();
+    write_cut(&mut *writer, &written[..200]);
+    netlab_wait("the first half sent", || count(&counters(&source), "events_sent") == 200);
+    thread::sleep(Duration::from_millis(2500)); // Redis checks idle clients about every 100 ms
+    write_cut(&mut *writer, &written[200..]);
+    drop(writer);
+    let set = counters(&source);
+    assert!(Client::connect(server.port).unwrap().list("idle") == written, "events lost or changed");
+    assert_eq!((count(&set, "events_sent"), count(&set, "events_dropped")), (400, 0));
+    assert_eq!(count(&set, "reconnects"), 1, "the closed connection was replaced");
+}
+
+#[test]
+fn a_server_that_hangs_up_at_once_gets_no_connection_storm() {
+    skip_unless_redis!();
+    // Like a Redis at `maxclients`: accepts, says why not, hangs up.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_flag = std::sync::Arc::clone(&stop);
+    let refuser = thread::spawn(move || {
+        let mut accepted = 0u32;
+        while !stop_flag.load(std::sync::atomic::Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((mut conn, _)) => {
+                    accepted += 1;
+                    let _ = conn.write_all(b"-ERR max number of clients reached\r\n");
+                }
+                Err(_) => thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        accepted
+    });
+    let written = events(2000);
+    let (mut writer, source) =
+        picket::output::redis::open(&eve_log(port, "pipelining: {enabled: yes, batch-size: 10}")).unwrap();
+    write_cut(&mut *writer, &written);
+    let started = Instant::now();
+    drop(writer); // about 5 s of trying
+    let tried = started.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let accepted = refuser.join().unwrap();
+    let set = counters(&source);
+    println!("{accepted} connections in {tried:?}");
+    // Backoff from 50 ms doubling to 1 s: about 10 connections in 5 s, not thousands.
+    assert!(accepted <= 20, "{accepted} connections in {tried:?}");
+    assert_eq!(count(&set, "events_sent"), 0);
+    assert_eq!(count(&set, "events_dropped"), 2000);
+}
+
+#[test]
 fn stream_mode_trims_to_maxlen() {
     skip_unless_redis!();
     let dir = tempfile::tempdir().unwrap();

@@ -81,6 +81,8 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// A connection idle this long is checked for a close by the server before the next
 /// batch (a non-blocking peek); a busy one is not, to save the system calls.
 const IDLE_CHECK_AFTER: Duration = Duration::from_millis(2);
+/// Lost connections are reported at most this often (all are counted).
+const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// How often an idle sender looks at the queue and the closing flag.
 const IDLE_TICK: Duration = Duration::from_millis(200);
 
@@ -491,6 +493,10 @@ struct RedisSender {
     error_reported: bool,
     /// When the last batch was settled (the connection is idle since).
     last_sent: Instant,
+    /// No connection attempt before this (the backoff after a failure).
+    retry_at: Instant,
+    /// When a lost connection was last reported.
+    lost_reported: Option<Instant>,
     peer: String,
 }
 
@@ -508,6 +514,8 @@ impl RedisSender {
             failures: 0,
             error_reported: false,
             last_sent: Instant::now(),
+            retry_at: Instant::now(),
+            lost_reported: None,
             peer,
         }
     }
@@ -545,15 +553,19 @@ impl RedisSender {
             if self.last_sent.elapsed() >= IDLE_CHECK_AFTER && self.conn.as_mut().is_some_and(|c| c.closed_while_idle())
             {
                 self.disconnect();
+                self.back_off();
             }
-            if self.conn.is_none() && !self.connect() {
-                let wait = match deadline {
-                    Some(d) => self.backoff.min(d.saturating_duration_since(Instant::now())),
-                    None => self.backoff,
-                };
-                thread::sleep(wait);
-                self.backoff = (self.backoff * 2).min(BACKOFF_CAP);
-                continue;
+            if self.conn.is_none() {
+                let now = Instant::now();
+                if self.retry_at > now {
+                    let until = deadline.map_or(self.retry_at, |d| d.min(self.retry_at));
+                    thread::sleep(until.saturating_duration_since(now));
+                    continue;
+                }
+                if !self.connect() {
+                    self.back_off();
+                    continue;
+                }
             }
             self.send(&mut batch);
             self.last_sent = Instant::now();
@@ -576,7 +588,6 @@ impl RedisSender {
                 }
                 self.ever_connected = true;
                 self.failures = 0;
-                self.backoff = BACKOFF_FIRST;
                 true
             }
             Err(e) => {
@@ -592,6 +603,13 @@ impl RedisSender {
                 false
             }
         }
+    }
+
+    /// The next connection waits [`Self::backoff`], which doubles up to [`BACKOFF_CAP`]
+    /// (it starts again at [`BACKOFF_FIRST`] once a batch went through whole).
+    fn back_off(&mut self) {
+        self.retry_at = Instant::now() + self.backoff;
+        self.backoff = (self.backoff * 2).min(BACKOFF_CAP);
     }
 
     fn disconnect(&mut self) {
@@ -639,8 +657,9 @@ impl RedisSender {
                         if !self.error_reported {
                             self.error_reported = true;
                             eprintln!(
-                                "picket: eve-log redis {}: Redis refused an event: {text} (check redis.key and \
-                                 redis.mode; further refusals are only counted in picket.redis.errors)",
+                                "picket: eve-log redis {}: Redis refused an event: {text} (WRONGTYPE: redis.key \
+                                 names a key of another type; further refusals are only counted in \
+                                 picket.redis.errors)",
                                 self.peer
                             );
                         }
@@ -657,17 +676,23 @@ impl RedisSender {
                 settled += 1;
             }
         }
-        if let Some(why) = broken {
-            let lost = total - settled;
-            self.counters.drop_events(lost);
-            self.counters.unconfirmed.fetch_add(lost as u64, Ordering::Relaxed);
+        let Some(why) = broken else {
+            self.backoff = BACKOFF_FIRST;
+            return;
+        };
+        let lost = total - settled;
+        self.counters.drop_events(lost);
+        self.counters.unconfirmed.fetch_add(lost as u64, Ordering::Relaxed);
+        if self.lost_reported.is_none_or(|t| t.elapsed() >= REPORT_EVERY) {
+            self.lost_reported = Some(Instant::now());
             eprintln!(
                 "picket: eve-log redis {}: connection lost ({why}); {lost} events unconfirmed, counted dropped; \
-                 reconnecting",
+                 reconnecting (further losses within {REPORT_EVERY:?} are only counted)",
                 self.peer
             );
-            self.disconnect();
         }
+        self.disconnect();
+        self.back_off();
     }
 }
 
