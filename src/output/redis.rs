@@ -81,7 +81,7 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// A connection idle this long is checked for a close by the server before the next
 /// batch (a non-blocking peek); a busy one is not, to save the system calls.
 const IDLE_CHECK_AFTER: Duration = Duration::from_millis(2);
-/// Lost connections are reported at most this often (all are counted).
+/// Lost connections and a full queue are reported at most this often (all are counted).
 const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// How often an idle sender looks at the queue and the closing flag.
 const IDLE_TICK: Duration = Duration::from_millis(200);
@@ -320,6 +320,8 @@ struct RedisWriter {
     finished: Receiver<()>,
     thread: Option<JoinHandle<()>>,
     peer: String,
+    /// When a full queue was last reported (at most every [`REPORT_EVERY`]).
+    full_reported: Option<Instant>,
 }
 
 impl RedisWriter {
@@ -348,18 +350,31 @@ impl RedisWriter {
             finished,
             thread: Some(thread),
             peer,
+            full_reported: None,
         };
         Ok((writer, source))
     }
 
-    fn enqueue(&self, line: Vec<u8>) {
+    fn enqueue(&mut self, line: Vec<u8>) {
         if line.is_empty() {
             return;
         }
         let Some(queue) = &self.queue else { return };
         match queue.try_send(line) {
             Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => self.counters.drop_events(1),
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.counters.drop_events(1);
+                if self.full_reported.is_none_or(|t| t.elapsed() >= REPORT_EVERY) {
+                    self.full_reported = Some(Instant::now());
+                    eprintln!(
+                        "picket: eve-log redis {}: the buffer of {} events is full (Redis away or slow): events \
+                         are dropped and counted in picket.redis.events_dropped (raise redis.buffer, enable \
+                         redis.pipelining)",
+                        self.peer,
+                        queue.capacity().unwrap_or(0)
+                    );
+                }
+            }
         }
     }
 
