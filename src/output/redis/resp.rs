@@ -204,4 +204,39 @@ mod tests {
         let long = vec![b'+'; MAX_LINE + 10];
         assert!(matches!(reply(&long), Err(ReplyError::Protocol(_))));
     }
+
+    proptest::proptest! {
+        /// Whatever a server sends (RESP-looking pieces in any order, or any bytes),
+        /// reading replies ends in a reply or an error.
+        #[test]
+        fn any_bytes_from_the_server_read_without_panic(
+            pieces in "([+:$*-]|-?[0-9]{1,20}|\r\n|\n|[a-z ]{0,5}){0,60}",
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..128),
+        ) {
+            for input in [pieces.as_bytes(), &bytes[..]] {
+                let mut reader = io::BufReader::new(input);
+                for _ in 0..input.len() + 1 {
+                    if read_reply(&mut reader).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+
+        /// Replies built from the grammar read back as what they are.
+        #[test]
+        fn well_formed_replies_read_back(ints in proptest::collection::vec(proptest::prelude::any::<i64>(), 1..20), text in "[a-zA-Z0-9 ]{0,40}") {
+            let mut wire = Vec::new();
+            for i in &ints {
+                wire.extend_from_slice(format!(":{i}\r\n${}\r\n{text}\r\n-ERR {text}\r\n", text.len()).as_bytes());
+            }
+            let mut reader = io::BufReader::new(&wire[..]);
+            for _ in &ints {
+                proptest::prop_assert!(matches!(read_reply(&mut reader), Ok(Ok(()))));
+                proptest::prop_assert!(matches!(read_reply(&mut reader), Ok(Ok(()))));
+                let error = read_reply(&mut reader);
+                proptest::prop_assert!(matches!(&error, Ok(Err(t)) if *t == format!("ERR {text}")), "{:?}", error);
+            }
+        }
+    }
 }
