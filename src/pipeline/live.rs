@@ -250,7 +250,12 @@ fn answer_commands(
     for command in control.commands.try_iter() {
         let reply = match &command.request {
             Request::ReloadRules => match &control.reloader {
-                Some(reloader) => reloader.reload(),
+                Some(reloader) => {
+                    crate::service::daemon::notify_reloading();
+                    let reply = reloader.reload();
+                    crate::service::daemon::notify_reloaded();
+                    reply
+                }
                 None => Err("this run has no rule files to reload".to_string()),
             },
             Request::ReopenLogs => {
