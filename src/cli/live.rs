@@ -474,6 +474,9 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     crate::service::signals::register_stop(&stop)?;
     let (control_tx, control_rx) = crate::service::channel();
     let _signals = crate::service::signals::start(reopen.clone(), Some(control_tx.clone()))?;
+    // The control socket before the ports: a socket another picket serves ends this start
+    // before it joins that picket's fanout groups.
+    service.listen(control_tx.clone())?;
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
     let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
@@ -501,8 +504,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         ),
         None => None,
     };
-    // The control socket, then --user/--group: everything privileged is set up by now.
-    service.listen(control_tx.clone())?;
+    // --user/--group: everything privileged is set up by now.
     service.drop_privileges(&log_dir, log_dir_created, ddos.is_some())?;
     let opts = LiveOptions {
         workers,

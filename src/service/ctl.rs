@@ -639,8 +639,8 @@ mod tests {
         assert_eq!(s.path, Path::new("/run/picket/picket-command.socket"));
         assert!(s.required);
         assert_eq!(s.mode, 0o660);
-        let yaml = Config::from_yaml_str("unix-command:\n  enabled: auto\n  filename: ctl.sock\n  mode: \"0600\"\n")
-            .unwrap();
+        let yaml =
+            Config::from_yaml_str("unix-command:\n  enabled: auto\n  filename: ctl.sock\n  mode: \"0600\"\n").unwrap();
         let s = socket_settings(&yaml, None).unwrap().unwrap();
         assert_eq!(s.path, Path::new("/run/picket/ctl.sock"));
         assert!(!s.required);
@@ -659,7 +659,9 @@ mod tests {
         assert!(matches!(action("reopen-log-files", None), Ok(Action::Call(Request::ReopenLogs, _))));
         assert!(matches!(action("ruleset-reload-nonblocking", None), Ok(Action::Queue(Request::ReloadRules))));
         let args = json!({"iface": "eth0"});
-        assert!(matches!(action("iface-stat", Some(&args)), Ok(Action::Call(Request::IfaceStat(Some(i)), _)) if i == "eth0"));
+        assert!(
+            matches!(action("iface-stat", Some(&args)), Ok(Action::Call(Request::IfaceStat(Some(i)), _)) if i == "eth0")
+        );
         assert!(action("iface-stat", Some(&json!({"iface": 3}))).is_err());
         assert!(action("rm-rf", None).unwrap_err().contains("unknown command"));
         assert_eq!(command_arguments("iface-stat", &["eth0".into()]).unwrap(), Some(json!({"iface": "eth0"})));
@@ -668,7 +670,8 @@ mod tests {
 
     #[test]
     fn info_answers() {
-        let workers = vec![WorkerSnapshot { name: "W#01".into(), packets: 5, bytes: 300, drops: 1, ..Default::default() }];
+        let workers =
+            vec![WorkerSnapshot { name: "W#01".into(), packets: 5, bytes: 300, drops: 1, ..Default::default() }];
         let i = info();
         assert_eq!(answer_info(&Request::RunningMode, &i, None, &workers).unwrap(), json!("workers"));
         let stat = answer_info(&Request::IfaceStat(Some("eth0".into())), &i, None, &workers).unwrap();

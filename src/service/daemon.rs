@@ -21,8 +21,8 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -222,19 +222,18 @@ impl Pidfile {
         let name = path.file_name().ok_or_else(|| err(format!("--pidfile {}: not a file name", path.display())))?;
         let temporary = path.with_file_name(format!(".{}.{pid}.tmp", name.to_string_lossy()));
         let write = || -> io::Result<()> {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(PIDFILE_MODE)
-                .open(&temporary)?;
+            let mut file =
+                OpenOptions::new().write(true).create(true).truncate(true).mode(PIDFILE_MODE).open(&temporary)?;
             file.write_all(format!("{pid}\n").as_bytes())?;
             file.sync_all()?;
             fs::rename(&temporary, path)
         };
         write().map_err(|e| {
             let _ = fs::remove_file(&temporary);
-            err(format!("--pidfile {}: cannot write it: {e}; check the directory exists and is writable", path.display()))
+            err(format!(
+                "--pidfile {}: cannot write it: {e}; check the directory exists and is writable",
+                path.display()
+            ))
         })?;
         Ok(Pidfile { path: path.to_path_buf(), pid })
     }
@@ -445,9 +444,8 @@ impl Credentials {
     /// Gives `path` to the run's user and group (log files, the pidfile, the ctl socket),
     /// so that they can be reopened or removed after the drop.
     pub fn chown(&self, path: &Path) -> Result<(), DaemonError> {
-        std::os::unix::fs::chown(path, self.uid(), Some(self.gid())).map_err(|e| {
-            err(format!("--user/--group: cannot give {} to the run's user: {e}", path.display()))
-        })
+        std::os::unix::fs::chown(path, self.uid(), Some(self.gid()))
+            .map_err(|e| err(format!("--user/--group: cannot give {} to the run's user: {e}", path.display())))
     }
 }
 
