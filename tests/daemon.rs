@@ -3,7 +3,9 @@
 //! replaces a stale one; `-D` detaches once capturing (the parent prints the pid and
 //! exits 0), keeps capturing, and SIGTERM stops it with final stats; `--user nobody`
 //! runs with uid 65534 and only CAP_NET_ADMIN + CAP_NET_RAW, and still captures and
-//! alerts; a `-D` start that fails reports its error and status in the terminal.
+//! alerts; inline NFQUEUE verdicts still flow after the drop (CAP_NET_ADMIN kept: without it
+//! this test fails, every packet held); a `-D` start that fails reports its error and status
+//! in the terminal.
 //!
 //! Needs root and iproute2 (`ip netns`); prints SKIPPED and returns otherwise.
 
@@ -259,4 +261,53 @@ fn a_failed_daemon_start_reaches_the_terminal() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such user"));
+}
+
+/// NFQUEUE verdicts go through nfnetlink, which checks CAP_NET_ADMIN on every message:
+/// after `--user nobody` the kept capability must let every queued datagram through
+/// (no `--queue-bypass`: a failed verdict would hold the packets).
+#[test]
+fn nfqueue_verdicts_flow_after_dropping_to_nobody() {
+    if let Some(reason) = netlab::skip_reason(&["python3", "iptables"]) {
+        println!("SKIPPED: {reason}");
+        return;
+    }
+    let s = setup("dnq");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let logs = dir.path().join("logs");
+    let rules = dir.path().join("q.rules");
+    std::fs::write(&rules, RULE).unwrap();
+    s.lab.run(&s.b, "iptables", &["-A", "INPUT", "-p", "udp", "--dport", "9999", "-j", "NFQUEUE", "--queue-num", "0"]);
+    let bound = dir.path().join("bound");
+    let receiver_script = format!(
+        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.bind(('10.78.0.2', 9999))\n\
+         open('{}', 'w').close()\ns.settimeout(10)\nn = 0\ntry:\n    while n < {DATAGRAMS}:\n        s.recv(100)\n        \
+         n += 1\nexcept Exception:\n    pass\nprint(n)\n",
+        bound.display()
+    );
+    let mut receiver_command = s.lab.command(&s.b, "python3", &["-c", &receiver_script]);
+    receiver_command.stdout(Stdio::piped());
+    let mut receiver = s.lab.spawn(receiver_command);
+    wait_for("the receiver to bind", Duration::from_secs(10), || bound.exists());
+
+    let args = ["-q", "0", "-l", logs.to_str().unwrap(), "-S", rules.to_str().unwrap(), "--user", "nobody"];
+    let mut command = s.lab.command(&s.b, PICKET, &args);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut picket = s.lab.spawn(command);
+    picket.wait_started(&logs.join("picket-stats.json"), Duration::from_secs(30));
+    let pid = picket.pid();
+    assert_eq!(status_field(pid, "Uid"), format!("{NOBODY_UID}\t{NOBODY_UID}\t{NOBODY_UID}\t{NOBODY_UID}"));
+    assert_eq!(u64::from_str_radix(&status_field(pid, "CapEff"), 16).unwrap(), KEPT_CAPS);
+
+    s.send_datagrams();
+    receiver.wait(Duration::from_secs(20));
+    let mut received = String::new();
+    std::io::Read::read_to_string(receiver.0.stdout.as_mut().unwrap(), &mut received).unwrap();
+    assert_eq!(received.trim(), DATAGRAMS.to_string(), "every queued datagram got its accept verdict");
+
+    picket.signal("TERM");
+    assert!(picket.wait(Duration::from_secs(20)).success());
+    let events = read_eve(&logs.join("eve.json"));
+    assert_eq!(events_of(&events, "alert").len() as u64, DATAGRAMS, "one alert per datagram");
 }
