@@ -450,8 +450,11 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     inspect.detect = rules.engine.map(Arc::new);
     let log_dir = resolved.outputs.log_dir.clone();
+    let log_dir_created = !log_dir.exists();
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
+    // Service set-up (`crate::service::daemon`): -D forks here, before any thread starts.
+    let mut service = crate::service::daemon::LiveService::start(&args.service, &resolved.config)?;
     // Every log file reopens when this generation moves on (SIGHUP, `picket ctl reopen-logs`).
     let reopen = crate::service::LogReopen::default();
     // A live sensor appends to its logs across restarts, as Suricata does by default
@@ -485,6 +488,9 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     crate::service::signals::register_stop(&stop)?;
     let (control_tx, control_rx) = crate::service::channel();
     let _signals = crate::service::signals::start(reopen.clone(), Some(control_tx.clone()))?;
+    // The control socket before the ports: a socket another picket serves ends this start
+    // before it joins that picket's fanout groups.
+    service.listen(control_tx.clone())?;
     // The DDoS layer before the ports: capture sockets carry its socket filter from
     // their first packet. Dropped after the run: the program is detached on every exit.
     let mut ddos = start_ddos(args, &resolved.config, &mut input)?;
@@ -512,6 +518,8 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         ),
         None => None,
     };
+    // --user/--group: everything privileged is set up by now.
+    service.drop_privileges(&log_dir, log_dir_created, ddos.is_some())?;
     let opts = LiveOptions {
         workers,
         pin_cores: !args.no_pin,
@@ -552,13 +560,16 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         log_dir.display(),
         metrics_server.as_ref().map(|m| format!(", metrics at http://{}/metrics", m.local_addr)).unwrap_or_default()
     );
+    service.ready()?;
     let result = live::run_live(ports, &opts, Arc::clone(&gauges), Arc::clone(&stop), logs);
     stop.store(true, Ordering::Relaxed);
+    service.stopping();
     if let Some(server) = metrics_server {
         let _ = server.thread.join();
     }
     drop(controller);
     drop(ddos);
+    drop(service);
     let summary = result?;
     let packets: u64 = summary.workers.iter().map(|w| w.report.packets).sum();
     let drops: u64 = summary.workers.iter().map(|w| w.kernel.drops).sum();

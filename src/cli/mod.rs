@@ -121,6 +121,8 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
         return Err(CliError("nothing to do: give a capture with -r FILE|DIR (see --help)".into()));
     };
     let mut resolved = resolve(args)?;
+    // Removed when the run ends (`crate::service::daemon`).
+    let _pidfile = crate::service::daemon::offline_pidfile(&args.service)?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     resolved.options.inspect.detect = rules.engine.map(Arc::new);

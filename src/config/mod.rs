@@ -92,6 +92,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "ddos.*",
     "af-xdp.*",
     "bpf-filter",
+    "unix-command.*",
 ];
 
 /// Whether `key` is covered by [`KNOWN_KEYS`].

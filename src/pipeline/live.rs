@@ -208,9 +208,13 @@ pub fn run_live(
                     }
                 }
             }
-            // Sleep the rest of the second, waking early for the stop flag.
+            // Sleep the rest of the second, waking early for the stop flag; control commands
+            // are answered within the 50 ms slice, not at the next second.
             while second.elapsed() < TICK - Duration::from_millis(100) && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
+                if let Some(control) = opts.control.as_ref().filter(|c| !c.commands.is_empty()) {
+                    answer_commands(control, &gauges, &shared, &global_counters(opts, &gauges), &stop, start);
+                }
             }
         }
         // A worker that ends on its own (it should not) stops the others too.
@@ -256,7 +260,12 @@ fn answer_commands(
     for command in control.commands.try_iter() {
         let reply = match &command.request {
             Request::ReloadRules => match &control.reloader {
-                Some(reloader) => reloader.reload(),
+                Some(reloader) => {
+                    crate::service::daemon::notify_reloading();
+                    let reply = reloader.reload();
+                    crate::service::daemon::notify_reloaded();
+                    reply
+                }
                 None => Err("this run has no rule files to reload".to_string()),
             },
             Request::ReopenLogs => {
