@@ -12,6 +12,7 @@
 //! - alerts come back in the order they are to be logged; the caller writes eve/fast.log
 //!   and applies drop/reject (the engine only reports the action).
 
+mod carry;
 mod compile;
 mod headers;
 #[cfg(test)]
@@ -33,6 +34,7 @@ use crate::detect::rule::{
 };
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
+pub use carry::EngineCarry;
 pub use compile::RuleLog;
 use compile::{ActionScope, AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 use payload::Inspection;
@@ -439,9 +441,11 @@ pub struct DetectEngine {
     has_transactional: bool,
     /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
     /// (a host's flows are spread over workers). Locked only when such a rule matches.
-    shared_thresholds: std::sync::Mutex<ThresholdTable>,
-    /// Flowbit names by interned id, for logging the bits a flow has set.
-    flowbit_names: Vec<String>,
+    /// An `Arc` so that a reloaded engine takes over the running one's table (`carry.rs`).
+    shared_thresholds: Arc<std::sync::Mutex<ThresholdTable>>,
+    /// Flowbit, flowint and xbit names by interned id: for logging the bits a flow has set,
+    /// and for carrying state over to a reloaded engine (ids are per engine).
+    names: carry::NameTables,
 }
 
 /// Compiles each distinct pattern set once with `builder` (whose `build_all` may spread them
@@ -560,12 +564,12 @@ struct PacketFacts {
 }
 
 /// Compiles the rules in load order; a rule the engine cannot run is reported and left out.
-/// Also returns the flowbit names by interned id.
+/// Also returns the flowbit, flowint and xbit names by interned id.
 fn compile_rules(
     rules: Vec<Rule>,
     classes: &ClassificationTable,
     report: &mut BuildReport,
-) -> (Vec<(usize, CompiledRule)>, Vec<String>) {
+) -> (Vec<(usize, CompiledRule)>, carry::NameTables) {
     let mut names = compile::Names::default();
     let mut compiled: Vec<(usize, CompiledRule)> = Vec::with_capacity(rules.len());
     for (load_order, rule) in rules.iter().enumerate() {
@@ -575,13 +579,7 @@ fn compile_rules(
         }
     }
     drop(rules);
-    let mut flowbit_names = vec![String::new(); names.flowbits.len()];
-    for (name, id) in names.flowbits.drain() {
-        if let Some(slot) = flowbit_names.get_mut(id as usize) {
-            *slot = name;
-        }
-    }
-    (compiled, flowbit_names)
+    (compiled, carry::NameTables::from_names(names))
 }
 
 /// threshold.config: suppress adds to the rule; threshold/event_filter for a sid replaces the
@@ -837,7 +835,7 @@ impl DetectEngine {
     pub fn build(rules: Vec<Rule>, cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
         let started = std::time::Instant::now();
         let mut report = BuildReport::default();
-        let (mut compiled, flowbit_names) = compile_rules(rules, &cfg.classification, &mut report);
+        let (mut compiled, names) = compile_rules(rules, &cfg.classification, &mut report);
         apply_threshold_config(&mut compiled, &cfg.thresholds, &mut report);
         compiled.sort_by_key(|(load, r)| (cfg.action_order.rank(r.action), r.bits_use, r.priority, *load));
         let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
@@ -872,8 +870,8 @@ impl DetectEngine {
                 packet_alert_max,
                 report_memory: memory,
                 has_transactional,
-                shared_thresholds: std::sync::Mutex::new(ThresholdTable::default()),
-                flowbit_names,
+                shared_thresholds: Arc::new(std::sync::Mutex::new(ThresholdTable::default())),
+                names,
             },
             report,
         ))
@@ -919,7 +917,7 @@ impl DetectEngine {
     /// Runs every applicable rule on `pkt`; alerts are appended to `alerts`.
     /// Names of the flowbits set on `flow`, in id order.
     pub fn flowbits_set<'a>(&'a self, flow: &'a DetectFlow) -> impl Iterator<Item = &'a str> + 'a {
-        flow.vars.bits.iter().filter_map(|&id| self.flowbit_names.get(id as usize).map(String::as_str))
+        flow.vars.bits.iter().filter_map(|&id| self.names.flowbits.get(id as usize).map(String::as_str))
     }
 
     pub fn inspect(
@@ -1075,13 +1073,13 @@ impl DetectEngine {
             }
             if let Some(limit) = &rule.limit {
                 let allowed = if limit.tracks_flow() {
-                    ctx.thresholds.allow(idx, limit, hosts, now)
+                    ctx.thresholds.allow(rule.key(), limit, hosts, now)
                 } else {
                     // A poisoned lock only means another worker panicked mid-update; the
                     // table is still usable.
                     let mut shared = self.shared_thresholds.lock().unwrap_or_else(|e| e.into_inner());
                     let dropped_before = shared.dropped;
-                    let allowed = shared.allow(idx, limit, hosts, now);
+                    let allowed = shared.allow(rule.key(), limit, hosts, now);
                     ctx.counters.shared_thresholds_dropped += shared.dropped - dropped_before;
                     allowed
                 };
