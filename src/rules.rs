@@ -74,6 +74,27 @@ pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
 /// Loads the rules and builds the engine. A missing `-S`/`-s` file is an error; a bad rule
 /// is not (it is reported with file and line, the rest load).
 pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -> Result<LoadedRules, String> {
+    load_inner(config, settings, sources, None)
+}
+
+/// [`load`] for a rule reload: patterns compile on at most `threads` threads, and the parsed
+/// rules move into the engine instead of being kept (`LoadedRules::load.rules` is empty):
+/// the lower peak memory matters more than the parsed copy.
+pub fn load_with_threads(
+    config: &Config,
+    settings: &EngineSettings,
+    sources: &RuleSources,
+    threads: usize,
+) -> Result<LoadedRules, String> {
+    load_inner(config, settings, sources, Some(threads))
+}
+
+fn load_inner(
+    config: &Config,
+    settings: &EngineSettings,
+    sources: &RuleSources,
+    threads: Option<usize>,
+) -> Result<LoadedRules, String> {
     let started = Instant::now();
     let mut warnings = Vec::new();
     for f in sources.exclusive.iter().chain(&sources.extra) {
@@ -129,13 +150,14 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
         None => MpmAlgo::Auto,
     };
     let cfg = DetectConfig {
-        matchers: crate::matchers::builder(algo).map_err(|e| e.to_string())?,
+        matchers: crate::matchers::builder_with_threads(algo, threads).map_err(|e| e.to_string())?,
         classification,
         thresholds,
         packet_alert_max: settings.packet_alert_max,
         action_order: settings.action_order,
     };
-    let (engine, build) = DetectEngine::build(load.rules.clone(), &cfg)?;
+    let rules = if threads.is_some() { std::mem::take(&mut load.rules) } else { load.rules.clone() };
+    let (engine, build) = DetectEngine::build(rules, &cfg)?;
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
 }
 
