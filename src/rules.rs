@@ -156,8 +156,10 @@ fn load_inner(
         packet_alert_max: settings.packet_alert_max,
         action_order: settings.action_order,
     };
+    crate::service::reload::trace("parsed");
     let rules = if threads.is_some() { std::mem::take(&mut load.rules) } else { load.rules.clone() };
     let (engine, build) = DetectEngine::build(rules, &cfg)?;
+    crate::service::reload::trace("built");
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
 }
 

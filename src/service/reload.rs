@@ -257,6 +257,7 @@ impl Reloader {
 impl RuleReloader for Reloader {
     fn reload(&self) -> Reply {
         let started = Instant::now();
+        trace("start");
         let (mut engine, loaded) = match self.load() {
             Ok(built) => built,
             Err(reason) => {
@@ -265,6 +266,12 @@ impl RuleReloader for Reloader {
                 return Err(format!("rule reload failed, the running rules stay: {reason}"));
             }
         };
+        let stats = RulesetStats::of(&loaded);
+        if self.verbose {
+            eprintln!("picket: reload: {}", loaded.summary());
+        }
+        drop(loaded);
+        trace("loaded");
         // The host- and rule-tracked thresholds carry over before any worker switches.
         let (_, running) = self.slot.current();
         engine.adopt_shared_state(&running);
@@ -272,13 +279,12 @@ impl RuleReloader for Reloader {
         let (generation, replaced) = self.slot.publish(Arc::new(engine));
         drop(replaced);
         let all_switched = self.slot.wait_switched(generation, Instant::now() + SWITCH_WAIT);
+        trace("switched");
         self.slot.release_retired();
-        sys::trim();
+        trace("released");
+        if std::env::var_os("PICKET_NO_TRIM").is_none() { sys::trim(); }
+        trace("trimmed");
         let elapsed = started.elapsed();
-        let stats = RulesetStats::of(&loaded);
-        if self.verbose {
-            eprintln!("picket: reload: {}", loaded.summary());
-        }
         eprintln!(
             "picket: rules reloaded: {} loaded, {} skipped, in {:.2} s{}",
             stats.loaded,
@@ -309,6 +315,16 @@ impl RuleReloader for Reloader {
             "rules_skipped": s.skipped,
         })
     }
+}
+
+/// TEMP: memory at a reload phase (PICKET_RELOAD_TRACE).
+pub fn trace(phase: &str) {
+    if std::env::var_os("PICKET_RELOAD_TRACE").is_none() {
+        return;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss: Vec<&str> = status.lines().filter(|l| l.starts_with("VmRSS") || l.starts_with("VmHWM")).collect();
+    eprintln!("picket: trace {phase}: {}", rss.join(" ").split_whitespace().collect::<Vec<_>>().join(" "));
 }
 
 /// Now, as eve writes timestamps.
