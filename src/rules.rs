@@ -5,9 +5,9 @@
 //! This is where files are read: the rule parser and the engine only see their contents.
 
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
-use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine};
+use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder};
 use crate::detect::mpm::{MpmAlgo, UnknownMpmAlgo};
-use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleVars, ThresholdConfig};
+use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleSink, RuleVars, ThresholdConfig};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -77,9 +77,10 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
     load_inner(config, settings, sources, None)
 }
 
-/// [`load`] for a rule reload: patterns compile on at most `threads` threads, and the parsed
-/// rules move into the engine instead of being kept (`LoadedRules::load.rules` is empty):
-/// the lower peak memory matters more than the parsed copy.
+/// [`load`] for a rule reload: patterns compile on at most `threads` threads, and each rule
+/// compiles as soon as it is parsed, so the parsed rule set is never held whole
+/// (`LoadedRules::load.rules` stays empty): a reload runs beside a working engine, and its
+/// peak memory matters more than a parsed copy.
 pub fn load_with_threads(
     config: &Config,
     settings: &EngineSettings,
@@ -113,8 +114,10 @@ fn load_inner(
     }
     let vars = rule_vars(config, &mut warnings);
     let mut load = RuleSetLoad::new();
-    for f in &files {
-        read_rules_file(&mut load, f, &vars);
+    if threads.is_none() {
+        for f in &files {
+            read_rules_file(&mut load, f, &vars);
+        }
     }
     let classification = match &settings.classification_file {
         Some(path) if path.is_file() => read_config_file(path, ClassificationTable::parse, &mut warnings),
@@ -156,11 +159,28 @@ fn load_inner(
         packet_alert_max: settings.packet_alert_max,
         action_order: settings.action_order,
     };
-    crate::service::reload::trace("parsed");
-    let rules = if threads.is_some() { std::mem::take(&mut load.rules) } else { load.rules.clone() };
-    let (engine, build) = DetectEngine::build(rules, &cfg)?;
+    let (engine, build) = if threads.is_some() {
+        // A reload: each rule compiles as soon as it is parsed (peak memory).
+        let mut builder = EngineBuilder::new(&cfg);
+        for f in &files {
+            read_rules_file_into(&mut load, f, &vars, &mut |slot, rule| builder.add(slot, rule));
+        }
+        crate::service::reload::trace("parsed");
+        builder.finish()?
+    } else {
+        DetectEngine::build(load.rules.clone(), &cfg)?
+    };
     crate::service::reload::trace("built");
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
+}
+
+/// [`read_rules_file`] handing each parsed rule to `sink` (`RuleSetLoad::load_str_into`).
+pub fn read_rules_file_into(load: &mut RuleSetLoad, path: &Path, vars: &RuleVars, sink: &mut RuleSink<'_>) {
+    let name = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => load.load_bytes_into(&name, &bytes, vars, sink),
+        Err(e) => load.unreadable(&name, e),
+    }
 }
 
 /// Reads one rules file into `load`; an unreadable file becomes one error at line 0.

@@ -282,7 +282,9 @@ impl RuleReloader for Reloader {
         trace("switched");
         self.slot.release_retired();
         trace("released");
-        if std::env::var_os("PICKET_NO_TRIM").is_none() { sys::trim(); }
+        if std::env::var_os("PICKET_NO_TRIM").is_none() {
+            sys::trim();
+        }
         trace("trimmed");
         let elapsed = started.elapsed();
         eprintln!(

@@ -563,23 +563,59 @@ struct PacketFacts {
     dp: u16,
 }
 
-/// Compiles the rules in load order; a rule the engine cannot run is reported and left out.
-/// Also returns the flowbit, flowint and xbit names by interned id.
-fn compile_rules(
-    rules: Vec<Rule>,
-    classes: &ClassificationTable,
-    report: &mut BuildReport,
-) -> (Vec<(usize, CompiledRule)>, carry::NameTables) {
-    let mut names = compile::Names::default();
-    let mut compiled: Vec<(usize, CompiledRule)> = Vec::with_capacity(rules.len());
-    for (load_order, rule) in rules.iter().enumerate() {
-        match compile::compile_rule(rule, classes, &mut names) {
-            Ok(c) => compiled.push((load_order, c)),
-            Err(reason) => report.rules_rejected.push((rule.sid, reason)),
+/// Compiles rules one at a time, as they come (a rule reload streams them from the parser,
+/// so the parsed form of a large rule set is never held whole), then builds the engine.
+/// A rule the engine cannot run is reported and left out.
+pub struct EngineBuilder<'c> {
+    cfg: &'c DetectConfig,
+    names: compile::Names,
+    /// By load slot; `None`: rejected.
+    compiled: Vec<Option<CompiledRule>>,
+    report: BuildReport,
+    started: std::time::Instant,
+}
+
+impl<'c> EngineBuilder<'c> {
+    pub fn new(cfg: &'c DetectConfig) -> Self {
+        EngineBuilder {
+            cfg,
+            names: compile::Names::default(),
+            compiled: Vec::new(),
+            report: BuildReport::default(),
+            started: std::time::Instant::now(),
         }
     }
-    drop(rules);
-    (compiled, carry::NameTables::from_names(names))
+
+    /// Compiles `rule` into load slot `slot` (a slot given again is a duplicate sid whose
+    /// later revision replaces the rule there: `RuleSetLoad::load_str_into`).
+    pub fn add(&mut self, slot: usize, rule: Rule) {
+        if slot >= self.compiled.len() {
+            self.compiled.resize_with(slot + 1, || None);
+        } else {
+            // A replacement: what was reported of the rule it replaces no longer holds.
+            let sid = rule.sid;
+            self.report.rules_rejected.retain(|(s, _)| *s != sid);
+        }
+        self.compiled[slot] = match compile::compile_rule(&rule, &self.cfg.classification, &mut self.names) {
+            Ok(c) => Some(c),
+            Err(reason) => {
+                self.report.rules_rejected.push((rule.sid, reason));
+                None
+            }
+        };
+    }
+
+    pub fn finish(self) -> Result<(DetectEngine, BuildReport), String> {
+        let compiled: Vec<(usize, CompiledRule)> =
+            self.compiled.into_iter().enumerate().filter_map(|(load, c)| c.map(|c| (load, c))).collect();
+        DetectEngine::build_compiled(
+            compiled,
+            carry::NameTables::from_names(self.names),
+            self.cfg,
+            self.report,
+            self.started,
+        )
+    }
 }
 
 /// threshold.config: suppress adds to the rule; threshold/event_filter for a sid replaces the
@@ -833,9 +869,21 @@ fn rules_memory(rules: &[CompiledRule], ip_only: &IpOnly) -> usize {
 
 impl DetectEngine {
     pub fn build(rules: Vec<Rule>, cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
-        let started = std::time::Instant::now();
-        let mut report = BuildReport::default();
-        let (mut compiled, names) = compile_rules(rules, &cfg.classification, &mut report);
+        let mut builder = EngineBuilder::new(cfg);
+        // Each parsed rule is freed as soon as it is compiled.
+        for (slot, rule) in rules.into_iter().enumerate() {
+            builder.add(slot, rule);
+        }
+        builder.finish()
+    }
+
+    fn build_compiled(
+        mut compiled: Vec<(usize, CompiledRule)>,
+        names: carry::NameTables,
+        cfg: &DetectConfig,
+        mut report: BuildReport,
+        started: std::time::Instant,
+    ) -> Result<(DetectEngine, BuildReport), String> {
         apply_threshold_config(&mut compiled, &cfg.thresholds, &mut report);
         compiled.sort_by_key(|(load, r)| (cfg.action_order.rank(r.action), r.bits_use, r.priority, *load));
         let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
