@@ -74,20 +74,22 @@ pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
 /// Loads the rules and builds the engine. A missing `-S`/`-s` file is an error; a bad rule
 /// is not (it is reported with file and line, the rest load).
 pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -> Result<LoadedRules, String> {
-    load_inner(config, settings, sources, None)
+    load_inner(config, settings, sources, None, None)
 }
 
 /// [`load`] for a rule reload: patterns compile on at most `threads` threads, and each rule
 /// compiles as soon as it is parsed, so the parsed rule set is never held whole
 /// (`LoadedRules::load.rules` stays empty): a reload runs beside a working engine, and its
-/// peak memory matters more than a parsed copy.
+/// peak memory matters more than a parsed copy. Rules unchanged from `running` share what
+/// eve logs of them (text, metadata) with it.
 pub fn load_with_threads(
     config: &Config,
     settings: &EngineSettings,
     sources: &RuleSources,
     threads: usize,
+    running: Option<&DetectEngine>,
 ) -> Result<LoadedRules, String> {
-    load_inner(config, settings, sources, Some(threads))
+    load_inner(config, settings, sources, Some(threads), running)
 }
 
 fn load_inner(
@@ -95,6 +97,7 @@ fn load_inner(
     settings: &EngineSettings,
     sources: &RuleSources,
     threads: Option<usize>,
+    running: Option<&DetectEngine>,
 ) -> Result<LoadedRules, String> {
     let started = Instant::now();
     let mut warnings = Vec::new();
@@ -161,16 +164,17 @@ fn load_inner(
     };
     let (engine, build) = if threads.is_some() {
         // A reload: each rule compiles as soon as it is parsed (peak memory).
-        let mut builder = EngineBuilder::new(&cfg);
+        let mut builder = match running {
+            Some(running) => EngineBuilder::replacing(&cfg, running),
+            None => EngineBuilder::new(&cfg),
+        };
         for f in &files {
             read_rules_file_into(&mut load, f, &vars, &mut |slot, rule| builder.add(slot, rule));
         }
-        crate::service::reload::trace("parsed");
         builder.finish()?
     } else {
         DetectEngine::build(load.rules.clone(), &cfg)?
     };
-    crate::service::reload::trace("built");
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
 }
 

@@ -464,8 +464,10 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         }
         None => (None, None),
     };
-    // The parsed rules are in the engine now.
+    // The parsed rules are in the engine now; what the build freed goes back to the system
+    // (a live run then sits at its real size, and a reload grows from there).
     drop(rules);
+    crate::service::reload::release_free_memory();
     let log_dir = args.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;

@@ -20,9 +20,12 @@
 //! load. Rules skipped for an unsupported keyword do not refuse a reload; they are counted
 //! (`rules_skipped`).
 //!
-//! Memory: the build runs on the main thread with one pattern-compiling thread (the sets
-//! compile one at a time), reusing the memory start-up freed; see the README's
-//! measurements.
+//! Memory (measured with ET Open, numbers in the README): each rule is compiled as soon as
+//! it is parsed (the parsed set is never held whole), rules that did not change share their
+//! logged text and metadata with the running engine, the pattern sets compile one at a time
+//! on the main thread, the old engine is released on the main thread as soon as the last
+//! worker switched, and freed heap goes back to the system (`malloc_trim`) before and after
+//! the build.
 
 use super::{Reply, RuleReloader};
 use crate::config::{Config, EngineSettingsExt};
@@ -230,8 +233,15 @@ impl Reloader {
                 missing.join(", ")
             ));
         }
-        let mut loaded =
-            crate::rules::load_with_threads(&config, &settings, &self.inputs.sources, RELOAD_BUILD_THREADS)?;
+        let (_, running) = self.slot.current();
+        let mut loaded = crate::rules::load_with_threads(
+            &config,
+            &settings,
+            &self.inputs.sources,
+            RELOAD_BUILD_THREADS,
+            Some(&running),
+        )?;
+        drop(running);
         for w in &loaded.warnings {
             eprintln!("picket: reload: warning: {w}");
         }
@@ -257,7 +267,9 @@ impl Reloader {
 impl RuleReloader for Reloader {
     fn reload(&self) -> Reply {
         let started = Instant::now();
-        trace("start");
+        // What the run freed since the last trim goes back first: the build then grows from
+        // the real baseline.
+        sys::trim();
         let (mut engine, loaded) = match self.load() {
             Ok(built) => built,
             Err(reason) => {
@@ -271,7 +283,6 @@ impl RuleReloader for Reloader {
             eprintln!("picket: reload: {}", loaded.summary());
         }
         drop(loaded);
-        trace("loaded");
         // The host- and rule-tracked thresholds carry over before any worker switches.
         let (_, running) = self.slot.current();
         engine.adopt_shared_state(&running);
@@ -279,13 +290,9 @@ impl RuleReloader for Reloader {
         let (generation, replaced) = self.slot.publish(Arc::new(engine));
         drop(replaced);
         let all_switched = self.slot.wait_switched(generation, Instant::now() + SWITCH_WAIT);
-        trace("switched");
+        // The old engine is gone once the last worker switched: its memory goes back.
         self.slot.release_retired();
-        trace("released");
-        if std::env::var_os("PICKET_NO_TRIM").is_none() {
-            sys::trim();
-        }
-        trace("trimmed");
+        sys::trim();
         let elapsed = started.elapsed();
         eprintln!(
             "picket: rules reloaded: {} loaded, {} skipped, in {:.2} s{}",
@@ -319,24 +326,19 @@ impl RuleReloader for Reloader {
     }
 }
 
-/// TEMP: memory at a reload phase (PICKET_RELOAD_TRACE).
-pub fn trace(phase: &str) {
-    if std::env::var_os("PICKET_RELOAD_TRACE").is_none() {
-        return;
-    }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let rss: Vec<&str> = status.lines().filter(|l| l.starts_with("VmRSS") || l.starts_with("VmHWM")).collect();
-    eprintln!("picket: trace {phase}: {}", rss.join(" ").split_whitespace().collect::<Vec<_>>().join(" "));
-}
-
 /// Now, as eve writes timestamps.
 fn now_eve() -> String {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     crate::output::eve::format_timestamp(crate::packet::Timestamp::from_parts(now.as_secs(), now.subsec_nanos()))
 }
 
-/// Returning freed heap to the system after a reload (glibc keeps freed memory in its
-/// arenas: without this the old engine's pages stay resident).
+/// Hands the heap the process freed back to the system (start-up and reload builds free
+/// far more than they keep; glibc keeps freed memory in its arenas otherwise).
+pub fn release_free_memory() {
+    sys::trim();
+}
+
+/// Returning freed heap to the system (`malloc_trim`).
 #[allow(unsafe_code)]
 mod sys {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

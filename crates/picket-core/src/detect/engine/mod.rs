@@ -573,6 +573,10 @@ pub struct EngineBuilder<'c> {
     compiled: Vec<Option<CompiledRule>>,
     report: BuildReport,
     started: std::time::Instant,
+    /// What eve logs of each rule of the running engine, by rule text: a reload shares it
+    /// for rules that did not change instead of holding a second copy (rule text and
+    /// metadata are a large part of an engine).
+    previous: std::collections::HashMap<&'c str, &'c Arc<RuleLog>>,
 }
 
 impl<'c> EngineBuilder<'c> {
@@ -583,7 +587,16 @@ impl<'c> EngineBuilder<'c> {
             compiled: Vec::new(),
             report: BuildReport::default(),
             started: std::time::Instant::now(),
+            previous: Default::default(),
         }
+    }
+
+    /// A builder for the engine that replaces `running` (a rule reload): unchanged rules
+    /// share their logged text and metadata with it.
+    pub fn replacing(cfg: &'c DetectConfig, running: &'c DetectEngine) -> Self {
+        let mut builder = Self::new(cfg);
+        builder.previous = running.rules.iter().map(|r| (r.rule_log.text.as_str(), &r.rule_log)).collect();
+        builder
     }
 
     /// Compiles `rule` into load slot `slot` (a slot given again is a duplicate sid whose
@@ -597,7 +610,12 @@ impl<'c> EngineBuilder<'c> {
             self.report.rules_rejected.retain(|(s, _)| *s != sid);
         }
         self.compiled[slot] = match compile::compile_rule(&rule, &self.cfg.classification, &mut self.names) {
-            Ok(c) => Some(c),
+            Ok(mut c) => {
+                if let Some(&shared) = self.previous.get(c.rule_log.text.as_str()) {
+                    c.rule_log = Arc::clone(shared);
+                }
+                Some(c)
+            }
             Err(reason) => {
                 self.report.rules_rejected.push((rule.sid, reason));
                 None
