@@ -152,6 +152,9 @@ pub fn run_live(
     let cores = if opts.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
     let shared: Vec<WorkerShared> = (0..n).map(|_| WorkerShared { counters: Mutex::new(CounterSet::new()) }).collect();
     let (events_tx, events_rx) = crossbeam_channel::bounded::<EventBuf>(EVENT_QUEUE);
+    if let Some(slot) = &opts.engine_slot {
+        slot.workers_running(n);
+    }
 
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || write_events(events_rx, logs));
@@ -178,6 +181,9 @@ pub fn run_live(
                 worker.tallies_tx = opts.detector_tallies.clone();
                 worker.engine_slot = engine_slot;
                 worker.run(stop);
+                if let Some((slot, _)) = worker.engine_slot {
+                    slot.worker_ended(i);
+                }
                 worker.finish()
             });
             match spawned {

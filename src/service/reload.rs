@@ -78,6 +78,20 @@ impl EngineSlot {
         })
     }
 
+    /// The run has `running` workers (index 0..running): a reload waits for those only.
+    pub fn workers_running(&self, running: usize) {
+        for w in self.workers.iter().skip(running) {
+            w.store(u64::MAX, Ordering::Release);
+        }
+    }
+
+    /// Worker `worker` ended: a reload no longer waits for it.
+    pub fn worker_ended(&self, worker: usize) {
+        if let Some(w) = self.workers.get(worker) {
+            w.store(u64::MAX, Ordering::Release);
+        }
+    }
+
     /// The generation published last (one relaxed load: the workers' per-iteration check).
     #[inline]
     pub fn generation(&self) -> u64 {
