@@ -47,20 +47,33 @@ pub fn resolve(algo: MpmAlgo) -> MpmAlgo {
 /// The builder for `algo`, compiling on all cores. `hs` in a build without Hyperscan is an
 /// error; `hs` on a CPU that cannot run it fails when the first set is compiled.
 pub fn builder(algo: MpmAlgo) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
+    builder_with_threads(algo, None)
+}
+
+/// [`builder`] compiling on at most `threads` threads (`None`: every core). A rule reload
+/// compiles on one, one set at a time, beside the running workers.
+pub fn builder_with_threads(algo: MpmAlgo, threads: Option<usize>) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
     match resolve(algo) {
-        MpmAlgo::Hyperscan => hyperscan_builder(),
+        MpmAlgo::Hyperscan => hyperscan_builder(threads),
         // `resolve` never returns Auto.
-        MpmAlgo::AhoCorasick | MpmAlgo::Auto => Ok(Arc::new(Parallel::new(AcBuilder))),
+        MpmAlgo::AhoCorasick | MpmAlgo::Auto => Ok(Arc::new(parallel(AcBuilder, threads))),
+    }
+}
+
+fn parallel<B: MatcherBuilder>(inner: B, threads: Option<usize>) -> Parallel<B> {
+    match threads {
+        Some(n) => Parallel::with_threads(inner, n),
+        None => Parallel::new(inner),
     }
 }
 
 #[cfg(feature = "hyperscan")]
-fn hyperscan_builder() -> Result<Arc<dyn MatcherBuilder>, MpmError> {
-    Ok(Arc::new(Parallel::new(hs::HsBuilder)))
+fn hyperscan_builder(threads: Option<usize>) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
+    Ok(Arc::new(parallel(hs::HsBuilder, threads)))
 }
 
 #[cfg(not(feature = "hyperscan"))]
-fn hyperscan_builder() -> Result<Arc<dyn MatcherBuilder>, MpmError> {
+fn hyperscan_builder(_threads: Option<usize>) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
     Err(MpmError::HyperscanNotBuiltIn)
 }
 

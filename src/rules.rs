@@ -5,9 +5,9 @@
 //! This is where files are read: the rule parser and the engine only see their contents.
 
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
-use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine};
+use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder};
 use crate::detect::mpm::{MpmAlgo, UnknownMpmAlgo};
-use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleVars, ThresholdConfig};
+use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleSink, RuleVars, ThresholdConfig};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -74,6 +74,31 @@ pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
 /// Loads the rules and builds the engine. A missing `-S`/`-s` file is an error; a bad rule
 /// is not (it is reported with file and line, the rest load).
 pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -> Result<LoadedRules, String> {
+    load_inner(config, settings, sources, None, None)
+}
+
+/// [`load`] for a rule reload: patterns compile on at most `threads` threads, and each rule
+/// compiles as soon as it is parsed, so the parsed rule set is never held whole
+/// (`LoadedRules::load.rules` stays empty): a reload runs beside a working engine, and its
+/// peak memory matters more than a parsed copy. Rules unchanged from `running` share what
+/// eve logs of them (text, metadata) with it.
+pub fn load_with_threads(
+    config: &Config,
+    settings: &EngineSettings,
+    sources: &RuleSources,
+    threads: usize,
+    running: Option<&DetectEngine>,
+) -> Result<LoadedRules, String> {
+    load_inner(config, settings, sources, Some(threads), running)
+}
+
+fn load_inner(
+    config: &Config,
+    settings: &EngineSettings,
+    sources: &RuleSources,
+    threads: Option<usize>,
+    running: Option<&DetectEngine>,
+) -> Result<LoadedRules, String> {
     let started = Instant::now();
     let mut warnings = Vec::new();
     for f in sources.exclusive.iter().chain(&sources.extra) {
@@ -92,8 +117,10 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
     }
     let vars = rule_vars(config, &mut warnings);
     let mut load = RuleSetLoad::new();
-    for f in &files {
-        read_rules_file(&mut load, f, &vars);
+    if threads.is_none() {
+        for f in &files {
+            read_rules_file(&mut load, f, &vars);
+        }
     }
     let classification = match &settings.classification_file {
         Some(path) if path.is_file() => read_config_file(path, ClassificationTable::parse, &mut warnings),
@@ -129,14 +156,35 @@ pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -
         None => MpmAlgo::Auto,
     };
     let cfg = DetectConfig {
-        matchers: crate::matchers::builder(algo).map_err(|e| e.to_string())?,
+        matchers: crate::matchers::builder_with_threads(algo, threads).map_err(|e| e.to_string())?,
         classification,
         thresholds,
         packet_alert_max: settings.packet_alert_max,
         action_order: settings.action_order,
     };
-    let (engine, build) = DetectEngine::build(load.rules.clone(), &cfg)?;
+    let (engine, build) = if threads.is_some() {
+        // A reload: each rule compiles as soon as it is parsed (peak memory).
+        let mut builder = match running {
+            Some(running) => EngineBuilder::replacing(&cfg, running),
+            None => EngineBuilder::new(&cfg),
+        };
+        for f in &files {
+            read_rules_file_into(&mut load, f, &vars, &mut |slot, rule| builder.add(slot, rule));
+        }
+        builder.finish()?
+    } else {
+        DetectEngine::build(load.rules.clone(), &cfg)?
+    };
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
+}
+
+/// [`read_rules_file`] handing each parsed rule to `sink` (`RuleSetLoad::load_str_into`).
+pub fn read_rules_file_into(load: &mut RuleSetLoad, path: &Path, vars: &RuleVars, sink: &mut RuleSink<'_>) {
+    let name = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => load.load_bytes_into(&name, &bytes, vars, sink),
+        Err(e) => load.unreadable(&name, e),
+    }
 }
 
 /// Reads one rules file into `load`; an unreadable file becomes one error at line 0.

@@ -447,8 +447,26 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         .transpose()
         .map_err(|e| CliError(format!("--metrics: {e}")))?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
-    let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
-    inspect.detect = rules.engine.map(Arc::new);
+    let mut rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
+    inspect.detect = rules.engine.take().map(Arc::new);
+    // SIGUSR2 and `picket ctl reload-rules` load the same inputs again and swap the engine.
+    let (engine_slot, reloader) = match inspect.detect.clone() {
+        Some(engine) => {
+            let slot = crate::service::reload::EngineSlot::new(engine, workers);
+            let inputs = crate::service::reload::RuleInputs {
+                config: args.config.clone(),
+                sets: args.set.clone(),
+                sources: sources.clone(),
+            };
+            let reloader = crate::service::reload::Reloader::new(inputs, Arc::clone(&slot), &rules, args.verbose > 0);
+            (Some(slot), Some(reloader))
+        }
+        None => (None, None),
+    };
+    // The parsed rules are in the engine now; what the build freed goes back to the system
+    // (a live run then sits at its real size, and a reload grows from there).
+    drop(rules);
+    crate::service::reload::release_free_memory();
     let log_dir = resolved.outputs.log_dir.clone();
     let log_dir_created = !log_dir.exists();
     fs::create_dir_all(&log_dir)
@@ -523,7 +541,12 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let opts = LiveOptions {
         workers,
         pin_cores: !args.no_pin,
-        inspect,
+        // With a slot, workers take the engine from it, and the old one is freed after a
+        // reload (no `Arc` of it stays here).
+        inspect: crate::inspect::InspectSettings {
+            detect: if engine_slot.is_some() { None } else { inspect.detect.clone() },
+            ..inspect
+        },
         eve: resolved.options.eve.clone(),
         stats_interval,
         snapshot_path: Some(log_dir.join(crate::tools::snapshot::SNAPSHOT_FILE_NAME)),
@@ -536,13 +559,14 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
             };
             sources.extend(controller.as_ref().map(|c| c.global_counters()));
             sources.extend(targets.counter_sources());
+            sources.extend(reloader.as_ref().map(|r| r.counter_source()));
             sources
         },
         detector_tallies: controller.as_ref().map(|c| c.tallies.clone()),
         extra_events: controller.as_ref().map(|c| c.events.clone()),
         control: Some(crate::service::ControlPlane {
             commands: control_rx,
-            reloader: None,
+            reloader: reloader.clone().map(|r| r as Arc<dyn crate::service::RuleReloader>),
             reopen: reopen.clone(),
             info: crate::service::RunInfo {
                 running_mode: "workers".into(),
@@ -551,6 +575,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
                 started: std::time::Instant::now(),
             },
         }),
+        engine_slot,
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",

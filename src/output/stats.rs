@@ -67,11 +67,29 @@ pub fn stats_event_with_global(
     workers: &[WorkerReport],
     global: &CounterSet,
 ) -> Vec<u8> {
+    stats_event_with_engines(ts, uptime_secs, workers, global, None)
+}
+
+/// [`stats_event_with_global`] with `stats.detect.engines` (Suricata's per-engine rule
+/// counts and last reload, `crate::service::RuleReloader::ruleset_stats`) when given.
+pub fn stats_event_with_engines(
+    ts: Timestamp,
+    uptime_secs: u64,
+    workers: &[WorkerReport],
+    global: &CounterSet,
+    engines: Option<serde_json::Value>,
+) -> Vec<u8> {
     let total = CounterSet::sum(workers.iter().map(|w| &w.counters).chain(std::iter::once(global)));
     let mut stats = match nested_json(&total) {
         serde_json::Value::Object(m) => m,
         _ => unreachable!("nested json is an object"),
     };
+    if let Some(engines) = engines {
+        let detect = stats.entry("detect").or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if let serde_json::Value::Object(detect) = detect {
+            detect.insert("engines".into(), engines);
+        }
+    }
     let mut threads = serde_json::Map::new();
     for w in workers {
         threads.insert(w.name.clone(), nested_json(&w.counters));

@@ -29,7 +29,7 @@ use crate::output::eve::AlertLogOptions;
 use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::sink::LogSink;
-use crate::output::stats::{stats_event_with_global, worker_name, write_stats_log, WorkerReport};
+use crate::output::stats::{stats_event_with_engines, worker_name, write_stats_log, WorkerReport};
 use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
 use crate::tools::snapshot::{write_snapshot_with_global, IpsSnapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
@@ -76,6 +76,10 @@ pub struct LiveOptions {
     /// Commands from signals and the control socket (`crate::service`), answered by the
     /// main thread between its chores; `None` takes none.
     pub control: Option<crate::service::ControlPlane>,
+    /// The rule engine, swapped by a rule reload (`crate::service::reload`): each worker
+    /// takes it at start and again, between two batches, when its generation moved. `None`:
+    /// workers run with `inspect.detect` for the whole run.
+    pub engine_slot: Option<Arc<crate::service::reload::EngineSlot>>,
 }
 
 /// Adds a component's process-wide counters to the set it is given.
@@ -150,13 +154,21 @@ pub fn run_live(
     let cores = if opts.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
     let shared: Vec<WorkerShared> = (0..n).map(|_| WorkerShared { counters: Mutex::new(CounterSet::new()) }).collect();
     let (events_tx, events_rx) = crossbeam_channel::bounded::<EventBuf>(EVENT_QUEUE);
+    if let Some(slot) = &opts.engine_slot {
+        slot.workers_running(n);
+    }
 
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || write_events(events_rx, logs));
         let mut handles = Vec::with_capacity(n);
         for (i, socks) in sockets.into_iter().enumerate() {
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
-            let settings = opts.inspect.clone();
+            let mut settings = opts.inspect.clone();
+            let engine_slot = opts.engine_slot.as_deref().map(|slot| {
+                let (generation, engine) = slot.current();
+                settings.detect = Some(engine);
+                (slot, generation)
+            });
             let eve = LogSink::new(opts.eve.clone());
             let (gauges, shared, stop, events_tx) = (&gauges.workers[i].1, &shared[i], &*stop, events_tx.clone());
             let flow_bypass = opts.flow_bypass;
@@ -169,7 +181,11 @@ pub fn run_live(
                     maps.open().map_err(|e| eprintln!("picket: worker {i}: no flow bypass: {e}")).ok()
                 });
                 worker.tallies_tx = opts.detector_tallies.clone();
+                worker.engine_slot = engine_slot;
                 worker.run(stop);
+                if let Some((slot, _)) = worker.engine_slot {
+                    slot.worker_ended(i);
+                }
                 worker.finish()
             });
             match spawned {
@@ -200,7 +216,7 @@ pub fn run_live(
                 last_stats = Instant::now();
                 let reports = periodic_reports(&gauges, &shared);
                 if opts.eve.types.stats {
-                    let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &global));
+                    let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &global, detect_engines(opts)));
                 }
                 if let Some(path) = &opts.stats_log {
                     if let Err(e) = append_stats_log(path, start.elapsed(), &reports, &global) {
@@ -229,7 +245,7 @@ pub fn run_live(
         forward_extra_events(opts, &events_tx);
         let global = global_counters(opts, &gauges);
         if opts.eve.types.stats {
-            let _ = events_tx.send(stats_chunk(wall, &reports, &global));
+            let _ = events_tx.send(stats_chunk(wall, &reports, &global, detect_engines(opts)));
         }
         drop(events_tx);
         let events_written = writer.join().map_err(|_| io::Error::other("output thread panicked"))??;
@@ -273,11 +289,12 @@ fn answer_commands(
                 Ok(serde_json::Value::String("done".into()))
             }
             Request::Stats => {
-                let line = stats_event_with_global(
+                let line = stats_event_with_engines(
                     now_timestamp(),
                     start.elapsed().as_secs(),
                     &periodic_reports(gauges, shared),
                     global,
+                    control.reloader.as_ref().map(|r| serde_json::Value::Array(vec![r.ruleset_stats()])),
                 );
                 serde_json::from_slice::<serde_json::Value>(&line)
                     .map(|mut event| event["stats"].take())
@@ -360,9 +377,20 @@ fn forward_extra_events(opts: &LiveOptions, events_tx: &Sender<EventBuf>) {
     }
 }
 
-fn stats_chunk(uptime: Duration, reports: &[WorkerReport], global: &CounterSet) -> EventBuf {
+/// eve `stats.detect.engines` of a run that can reload its rules.
+fn detect_engines(opts: &LiveOptions) -> Option<serde_json::Value> {
+    let reloader = opts.control.as_ref()?.reloader.as_ref()?;
+    Some(serde_json::Value::Array(vec![reloader.ruleset_stats()]))
+}
+
+fn stats_chunk(
+    uptime: Duration,
+    reports: &[WorkerReport],
+    global: &CounterSet,
+    engines: Option<serde_json::Value>,
+) -> EventBuf {
     let mut buf = EventBuf::default();
-    let line = stats_event_with_global(now_timestamp(), uptime.as_secs(), reports, global);
+    let line = stats_event_with_engines(now_timestamp(), uptime.as_secs(), reports, global, engines);
     buf.push(u64::MAX, |out| out.extend_from_slice(&line));
     buf
 }
@@ -435,6 +463,8 @@ struct LiveWorker<'a> {
     output_waits: u64,
     /// The DDoS controller's tally queue (`--ddos`).
     tallies_tx: Option<Sender<crate::detectors::Tallies>>,
+    /// Where a reloaded engine comes from, and the generation this worker runs.
+    engine_slot: Option<(&'a crate::service::reload::EngineSlot, u64)>,
 }
 
 /// The part of a worker the per-packet callback borrows (apart from the sockets).
@@ -520,6 +550,7 @@ impl<'a> LiveWorker<'a> {
             poll_errors: 0,
             output_waits: 0,
             tallies_tx: None,
+            engine_slot: None,
         }
     }
 
@@ -543,6 +574,7 @@ impl<'a> LiveWorker<'a> {
             if visited > 0 {
                 self.publish_batch();
             }
+            self.check_engine();
             if last_tick.elapsed() >= TICK {
                 last_tick = Instant::now();
                 self.tick();
@@ -559,6 +591,22 @@ impl<'a> LiveWorker<'a> {
             }
         }
         self.tick();
+    }
+
+    /// Between two batches: a reloaded engine is taken when the slot's generation moved
+    /// (one relaxed load otherwise). The flows' detection state carries over; the old
+    /// engine goes back to the slot, for the main thread to release.
+    fn check_engine(&mut self) {
+        let Some((slot, running)) = self.engine_slot else { return };
+        if slot.generation() == running {
+            return;
+        }
+        // Events of the old engine go out first: a chunk holds one engine's alerts.
+        self.send_events();
+        let (generation, engine) = slot.current();
+        let old = self.core.inspector.swap_engine(engine);
+        slot.switched(self.index, generation, old);
+        self.engine_slot = Some((slot, generation));
     }
 
     /// Reads what one port has ready (waiting at most `wait` if nothing is).

@@ -219,6 +219,11 @@ impl<E: Default> FlowTable<E> {
         self.index.len()
     }
 
+    /// The per-flow state of every open flow (a rule reload renames what it holds).
+    pub fn exts_mut(&mut self) -> impl Iterator<Item = &mut E> + '_ {
+        self.slots.iter_mut().filter(|s| s.in_use).map(|s| &mut s.ext)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
     }

@@ -340,6 +340,26 @@ impl Inspector {
         }
     }
 
+    /// Switches to another detection engine (a rule reload) between two packets: flows,
+    /// streams and app-layer state stay; flowbits, flowints, xbits and threshold trackers
+    /// carry over (`detect::engine::carry`). Returns the engine it ran with, for the caller
+    /// to release where dropping it costs nothing on the data path.
+    pub fn swap_engine(&mut self, engine: Arc<DetectEngine>) -> Option<Arc<DetectEngine>> {
+        let det = &mut self.detection;
+        match det.engine.as_deref() {
+            Some(old) => {
+                let carry = engine.carry_from(old);
+                for ext in self.flows.exts_mut() {
+                    carry.flow(&mut ext.detect);
+                }
+                det.ctx = carry.ctx(std::mem::take(&mut det.ctx), &engine);
+            }
+            None => det.ctx = engine.new_ctx(),
+        }
+        det.log_ja3 = ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].iter().any(|b| engine.uses_buffer(b));
+        det.engine.replace(engine)
+    }
+
     /// Inspects one packet. Events it raises go to `sink` keyed by its `pcap_cnt`; the
     /// returned verdict says whether the packet may go on (inline modes act on it).
     pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {

@@ -241,6 +241,12 @@ impl AppBufferInspection {
 }
 
 impl CompiledRule {
+    /// (gid, sid) in one number: what threshold trackers are keyed by, so that they keep
+    /// counting across a rule reload (rule indices change, signature ids do not).
+    pub fn key(&self) -> u64 {
+        (u64::from(self.gid) << 32) | u64::from(self.sid)
+    }
+
     /// The rule reads app-layer transaction data (buffers or numeric keywords), so it is
     /// checked only when a `BufferSource` is given and alerts once per transaction.
     pub fn inspects_app_layer(&self) -> bool {

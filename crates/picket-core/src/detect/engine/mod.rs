@@ -12,6 +12,7 @@
 //! - alerts come back in the order they are to be logged; the caller writes eve/fast.log
 //!   and applies drop/reject (the engine only reports the action).
 
+mod carry;
 mod compile;
 mod headers;
 #[cfg(test)]
@@ -33,6 +34,7 @@ use crate::detect::rule::{
 };
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
+pub use carry::EngineCarry;
 pub use compile::RuleLog;
 use compile::{ActionScope, AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 use payload::Inspection;
@@ -439,9 +441,11 @@ pub struct DetectEngine {
     has_transactional: bool,
     /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
     /// (a host's flows are spread over workers). Locked only when such a rule matches.
-    shared_thresholds: std::sync::Mutex<ThresholdTable>,
-    /// Flowbit names by interned id, for logging the bits a flow has set.
-    flowbit_names: Vec<String>,
+    /// An `Arc` so that a reloaded engine takes over the running one's table (`carry.rs`).
+    shared_thresholds: Arc<std::sync::Mutex<ThresholdTable>>,
+    /// Flowbit, flowint and xbit names by interned id: for logging the bits a flow has set,
+    /// and for carrying state over to a reloaded engine (ids are per engine).
+    names: carry::NameTables,
 }
 
 /// Compiles each distinct pattern set once with `builder` (whose `build_all` may spread them
@@ -559,29 +563,77 @@ struct PacketFacts {
     dp: u16,
 }
 
-/// Compiles the rules in load order; a rule the engine cannot run is reported and left out.
-/// Also returns the flowbit names by interned id.
-fn compile_rules(
-    rules: Vec<Rule>,
-    classes: &ClassificationTable,
-    report: &mut BuildReport,
-) -> (Vec<(usize, CompiledRule)>, Vec<String>) {
-    let mut names = compile::Names::default();
-    let mut compiled: Vec<(usize, CompiledRule)> = Vec::with_capacity(rules.len());
-    for (load_order, rule) in rules.iter().enumerate() {
-        match compile::compile_rule(rule, classes, &mut names) {
-            Ok(c) => compiled.push((load_order, c)),
-            Err(reason) => report.rules_rejected.push((rule.sid, reason)),
+/// Compiles rules one at a time, as they come (a rule reload streams them from the parser,
+/// so the parsed form of a large rule set is never held whole), then builds the engine.
+/// A rule the engine cannot run is reported and left out.
+pub struct EngineBuilder<'c> {
+    cfg: &'c DetectConfig,
+    names: compile::Names,
+    /// By load slot; `None`: rejected.
+    compiled: Vec<Option<CompiledRule>>,
+    report: BuildReport,
+    started: std::time::Instant,
+    /// What eve logs of each rule of the running engine, by rule text: a reload shares it
+    /// for rules that did not change instead of holding a second copy (rule text and
+    /// metadata are a large part of an engine).
+    previous: std::collections::HashMap<&'c str, &'c Arc<RuleLog>>,
+}
+
+impl<'c> EngineBuilder<'c> {
+    pub fn new(cfg: &'c DetectConfig) -> Self {
+        EngineBuilder {
+            cfg,
+            names: compile::Names::default(),
+            compiled: Vec::new(),
+            report: BuildReport::default(),
+            started: std::time::Instant::now(),
+            previous: Default::default(),
         }
     }
-    drop(rules);
-    let mut flowbit_names = vec![String::new(); names.flowbits.len()];
-    for (name, id) in names.flowbits.drain() {
-        if let Some(slot) = flowbit_names.get_mut(id as usize) {
-            *slot = name;
-        }
+
+    /// A builder for the engine that replaces `running` (a rule reload): unchanged rules
+    /// share their logged text and metadata with it.
+    pub fn replacing(cfg: &'c DetectConfig, running: &'c DetectEngine) -> Self {
+        let mut builder = Self::new(cfg);
+        builder.previous = running.rules.iter().map(|r| (r.rule_log.text.as_str(), &r.rule_log)).collect();
+        builder
     }
-    (compiled, flowbit_names)
+
+    /// Compiles `rule` into load slot `slot` (a slot given again is a duplicate sid whose
+    /// later revision replaces the rule there: `RuleSetLoad::load_str_into`).
+    pub fn add(&mut self, slot: usize, rule: Rule) {
+        if slot >= self.compiled.len() {
+            self.compiled.resize_with(slot + 1, || None);
+        } else {
+            // A replacement: what was reported of the rule it replaces no longer holds.
+            let sid = rule.sid;
+            self.report.rules_rejected.retain(|(s, _)| *s != sid);
+        }
+        self.compiled[slot] = match compile::compile_rule(&rule, &self.cfg.classification, &mut self.names) {
+            Ok(mut c) => {
+                if let Some(&shared) = self.previous.get(c.rule_log.text.as_str()) {
+                    c.rule_log = Arc::clone(shared);
+                }
+                Some(c)
+            }
+            Err(reason) => {
+                self.report.rules_rejected.push((rule.sid, reason));
+                None
+            }
+        };
+    }
+
+    pub fn finish(self) -> Result<(DetectEngine, BuildReport), String> {
+        let compiled: Vec<(usize, CompiledRule)> =
+            self.compiled.into_iter().enumerate().filter_map(|(load, c)| c.map(|c| (load, c))).collect();
+        DetectEngine::build_compiled(
+            compiled,
+            carry::NameTables::from_names(self.names),
+            self.cfg,
+            self.report,
+            self.started,
+        )
+    }
 }
 
 /// threshold.config: suppress adds to the rule; threshold/event_filter for a sid replaces the
@@ -835,9 +887,21 @@ fn rules_memory(rules: &[CompiledRule], ip_only: &IpOnly) -> usize {
 
 impl DetectEngine {
     pub fn build(rules: Vec<Rule>, cfg: &DetectConfig) -> Result<(DetectEngine, BuildReport), String> {
-        let started = std::time::Instant::now();
-        let mut report = BuildReport::default();
-        let (mut compiled, flowbit_names) = compile_rules(rules, &cfg.classification, &mut report);
+        let mut builder = EngineBuilder::new(cfg);
+        // Each parsed rule is freed as soon as it is compiled.
+        for (slot, rule) in rules.into_iter().enumerate() {
+            builder.add(slot, rule);
+        }
+        builder.finish()
+    }
+
+    fn build_compiled(
+        mut compiled: Vec<(usize, CompiledRule)>,
+        names: carry::NameTables,
+        cfg: &DetectConfig,
+        mut report: BuildReport,
+        started: std::time::Instant,
+    ) -> Result<(DetectEngine, BuildReport), String> {
         apply_threshold_config(&mut compiled, &cfg.thresholds, &mut report);
         compiled.sort_by_key(|(load, r)| (cfg.action_order.rank(r.action), r.bits_use, r.priority, *load));
         let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
@@ -872,8 +936,8 @@ impl DetectEngine {
                 packet_alert_max,
                 report_memory: memory,
                 has_transactional,
-                shared_thresholds: std::sync::Mutex::new(ThresholdTable::default()),
-                flowbit_names,
+                shared_thresholds: Arc::new(std::sync::Mutex::new(ThresholdTable::default())),
+                names,
             },
             report,
         ))
@@ -919,7 +983,7 @@ impl DetectEngine {
     /// Runs every applicable rule on `pkt`; alerts are appended to `alerts`.
     /// Names of the flowbits set on `flow`, in id order.
     pub fn flowbits_set<'a>(&'a self, flow: &'a DetectFlow) -> impl Iterator<Item = &'a str> + 'a {
-        flow.vars.bits.iter().filter_map(|&id| self.flowbit_names.get(id as usize).map(String::as_str))
+        flow.vars.bits.iter().filter_map(|&id| self.names.flowbits.get(id as usize).map(String::as_str))
     }
 
     pub fn inspect(
@@ -1075,13 +1139,13 @@ impl DetectEngine {
             }
             if let Some(limit) = &rule.limit {
                 let allowed = if limit.tracks_flow() {
-                    ctx.thresholds.allow(idx, limit, hosts, now)
+                    ctx.thresholds.allow(rule.key(), limit, hosts, now)
                 } else {
                     // A poisoned lock only means another worker panicked mid-update; the
                     // table is still usable.
                     let mut shared = self.shared_thresholds.lock().unwrap_or_else(|e| e.into_inner());
                     let dropped_before = shared.dropped;
-                    let allowed = shared.allow(idx, limit, hosts, now);
+                    let allowed = shared.allow(rule.key(), limit, hosts, now);
                     ctx.counters.shared_thresholds_dropped += shared.dropped - dropped_before;
                     allowed
                 };

@@ -191,7 +191,8 @@ pub(crate) fn apply(a: &StateAction, vars: Option<&mut FlowVars>, xbits: &mut Xb
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct ThresholdKey {
-    rule: u32,
+    /// The rule's (gid, sid) (`CompiledRule::key`).
+    rule: u64,
     a: [u8; 16],
     b: [u8; 16],
     flow: u64,
@@ -216,7 +217,7 @@ pub(crate) struct ThresholdTable {
 
 impl ThresholdTable {
     /// Applies a threshold/detection_filter to one match: true when the alert is to be kept.
-    pub(crate) fn allow(&mut self, rule: u32, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
+    pub(crate) fn allow(&mut self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
         let (track, count, seconds) = match limit {
             AlertLimit::Threshold(t) => (t.track, t.count, t.seconds),
             AlertLimit::DetectionFilter(d) => (d.track, d.count, d.seconds),
@@ -308,5 +309,45 @@ impl ThresholdTable {
                 }
             },
         }
+    }
+}
+
+// Carrying state over to a reloaded engine (`carry.rs`): ids are interned per engine, so
+// bits and ints are renamed; trackers are keyed by (gid, sid) and only lose the rules that
+// are gone.
+
+impl FlowVars {
+    /// Renames every flowbit and flowint id with `bit` / `int`; those without a new id
+    /// (no rule of the new engine names them) are dropped.
+    pub(crate) fn remap(&mut self, bit: impl Fn(u32) -> Option<u32>, int: impl Fn(u32) -> Option<u32>) {
+        self.bits = self.bits.iter().filter_map(|&id| bit(id)).collect();
+        self.bits.sort_unstable();
+        self.bits.dedup();
+        self.ints = self.ints.iter().filter_map(|&(id, v)| int(id).map(|new| (new, v))).collect();
+        self.ints.sort_unstable_by_key(|e| e.0);
+        self.ints.dedup_by_key(|e| e.0);
+    }
+}
+
+impl XbitTable {
+    /// Renames every xbit id with `map`; bits without a new id are dropped.
+    pub(crate) fn remap(&mut self, map: impl Fn(u32) -> Option<u32>) {
+        let old = std::mem::take(&mut self.bits);
+        self.bits = old.into_iter().filter_map(|(k, exp)| map(k.id).map(|id| (XbitKey { id, ..k }, exp))).collect();
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.bits.len()
+    }
+}
+
+impl ThresholdTable {
+    /// Keeps the trackers of the rules `keep` says still exist (by `CompiledRule::key`).
+    pub(crate) fn retain_rules(&mut self, keep: impl Fn(u64) -> bool) {
+        self.entries.retain(|k, _| keep(k.rule));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
     }
 }

@@ -121,9 +121,16 @@ pub struct RuleSetLoad {
     pub unsupported: BTreeMap<String, usize>,
     pub unsupported_rules: Vec<UnsupportedRule>,
     pub duplicates: Vec<DuplicateSid>,
-    /// (gid, sid) -> index in `rules`.
+    /// (gid, sid) -> index in `rules` (or in `streamed`).
     by_sid: HashMap<(u32, u32), usize>,
+    /// Rules handed to a sink instead of kept ([`RuleSetLoad::load_str_into`]): what the
+    /// duplicate check needs of them (file, line, rev).
+    streamed: Vec<(Option<Arc<str>>, usize, u32)>,
 }
+
+/// Where [`RuleSetLoad::load_str_into`] hands each parsed rule: its slot (load order; a
+/// duplicate sid with a higher rev comes again with the slot of the rule it replaces).
+pub type RuleSink<'a> = dyn FnMut(usize, Rule) + 'a;
 
 impl RuleSetLoad {
     pub fn new() -> Self {
@@ -153,13 +160,33 @@ impl RuleSetLoad {
 
     /// Loads rules from text; `name` labels errors.
     pub fn load_str(&mut self, name: &str, text: &str, vars: &RuleVars) {
+        self.load_str_inner(name, text, vars, None);
+    }
+
+    /// [`RuleSetLoad::load_str`] that hands each rule to `sink` as soon as it is parsed
+    /// instead of keeping it in `rules` (an engine can compile it at once: the parsed form
+    /// of a large rule set is never held whole). Errors, skipped rules and duplicates are
+    /// recorded as usual.
+    pub fn load_str_into(&mut self, name: &str, text: &str, vars: &RuleVars, sink: &mut RuleSink<'_>) {
+        self.load_str_inner(name, text, vars, Some(sink));
+    }
+
+    /// [`RuleSetLoad::load_bytes`] into a sink.
+    pub fn load_bytes_into(&mut self, name: &str, bytes: &[u8], vars: &RuleVars, sink: &mut RuleSink<'_>) {
+        self.load_str_into(name, &String::from_utf8_lossy(bytes), vars, sink);
+    }
+
+    fn load_str_inner(&mut self, name: &str, text: &str, vars: &RuleVars, mut sink: Option<&mut RuleSink<'_>>) {
         let file: Arc<str> = Arc::from(name);
         for (line, rule_text) in rule_lines(text) {
             match parse_rule(&rule_text, vars) {
                 Ok(mut rule) => {
                     rule.file = Some(file.clone());
                     rule.line = line;
-                    self.add_rule(rule);
+                    match sink.as_deref_mut() {
+                        Some(sink) => self.stream_rule(rule, sink),
+                        None => self.add_rule(rule),
+                    }
                 }
                 Err(RuleError::UnsupportedKeyword { name: keyword }) => {
                     *self.unsupported.entry(keyword.clone()).or_insert(0) += 1;
@@ -175,6 +202,38 @@ impl RuleSetLoad {
                 }
             }
         }
+    }
+
+    /// [`RuleSetLoad::add_rule`] for a rule going to a sink.
+    fn stream_rule(&mut self, rule: Rule, sink: &mut RuleSink<'_>) {
+        let key = (rule.gid, rule.sid);
+        let Some(&idx) = self.by_sid.get(&key) else {
+            let slot = self.streamed.len();
+            self.by_sid.insert(key, slot);
+            self.streamed.push((rule.file.clone(), rule.line, rule.rev));
+            sink(slot, rule);
+            return;
+        };
+        let Some(existing) = self.streamed.get_mut(idx) else { return };
+        let replaced = rule.rev > existing.2;
+        self.duplicates.push(DuplicateSid {
+            gid: rule.gid,
+            sid: rule.sid,
+            first_file: existing.0.as_deref().unwrap_or("").to_string(),
+            first_line: existing.1,
+            second_file: rule.file.as_deref().unwrap_or("").to_string(),
+            second_line: rule.line,
+            replaced,
+        });
+        if replaced {
+            *existing = (rule.file.clone(), rule.line, rule.rev);
+            sink(idx, rule);
+        }
+    }
+
+    /// Rules handed to a sink so far (distinct gid:sid).
+    pub fn streamed_count(&self) -> usize {
+        self.streamed.len()
     }
 
     fn add_rule(&mut self, rule: Rule) {
