@@ -4,7 +4,7 @@
 # --no-build` with [package.metadata.deb] of Cargo.toml. Prints the .deb's path last.
 #
 # Needs cargo-deb (`cargo install cargo-deb --locked`). Honours CARGO_TARGET_DIR.
-# Usage: scripts/package.sh            (from anywhere)
+# Usage: scripts/package.sh [cargo-deb options]     (from anywhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +13,11 @@ if ! cargo deb --version >/dev/null 2>&1; then
     exit 1
 fi
 
-cargo build --release --locked --bin picket
+# PICKET_SKIP_BUILD=1: package the binary already in the target directory (tests/packaging.rs,
+# which runs on the binary `cargo test --release` built).
+if [ "${PICKET_SKIP_BUILD:-0}" != 1 ]; then
+    cargo build --release --locked --bin picket
+fi
 target_dir="${CARGO_TARGET_DIR:-target}"
 bin="$target_dir/release/picket"
 assets="$target_dir/release/dist"
