@@ -43,11 +43,8 @@ fn text(out: &Output) -> (String, String) {
 fn example_config_documents_every_known_key() {
     let (config, warnings) = Config::load(Some(&example_yaml()), &[]).expect("dist/picket.yaml loads");
     assert!(warnings.is_empty(), "dist/picket.yaml: {warnings:?}");
-    let missing: Vec<&str> = KNOWN_KEYS
-        .iter()
-        .map(|k| k.strip_suffix(".*").unwrap_or(k))
-        .filter(|k| config.node(k).is_none())
-        .collect();
+    let missing: Vec<&str> =
+        KNOWN_KEYS.iter().map(|k| k.strip_suffix(".*").unwrap_or(k)).filter(|k| config.node(k).is_none()).collect();
     assert!(missing.is_empty(), "keys picket honours but dist/picket.yaml does not document: {missing:?}");
 }
 

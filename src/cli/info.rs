@@ -91,7 +91,12 @@ fn write_build_info(out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "Target: {}", env!("PICKET_BUILD_TARGET"))?;
     writeln!(out, "Profile: {}", env!("PICKET_BUILD_PROFILE"))?;
     writeln!(out, "Debug assertions: {}", yes_no(cfg!(debug_assertions)))?;
-    writeln!(out, "Pointer width: {}-bit, {} endian", usize::BITS, if cfg!(target_endian = "little") { "little" } else { "big" })?;
+    writeln!(
+        out,
+        "Pointer width: {}-bit, {} endian",
+        usize::BITS,
+        if cfg!(target_endian = "little") { "little" } else { "big" }
+    )?;
     Ok(())
 }
 
@@ -177,7 +182,10 @@ fn write_config_dump(out: &mut dyn Write, root: &Value) -> io::Result<()> {
         }
         Ok(())
     }
-    walk(out, "", root)
+    match root {
+        Value::Null => Ok(()),
+        root => walk(out, "", root),
+    }
 }
 
 fn scalar_text(v: &Value) -> String {
@@ -235,9 +243,7 @@ pub fn generate(args: &GenerateArgs) -> Result<(), CliError> {
         }
         shell => {
             let shell: Shell = shell.parse().map_err(|_| {
-                CliError(format!(
-                    "generate {shell}: unknown target; give man, bash, zsh, fish, elvish or powershell"
-                ))
+                CliError(format!("generate {shell}: unknown target; give man, bash, zsh, fish, elvish or powershell"))
             })?;
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, &name, &mut buf);

@@ -141,7 +141,8 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     // A progress bar on stderr when it is a terminal (cli/progress.rs).
     let display = progress::ProgressDisplay::start();
     let state = display.as_ref().map(progress::ProgressDisplay::state);
-    let summary = pipeline::run_with_progress(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs, state);
+    let summary =
+        pipeline::run_with_progress(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs, state);
     drop(display);
     let summary = summary?;
     fast.flush()?;

@@ -1,11 +1,11 @@
 //! The worker loop: pop a batch, inspect its packets, pass events on, recycle the batch.
 
+use super::RunProgress;
 use crate::inspect::Inspector;
 use crate::output::merge::{clock_key, OutputChunk};
 use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::PacketBatch;
-use super::RunProgress;
 use crossbeam_channel::Sender;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
