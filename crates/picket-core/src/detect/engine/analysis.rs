@@ -3,7 +3,7 @@
 //! in, or why the rule has none and is checked without a prefilter.
 //!
 //! The reason a rule has no fast pattern is decided while it compiles
-//! ([`no_fast_pattern_reason`], stored in the compiled rule), from the same candidates the
+//! (`lists::no_fast_pattern_reason`, stored in the compiled rule), from the same candidates the
 //! fast pattern choice saw; [`DetectEngine::analysis`] reads the built engine. Nothing here
 //! writes files: the texts are returned for the caller to write.
 
@@ -11,39 +11,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::compile::CompiledRule;
-use super::lists::FastPatternCandidate;
+use super::lists::REASON_NO_CONTENT;
 use super::{buffer_has_source, DetectEngine};
 
-/// Why a rule has no prefilter pattern (shown in the reports and counted in the summary).
-const REASON_NO_CONTENT: &str = "no content keyword to prefilter on";
-const REASON_NO_APP_CONTENT: &str = "no content in its app-layer buffers (checked on every transaction)";
-const REASON_NEGATED_ONLY: &str = "only negated contents (a rule matching on absence cannot prefilter)";
-const REASON_NEGATED_FAST_PATTERN: &str = "fast_pattern set on a negated content";
-const REASON_NOT_SCANNABLE: &str =
-    "contents only in buffers or transform chains the prefilter does not scan for this rule";
-const REASON_TRANSACTIONAL: &str = "transactional rule ('=>'): checked on every transaction";
+/// Why an IP-only rule has no prefilter pattern.
 const REASON_IP_ONLY: &str = "IP-only rule: matched by address lookup, no payload";
-
-/// Why the compiled rule got no fast pattern (called only when it got none).
-pub(crate) fn no_fast_pattern_reason(
-    candidates: &[FastPatternCandidate],
-    app_rule: bool,
-    transactional: bool,
-) -> &'static str {
-    if transactional {
-        return REASON_TRANSACTIONAL;
-    }
-    if candidates.is_empty() {
-        return if app_rule { REASON_NO_APP_CONTENT } else { REASON_NO_CONTENT };
-    }
-    if candidates.iter().any(|c| c.explicit && c.negated) {
-        return REASON_NEGATED_FAST_PATTERN;
-    }
-    if candidates.iter().all(|c| c.negated) {
-        return REASON_NEGATED_ONLY;
-    }
-    REASON_NOT_SCANNABLE
-}
 
 /// What a rule inspects, which decides how the engine checks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -307,6 +279,7 @@ impl EngineAnalysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detect::engine::lists::{REASON_NEGATED_FAST_PATTERN, REASON_NEGATED_ONLY};
     use crate::detect::engine::DetectConfig;
     use crate::detect::rule::{parse_rule, RuleVars};
 

@@ -600,7 +600,7 @@ pub(crate) fn compile_rule(
 
     let app_rule = !app_buffers.is_empty() || !build.app_numbers.is_empty();
     let no_fast_pattern = (fast_pattern.is_none() && app_fast_pattern.is_none())
-        .then(|| super::analysis::no_fast_pattern_reason(&fp_candidates, app_rule, transactional));
+        .then(|| super::lists::no_fast_pattern_reason(&fp_candidates, app_rule, transactional));
 
     let class = rule.classtype.as_deref().and_then(|c| classes.get(c));
     let ports_any = header.src_ports.is_any() && header.dst_ports.is_any();
