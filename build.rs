@@ -11,6 +11,7 @@ use std::process::Command;
 const BPF_HELPERS: &str = "/usr/include/bpf/bpf_helpers.h";
 
 fn main() {
+    record_build_facts();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("picket_xdp.o");
     println!("cargo:rerun-if-changed=bpf");
     println!("cargo:rerun-if-env-changed=PICKET_CLANG");
@@ -35,5 +36,32 @@ fn main() {
             println!("cargo:warning=no {clang} ({e}): building without the XDP program (apt install clang libbpf-dev)");
             std::fs::write(&out, b"").expect("write an empty XDP object");
         }
+    }
+}
+
+/// Facts `picket --build-info` prints that only the build knows: the compiler, the target and
+/// profile, and the versions of the system libraries pkg-config found (`unknown` without it).
+fn record_build_facts() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let rustc_version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=PICKET_BUILD_RUSTC={rustc_version}");
+    for (var, key) in [("TARGET", "PICKET_BUILD_TARGET"), ("PROFILE", "PICKET_BUILD_PROFILE")] {
+        println!("cargo:rustc-env={key}={}", std::env::var(var).unwrap_or_else(|_| "unknown".into()));
+    }
+    for (lib, key) in [("libhs", "PICKET_BUILD_LIBHS"), ("libpcre2-8", "PICKET_BUILD_PCRE2")] {
+        let version = Command::new("pkg-config")
+            .args(["--modversion", lib])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        println!("cargo:rustc-env={key}={version}");
     }
 }

@@ -12,7 +12,7 @@ use super::legacy::{LegacyFlavor, LegacyReader};
 use super::pcapng::{PcapNgReader, SHB_TYPE};
 use super::record::PacketLocation;
 use super::stream::ByteStream;
-use super::{CaptureError, PacketSource, RawPacket};
+use super::{CaptureError, PacketSource, RawPacket, ReadProgress};
 
 /// Initial read buffer; it grows when a record is larger (bounded by the record limits).
 const DEFAULT_BUFFER_LEN: usize = 128 * 1024;
@@ -88,6 +88,14 @@ impl<R: Read> CaptureReader<R> {
         }
     }
 
+    /// File offset of the next unread byte.
+    pub(crate) fn position(&self) -> u64 {
+        match self {
+            CaptureReader::Legacy(reader) => reader.position(),
+            CaptureReader::PcapNg(reader) => reader.position(),
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn buffer_capacity(&self) -> usize {
         match self {
@@ -116,6 +124,8 @@ impl<R: Read> PacketSource for CaptureReader<R> {
 pub struct FileSource {
     path: PathBuf,
     reader: CaptureReader<File>,
+    /// Size of the file when it was opened (progress reports).
+    size: u64,
 }
 
 impl FileSource {
@@ -125,7 +135,8 @@ impl FileSource {
 
     pub(crate) fn open_with_buffer(path: &Path, buffer_len: usize) -> Result<Self, CaptureError> {
         let file = File::open(path).map_err(|source| CaptureError::Open { path: path.to_path_buf(), source })?;
-        Ok(FileSource { path: path.to_path_buf(), reader: CaptureReader::open(file, path, buffer_len)? })
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(FileSource { path: path.to_path_buf(), reader: CaptureReader::open(file, path, buffer_len)?, size })
     }
 
     pub fn path(&self) -> &Path {
@@ -163,6 +174,10 @@ impl PacketSource for FileSource {
     fn describe(&self) -> String {
         format!("file {}", self.path.display())
     }
+
+    fn progress(&self) -> Option<ReadProgress> {
+        Some(ReadProgress { bytes_read: self.reader.position().min(self.size), total_bytes: self.size })
+    }
 }
 
 /// Every regular file of a directory, in name order, as one stream (Suricata's `-r DIR`).
@@ -175,6 +190,8 @@ pub struct DirectorySource {
     next_file: usize,
     current: Option<FileSource>,
     buffer_len: usize,
+    /// Sizes of the files, in reading order (progress reports).
+    sizes: Vec<u64>,
 }
 
 impl DirectorySource {
@@ -198,7 +215,8 @@ impl DirectorySource {
         }
         // All entries share the parent, so path order is file-name order.
         files.sort();
-        Ok(DirectorySource { dir: dir.to_path_buf(), files, next_file: 0, current: None, buffer_len })
+        let sizes = files.iter().map(|f| fs::metadata(f).map(|m| m.len()).unwrap_or(0)).collect();
+        Ok(DirectorySource { dir: dir.to_path_buf(), files, next_file: 0, current: None, buffer_len, sizes })
     }
 
     /// The files that make up the stream, in reading order.
@@ -246,5 +264,17 @@ impl PacketSource for DirectorySource {
             Some(file) => format!("directory {} (reading {})", self.dir.display(), file.path().display()),
             None => format!("directory {}", self.dir.display()),
         }
+    }
+
+    /// Files done count whole; the current one up to its read position.
+    fn progress(&self) -> Option<ReadProgress> {
+        let total_bytes = self.sizes.iter().sum();
+        let (done, current) = match &self.current {
+            // `next_file` is one past the file being read.
+            Some(file) => (self.next_file.saturating_sub(1), file.progress().map_or(0, |p| p.bytes_read)),
+            None => (self.next_file, 0),
+        };
+        let bytes_read = self.sizes.iter().take(done).sum::<u64>() + current;
+        Some(ReadProgress { bytes_read: bytes_read.min(total_bytes), total_bytes })
     }
 }

@@ -109,6 +109,11 @@ impl<R: Read> LegacyReader<R> {
         Ok(Some(PacketLocation { ts, link: self.link, wire_len, range }))
     }
 
+    /// File offset of the next unread byte (how far the file has been read).
+    pub(crate) fn position(&self) -> u64 {
+        self.stream.offset()
+    }
+
     pub(crate) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
         self.stream.bytes(range)
     }

@@ -57,6 +57,18 @@ pub trait PacketSource {
     fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError>;
     /// Human-readable description for logs ("file foo.pcap", "interface eth0").
     fn describe(&self) -> String;
+    /// How much of the input has been read, for progress reports; `None` for sources
+    /// without a known size (live capture, streams).
+    fn progress(&self) -> Option<ReadProgress> {
+        None
+    }
+}
+
+/// Bytes of an offline input read so far, out of its total size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadProgress {
+    pub bytes_read: u64,
+    pub total_bytes: u64,
 }
 
 /// Why a source could not open or could not finish a capture. `Display` gives one line

@@ -121,6 +121,11 @@ impl<R: Read> PcapNgReader<R> {
         Ok(reader)
     }
 
+    /// File offset of the next unread byte (how far the file has been read).
+    pub(crate) fn position(&self) -> u64 {
+        self.stream.offset()
+    }
+
     pub(crate) fn bytes(&self, range: Range<usize>) -> &[u8] {
         self.stream.bytes(range)
     }

@@ -6,6 +6,7 @@ mod args;
 mod bench;
 mod info;
 mod live;
+mod progress;
 mod resolve;
 
 pub use args::{InfoArgs, LiveArgs, RunArgs, ServiceArgs};
@@ -145,7 +146,13 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
         None => Box::new(std::io::sink()),
     });
     let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
-    let summary = pipeline::run(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs)?;
+    // A progress bar on stderr when it is a terminal (cli/progress.rs).
+    let display = progress::ProgressDisplay::start();
+    let state = display.as_ref().map(progress::ProgressDisplay::state);
+    let summary =
+        pipeline::run_with_progress(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs, state);
+    drop(display);
+    let summary = summary?;
     fast.flush()?;
     // Every event reaches its target before the targets' counters are read.
     eve.flush()?;
@@ -257,8 +264,9 @@ fn report_to_terminal(source: &dyn PacketSource, resolved: &Resolved, s: &RunSum
     } else {
         format!("workers ({} workers, dispatch {})", s.workers.len(), resolved.policy)
     };
+    let alerts: u64 = s.workers.iter().filter_map(|w| w.counters.get("detect.alert")).sum();
     println!(
-        "picket: {} packets from {} in {:.3} s, run mode {mode}, {} events written",
+        "picket: {} packets from {} in {:.3} s, run mode {mode}, {} events written, {alerts} alerts",
         s.packets_read,
         source.describe(),
         s.wall.as_secs_f64(),

@@ -176,6 +176,11 @@ impl Config {
         Ok(Config { root: Value::Mapping(root), source: None })
     }
 
+    /// The whole merged tree (for `--dump-config`).
+    pub fn root(&self) -> &Value {
+        &self.root
+    }
+
     /// The top-level YAML file this configuration was read from.
     pub fn source(&self) -> Option<&Path> {
         self.source.as_deref()

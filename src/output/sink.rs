@@ -14,11 +14,13 @@ use std::sync::Arc;
 pub struct LogSink {
     pub events: EventBuf,
     opts: Arc<AlertLogOptions>,
+    /// Alerts formatted since the sink was made (progress reports).
+    pub alerts: u64,
 }
 
 impl LogSink {
     pub fn new(opts: Arc<AlertLogOptions>) -> Self {
-        LogSink { events: EventBuf::default(), opts }
+        LogSink { events: EventBuf::default(), opts, alerts: 0 }
     }
 
     /// The lines formatted so far; the sink starts a new buffer.
@@ -31,6 +33,7 @@ impl EventSink for LogSink {
     fn event(&mut self, key: u64, event: &Event<'_>) {
         match event {
             Event::Alert(a) => {
+                self.alerts += 1;
                 if self.opts.types.alert {
                     self.events.push(key, |buf| eve::alert::write_alert(buf, a, &self.opts));
                 }

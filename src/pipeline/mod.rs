@@ -21,6 +21,7 @@ use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::{ClockTick, PacketBatch, PacketMeta, PacketRef, Timestamp};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,20 @@ pub struct RunSummary {
     pub bpf_filtered: u64,
 }
 
+/// How far an offline run is, for a progress display on another thread: the reader stores
+/// the input position every [`PROGRESS_EVERY_PACKETS`] packets, workers add their alerts
+/// once per batch (relaxed atomics: the data path takes no lock).
+#[derive(Debug, Default)]
+pub struct RunProgress {
+    pub bytes_read: AtomicU64,
+    pub total_bytes: AtomicU64,
+    pub packets: AtomicU64,
+    pub alerts: AtomicU64,
+}
+
+/// How often (in packets) the reader updates [`RunProgress`].
+pub const PROGRESS_EVERY_PACKETS: u64 = 1024;
+
 /// The log files workers' events are merged into.
 pub struct LogWriters<'a> {
     pub eve: &'a mut (dyn Write + Send),
@@ -77,10 +92,21 @@ pub fn run(
     opts: &RunOptions,
     logs: LogWriters<'_>,
 ) -> std::io::Result<RunSummary> {
+    run_with_progress(source, policy, opts, logs, None)
+}
+
+/// [`run`], reporting how far it is into `progress` as it goes.
+pub fn run_with_progress(
+    source: &mut dyn PacketSource,
+    policy: Box<dyn DispatchPolicy>,
+    opts: &RunOptions,
+    logs: LogWriters<'_>,
+    progress: Option<Arc<RunProgress>>,
+) -> std::io::Result<RunSummary> {
     if opts.single {
-        run_single(source, opts, logs)
+        run_single(source, opts, logs, progress)
     } else {
-        run_workers(source, policy, opts, logs)
+        run_workers(source, policy, opts, logs, progress)
     }
 }
 
@@ -98,10 +124,11 @@ struct Reader {
     bpf_filtered: u64,
     /// The filter has no meaning for a link type met in the input: reading stopped.
     bpf_error: Option<BpfError>,
+    progress: Option<Arc<RunProgress>>,
 }
 
 impl Reader {
-    fn new(opts: &RunOptions) -> Self {
+    fn new(opts: &RunOptions, progress: Option<Arc<RunProgress>>) -> Self {
         Reader {
             defrag: opts.defrag.map(Defragmenter::new),
             rebuilt: Vec::new(),
@@ -109,6 +136,16 @@ impl Reader {
             bpf: opts.bpf_filter.clone(),
             bpf_filtered: 0,
             bpf_error: None,
+            progress,
+        }
+    }
+
+    /// Stores the input position and packet count for the progress display.
+    fn report_progress(&self, source: &dyn PacketSource, packets: u64) {
+        if let (Some(progress), Some(read)) = (&self.progress, source.progress()) {
+            progress.bytes_read.store(read.bytes_read, Ordering::Relaxed);
+            progress.total_bytes.store(read.total_bytes, Ordering::Relaxed);
+            progress.packets.store(packets, Ordering::Relaxed);
         }
     }
 
@@ -127,7 +164,12 @@ impl Reader {
         mut on_packet: impl FnMut(u64, &RawPacket<'_>),
     ) -> (u64, Option<CaptureError>) {
         let mut pcap_cnt = 0u64;
+        let mut reported = 0u64;
         loop {
+            if pcap_cnt >= reported + PROGRESS_EVERY_PACKETS {
+                reported = pcap_cnt;
+                self.report_progress(source, pcap_cnt);
+            }
             match source.next_packet() {
                 Ok(Some(raw)) => {
                     if let Some(filter) = &mut self.bpf {
@@ -162,7 +204,10 @@ impl Reader {
                         on_packet(pcap_cnt, &whole);
                     }
                 }
-                Ok(None) => return (pcap_cnt, None),
+                Ok(None) => {
+                    self.report_progress(source, pcap_cnt);
+                    return (pcap_cnt, None);
+                }
                 Err(e) => return (pcap_cnt, Some(e)),
             }
         }
@@ -182,7 +227,12 @@ impl Reader {
     }
 }
 
-fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters<'_>) -> std::io::Result<RunSummary> {
+fn run_single(
+    source: &mut dyn PacketSource,
+    opts: &RunOptions,
+    logs: LogWriters<'_>,
+    progress: Option<Arc<RunProgress>>,
+) -> std::io::Result<RunSummary> {
     let mut sinks: [&mut dyn Write; SINKS] = [logs.eve, logs.fast];
     let start = Instant::now();
     let mut inspector = Inspector::new(&opts.inspect);
@@ -195,7 +245,8 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
     // Busy time is sampled per group of packets: a clock read per packet would cost more
     // than some packets take to inspect.
     let mut group_started = Instant::now();
-    let mut reader = Reader::new(opts);
+    let mut reader = Reader::new(opts, progress.clone());
+    let mut alerts_reported = 0u64;
     let (packets, capture_error) = reader.read_all(source, |pcap_cnt, raw| {
         first_ts.get_or_insert(raw.ts);
         last_ts = Some(raw.ts);
@@ -208,6 +259,10 @@ fn run_single(source: &mut dyn PacketSource, opts: &RunOptions, logs: LogWriters
             if events.events.len() >= 256 && io_error.is_none() {
                 written += events.events.len() as u64;
                 io_error = write_events(&mut events.events, &mut sinks).err();
+            }
+            if let Some(p) = &progress {
+                p.alerts.fetch_add(events.alerts - alerts_reported, Ordering::Relaxed);
+                alerts_reported = events.alerts;
             }
             group_started = Instant::now();
         }
@@ -248,6 +303,7 @@ fn run_workers(
     mut policy: Box<dyn DispatchPolicy>,
     opts: &RunOptions,
     logs: LogWriters<'_>,
+    progress: Option<Arc<RunProgress>>,
 ) -> std::io::Result<RunSummary> {
     let start = Instant::now();
     let n = opts.workers.max(1);
@@ -264,11 +320,12 @@ fn run_workers(
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let settings = opts.inspect.clone();
             let eve = LogSink::new(opts.eve.clone());
+            let progress = progress.clone();
             handles.push(scope.spawn(move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
-                worker::run(i, Inspector::new(&settings), eve, from_dispatcher, to_pool, out_tx)
+                worker::run(i, Inspector::new(&settings), eve, from_dispatcher, to_pool, out_tx, progress)
             }));
             lanes.push(Lane {
                 ring: to_worker,
@@ -289,7 +346,7 @@ fn run_workers(
         let (mut first_ts, mut last_ts) = (None, None);
         let mut last_tick_sec = 0u64;
         let mut since_tick = 0u64;
-        let mut reader = Reader::new(opts);
+        let mut reader = Reader::new(opts, progress);
         let (packets, capture_error) = reader.read_all(source, |pcap_cnt, raw| {
             first_ts.get_or_insert(raw.ts);
             last_ts = Some(raw.ts);

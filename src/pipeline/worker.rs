@@ -1,11 +1,14 @@
 //! The worker loop: pop a batch, inspect its packets, pass events on, recycle the batch.
 
+use super::RunProgress;
 use crate::inspect::Inspector;
 use crate::output::merge::{clock_key, OutputChunk};
 use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::PacketBatch;
 use crossbeam_channel::Sender;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(super) fn run(
@@ -15,9 +18,12 @@ pub(super) fn run(
     mut input: rtrb::Consumer<PacketBatch>,
     mut pool: rtrb::Producer<PacketBatch>,
     output: Sender<OutputChunk>,
+    progress: Option<Arc<RunProgress>>,
 ) -> WorkerReport {
     let mut report = WorkerReport { name: worker_name(index), ..Default::default() };
     let mut idle_spins = 0u32;
+    // Alerts already added to `progress`.
+    let mut alerts_reported = 0u64;
     loop {
         let mut batch = match input.pop() {
             Ok(b) => b,
@@ -41,6 +47,12 @@ pub(super) fn run(
             watermark = clock_key(tick.pcap_cnt);
         }
         report.busy += started.elapsed();
+        if let Some(p) = &progress {
+            if events.alerts != alerts_reported {
+                p.alerts.fetch_add(events.alerts - alerts_reported, Ordering::Relaxed);
+                alerts_reported = events.alerts;
+            }
+        }
         if !events.events.is_empty() || watermark != 0 {
             // A closed output means the merger failed; keep consuming so the
             // dispatcher is never blocked, the error surfaces from the merger.

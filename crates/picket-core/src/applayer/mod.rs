@@ -54,6 +54,10 @@ pub enum AppProto {
 }
 
 impl AppProto {
+    /// Every protocol with a parser (for `--list-app-layer-protos`).
+    pub const ALL: [AppProto; 6] =
+        [AppProto::Http, AppProto::Tls, AppProto::Dns, AppProto::Ssh, AppProto::Smtp, AppProto::Ftp];
+
     /// Name as in rules (`alert tls ...`) and eve's `app_proto`.
     pub fn name(self) -> &'static str {
         match self {

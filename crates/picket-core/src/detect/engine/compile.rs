@@ -219,6 +219,8 @@ pub(crate) struct CompiledRule {
     pub fast_pattern: Option<(Vec<u8>, bool)>,
     /// Fast pattern of an app-layer rule: (buffer, bytes, nocase); scanned in that buffer.
     pub app_fast_pattern: Option<AppFastPattern>,
+    /// Why neither fast pattern was chosen (`--engine-analysis`); `None` when one was.
+    pub no_fast_pattern: Option<&'static str>,
     pub rule_log: Arc<RuleLog>,
 }
 
@@ -602,6 +604,10 @@ pub(crate) fn compile_rule(
     let app_fast_pattern =
         if inactive || transactional { None } else { app_fast_pattern(&fp_candidates, &app_buffers) };
 
+    let app_rule = !app_buffers.is_empty() || !build.app_numbers.is_empty();
+    let no_fast_pattern = (fast_pattern.is_none() && app_fast_pattern.is_none())
+        .then(|| super::lists::no_fast_pattern_reason(&fp_candidates, app_rule, transactional));
+
     let class = rule.classtype.as_deref().and_then(|c| classes.get(c));
     let ports_any = header.src_ports.is_any() && header.dst_ports.is_any();
     let ip_only = payload.is_none()
@@ -656,6 +662,7 @@ pub(crate) fn compile_rule(
         bits_use,
         fast_pattern,
         app_fast_pattern,
+        no_fast_pattern,
     })
 }
 

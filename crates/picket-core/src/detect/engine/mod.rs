@@ -12,6 +12,7 @@
 //! - alerts come back in the order they are to be logged; the caller writes eve/fast.log
 //!   and applies drop/reject (the engine only reports the action).
 
+pub mod analysis;
 mod carry;
 mod compile;
 mod headers;

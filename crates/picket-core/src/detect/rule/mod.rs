@@ -12,6 +12,7 @@ pub mod buffers;
 pub mod config;
 pub mod error;
 pub mod header;
+pub mod keywords;
 pub mod lexer;
 pub mod options;
 pub mod packet_keywords;

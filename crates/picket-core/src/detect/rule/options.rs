@@ -8,6 +8,7 @@ use super::bits::{parse_flowbits, parse_flowint, parse_hostbits, parse_xbits};
 use super::buffers::{buffer_by_name, content_modifier_buffer, sticky_buffer, AppNumber, Buffer, Transform};
 use super::error::OptionError;
 use super::header::app_protocol;
+use super::keywords::is_known_keyword;
 use super::lexer::{unescape_text, unquote_lenient, RawOption};
 use super::packet_keywords::{self, ChecksumLayer, PacketKeyword, Tag, VlanId};
 use super::payload_keywords::{
@@ -338,6 +339,10 @@ impl OptionParser {
     /// Parses one option: a modifier of the last content, or an option of its own.
     /// [`OptionError::UnknownKeyword`] for a keyword of no family.
     pub fn parse(&mut self, raw: &RawOption<'_>) -> OptResult<()> {
+        // The keyword table is the gate: what `--list-keywords` shows is what loads.
+        if !is_known_keyword(raw.keyword) {
+            return Err(OptionError::UnknownKeyword);
+        }
         let arg = Arg { kw: raw.keyword, value: raw.value };
         if let Some(done) = self.content_modifier(&arg) {
             return done;
