@@ -250,6 +250,33 @@ mod tests {
     }
 
     #[test]
+    fn reload_load_streams_rules_and_keeps_the_later_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.rules");
+        std::fs::write(
+            &path,
+            "alert udp any any -> any any (content:\"A\"; sid:1; rev:1;)\n\
+             alert udp any any -> any any (content:\"B\"; sid:2;)\n\
+             alert udp any any -> any any (content:\"C\"; sid:1; rev:2;)\n\
+             alert udp any any -> any any (content:\"D\"; sid:3; rev:1;)\n\
+             alert udp any any -> any any (content:\"E\"; sid:3; rev:1;)\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(None, &[]).unwrap();
+        let (settings, _) = EngineSettings::from_config(&config).unwrap();
+        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        let whole = load(&config, &settings, &sources).unwrap();
+        let streamed = load_with_threads(&config, &settings, &sources, 1, whole.engine.as_ref()).unwrap();
+        assert!(streamed.load.rules.is_empty(), "the parsed rules went into the engine");
+        for loaded in [&whole, &streamed] {
+            assert_eq!(loaded.build.rules_loaded, 3);
+            assert_eq!(loaded.load.duplicates.len(), 2);
+            assert!(loaded.load.duplicates[0].replaced && !loaded.load.duplicates[1].replaced);
+        }
+        assert_eq!(streamed.summary().split(',').next(), whole.summary().split(',').next());
+    }
+
+    #[test]
     fn unreadable_file_is_one_error() {
         let load = read(Path::new("/nonexistent/x.rules"));
         assert_eq!(load.errors.len(), 1);
