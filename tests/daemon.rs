@@ -2,9 +2,10 @@
 //! namespace: `--pidfile` refuses a live picket's file (live and offline runs) and
 //! replaces a stale one; `-D` detaches once capturing (the parent prints the pid and
 //! exits 0), keeps capturing, and SIGTERM stops it with final stats; `--user nobody`
-//! runs with uid 65534 and only CAP_NET_ADMIN + CAP_NET_RAW, and still captures and
+//! runs with uid 65534 and only CAP_NET_ADMIN, and still captures and
 //! alerts; inline NFQUEUE verdicts still flow after the drop (CAP_NET_ADMIN kept: without it
-//! this test fails, every packet held); a `-D` start that fails reports its error and status
+//! this test fails, every packet held) and a reject rule still answers (raw socket opened
+//! before the drop, no CAP_NET_RAW); a `-D` start that fails reports its error and status
 //! in the terminal.
 //!
 //! Needs root and iproute2 (`ip netns`); prints SKIPPED and returns otherwise.
@@ -20,14 +21,17 @@ use std::time::Duration;
 const PICKET: &str = env!("CARGO_BIN_EXE_picket");
 const RULE: &str =
     "alert udp any any -> any 9999 (msg:\"daemon test datagram\"; content:\"PICKET-DMN\"; sid:1502; rev:1;)\n";
+/// Inline only: a datagram to port 9998 is blocked and answered (ICMP port unreachable).
+const REJECT_RULE: &str =
+    "reject udp any any -> any 9998 (msg:\"daemon test reject\"; content:\"PICKET-REJECT\"; sid:1503; rev:1;)\n";
 /// Datagrams sent from A to B, each matching the rule once.
 const DATAGRAMS: u64 = 5;
 /// Larger than any pid_max: never a live process.
 const DEAD_PID: &str = "4194305";
 /// `nobody` on Debian.
 const NOBODY_UID: u32 = 65534;
-/// CAP_NET_ADMIN (12) and CAP_NET_RAW (13): what `--user` keeps.
-const KEPT_CAPS: u64 = (1 << 12) | (1 << 13);
+/// CAP_NET_ADMIN (12): what `--user` keeps.
+const KEPT_CAPS: u64 = 1 << 12;
 /// A small capture shipped with the tests, for the offline pidfile check.
 const OFFLINE_PCAP: &str = "tests/fuzz-corpus/udp-trailing.pcap";
 
@@ -277,8 +281,8 @@ fn nfqueue_verdicts_flow_after_dropping_to_nobody() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let logs = dir.path().join("logs");
     let rules = dir.path().join("q.rules");
-    std::fs::write(&rules, RULE).unwrap();
-    s.lab.run(&s.b, "iptables", &["-A", "INPUT", "-p", "udp", "--dport", "9999", "-j", "NFQUEUE", "--queue-num", "0"]);
+    std::fs::write(&rules, format!("{RULE}{REJECT_RULE}")).unwrap();
+    s.lab.run(&s.b, "iptables", &["-A", "INPUT", "-p", "udp", "-j", "NFQUEUE", "--queue-num", "0"]);
     let bound = dir.path().join("bound");
     let receiver_script = format!(
         "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.bind(('10.78.0.2', 9999))\n\
@@ -306,8 +310,20 @@ fn nfqueue_verdicts_flow_after_dropping_to_nobody() {
     std::io::Read::read_to_string(receiver.0.stdout.as_mut().unwrap(), &mut received).unwrap();
     assert_eq!(received.trim(), DATAGRAMS.to_string(), "every queued datagram got its accept verdict");
 
+    // A rejected datagram: picket drops it (the kernel never sees it, so cannot answer) and
+    // answers with ICMP port unreachable through the raw socket opened before the drop.
+    let probe = "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.connect(('10.78.0.2', 9998))\n\
+                 s.settimeout(5)\ns.send(b'PICKET-REJECT')\ntry:\n    s.recv(100)\n    print('answered')\n\
+                 except ConnectionRefusedError:\n    print('refused')\nexcept socket.timeout:\n    print('timeout')\n";
+    let out = s.lab.output(&s.a, "python3", &["-c", probe]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "refused", "picket's ICMP reply arrived");
+
     picket.signal("TERM");
     assert!(picket.wait(Duration::from_secs(20)).success());
     let events = read_eve(&logs.join("eve.json"));
-    assert_eq!(events_of(&events, "alert").len() as u64, DATAGRAMS, "one alert per datagram");
+    let alerts = events_of(&events, "alert");
+    assert_eq!(alerts.iter().filter(|a| a["alert"]["signature_id"] == 1502).count() as u64, DATAGRAMS);
+    let rejected: Vec<_> = alerts.iter().filter(|a| a["alert"]["signature_id"] == 1503).collect();
+    assert_eq!(rejected.len(), 1, "the rejected datagram alerted once");
+    assert_eq!(rejected[0]["alert"]["action"], "blocked", "{}", rejected[0]);
 }

@@ -380,12 +380,13 @@ fn wait_exit_status(child: libc::pid_t) -> i32 {
 // --user / --group
 // ---------------------------------------------------------------------------------------
 
-/// The capabilities a live run keeps after `--user`: CAP_NET_ADMIN (NFQUEUE verdicts go
-/// through nfnetlink, which checks it on every message), CAP_NET_RAW (raw sockets for
-/// reject replies). AF_PACKET rings, bridges and AF_XDP need none once open.
-pub const CAPTURE_CAPABILITIES: &[u32] = &[CAP_NET_ADMIN, CAP_NET_RAW];
+/// The capabilities a live run keeps after `--user`: CAP_NET_ADMIN only. NFQUEUE
+/// verdicts go through nfnetlink, which checks it on every message (tests/daemon.rs fails
+/// without it), and an inline bridge restores the interfaces' offloads (SIOCETHTOOL) at
+/// exit. CAP_NET_RAW is not kept: every AF_PACKET, AF_XDP and raw reply socket is open
+/// before the drop, and sending on an open socket checks no capability.
+pub const CAPTURE_CAPABILITIES: &[u32] = &[CAP_NET_ADMIN];
 pub const CAP_NET_ADMIN: u32 = 12;
-pub const CAP_NET_RAW: u32 = 13;
 
 /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
 const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
