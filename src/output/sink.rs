@@ -31,9 +31,9 @@ impl LogSink {
 
 impl EventSink for LogSink {
     fn event(&mut self, key: u64, event: &Event<'_>) {
+        self.alerts += u64::from(matches!(event, Event::Alert(_)));
         match event {
             Event::Alert(a) => {
-                self.alerts += 1;
                 if self.opts.types.alert {
                     self.events.push(key, |buf| eve::alert::write_alert(buf, a, &self.opts));
                 }

@@ -122,7 +122,7 @@ fn analyse(rule: &CompiledRule) -> RuleAnalysis {
             bytes: bytes.clone(),
             nocase: *nocase,
         },
-        _ => Prefilter::None { reason: rule.no_fast_pattern.unwrap_or(REASON_NO_CONTENT).to_string() },
+        _ => Prefilter::None { reason: rule.no_fast_pattern.map_or(REASON_NO_CONTENT, |n| n.reason()).to_string() },
     };
     let mut buffers: Vec<String> = Vec::new();
     let mut warnings = Vec::new();

@@ -220,7 +220,7 @@ pub(crate) struct CompiledRule {
     /// Fast pattern of an app-layer rule: (buffer, bytes, nocase); scanned in that buffer.
     pub app_fast_pattern: Option<AppFastPattern>,
     /// Why neither fast pattern was chosen (`--engine-analysis`); `None` when one was.
-    pub no_fast_pattern: Option<&'static str>,
+    pub no_fast_pattern: Option<super::lists::NoFastPattern>,
     pub rule_log: Arc<RuleLog>,
 }
 

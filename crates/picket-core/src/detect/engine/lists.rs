@@ -47,34 +47,56 @@ pub(crate) fn choose_fast_pattern<'a>(
     candidates.filter(|c| !c.negated).max_by_key(|c| (pattern_strength(&c.bytes), c.bytes.len()))
 }
 
-/// Why a rule has no prefilter pattern (shown in the reports and counted in the summary).
+/// Why a rule has no prefilter pattern (`--engine-analysis`); one byte in the compiled rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoFastPattern {
+    NoContent,
+    NoAppContent,
+    NegatedOnly,
+    NegatedFastPattern,
+    NotScannable,
+    Transactional,
+}
+
 pub(crate) const REASON_NO_CONTENT: &str = "no content keyword to prefilter on";
-pub(crate) const REASON_NO_APP_CONTENT: &str = "no content in its app-layer buffers (checked on every transaction)";
 pub(crate) const REASON_NEGATED_ONLY: &str = "only negated contents (a rule matching on absence cannot prefilter)";
 pub(crate) const REASON_NEGATED_FAST_PATTERN: &str = "fast_pattern set on a negated content";
-pub(crate) const REASON_NOT_SCANNABLE: &str =
-    "contents only in buffers or transform chains the prefilter does not scan for this rule";
-pub(crate) const REASON_TRANSACTIONAL: &str = "transactional rule ('=>'): checked on every transaction";
+
+impl NoFastPattern {
+    /// The reason as the reports and the summary show it.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            NoFastPattern::NoContent => REASON_NO_CONTENT,
+            NoFastPattern::NoAppContent => "no content in its app-layer buffers (checked on every transaction)",
+            NoFastPattern::NegatedOnly => REASON_NEGATED_ONLY,
+            NoFastPattern::NegatedFastPattern => REASON_NEGATED_FAST_PATTERN,
+            NoFastPattern::NotScannable => {
+                "contents only in buffers or transform chains the prefilter does not scan for this rule"
+            }
+            NoFastPattern::Transactional => "transactional rule ('=>'): checked on every transaction",
+        }
+    }
+}
 
 /// Why the compiled rule got no fast pattern (called only when it got none).
 pub(crate) fn no_fast_pattern_reason(
     candidates: &[FastPatternCandidate],
     app_rule: bool,
     transactional: bool,
-) -> &'static str {
+) -> NoFastPattern {
     if transactional {
-        return REASON_TRANSACTIONAL;
+        return NoFastPattern::Transactional;
     }
     if candidates.is_empty() {
-        return if app_rule { REASON_NO_APP_CONTENT } else { REASON_NO_CONTENT };
+        return if app_rule { NoFastPattern::NoAppContent } else { NoFastPattern::NoContent };
     }
     if candidates.iter().any(|c| c.explicit && c.negated) {
-        return REASON_NEGATED_FAST_PATTERN;
+        return NoFastPattern::NegatedFastPattern;
     }
     if candidates.iter().all(|c| c.negated) {
-        return REASON_NEGATED_ONLY;
+        return NoFastPattern::NegatedOnly;
     }
-    REASON_NOT_SCANNABLE
+    NoFastPattern::NotScannable
 }
 
 /// Suricata's pattern "strength": distinct letters score low, distinct other printable

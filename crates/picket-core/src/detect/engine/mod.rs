@@ -12,7 +12,6 @@
 //! - alerts come back in the order they are to be logged; the caller writes eve/fast.log
 //!   and applies drop/reject (the engine only reports the action).
 
-pub mod analysis;
 mod carry;
 mod compile;
 mod headers;
@@ -26,6 +25,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 pub mod transform;
+// After the others: what `--engine-analysis` reports (analysis.rs).
+pub mod analysis;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{AcBuilder, MatcherBuilder, MultiPatternMatcher, Pattern, Scratch};
