@@ -3,6 +3,8 @@
 use clap::Args;
 use std::path::PathBuf;
 
+pub use crate::service::ServiceArgs;
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Read packets from a pcap/pcapng file, or every capture in a directory.
@@ -101,28 +103,6 @@ pub struct LiveArgs {
     /// Live capture: serve Prometheus metrics at http://ADDR/metrics (PORT alone binds 127.0.0.1).
     #[arg(long, value_name = "[ADDR:]PORT")]
     pub metrics: Option<String>,
-}
-
-/// Running as a service (`crate::service`).
-#[derive(Args, Debug, Clone, Default)]
-#[command(next_help_heading = "Service")]
-pub struct ServiceArgs {
-    /// Write the process id to FILE; refuse to start while FILE names a running picket.
-    #[arg(long, value_name = "FILE")]
-    pub pidfile: Option<PathBuf>,
-    /// Run in the background (detach from the terminal once the start-up succeeded).
-    #[arg(short = 'D')]
-    pub daemon: bool,
-    /// After setting up capture, run as USER (keeping only the capabilities capture needs).
-    #[arg(long, value_name = "USER")]
-    pub user: Option<String>,
-    /// After setting up capture, run with GROUP (default: USER's primary group).
-    #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
-    /// Listen for `picket ctl` on a unix socket: `--unix-socket=PATH`, or alone for the
-    /// YAML `unix-command.filename`.
-    #[arg(long = "unix-socket", value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-    pub unix_socket: Option<String>,
 }
 
 /// Commands that print facts and exit (Suricata's spelling).

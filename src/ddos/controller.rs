@@ -158,7 +158,7 @@ impl Controller {
     }
 
     /// The `picket.ddos.*` counters as a stats hook (`LiveOptions::global_counters`).
-    pub fn global_counters(&self) -> crate::pipeline::live::CounterSource {
+    pub fn global_counters(&self) -> crate::counters::CounterSource {
         let counters = Arc::clone(&self.counters);
         Box::new(move |into: &mut CounterSet| counters.add_to(into))
     }

@@ -18,7 +18,7 @@ pub mod synproxy;
 
 use crate::config::{AttachPreference, DdosConfig};
 use crate::counters::CounterSet;
-use crate::pipeline::live::CounterSource;
+use crate::counters::CounterSource;
 use crate::xdp::maps::{CFG_AFXDP, CFG_BYPASS_DROP};
 use crate::xdp::protect::ProtectTable;
 use crate::xdp::stats::XdpStats;

@@ -41,7 +41,7 @@
 
 mod resp;
 
-use crate::pipeline::live::CounterSource;
+use crate::counters::CounterSource;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use picket_core::counters::CounterSet;
 use serde_yaml::Value;

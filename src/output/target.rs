@@ -24,7 +24,7 @@
 
 use crate::config::TargetSpec;
 use crate::counters::CounterSet;
-use crate::pipeline::live::CounterSource;
+use crate::counters::CounterSource;
 use crate::service::LogReopen;
 use std::fs::{File, OpenOptions};
 use std::io::{self, ErrorKind, Write};
@@ -125,7 +125,7 @@ impl std::fmt::Display for TargetError {
                 "cannot write {}: {source} (check the log directory and its permissions, or the outputs: filename)",
                 path.display()
             ),
-            TargetError::Redis(e) => write!(f, "eve-log redis: {e}"),
+            TargetError::Redis(e) => f.write_str(e),
         }
     }
 }

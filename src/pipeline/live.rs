@@ -82,8 +82,7 @@ pub struct LiveOptions {
     pub engine_slot: Option<Arc<crate::service::reload::EngineSlot>>,
 }
 
-/// Adds a component's process-wide counters to the set it is given.
-pub type CounterSource = Box<dyn Fn(&mut CounterSet) + Send + Sync>;
+pub use crate::counters::CounterSource;
 
 /// The process-wide counters now; also published in `gauges.global` (Prometheus).
 fn global_counters(opts: &LiveOptions, gauges: &LiveGauges) -> CounterSet {

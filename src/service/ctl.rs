@@ -96,6 +96,9 @@ pub struct SocketSettings {
     pub mode: u32,
     /// `unix-command.group`: the group given the socket (its members may connect).
     pub group: Option<String>,
+    /// The id of `group`, looked up by the caller (`daemon::LiveService::start`) before the
+    /// socket is made.
+    pub group_id: Option<u32>,
     /// A failure to listen ends the run (`enabled: yes`, `--unix-socket`); else it warns.
     pub required: bool,
 }
@@ -136,7 +139,7 @@ pub fn socket_settings(config: &Config, flag: Option<&str>) -> Result<Option<Soc
             .filter(|m| *m <= 0o777)
             .ok_or_else(|| CtlError(format!("unix-command.mode: '{text}' is not an octal mode such as 0660")))?,
     };
-    Ok(Some(SocketSettings { path, mode, group: config.get_str("unix-command.group"), required }))
+    Ok(Some(SocketSettings { path, mode, group: config.get_str("unix-command.group"), group_id: None, required }))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -226,11 +229,8 @@ pub fn serve(settings: &SocketSettings, control: ControlSender) -> Result<CtlSer
     };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(settings.mode))
         .map_err(|e| server_guard(format!("control socket {shown}: chmod {:o}: {e}", settings.mode)))?;
-    if let Some(group) = &settings.group {
-        let gid = super::daemon::Credentials::lookup(None, Some(group))
-            .map_err(|e| server_guard(format!("unix-command.group: {e}")))?
-            .map(|c| c.gid());
-        std::os::unix::fs::chown(path, None, gid)
+    if let (Some(group), Some(gid)) = (&settings.group, settings.group_id) {
+        std::os::unix::fs::chown(path, None, Some(gid))
             .map_err(|e| server_guard(format!("control socket {shown}: chown to group {group}: {e}")))?;
     }
     listener.set_nonblocking(true).map_err(|e| server_guard(format!("control socket {shown}: {e}")))?;
@@ -686,7 +686,8 @@ mod tests {
     fn server_speaks_the_protocol_and_survives_bad_clients() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ctl.sock");
-        let settings = SocketSettings { path: path.clone(), mode: DEFAULT_MODE, group: None, required: true };
+        let settings =
+            SocketSettings { path: path.clone(), mode: DEFAULT_MODE, group: None, group_id: None, required: true };
         let (tx, rx) = super::super::channel();
         let server = serve(&settings, tx).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -731,7 +732,8 @@ mod tests {
         let path = dir.path().join("stale.sock");
         drop(UnixListener::bind(&path).unwrap());
         assert!(path.exists());
-        let settings = SocketSettings { path: path.clone(), mode: DEFAULT_MODE, group: None, required: true };
+        let settings =
+            SocketSettings { path: path.clone(), mode: DEFAULT_MODE, group: None, group_id: None, required: true };
         let (tx, _rx) = super::super::channel();
         let server = serve(&settings, tx).unwrap();
         assert!(UnixStream::connect(&path).is_ok());

@@ -63,9 +63,16 @@ pub struct LiveService {
 impl LiveService {
     /// Checks `--user/--group` and `unix-command:` (so that typos fail in the terminal),
     /// forks for `-D`, then writes the pidfile (the child's pid).
-    pub fn start(args: &crate::cli::ServiceArgs, config: &crate::config::Config) -> Result<LiveService, DaemonError> {
+    pub fn start(args: &super::ServiceArgs, config: &crate::config::Config) -> Result<LiveService, DaemonError> {
         let credentials = Credentials::lookup(args.user.as_deref(), args.group.as_deref())?;
-        let socket = super::ctl::socket_settings(config, args.unix_socket.as_deref()).map_err(|e| err(e.0))?;
+        let mut socket = super::ctl::socket_settings(config, args.unix_socket.as_deref()).map_err(|e| err(e.0))?;
+        if let Some(settings) = socket.as_mut() {
+            if let Some(group) = &settings.group {
+                let found =
+                    Credentials::lookup(None, Some(group)).map_err(|e| err(format!("unix-command.group: {e}")))?;
+                settings.group_id = found.map(|c| c.gid());
+            }
+        }
         let detached = if args.daemon { Some(daemonize()?) } else { None };
         let pidfile = args.pidfile.as_deref().map(Pidfile::create).transpose()?;
         Ok(LiveService { detached, credentials, socket, server: None, pidfile })
@@ -82,7 +89,7 @@ impl LiveService {
                 Ok(())
             }
             Err(e) if !settings.required => {
-                crate::cli::warn(format!("{e} (unix-command.enabled is auto: running without it)"));
+                super::warn(format!("{e} (unix-command.enabled is auto: running without it)"));
                 Ok(())
             }
             Err(e) => Err(err(e.0)),
@@ -108,7 +115,7 @@ impl LiveService {
             give.push(log_dir.to_path_buf());
         } else if let Some(uid) = credentials.uid() {
             if !writable_by(log_dir, uid, credentials.gid()) {
-                crate::cli::warn(format!(
+                super::warn(format!(
                     "--user: {} cannot write in the log directory {}; log reopening (SIGHUP) and the stats \
                      snapshot will fail; give the directory to the user",
                     credentials.user.as_ref().map(|u| u.0.as_str()).unwrap_or("the user"),
@@ -144,9 +151,9 @@ impl LiveService {
 
 /// `--pidfile` of an offline run (`-D`, `--user`, `--unix-socket` apply to live runs:
 /// warned and ignored). Dropping it removes the pidfile.
-pub fn offline_pidfile(args: &crate::cli::ServiceArgs) -> Result<Option<Pidfile>, DaemonError> {
+pub fn offline_pidfile(args: &super::ServiceArgs) -> Result<Option<Pidfile>, DaemonError> {
     if args.daemon || args.user.is_some() || args.group.is_some() || args.unix_socket.is_some() {
-        crate::cli::warn("-D, --user, --group and --unix-socket apply to live runs; ignored when reading a capture");
+        super::warn("-D, --user, --group and --unix-socket apply to live runs; ignored when reading a capture");
     }
     args.pidfile.as_deref().map(Pidfile::create).transpose()
 }

@@ -28,6 +28,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The command line of running as a service (flattened into `picket`'s run arguments).
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Service")]
+pub struct ServiceArgs {
+    /// Write the process id to FILE; refuse to start while FILE names a running picket.
+    #[arg(long, value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
+    /// Run in the background (detach from the terminal once the start-up succeeded).
+    #[arg(short = 'D')]
+    pub daemon: bool,
+    /// After setting up capture, run as USER (keeping only the capabilities capture needs).
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// After setting up capture, run with GROUP (default: USER's primary group).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// Listen for `picket ctl` on a unix socket: `--unix-socket=PATH`, or alone for the
+    /// YAML `unix-command.filename`.
+    #[arg(long = "unix-socket", value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub unix_socket: Option<String>,
+}
+
 /// What a client or a signal asks of a running picket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
@@ -152,4 +174,9 @@ pub fn version_string() -> String {
         features.push("xdp");
     }
     format!("picket {} ({})", env!("CARGO_PKG_VERSION"), features.join(", "))
+}
+
+/// One warning line on stderr, as the command line writes them (`picket: warning: ...`).
+pub(crate) fn warn(msg: impl std::fmt::Display) {
+    eprintln!("picket: warning: {msg}");
 }

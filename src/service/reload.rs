@@ -30,8 +30,8 @@
 use super::{Reply, RuleReloader};
 use crate::config::{Config, EngineSettingsExt};
 use crate::counters::CounterSet;
+use crate::counters::CounterSource;
 use crate::detect::engine::DetectEngine;
-use crate::pipeline::live::CounterSource;
 use crate::rules::{LoadedRules, RuleSources};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -39,6 +39,11 @@ impl CounterSet {
     }
 }
 
+/// Adds a component's process-wide counters to the set it is given (the XDP layer's, the
+/// DDoS controller's, the Redis output's, the rule reloader's): the live run reads every
+/// source once a second for eve `stats`, stats.log, picket-stats.json and Prometheus.
+pub type CounterSource = Box<dyn Fn(&mut CounterSet) + Send + Sync>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
