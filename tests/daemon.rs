@@ -44,11 +44,7 @@ struct Setup {
 
 fn setup(tag: &str) -> Setup {
     let mut lab = Lab::new(tag);
-    let a = lab.namespace("da");
-    let b = lab.namespace("db");
-    lab.link(&a, "veth-a", &b, "veth-b");
-    lab.address(&a, "veth-a", "10.78.0.1/24");
-    lab.address(&b, "veth-b", "10.78.0.2/24");
+    let (a, b) = lab.hosts(["da", "db"], ["veth-a", "veth-b"], ["10.78.0.1/24", "10.78.0.2/24"]);
     Setup { lab, a, b }
 }
 

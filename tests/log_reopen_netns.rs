@@ -74,11 +74,8 @@ fn sighup_after_mv_continues_in_a_new_eve_json_and_loses_nothing() {
         return;
     }
     let mut lab = Lab::new("rot");
-    let snd = lab.namespace("snd");
-    let cap = lab.namespace("cap");
-    lab.link(&snd, "v-snd", &cap, "v-cap");
-    lab.address(&snd, "v-snd", &format!("{SENDER_IP}/24"));
-    lab.address(&cap, "v-cap", &format!("{SENSOR_IP}/24"));
+    let (snd, cap) =
+        lab.hosts(["snd", "cap"], ["v-snd", "v-cap"], [&format!("{SENDER_IP}/24"), &format!("{SENSOR_IP}/24")]);
 
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rotate.rules");

@@ -671,11 +671,7 @@ fn live_capture_sends_every_alert_to_redis_in_order_per_flow() {
         return;
     }
     let mut lab = netlab::Lab::new("rds");
-    let a = lab.namespace("a");
-    let b = lab.namespace("b");
-    lab.link(&a, "veth-a", &b, "veth-b");
-    lab.address(&a, "veth-a", "10.93.0.1/24");
-    lab.address(&b, "veth-b", "10.93.0.2/24");
+    let (a, b) = lab.hosts(["a", "b"], ["veth-a", "veth-b"], ["10.93.0.1/24", "10.93.0.2/24"]);
     let dir = tempfile::tempdir().unwrap();
     let mut redis = lab.command(&b, "redis-server", &["--port", "6379", "--bind", "127.0.0.1", "--save", ""]);
     redis.args(["--appendonly", "no", "--daemonize", "no", "--dir", dir.path().to_str().unwrap()]);

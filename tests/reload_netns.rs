@@ -83,11 +83,7 @@ struct Run {
 impl Run {
     fn start(tag: &str, rules: &str) -> Run {
         let mut lab = Lab::new(tag);
-        let snd = lab.namespace("snd");
-        let ids = lab.namespace("ids");
-        lab.link(&snd, "veth-s", &ids, "veth-i");
-        lab.address(&snd, "veth-s", "10.96.0.1/24");
-        lab.address(&ids, "veth-i", "10.96.0.2/24");
+        let (snd, ids) = lab.hosts(["snd", "ids"], ["veth-s", "veth-i"], ["10.96.0.1/24", "10.96.0.2/24"]);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("local.rules"), rules).unwrap();
         let logs = dir.path().join("logs");

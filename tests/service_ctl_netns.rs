@@ -33,11 +33,7 @@ struct Setup {
 
 fn setup(tag: &str) -> Setup {
     let mut lab = Lab::new(tag);
-    let a = lab.namespace("ca");
-    let b = lab.namespace("cb");
-    lab.link(&a, "veth-a", &b, "veth-b");
-    lab.address(&a, "veth-a", "10.77.0.1/24");
-    lab.address(&b, "veth-b", "10.77.0.2/24");
+    let (a, b) = lab.hosts(["ca", "cb"], ["veth-a", "veth-b"], ["10.77.0.1/24", "10.77.0.2/24"]);
     Setup { lab, a, b }
 }
 

@@ -282,11 +282,40 @@ impl Write for ReopeningFile {
 struct Backoff {
     next_attempt: Instant,
     wait: Duration,
+    /// The first failure to connect since the last connection is reported; later ones
+    /// only counted.
+    reported: bool,
 }
 
 impl Backoff {
     fn new() -> Self {
-        Backoff { next_attempt: Instant::now(), wait: RECONNECT_FIRST }
+        Backoff { next_attempt: Instant::now(), wait: RECONNECT_FIRST, reported: false }
+    }
+
+    /// Takes the result of a connection attempt: a connection is counted, a failure
+    /// schedules the next attempt and, the first time, prints `failure(error)`.
+    fn outcome<S>(
+        &mut self,
+        attempt: io::Result<S>,
+        counters: &TargetCounters,
+        failure: impl FnOnce(&io::Error) -> String,
+    ) -> Option<S> {
+        match attempt {
+            Ok(s) => {
+                self.connected();
+                self.reported = false;
+                TargetCounters::bump(&counters.socket_connects, 1);
+                Some(s)
+            }
+            Err(e) => {
+                self.failed();
+                if !self.reported {
+                    self.reported = true;
+                    eprintln!("picket: warning: eve-log: {}", failure(&e));
+                }
+                None
+            }
+        }
     }
 
     fn due(&self) -> bool {
@@ -343,8 +372,6 @@ pub struct UnixStreamTarget {
     lines: LineSplitter,
     backoff: Backoff,
     counters: Arc<TargetCounters>,
-    /// The first failure to connect is reported; later ones only counted.
-    reported: bool,
 }
 
 impl UnixStreamTarget {
@@ -358,7 +385,6 @@ impl UnixStreamTarget {
             lines: LineSplitter::default(),
             backoff: Backoff::new(),
             counters,
-            reported: false,
         };
         target.connect_if_due();
         target
@@ -368,29 +394,17 @@ impl UnixStreamTarget {
         if self.conn.is_some() || !self.backoff.due() {
             return;
         }
-        let connected = UnixStream::connect(&self.path).and_then(|s| {
+        let attempt = UnixStream::connect(&self.path).and_then(|s| {
             self.delivery.apply(&s)?;
             Ok(s)
         });
-        match connected {
-            Ok(s) => {
-                self.conn = Some(s);
-                self.backoff.connected();
-                self.reported = false;
-                TargetCounters::bump(&self.counters.socket_connects, 1);
-            }
-            Err(e) => {
-                self.backoff.failed();
-                if !self.reported {
-                    self.reported = true;
-                    eprintln!(
-                        "picket: warning: eve-log: cannot connect to unix_stream socket {}: {e}; events are dropped \
-                         (and counted) until a reader listens there",
-                        self.path.display()
-                    );
-                }
-            }
-        }
+        let path = self.path.display();
+        self.conn = self.backoff.outcome(attempt, &self.counters, |e| {
+            format!(
+                "cannot connect to unix_stream socket {path}: {e}; events are dropped (and counted) until a reader \
+                 listens there"
+            )
+        });
     }
 
     /// Sends what is pending until the socket would block.
@@ -492,7 +506,6 @@ pub struct UnixDgramTarget {
     lines: LineSplitter,
     backoff: Backoff,
     counters: Arc<TargetCounters>,
-    reported: bool,
 }
 
 impl UnixDgramTarget {
@@ -504,7 +517,6 @@ impl UnixDgramTarget {
             lines: LineSplitter::default(),
             backoff: Backoff::new(),
             counters,
-            reported: false,
         };
         target.connect_if_due();
         target
@@ -514,30 +526,17 @@ impl UnixDgramTarget {
         if self.socket.is_some() || !self.backoff.due() {
             return;
         }
-        let connected = UnixDatagram::unbound().and_then(|s| {
+        let attempt = UnixDatagram::unbound().and_then(|s| {
             s.connect(&self.path)?;
             self.delivery.apply(&s)?;
             Ok(s)
         });
-        match connected {
-            Ok(s) => {
-                self.socket = Some(s);
-                self.backoff.connected();
-                self.reported = false;
-                TargetCounters::bump(&self.counters.socket_connects, 1);
-            }
-            Err(e) => {
-                self.backoff.failed();
-                if !self.reported {
-                    self.reported = true;
-                    eprintln!(
-                        "picket: warning: eve-log: cannot reach unix_dgram socket {}: {e}; events are dropped (and \
-                         counted) until a reader binds it",
-                        self.path.display()
-                    );
-                }
-            }
-        }
+        let path = self.path.display();
+        self.socket = self.backoff.outcome(attempt, &self.counters, |e| {
+            format!(
+                "cannot reach unix_dgram socket {path}: {e}; events are dropped (and counted) until a reader binds it"
+            )
+        });
     }
 
     fn send_line(&mut self, line: &[u8]) {

@@ -81,6 +81,18 @@ impl Lab {
         run("ip", &["-n", ns_b, "link", "set", dev_b, "up"]);
     }
 
+    /// Two new namespaces joined by a veth pair, each end up with its address:
+    /// `hosts(["snd", "ids"], ["veth-s", "veth-i"], ["10.96.0.1/24", "10.96.0.2/24"])`.
+    /// Returns the two namespace names.
+    pub fn hosts(&mut self, roles: [&str; 2], devs: [&str; 2], cidrs: [&str; 2]) -> (String, String) {
+        let a = self.namespace(roles[0]);
+        let b = self.namespace(roles[1]);
+        self.link(&a, devs[0], &b, devs[1]);
+        self.address(&a, devs[0], cidrs[0]);
+        self.address(&b, devs[1], cidrs[1]);
+        (a, b)
+    }
+
     /// `ip -n NS addr add CIDR dev DEV`.
     pub fn address(&self, ns: &str, dev: &str, cidr: &str) {
         run("ip", &["-n", ns, "addr", "add", cidr, "dev", dev]);
