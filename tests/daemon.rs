@@ -51,12 +51,7 @@ fn setup(tag: &str) -> Setup {
 impl Setup {
     /// [`DATAGRAMS`] UDP datagrams from A to B port 9999, 50 ms apart.
     fn send_datagrams(&self) {
-        let script = format!(
-            "import socket, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nfor i in range({DATAGRAMS}):\n    \
-             s.sendto(b'PICKET-DMN-%d' % i, ('10.78.0.2', 9999))\n    time.sleep(0.05)\n"
-        );
-        let out = self.lab.output(&self.a, "python3", &["-c", &script]);
-        assert!(out.status.success(), "python3: {}", String::from_utf8_lossy(&out.stderr));
+        self.lab.send_datagrams(&self.a, "10.78.0.2", 9999, "PICKET-DMN", DATAGRAMS, 50);
     }
 }
 

@@ -49,12 +49,7 @@ fn start_picket(s: &Setup, logs: &Path, extra: &[&str]) -> Guarded {
 
 /// [`DATAGRAMS`] UDP datagrams from A to B port 9999, 50 ms apart.
 fn send_datagrams(s: &Setup) {
-    let script = format!(
-        "import socket, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nfor i in range({DATAGRAMS}):\n    \
-         s.sendto(b'PICKET-CTL-%d' % i, ('10.77.0.2', 9999))\n    time.sleep(0.05)\n"
-    );
-    let out = s.lab.output(&s.a, "python3", &["-c", &script]);
-    assert!(out.status.success(), "python3: {}", String::from_utf8_lossy(&out.stderr));
+    s.lab.send_datagrams(&s.a, "10.77.0.2", 9999, "PICKET-CTL", DATAGRAMS, 50);
 }
 
 /// `picket ctl --socket SOCKET ARGS...`.

@@ -93,6 +93,17 @@ impl Lab {
         (a, b)
     }
 
+    /// From namespace `ns`, `count` UDP datagrams `PREFIX-0`, `PREFIX-1`, ... to `dst:port`,
+    /// `gap_ms` apart (python3 in the namespace); panics if the sender fails.
+    pub fn send_datagrams(&self, ns: &str, dst: &str, port: u16, prefix: &str, count: u64, gap_ms: u64) {
+        let script = format!(
+            "import socket, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nfor i in range({count}):\n    \
+             s.sendto(b'{prefix}-%d' % i, ('{dst}', {port}))\n    time.sleep({gap_ms} / 1000)\n"
+        );
+        let out = self.output(ns, "python3", &["-c", &script]);
+        assert!(out.status.success(), "python3: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
     /// `ip -n NS addr add CIDR dev DEV`.
     pub fn address(&self, ns: &str, dev: &str, cidr: &str) {
         run("ip", &["-n", ns, "addr", "add", cidr, "dev", dev]);
