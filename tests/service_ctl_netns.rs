@@ -212,9 +212,12 @@ fn stale_socket_is_replaced_and_yaml_sets_path_and_mode() {
     let dir = tempfile::tempdir().unwrap();
     let logs = dir.path().join("logs");
     let socket = dir.path().join("yaml.sock");
-    // A socket file nobody listens on, as a crash leaves it.
+    // A socket file nobody listens on, as a crash leaves it. A process the other test forks
+    // at this moment may hold the listener until its exec closes it: wait for that.
     drop(UnixListener::bind(&socket).unwrap());
-    assert!(UnixStream::connect(&socket).is_err());
+    wait_for("the stale socket to refuse connections", Duration::from_secs(5), || {
+        UnixStream::connect(&socket).is_err()
+    });
     let yaml = dir.path().join("picket.yaml");
     std::fs::write(
         &yaml,
