@@ -12,7 +12,7 @@ use super::legacy::{LegacyFlavor, LegacyReader};
 use super::pcapng::{PcapNgReader, SHB_TYPE};
 use super::record::PacketLocation;
 use super::stream::ByteStream;
-use super::{CaptureError, PacketSource, RawPacket, ReadProgress};
+use super::{CaptureError, FileCounts, PacketSource, RawPacket, ReadProgress};
 
 /// Initial read buffer; it grows when a record is larger (bounded by the record limits).
 const DEFAULT_BUFFER_LEN: usize = 128 * 1024;
@@ -126,6 +126,8 @@ pub struct FileSource {
     reader: CaptureReader<File>,
     /// Size of the file when it was opened (progress reports).
     size: u64,
+    /// The reader reached the end of the file with no error.
+    ended_clean: bool,
 }
 
 impl FileSource {
@@ -136,7 +138,12 @@ impl FileSource {
     pub(crate) fn open_with_buffer(path: &Path, buffer_len: usize) -> Result<Self, CaptureError> {
         let file = File::open(path).map_err(|source| CaptureError::Open { path: path.to_path_buf(), source })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok(FileSource { path: path.to_path_buf(), reader: CaptureReader::open(file, path, buffer_len)?, size })
+        Ok(FileSource {
+            path: path.to_path_buf(),
+            reader: CaptureReader::open(file, path, buffer_len)?,
+            size,
+            ended_clean: false,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -144,7 +151,11 @@ impl FileSource {
     }
 
     pub(crate) fn advance(&mut self) -> Result<Option<PacketLocation>, CaptureError> {
-        self.reader.advance()
+        let next = self.reader.advance();
+        if matches!(next, Ok(None)) {
+            self.ended_clean = true;
+        }
+        next
     }
 
     pub(crate) fn bytes(&self, range: Range<usize>) -> &[u8] {
@@ -178,6 +189,10 @@ impl PacketSource for FileSource {
     fn progress(&self) -> Option<ReadProgress> {
         Some(ReadProgress { bytes_read: self.reader.position().min(self.size), total_bytes: self.size })
     }
+
+    fn file_counts(&self) -> Option<FileCounts> {
+        Some(FileCounts { total: 1, clean: u64::from(self.ended_clean) })
+    }
 }
 
 /// Every regular file of a directory, in name order, as one stream (Suricata's `-r DIR`).
@@ -192,6 +207,8 @@ pub struct DirectorySource {
     buffer_len: usize,
     /// Sizes of the files, in reading order (progress reports).
     sizes: Vec<u64>,
+    /// Files read to their end with no error.
+    clean: u64,
 }
 
 impl DirectorySource {
@@ -216,7 +233,7 @@ impl DirectorySource {
         // All entries share the parent, so path order is file-name order.
         files.sort();
         let sizes = files.iter().map(|f| fs::metadata(f).map(|m| m.len()).unwrap_or(0)).collect();
-        Ok(DirectorySource { dir: dir.to_path_buf(), files, next_file: 0, current: None, buffer_len, sizes })
+        Ok(DirectorySource { dir: dir.to_path_buf(), files, next_file: 0, current: None, buffer_len, sizes, clean: 0 })
     }
 
     /// The files that make up the stream, in reading order.
@@ -241,7 +258,10 @@ impl PacketSource for DirectorySource {
             };
             match file.advance() {
                 Ok(Some(location)) => break location,
-                Ok(None) => self.current = None,
+                Ok(None) => {
+                    self.clean += 1;
+                    self.current = None;
+                }
                 Err(e) => {
                     self.current = None;
                     return Err(e);
@@ -276,5 +296,9 @@ impl PacketSource for DirectorySource {
         };
         let bytes_read = self.sizes.iter().take(done).sum::<u64>() + current;
         Some(ReadProgress { bytes_read: bytes_read.min(total_bytes), total_bytes })
+    }
+
+    fn file_counts(&self) -> Option<FileCounts> {
+        Some(FileCounts { total: self.files.len() as u64, clean: self.clean })
     }
 }

@@ -62,6 +62,19 @@ pub trait PacketSource {
     fn progress(&self) -> Option<ReadProgress> {
         None
     }
+    /// Offline inputs: how many files the input holds, and how many of them have been
+    /// read to their end without an error. `None` for live capture and streams.
+    fn file_counts(&self) -> Option<FileCounts> {
+        None
+    }
+}
+
+/// Files of an offline input (one for `-r FILE`, every regular file for `-r DIR`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileCounts {
+    pub total: u64,
+    /// Read to the end with no error reported.
+    pub clean: u64,
 }
 
 /// Bytes of an offline input read so far, out of its total size.
@@ -92,6 +105,13 @@ pub enum CaptureError {
 }
 
 impl CaptureError {
+    /// A truncation: the file was read up to where it breaks off, nothing readable after
+    /// it was skipped (the usual end of a capture whose writer was killed). Every other
+    /// error skipped input: a file not read at all, or the rest of a file after damage.
+    pub fn is_truncation(&self) -> bool {
+        matches!(self, CaptureError::Truncated { .. })
+    }
+
     /// The file the error is about.
     pub fn path(&self) -> &Path {
         match self {

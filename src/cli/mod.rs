@@ -106,7 +106,11 @@ pub fn main() -> i32 {
             check_rules(cli.run.config.as_deref(), &cli.run.set, &sources)
         }
         None if cli.run.is_live() => live::run_live_capture(&cli.run),
-        None => run_offline(&cli.run),
+        None => match run_offline(&cli.run) {
+            Ok(OfflineEnd::Complete) => Ok(()),
+            Ok(OfflineEnd::InputSkipped) => return EXIT_INPUT_SKIPPED,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => 0,
@@ -117,7 +121,22 @@ pub fn main() -> i32 {
     }
 }
 
-fn run_offline(args: &RunArgs) -> Result<(), CliError> {
+/// Exit status of an offline run that wrote its outputs but could not read all of its
+/// input: a file of `-r DIR` unreadable or not a capture, or a capture damaged before its
+/// end (everything readable was processed, and each skipped file was reported with its
+/// name, the reason and the byte offset). A capture that merely ends inside its last
+/// record (a writer killed mid-write) is reported but keeps exit status 0: nothing
+/// readable was skipped, and Suricata reads such files the same way.
+pub const EXIT_INPUT_SKIPPED: i32 = 3;
+
+/// How an offline run that wrote its outputs ended.
+#[derive(Debug, PartialEq, Eq)]
+enum OfflineEnd {
+    Complete,
+    InputSkipped,
+}
+
+fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     let Some(input) = &args.read else {
         return Err(CliError("nothing to do: give a capture with -r FILE|DIR (see --help)".into()));
     };
@@ -156,8 +175,9 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     fast.flush()?;
     // Every event reaches its target before the targets' counters are read.
     eve.flush()?;
-    if let Some(e) = &summary.capture_error {
-        warn(format!("{e}; processed the {} packets before it", summary.packets_read));
+    for e in &summary.capture_errors {
+        let what = if e.is_truncation() { "read up to the break" } else { "skipped" };
+        warn(format!("{e}; {what}"));
     }
     // The counters of socket and Redis targets join the final stats (a file has nothing
     // to report offline).
@@ -173,7 +193,21 @@ fn run_offline(args: &RunArgs) -> Result<(), CliError> {
     };
     write_final_outputs(&resolved.outputs, &mut eve, &summary, &global)?;
     report_to_terminal(source.as_ref(), &resolved, &summary);
-    Ok(())
+    if let Some(failure) = summary.worker_failures.first() {
+        return Err(CliError(format!(
+            "{failure}; the run stopped after {} packets (stats written for what was inspected)",
+            summary.packets_read
+        )));
+    }
+    let skipped = summary.capture_errors.iter().filter(|e| !e.is_truncation()).count();
+    if skipped > 0 {
+        warn(format!(
+            "{skipped} input file{} could not be read in full; exit status {EXIT_INPUT_SKIPPED}",
+            if skipped == 1 { "" } else { "s" }
+        ));
+        return Ok(OfflineEnd::InputSkipped);
+    }
+    Ok(OfflineEnd::Complete)
 }
 
 /// `picket rules check` and `-T`.

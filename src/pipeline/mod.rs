@@ -6,6 +6,7 @@
 //! back to the dispatcher over a second ring, so steady state allocates nothing. A full ring
 //! makes the dispatcher wait (offline input must not lose packets) and is counted.
 
+pub mod fault;
 pub mod live;
 mod worker;
 
@@ -20,7 +21,9 @@ use crate::output::merge::{merge_ordered, EventBuf, OutputChunk, SINKS};
 use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::{ClockTick, PacketBatch, PacketMeta, PacketRef, Timestamp};
+use fault::WorkerFailure;
 use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,12 +61,16 @@ pub struct RunSummary {
     pub wall: Duration,
     /// How often the dispatcher found a worker's ring full and had to wait.
     pub ring_full_waits: u64,
-    /// Set when the input ended in a truncated or corrupt capture.
-    pub capture_error: Option<CaptureError>,
+    /// Every file of the input that could not be read, or not to its end, in reading
+    /// order (`-r DIR` goes on with the next file after one).
+    pub capture_errors: Vec<CaptureError>,
     /// Counters of the reading thread (defragmentation), Suricata's "RX" thread.
     pub reader: WorkerReport,
     /// Packets the BPF filter rejected; they are not in `packets_read`.
     pub bpf_filtered: u64,
+    /// Workers that panicked. The run stopped reading at the first one; the other
+    /// workers finished what they had, and every report above holds what was counted.
+    pub worker_failures: Vec<WorkerFailure>,
 }
 
 /// How far an offline run is, for a progress display on another thread: the reader stores
@@ -76,6 +83,14 @@ pub struct RunProgress {
     pub packets: AtomicU64,
     pub alerts: AtomicU64,
 }
+
+/// Offline input files read to their end (a truncated one included), picket's own counter
+/// of the reading thread.
+pub const FILES_READ: &str = "capture.files_read";
+/// Files that end inside a record: read up to the break, reported with its byte offset.
+pub const FILES_TRUNCATED: &str = "capture.files_truncated";
+/// Files skipped in whole (unreadable, not a capture) or from a damaged record on.
+pub const FILES_FAILED: &str = "capture.files_failed";
 
 /// How often (in packets) the reader updates [`RunProgress`].
 pub const PROGRESS_EVERY_PACKETS: u64 = 1024;
@@ -116,6 +131,7 @@ pub fn run_with_progress(
 /// datagram (with that fragment's `pcap_cnt`). Filtered packets get no `pcap_cnt`: with
 /// a filter, Suricata's libpcap never hands them over, so its numbering skips them.
 /// A capture error after some packets is returned, not raised, so what was read counts.
+/// `on_packet` returns false to stop reading (a worker died).
 struct Reader {
     defrag: Option<Defragmenter>,
     rebuilt: Vec<u8>,
@@ -125,6 +141,11 @@ struct Reader {
     /// The filter has no meaning for a link type met in the input: reading stopped.
     bpf_error: Option<BpfError>,
     progress: Option<Arc<RunProgress>>,
+    /// Files of the input, once read (offline sources only).
+    files: Option<crate::capture::FileCounts>,
+    /// Files that ended in a truncation, and files skipped in whole or in part.
+    files_truncated: u64,
+    files_failed: u64,
 }
 
 impl Reader {
@@ -137,6 +158,9 @@ impl Reader {
             bpf_filtered: 0,
             bpf_error: None,
             progress,
+            files: None,
+            files_truncated: 0,
+            files_failed: 0,
         }
     }
 
@@ -161,10 +185,12 @@ impl Reader {
     fn read_all(
         &mut self,
         source: &mut dyn PacketSource,
-        mut on_packet: impl FnMut(u64, &RawPacket<'_>),
-    ) -> (u64, Option<CaptureError>) {
+        mut on_packet: impl FnMut(u64, &RawPacket<'_>) -> bool,
+    ) -> (u64, Vec<CaptureError>) {
         let mut pcap_cnt = 0u64;
         let mut reported = 0u64;
+        let mut errors: Vec<CaptureError> = Vec::new();
+        let mut after_error = false;
         loop {
             if pcap_cnt >= reported + PROGRESS_EVERY_PACKETS {
                 reported = pcap_cnt;
@@ -181,12 +207,15 @@ impl Reader {
                             }
                             Err(e) => {
                                 self.bpf_error = Some(e);
-                                return (pcap_cnt, None);
+                                return (pcap_cnt, errors);
                             }
                         }
                     }
+                    after_error = false;
                     pcap_cnt += 1;
-                    on_packet(pcap_cnt, &raw);
+                    if !on_packet(pcap_cnt, &raw) {
+                        return (pcap_cnt, errors);
+                    }
                     let Some(defrag) = &mut self.defrag else { continue };
                     if raw.ts.secs() > self.last_expiry_sec {
                         self.last_expiry_sec = raw.ts.secs();
@@ -201,14 +230,32 @@ impl Reader {
                             wire_len: self.rebuilt.len() as u32,
                             data: &self.rebuilt,
                         };
-                        on_packet(pcap_cnt, &whole);
+                        if !on_packet(pcap_cnt, &whole) {
+                            return (pcap_cnt, errors);
+                        }
                     }
                 }
                 Ok(None) => {
                     self.report_progress(source, pcap_cnt);
-                    return (pcap_cnt, None);
+                    self.files = source.file_counts();
+                    return (pcap_cnt, errors);
                 }
-                Err(e) => return (pcap_cnt, Some(e)),
+                Err(e) => {
+                    // An error ends the current file only (the `PacketSource` contract):
+                    // a directory goes on with its next file. The same error twice in a
+                    // row would mean a source breaking that contract: stop, not spin.
+                    let repeated = after_error && errors.last().is_some_and(|last| last.to_string() == e.to_string());
+                    if e.is_truncation() {
+                        self.files_truncated += 1;
+                    } else {
+                        self.files_failed += 1;
+                    }
+                    errors.push(e);
+                    if repeated {
+                        return (pcap_cnt, errors);
+                    }
+                    after_error = true;
+                }
             }
         }
     }
@@ -222,6 +269,12 @@ impl Reader {
         }
         if self.bpf.is_some() {
             counters.add("capture.bpf_filtered", self.bpf_filtered);
+        }
+        if let Some(files) = self.files {
+            // Read to the end: clean files, and truncated ones (read up to the break).
+            counters.add(FILES_READ, files.clean + self.files_truncated);
+            counters.add(FILES_TRUNCATED, self.files_truncated);
+            counters.add(FILES_FAILED, self.files_failed);
         }
         WorkerReport { name: "RX#01".into(), counters, ..Default::default() }
     }
@@ -247,12 +300,20 @@ fn run_single(
     let mut group_started = Instant::now();
     let mut reader = Reader::new(opts, progress.clone());
     let mut alerts_reported = 0u64;
-    let (packets, capture_error) = reader.read_all(source, |pcap_cnt, raw| {
+    let mut failure = None;
+    let (packets, capture_errors) = reader.read_all(source, |pcap_cnt, raw| {
         first_ts.get_or_insert(raw.ts);
         last_ts = Some(raw.ts);
         bytes += raw.wire_len as u64;
         let meta = PacketMeta::standalone(pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
-        inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut events);
+        let inspected = catch_unwind(AssertUnwindSafe(|| {
+            fault::check(pcap_cnt);
+            inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut events);
+        }));
+        if let Err(payload) = inspected {
+            failure = Some(WorkerFailure { worker: worker_name(0), message: fault::panic_message(&*payload) });
+            return false;
+        }
         if pcap_cnt % BATCH_PACKETS as u64 == 0 {
             let now = Instant::now();
             busy += now - group_started;
@@ -266,16 +327,22 @@ fn run_single(
             }
             group_started = Instant::now();
         }
+        true
     });
     busy += group_started.elapsed();
-    inspector.finish(&mut events);
+    if failure.is_none() {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| inspector.finish(&mut events))) {
+            failure = Some(WorkerFailure { worker: worker_name(0), message: fault::panic_message(&*payload) });
+        }
+    }
     written += events.events.len() as u64;
     if let Some(e) = io_error {
         return Err(e);
     }
     write_events(&mut events.events, &mut sinks)?;
     reader.finish()?;
-    let report = WorkerReport { name: worker_name(0), packets, bytes, busy, counters: inspector.counters() };
+    let counters = catch_unwind(AssertUnwindSafe(|| inspector.counters())).unwrap_or_default();
+    let report = WorkerReport { name: worker_name(0), packets, bytes, busy, counters };
     Ok(RunSummary {
         workers: vec![report],
         packets_read: packets,
@@ -284,9 +351,10 @@ fn run_single(
         last_ts,
         wall: start.elapsed(),
         ring_full_waits: 0,
-        capture_error,
+        capture_errors,
         reader: reader.report(),
         bpf_filtered: reader.bpf_filtered,
+        worker_failures: failure.into_iter().collect(),
     })
 }
 
@@ -321,12 +389,14 @@ fn run_workers(
             let settings = opts.inspect.clone();
             let eve = LogSink::new(opts.eve.clone());
             let progress = progress.clone();
-            handles.push(scope.spawn(move || {
+            // Named as in stats.log, so a panic message names the worker.
+            let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
                 worker::run(i, Inspector::new(&settings), eve, from_dispatcher, to_pool, out_tx, progress)
-            }));
+            })?;
+            handles.push(spawned);
             lanes.push(Lane {
                 ring: to_worker,
                 pool: from_worker,
@@ -342,12 +412,13 @@ fn run_workers(
             Ok::<u64, std::io::Error>(n)
         });
 
-        let mut d = Dispatcher { lanes, ring_full_waits: 0, clock: ClockTick { ts: Timestamp(0), pcap_cnt: 0 } };
+        let mut d =
+            Dispatcher { lanes, ring_full_waits: 0, clock: ClockTick { ts: Timestamp(0), pcap_cnt: 0 }, dead: false };
         let (mut first_ts, mut last_ts) = (None, None);
         let mut last_tick_sec = 0u64;
         let mut since_tick = 0u64;
         let mut reader = Reader::new(opts, progress);
-        let (packets, capture_error) = reader.read_all(source, |pcap_cnt, raw| {
+        let (packets, capture_errors) = reader.read_all(source, |pcap_cnt, raw| {
             first_ts.get_or_insert(raw.ts);
             last_ts = Some(raw.ts);
             let w = policy.pick(raw.link, raw.data, n);
@@ -364,6 +435,8 @@ fn run_workers(
             } else if d.lanes[w].pending.len() >= BATCH_PACKETS {
                 d.send(w);
             }
+            // A worker died: stop reading, the run ends with its error.
+            !d.dead
         });
         for lane in 0..n {
             d.send(lane);
@@ -371,10 +444,20 @@ fn run_workers(
         let ring_full_waits = d.ring_full_waits;
         drop(d); // closes the rings: workers drain, finish and hang up
         let mut workers = Vec::with_capacity(n);
-        for h in handles {
-            workers.push(h.join().expect("worker thread panicked"));
+        let mut worker_failures = Vec::new();
+        for (i, h) in handles.into_iter().enumerate() {
+            // A panic outside the worker's own guard still ends in a report, not a hang.
+            let (report, failure) = h.join().unwrap_or_else(|payload| {
+                let report = WorkerReport { name: worker_name(i), ..Default::default() };
+                let message = fault::panic_message(&*payload);
+                (report.clone(), Some(WorkerFailure { worker: report.name, message }))
+            });
+            workers.push(report);
+            worker_failures.extend(failure);
         }
-        let events_written = merger.join().expect("output thread panicked")?;
+        let events_written = merger
+            .join()
+            .map_err(|p| std::io::Error::other(format!("output thread panicked: {}", fault::panic_message(&*p))))??;
         reader.finish()?;
         Ok(RunSummary {
             workers,
@@ -384,7 +467,7 @@ fn run_workers(
             last_ts,
             wall: start.elapsed(),
             ring_full_waits,
-            capture_error,
+            capture_errors,
             reader: {
                 let mut report = reader.report();
                 // Backpressure: how often a worker's ring was full and the reader waited.
@@ -392,6 +475,7 @@ fn run_workers(
                 report
             },
             bpf_filtered: reader.bpf_filtered,
+            worker_failures,
         })
     })
 }
@@ -406,12 +490,18 @@ struct Dispatcher {
     lanes: Vec<Lane>,
     ring_full_waits: u64,
     clock: ClockTick,
+    /// A worker dropped its ring (it panicked): nothing more is sent, reading stops.
+    dead: bool,
 }
 
 impl Dispatcher {
     /// Hands lane `w` its pending batch, stamped with the current clock, and takes a
-    /// recycled batch (or a new one) for the next packets.
+    /// recycled batch (or a new one) for the next packets. A full ring is waited on, but
+    /// not forever: a worker that died has dropped its end of the ring.
     fn send(&mut self, w: usize) {
+        if self.dead {
+            return;
+        }
         let lane = &mut self.lanes[w];
         let fresh = lane.pool.pop().unwrap_or_else(|_| PacketBatch::with_capacity(BATCH_PACKETS, BATCH_PACKETS * 1600));
         let mut batch = std::mem::replace(&mut lane.pending, fresh);
@@ -420,6 +510,10 @@ impl Dispatcher {
         loop {
             match lane.ring.push(batch) {
                 Ok(()) => return,
+                Err(rtrb::PushError::Full(_)) if lane.ring.is_abandoned() => {
+                    self.dead = true;
+                    return;
+                }
                 Err(rtrb::PushError::Full(back)) => {
                     batch = back;
                     if spins == 0 {

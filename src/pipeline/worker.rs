@@ -1,5 +1,11 @@
 //! The worker loop: pop a batch, inspect its packets, pass events on, recycle the batch.
+//!
+//! A panic while inspecting is caught per batch: the worker stops taking batches (its ring
+//! is dropped, which the dispatcher notices), hands the merger what it logged so far with
+//! a final watermark (so the merge never waits on it), and returns its report with the
+//! panic's message, so that the run ends with an error and the stats gathered so far.
 
+use super::fault::{self, WorkerFailure};
 use super::RunProgress;
 use crate::inspect::Inspector;
 use crate::output::merge::{clock_key, OutputChunk};
@@ -7,6 +13,7 @@ use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::PacketBatch;
 use crossbeam_channel::Sender;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,8 +26,9 @@ pub(super) fn run(
     mut pool: rtrb::Producer<PacketBatch>,
     output: Sender<OutputChunk>,
     progress: Option<Arc<RunProgress>>,
-) -> WorkerReport {
+) -> (WorkerReport, Option<WorkerFailure>) {
     let mut report = WorkerReport { name: worker_name(index), ..Default::default() };
+    let mut failure = None;
     let mut idle_spins = 0u32;
     // Alerts already added to `progress`.
     let mut alerts_reported = 0u64;
@@ -36,17 +44,24 @@ pub(super) fn run(
         };
         idle_spins = 0;
         let started = Instant::now();
-        for pkt in batch.iter() {
-            report.packets += 1;
-            report.bytes += pkt.meta.wire_len as u64;
-            inspector.packet(pkt, &mut events);
-        }
         let mut watermark = 0;
-        if let Some(tick) = batch.clock {
-            inspector.clock(tick, &mut events);
-            watermark = clock_key(tick.pcap_cnt);
-        }
+        let inspected = catch_unwind(AssertUnwindSafe(|| {
+            for pkt in batch.iter() {
+                fault::check(pkt.meta.pcap_cnt);
+                report.packets += 1;
+                report.bytes += pkt.meta.wire_len as u64;
+                inspector.packet(pkt, &mut events);
+            }
+            if let Some(tick) = batch.clock {
+                inspector.clock(tick, &mut events);
+                watermark = clock_key(tick.pcap_cnt);
+            }
+        }));
         report.busy += started.elapsed();
+        if let Err(payload) = inspected {
+            failure = Some(WorkerFailure { worker: report.name.clone(), message: fault::panic_message(&*payload) });
+            break;
+        }
         if let Some(p) = &progress {
             if events.alerts != alerts_reported {
                 p.alerts.fetch_add(events.alerts - alerts_reported, Ordering::Relaxed);
@@ -61,12 +76,20 @@ pub(super) fn run(
         batch.clear();
         let _ = pool.push(batch);
     }
-    let started = Instant::now();
-    inspector.finish(&mut events);
-    report.busy += started.elapsed();
+    // Dropping the ring tells the dispatcher this worker takes no more batches.
+    drop(input);
+    if failure.is_none() {
+        let started = Instant::now();
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| inspector.finish(&mut events))) {
+            failure = Some(WorkerFailure { worker: report.name.clone(), message: fault::panic_message(&*payload) });
+        }
+        report.busy += started.elapsed();
+    }
+    // After a panic the inspector's state may be half-updated: its counters are still
+    // numbers worth reporting, but its open flows are not logged.
     let _ = output.send(OutputChunk { events: events.take(), watermark: u64::MAX });
-    report.counters = inspector.counters();
-    report
+    report.counters = catch_unwind(AssertUnwindSafe(|| inspector.counters())).unwrap_or_default();
+    (report, failure)
 }
 
 /// Waiting for a ring: spin briefly, then yield, then sleep, so an idle worker costs
