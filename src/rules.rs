@@ -32,27 +32,33 @@ pub struct LoadedRules {
 }
 
 impl LoadedRules {
+    /// Rules that failed: malformed (parser) or impossible to compile (engine), each one in
+    /// `load.errors` with its file and line.
+    pub fn failed(&self) -> usize {
+        self.load.errors.len()
+    }
+
+    /// Valid rules skipped for a Suricata keyword picket does not implement.
+    pub fn skipped(&self) -> usize {
+        self.load.unsupported_count()
+    }
+
     /// `loaded / skipped / failed`, the line `rules check` and start-up print.
     pub fn summary(&self) -> String {
         format!(
             "{} rules loaded, {} skipped (unsupported keyword), {} failed, {} duplicate sids, from {} file(s) in {:.2} s",
             self.build.rules_loaded,
-            self.load.unsupported_count() + self.build.rules_rejected.len(),
-            self.load.errors.len(),
+            self.skipped(),
+            self.failed(),
             self.load.duplicates.len(),
             self.files.len(),
             self.elapsed.as_secs_f64()
         )
     }
 
-    /// Skipped rules by keyword (parser) and by reason (engine), most frequent first.
+    /// Skipped rules by unsupported keyword, most frequent first.
     pub fn skipped_table(&self) -> Vec<(String, usize)> {
         let mut rows: Vec<(String, usize)> = self.load.unsupported.iter().map(|(k, &n)| (k.clone(), n)).collect();
-        let mut engine_reasons = std::collections::BTreeMap::<String, usize>::new();
-        for (_, reason) in &self.build.rules_rejected {
-            *engine_reasons.entry(reason.clone()).or_default() += 1;
-        }
-        rows.extend(engine_reasons);
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         rows
     }
@@ -72,7 +78,7 @@ pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
 }
 
 /// Loads the rules and builds the engine. A missing `-S`/`-s` file is an error; a bad rule
-/// is not (it is reported with file and line, the rest load).
+/// is not (it is in `load.errors` with file and line, the rest load).
 pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -> Result<LoadedRules, String> {
     load_inner(config, settings, sources, None, None)
 }
@@ -175,6 +181,11 @@ fn load_inner(
     } else {
         DetectEngine::build(load.rules.clone(), &cfg)?
     };
+    // A rule the engine cannot compile failed like a malformed one (Suricata has no third
+    // kind): it is reported with its file and line and counts as failed, not skipped.
+    for (sid, reason) in &build.rules_rejected {
+        load.rejected_by_engine(*sid, reason);
+    }
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
 }
 

@@ -84,7 +84,7 @@ fn simulate_ips_blocks_the_flow_after_a_drop_rule() {
     let rules = dir.path().join("drop.rules");
     std::fs::write(
         &rules,
-        "drop tcp any any -> any 80 (msg:\"drop the injection\"; flow:established,to_server; content:\";id\"; sid:1; rev:1;)\n",
+        "drop tcp any any -> any 80 (msg:\"drop the injection\"; flow:established,to_server; content:\"|3b|id\"; sid:1; rev:1;)\n",
     )
     .unwrap();
     let (_, ids) = run_sample(&rules, &[]);
@@ -119,7 +119,7 @@ fn bad_rules_are_reported_with_file_and_line_and_the_rest_load() {
         "alert tcp any any -> any any (msg:\"good\"; content:\"abc\"; sid:1;)\n\
          # a comment\n\
          alert tcp any any -> any any (msg:\"bad content\"; content:\"|zz|\"; sid:2;)\n\
-         alert tcp any any -> any any (msg:\"unknown keyword\"; frobnicate:3; sid:3;)\n\
+         alert tcp any any -> any any (msg:\"unsupported keyword\"; luajit:check.lua; sid:3;)\n\
          alert tcp any any -> any any (msg:\"dup\"; content:\"x\"; sid:1;)\n\
          alert udp any any -> any 53 (msg:\"good too\"; content:\"q\"; sid:4;)\n",
     )
@@ -133,7 +133,7 @@ fn bad_rules_are_reported_with_file_and_line_and_the_rest_load() {
     assert!(stdout.contains("loaded  2"), "{stdout}");
     assert!(stdout.contains("failed  1"), "{stdout}");
     assert!(
-        stdout.lines().any(|l| l.trim_start().starts_with('1') && l.contains("frobnicate")),
+        stdout.lines().any(|l| l.trim_start().starts_with('1') && l.contains("luajit")),
         "skipped-by-keyword table: {stdout}"
     );
 
@@ -171,4 +171,99 @@ fn suricata_style_config_test_flag() {
     let out = run(&["-T", "-S", repo("rules/default.rules").to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("loaded  9"));
+}
+
+/// Rules parsed as strictly as Suricata's: a missing `;` or `"`, an unknown keyword, a regex
+/// that does not compile or a line that is not UTF-8 fails its rule (`file:line: reason`),
+/// `-T` and `rules check` exit 1, and the good rules of the same file still alert; a rule with
+/// only an unsupported (Suricata) keyword is skipped and does not fail the check.
+#[test]
+fn malformed_rules_fail_the_check_and_only_good_rules_alert() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("strict.rules");
+    let mut text = Vec::new();
+    for line in [
+        // 1: good; the DNS query name in hex (the sample asks for www.example.com).
+        &b"alert udp any any -> any 53 (msg:\"hex\"; content:\"|07|example|03|com|00|\"; sid:1;)"[..],
+        // 2: good.
+        b"alert tcp any any -> any 80 (msg:\"get\"; content:\"GET /index.html\"; sid:2;)",
+        // 3: the missing ';' would swallow the content into msg and fire on every packet.
+        b"alert ip any any -> any any (msg:\"swallowed\" content:\"never in the sample\"; sid:3;)",
+        // 4: an unterminated quote.
+        b"alert ip any any -> any any (msg:\"open; content:\"x\"; sid:4;)",
+        // 5: the last option without its ';'.
+        b"alert ip any any -> any any (msg:\"last\"; sid:5)",
+        // 6: a keyword Suricata does not know.
+        b"alert ip any any -> any any (msg:\"typo\"; contnet:\"x\"; sid:6;)",
+        // 7: a regex that does not compile.
+        b"alert tcp any any -> any any (msg:\"pcre\"; pcre:\"/GET (/\"; sid:7;)",
+        // 8: a raw 0xff byte (not UTF-8) in a content.
+        b"alert udp any any -> any 53 (msg:\"raw byte\"; content:\"\xff\"; sid:8;)",
+        // 9: valid Suricata, but a keyword picket does not implement: skipped, not failed.
+        b"alert tcp any any -> any any (msg:\"unsupported\"; asn1:oversize_length 10; sid:9;)",
+    ] {
+        text.extend_from_slice(line);
+        text.push(b'\n');
+    }
+    std::fs::write(&rules, &text).unwrap();
+    let path = rules.to_str().unwrap();
+    for args in [&["-T", "-S", path][..], &["rules", "check", "-S", path]] {
+        let out = run(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        for (line, reason) in [
+            (3, "'msg': unescaped '\"' after \"swallowed\""),
+            (4, "'msg': the quoted value does not end with its closing '\"'"),
+            (5, "option 'sid:5' has no terminating ';'"),
+            (6, "unknown rule keyword 'contnet'"),
+            (7, "pcre: regex does not compile"),
+            (8, "invalid UTF-8: byte 0xff at line 8, column 55"),
+        ] {
+            assert!(stderr.contains(&format!("strict.rules:{line}: {reason}")), "{args:?}: line {line}: {stderr}");
+        }
+        assert!(
+            stdout.contains("loaded  2") && stdout.contains("skipped 1") && stdout.contains("failed  6"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("6 failed") && stdout.contains("1 skipped (unsupported keyword)"), "{stdout}");
+        assert!(stderr.contains("6 rule(s) failed to load"), "{stderr}");
+    }
+
+    // A run loads around the failures: only the good rules alert.
+    let (_dir, events) = run_sample(&rules, &[]);
+    let by_sid = alerts_by_sid(&events);
+    assert_eq!(by_sid.keys().copied().collect::<Vec<_>>(), [1, 2], "{by_sid:?}");
+
+    // Good and unsupported rules only: the check passes and still names what it skipped.
+    let clean = dir.path().join("clean.rules");
+    let kept: Vec<&[u8]> =
+        text.split(|&b| b == b'\n').enumerate().filter(|(i, _)| [0, 1, 8].contains(i)).map(|(_, l)| l).collect();
+    std::fs::write(&clean, kept.join(&b'\n')).unwrap();
+    for args in [&["-T", "-S", clean.to_str().unwrap()][..], &["rules", "check", "-S", clean.to_str().unwrap()]] {
+        let out = run(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("failed  0") && stdout.contains("skipped 1") && stdout.contains("asn1"), "{stdout}");
+    }
+}
+
+/// A rule the parser takes but the engine cannot compile (a transform without a sticky
+/// buffer) fails like a malformed one, with its file and line, not as "skipped".
+#[test]
+fn rules_the_engine_rejects_count_as_failed_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("engine.rules");
+    std::fs::write(
+        &rules,
+        "alert tcp any any -> any 80 (msg:\"get\"; content:\"GET /index.html\"; sid:2;)\n\
+         alert tcp any any -> any any (msg:\"transform\"; to_lowercase; content:\"a\"; sid:20;)\n",
+    )
+    .unwrap();
+    let out = run(&["-T", "-S", rules.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("engine.rules:2: sid 20: transforms need a sticky buffer"), "{stderr}");
+    assert!(stdout.contains("loaded  1") && stdout.contains("skipped 0") && stdout.contains("failed  1"), "{stdout}");
 }

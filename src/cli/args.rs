@@ -44,7 +44,8 @@ pub struct RunArgs {
     /// only: live, run inline with -q or --bridge).
     #[arg(long)]
     pub simulate_ips: bool,
-    /// Test the configuration and rules, then exit (Suricata's -T).
+    /// Test the configuration and rules, then exit (Suricata's -T): exit status 1 when a
+    /// rule failed; rules skipped for an unsupported keyword alone exit 0.
     #[arg(short = 'T')]
     pub test_config: bool,
     /// More log output.

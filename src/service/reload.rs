@@ -14,11 +14,13 @@
 //!
 //! A reload is refused (the running engine stays, the reply is the reason, stderr gets one
 //! line) when: the YAML cannot be read; a rule file the running rules were loaded from is
-//! gone (or a `-S`/`-s` file); a rule fails to parse (each failure is also printed with
-//! file and line: at start-up picket loads around bad rules, but a reload has a working rule
-//! set to keep, so it takes only a clean one); the engine cannot be built; or no rule would
-//! load. Rules skipped for an unsupported keyword do not refuse a reload; they are counted
-//! (`rules_skipped`).
+//! gone (or a `-S`/`-s` file); a rule failed (malformed, a keyword Suricata does not know,
+//! a regex that does not compile, a line that is not UTF-8, or a rule the engine cannot
+//! compile; each failure is also printed with file and line: at start-up picket loads around
+//! bad rules, but a reload has a working rule set to keep, so it takes only a clean one); the
+//! engine cannot be built; or no rule would load. Rules skipped for a Suricata keyword picket
+//! does not implement do not refuse a reload (Suricata would load them); they are counted
+//! (`rules_skipped`, apart from `rules_failed`).
 //!
 //! Memory (measured with ET Open, numbers in the README): each rule is compiled as soon as
 //! it is parsed (the parsed set is never held whole), rules that did not change share their
@@ -172,8 +174,8 @@ impl RulesetStats {
     fn of(loaded: &LoadedRules) -> Self {
         RulesetStats {
             loaded: loaded.build.rules_loaded as u64,
-            failed: loaded.load.errors.len() as u64,
-            skipped: (loaded.load.unsupported_count() + loaded.build.rules_rejected.len()) as u64,
+            failed: loaded.failed() as u64,
+            skipped: loaded.skipped() as u64,
             last_reload: now_eve(),
             files: loaded.files.clone(),
         }
@@ -259,14 +261,14 @@ impl Reloader {
         for w in &loaded.warnings {
             eprintln!("picket: reload: warning: {w}");
         }
-        if !loaded.load.errors.is_empty() {
+        if loaded.failed() > 0 {
             for e in &loaded.load.errors {
                 eprintln!("picket: reload: rule error: {e}");
             }
             let first: Vec<String> = loaded.load.errors.iter().take(ERRORS_IN_REPLY).map(|e| e.to_string()).collect();
             return Err(format!(
                 "{} rule(s) failed to load ({}{}); fix them and reload again",
-                loaded.load.errors.len(),
+                loaded.failed(),
                 first.join("; "),
                 if loaded.load.errors.len() > ERRORS_IN_REPLY { "; ..." } else { "" }
             ));

@@ -44,6 +44,29 @@ pub enum RuleError {
     EmptyValue {
         keyword: String,
     },
+    /// An option without its terminating `;` (the last one included, as in Suricata); `option`
+    /// is the start of the unterminated text.
+    MissingSemicolon {
+        option: String,
+    },
+    /// A value opening a `"` that does not end with the closing one: usually a missing `;`
+    /// or `"` that would otherwise swallow the next options.
+    UnterminatedQuote {
+        keyword: String,
+    },
+    /// An unescaped `"` inside a quoted value, after the text `after`: the quote closes the
+    /// value early, so a `;` is probably missing after it.
+    StrayQuote {
+        keyword: String,
+        after: String,
+    },
+    /// A line of the rules file that is not UTF-8: the physical `line`, the 1-based byte
+    /// `column` and the offending byte.
+    InvalidUtf8 {
+        line: usize,
+        column: usize,
+        byte: u8,
+    },
 
     // --- The header: `action proto src sport direction dst dport`.
     UnbalancedBracket {
@@ -80,6 +103,11 @@ pub enum RuleError {
     UnsupportedKeyword {
         name: String,
     },
+    /// Not a keyword of Suricata either (a typo, or a keyword of another engine): the rule
+    /// fails, as it does in Suricata.
+    UnknownKeyword {
+        name: String,
+    },
     /// The value of `keyword` is wrong.
     BadOption {
         keyword: String,
@@ -90,6 +118,11 @@ pub enum RuleError {
         keyword: &'static str,
     },
     MissingSid,
+    /// The parser accepted the rule but the engine cannot compile it (`reason` is the
+    /// engine's): it fails like a malformed rule.
+    Rejected {
+        reason: String,
+    },
 
     // --- Lines of classification.config and threshold.config.
     ExpectedClassification,
@@ -136,6 +169,18 @@ impl fmt::Display for RuleError {
             RuleError::EmptyKeyword { near } => write!(f, "empty option keyword near '{near}'"),
             RuleError::BadKeyword { keyword } => write!(f, "invalid option keyword '{keyword}'"),
             RuleError::EmptyValue { keyword } => write!(f, "option '{keyword}' has an empty value"),
+            RuleError::MissingSemicolon { option } => write!(f, "option '{option}' has no terminating ';'"),
+            RuleError::UnterminatedQuote { keyword } => {
+                write!(f, "'{keyword}': the quoted value does not end with its closing '\"' (missing ';' or '\"'?)")
+            }
+            RuleError::StrayQuote { keyword, after } => write!(
+                f,
+                "'{keyword}': unescaped '\"' after \"{after}\" inside the quoted value (missing ';'? escape a quote as \\\")"
+            ),
+            RuleError::InvalidUtf8 { line, column, byte } => write!(
+                f,
+                "invalid UTF-8: byte 0x{byte:02x} at line {line}, column {column} (write such bytes in hex, e.g. content:\"|{byte:02x}|\")"
+            ),
             RuleError::UnbalancedBracket { bracket, header } => {
                 write!(f, "unbalanced '{bracket}' in header '{header}'")
             }
@@ -150,6 +195,7 @@ impl fmt::Display for RuleError {
             RuleError::BadAddress { side, error } => write!(f, "{side} address: {error}"),
             RuleError::BadPort { side, error } => write!(f, "{side} port: {error}"),
             RuleError::UnsupportedKeyword { name } => write!(f, "unsupported keyword '{name}'"),
+            RuleError::UnknownKeyword { name } => write!(f, "unknown rule keyword '{name}'"),
             RuleError::BadOption { keyword, error } => {
                 // Most messages name their keyword; the others get it in front.
                 let reason = error.to_string();
@@ -161,6 +207,7 @@ impl fmt::Display for RuleError {
             }
             RuleError::DuplicateOption { keyword } => write!(f, "'{keyword}' given twice"),
             RuleError::MissingSid => f.write_str("missing sid"),
+            RuleError::Rejected { reason } => f.write_str(reason),
             RuleError::ExpectedClassification => {
                 f.write_str("expected 'config classification: name,description,priority'")
             }
@@ -352,6 +399,10 @@ pub enum OptionError {
     },
     PcreTwoBuffers,
     PcrexformUnquoted,
+    /// The regex does not compile; `error` is PCRE2's message.
+    RegexCompile {
+        error: String,
+    },
 
     // --- Other keywords.
     SidZero,
@@ -459,6 +510,7 @@ impl fmt::Display for OptionError {
             PcreModifier { modifier } => write!(f, "unknown pcre modifier '{modifier}'"),
             PcreTwoBuffers => f.write_str("pcre has more than one buffer modifier"),
             PcrexformUnquoted => f.write_str("pcrexform value must be quoted"),
+            RegexCompile { error } => write!(f, "regex does not compile: {error}"),
             SidZero => f.write_str("sid must be greater than 0"),
             BadReference => f.write_str("reference must be 'system,id'"),
             UnknownAppProtocol { name } => write!(f, "unknown app-layer protocol '{name}'"),

@@ -1,10 +1,10 @@
 //! The table of rule keywords the parser accepts, with a one-line summary and an example each.
 //!
-//! [`OptionParser`](super::options::OptionParser) refuses (as an unsupported keyword) any
-//! keyword that is neither in [`KEYWORDS`] nor an inspection buffer of
-//! [`BUFFERS`](super::buffers::BUFFERS), so a keyword added to a parser arm without a line
-//! here cannot load; and a test parses every entry's example, so a line here without a
-//! parser arm fails the tests. `picket --list-keywords` prints this table (plus the buffers):
+//! [`OptionParser`](super::options::OptionParser) refuses any keyword that is neither in
+//! [`KEYWORDS`] nor an inspection buffer of [`BUFFERS`](super::buffers::BUFFERS) (as
+//! unsupported when it is one of Suricata's, [`SURICATA_ONLY_KEYWORDS`], else as unknown), so
+//! a keyword added to a parser arm without a line here cannot load; and a test parses every
+//! entry's example, so a line here without a parser arm fails the tests. `picket --list-keywords` prints this table (plus the buffers):
 //! it cannot drift from what the parser does.
 
 use super::buffers::{content_modifier_buffer, sticky_buffer, BufferDef, BUFFERS};
@@ -288,6 +288,225 @@ pub fn is_known_keyword(name: &str) -> bool {
     keyword_doc(name).is_some() || sticky_buffer(name).is_some() || content_modifier_buffer(name).is_some()
 }
 
+/// Suricata keywords (and sticky buffers) that picket does not implement yet, sorted by byte
+/// value (searched by bisection). A rule using one of them is valid Suricata: it is skipped and
+/// counted under the keyword ("unsupported"), where a keyword in neither this list nor picket's
+/// fails the rule ("unknown rule keyword", as in Suricata). A test checks the list stays sorted
+/// and disjoint from what picket implements: implementing a keyword means removing it here.
+pub static SURICATA_ONLY_KEYWORDS: &[&str] = &[
+    "absent",
+    "app-layer-event",
+    "app-layer-state",
+    "asn1",
+    "bittorrent-dht.nodes",
+    "cip_service",
+    "config",
+    "datarep",
+    "dataset",
+    "dce_iface",
+    "dce_opnum",
+    "dce_stub_data",
+    "dcerpc.iface",
+    "dcerpc.opnum",
+    "dcerpc.stub_data",
+    "dhcp.leasetime",
+    "dhcp.rebinding_time",
+    "dhcp.renewal_time",
+    "dnp3.data",
+    "dnp3.func",
+    "dnp3.ind",
+    "dnp3.obj",
+    "dnp3_data",
+    "dnp3_func",
+    "dnp3_ind",
+    "dnp3_obj",
+    "dns.additionals.rrname",
+    "dns.authorities.rrname",
+    "domain",
+    "email.cc",
+    "email.date",
+    "email.from",
+    "email.message_id",
+    "email.received",
+    "email.subject",
+    "email.to",
+    "email.url",
+    "email.x_mailer",
+    "engine-event",
+    "enip.capabilities",
+    "enip.cip_attribute",
+    "enip.cip_class",
+    "enip.cip_extendedstatus",
+    "enip.cip_instance",
+    "enip.cip_status",
+    "enip.device_type",
+    "enip.identity_status",
+    "enip.product_code",
+    "enip.product_name",
+    "enip.protocol_version",
+    "enip.revision",
+    "enip.serial",
+    "enip.service_name",
+    "enip.state",
+    "enip.status",
+    "enip.vendor_id",
+    "enip_command",
+    "entropy",
+    "file.mime",
+    "fileext",
+    "filemagic",
+    "filemd5",
+    "filesha1",
+    "filesha256",
+    "filesize",
+    "filestore",
+    "flow.age",
+    "frame",
+    "ftp.completion_code",
+    "ftp.dynamic_port",
+    "ftp.mode",
+    "ftp.reply",
+    "ftp.reply_received",
+    "ftpbounce",
+    "ftpdata_command",
+    "geoip",
+    "http2.errorcode",
+    "http2.frametype",
+    "http2.header",
+    "http2.priority",
+    "http2.settings",
+    "http2.size_update",
+    "http2.window",
+    "icmpv6.mtu",
+    "ike.chosen_sa_attribute",
+    "ike.exchtype",
+    "ike.init_spi",
+    "ike.key_exchange_payload",
+    "ike.key_exchange_payload_length",
+    "ike.nonce_payload",
+    "ike.nonce_payload_length",
+    "ike.resp_spi",
+    "ike.vendor",
+    "iprep",
+    "krb5.ticket_encryption",
+    "krb5.weak_encryption",
+    "krb5_err_code",
+    "krb5_msg_type",
+    "ldap.request.attribute_type",
+    "ldap.request.dn",
+    "ldap.request.operation",
+    "ldap.responses.attribute_type",
+    "ldap.responses.count",
+    "ldap.responses.dn",
+    "ldap.responses.message",
+    "ldap.responses.operation",
+    "ldap.responses.result_code",
+    "lua",
+    "luajit",
+    "luaxform",
+    "mdns.additionals.rrname",
+    "mdns.answers.rrname",
+    "mdns.authorities.rrname",
+    "mdns.queries.rrname",
+    "mdns.response.rrname",
+    "modbus",
+    "mqtt.connack.session_present",
+    "mqtt.connect.clientid",
+    "mqtt.connect.flags",
+    "mqtt.connect.password",
+    "mqtt.connect.protocol_string",
+    "mqtt.connect.username",
+    "mqtt.connect.willmessage",
+    "mqtt.connect.willtopic",
+    "mqtt.flags",
+    "mqtt.protocol_version",
+    "mqtt.publish.message",
+    "mqtt.publish.topic",
+    "mqtt.qos",
+    "mqtt.reason_code",
+    "mqtt.subscribe.topic",
+    "mqtt.type",
+    "mqtt.unsubscribe.topic",
+    "nfs.version",
+    "nfs_procedure",
+    "pgsql.query",
+    "pop3.args",
+    "pop3.command",
+    "pop3.response",
+    "quic.cyu.hash",
+    "quic.cyu.string",
+    "quic.ua",
+    "quic.version",
+    "replace",
+    "requires",
+    "rfb.name",
+    "rfb.secresult",
+    "rfb.sectype",
+    "rpc",
+    "sameip",
+    "sdp.attribute",
+    "sdp.bandwidth",
+    "sdp.connection_data",
+    "sdp.email",
+    "sdp.encryption_key",
+    "sdp.media.connection_data",
+    "sdp.media.encryption_key",
+    "sdp.media.media",
+    "sdp.media.media_info",
+    "sdp.origin",
+    "sdp.phone_number",
+    "sdp.repeat_time",
+    "sdp.session_info",
+    "sdp.session_name",
+    "sdp.time",
+    "sdp.timezone",
+    "sdp.uri",
+    "sip.content_length",
+    "sip.content_type",
+    "sip.from",
+    "sip.protocol",
+    "sip.request_line",
+    "sip.response_line",
+    "sip.stat_code",
+    "sip.stat_msg",
+    "sip.to",
+    "sip.user_agent",
+    "sip.via",
+    "smb.ntlmssp_domain",
+    "smb.ntlmssp_user",
+    "smb.version",
+    "snmp.community",
+    "snmp.pdu_type",
+    "snmp.usm",
+    "snmp.version",
+    "ssh.protoversion",
+    "ssh.softwareversion",
+    "ssl_state",
+    "ssl_version",
+    "stream-event",
+    "tcp.wscale",
+    "tld",
+    "tls.cert_expired",
+    "tls.cert_notafter",
+    "tls.cert_notbefore",
+    "tls.cert_valid",
+    "tls.random",
+    "tls.random_bytes",
+    "tls.random_time",
+    "tls.store",
+    "tls_cert_expired",
+    "tls_cert_valid",
+    "websocket.flags",
+    "websocket.mask",
+    "websocket.opcode",
+    "websocket.payload",
+];
+
+/// True for a keyword of Suricata that picket does not implement: see [`SURICATA_ONLY_KEYWORDS`].
+pub fn is_suricata_only_keyword(name: &str) -> bool {
+    SURICATA_ONLY_KEYWORDS.binary_search(&name).is_ok()
+}
+
 /// One line of `--list-keywords`: a keyword of [`KEYWORDS`] or a name of a buffer.
 #[derive(Clone, Copy, Debug)]
 pub enum KeywordEntry {
@@ -391,13 +610,26 @@ mod tests {
         }
     }
 
-    /// A keyword not in the table is unsupported even if a parser arm knew it.
+    /// A keyword of Suricata not in the table is unsupported (skipped); one of neither is
+    /// unknown (the rule fails).
     #[test]
-    fn unknown_keyword_is_unsupported() {
+    fn suricata_keyword_is_unsupported_other_is_unknown() {
         let vars = RuleVars::default();
+        let err = parse_rule("alert tcp any any -> any any (sid:1; luajit:x.lua;)", &vars).unwrap_err();
+        assert_eq!(err.unsupported_keyword(), Some("luajit"));
         let err = parse_rule("alert tcp any any -> any any (sid:1; no_such_kw;)", &vars).unwrap_err();
-        assert_eq!(err.unsupported_keyword(), Some("no_such_kw"));
-        assert!(!is_known_keyword("no_such_kw"));
+        assert_eq!(err, crate::detect::rule::RuleError::UnknownKeyword { name: "no_such_kw".into() });
+        assert!(!is_known_keyword("no_such_kw") && !is_suricata_only_keyword("no_such_kw"));
         assert!(is_known_keyword("http_uri") && is_known_keyword("file_data") && is_known_keyword("content"));
+    }
+
+    #[test]
+    fn suricata_only_keywords_are_sorted_and_not_implemented() {
+        for pair in SURICATA_ONLY_KEYWORDS.windows(2) {
+            assert!(pair[0] < pair[1], "SURICATA_ONLY_KEYWORDS out of order at {} / {}", pair[0], pair[1]);
+        }
+        for name in SURICATA_ONLY_KEYWORDS {
+            assert!(!is_known_keyword(name), "{name} is implemented: remove it from SURICATA_ONLY_KEYWORDS");
+        }
     }
 }

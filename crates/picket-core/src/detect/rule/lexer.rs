@@ -1,5 +1,12 @@
 //! Splits a rule into its header and its `keyword[: value];` options, and a rules file into
 //! its rules.
+//!
+//! The option syntax is Suricata's, strictly: every option, the last one included, ends with a
+//! `;` that is not preceded by a backslash, whatever quotes surround it (Suricata splits options
+//! the same way, before it looks at quotes). A value that opens a double quote must close it at
+//! its end, and may hold no other unescaped quote: a missing `;` or `"` then fails the rule
+//! instead of swallowing the options after it into one value (a rule whose `content` vanished
+//! into its `msg` would load and fire on everything).
 
 use super::error::RuleError;
 
@@ -27,78 +34,91 @@ pub fn split_rule(text: &str) -> Result<(&str, Vec<RawOption<'_>>), RuleError> {
 }
 
 fn tokenize_options(body: &str) -> Result<Vec<RawOption<'_>>, RuleError> {
-    let bytes = body.as_bytes();
     let mut options = Vec::with_capacity(16);
-    let mut i = 0;
+    let mut rest = body;
     loop {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= bytes.len() {
+        rest = rest.trim_start();
+        if rest.is_empty() {
             break;
         }
-        let kw_start = i;
-        while i < bytes.len() && bytes[i] != b':' && bytes[i] != b';' {
-            i += 1;
-        }
-        let keyword = body[kw_start..i].trim();
+        let end = option_end(rest).ok_or_else(|| RuleError::MissingSemicolon { option: snippet(rest).to_string() })?;
+        let option = &rest[..end];
+        rest = &rest[end + 1..];
+        let (keyword, value) = match option.split_once(':') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (option.trim(), None),
+        };
         if keyword.is_empty() {
-            return Err(RuleError::EmptyKeyword { near: snippet(&body[kw_start..]).to_string() });
+            return Err(RuleError::EmptyKeyword { near: snippet(option).to_string() });
         }
         if !keyword.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')) {
             return Err(RuleError::BadKeyword { keyword: snippet(keyword).to_string() });
         }
-        if i >= bytes.len() {
-            // Last option without a terminating ';' and without value: accept, as Suricata does.
-            options.push(RawOption { keyword, value: None });
-            break;
+        if let Some(value) = value {
+            if value.is_empty() {
+                return Err(RuleError::EmptyValue { keyword: keyword.to_string() });
+            }
+            check_quotes(keyword, value)?;
         }
-        if bytes[i] == b';' {
-            options.push(RawOption { keyword, value: None });
-            i += 1;
-            continue;
-        }
-        // bytes[i] == ':'
-        i += 1;
-        let value_start = i;
-        let value_end = find_value_end(bytes, value_start);
-        let value = body[value_start..value_end].trim();
-        if value.is_empty() {
-            return Err(RuleError::EmptyValue { keyword: keyword.to_string() });
-        }
-        options.push(RawOption { keyword, value: Some(value) });
-        i = value_end + 1; // skip ';' (or step past the end)
+        options.push(RawOption { keyword, value });
     }
     Ok(options)
 }
 
-/// End of a value: the first `;` that is neither escaped nor inside double quotes. When the
-/// quotes do not balance (a stray `"` in a pcre, say), fall back to the first unescaped `;`,
-/// which is how Suricata itself delimits options.
-fn find_value_end(bytes: &[u8], start: usize) -> usize {
-    let mut in_quote = false;
-    let mut i = start;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 1,
-            b'"' => in_quote = !in_quote,
-            b';' if !in_quote => return i,
-            _ => {}
+/// Where the option starting `text` ends: its first `;` not preceded by a backslash (quotes
+/// do not matter, as in Suricata), or `None` when it has no terminating `;`.
+fn option_end(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    loop {
+        let at = from + bytes[from..].iter().position(|&b| b == b';')?;
+        if at > 0 && bytes[at - 1] == b'\\' {
+            from = at + 1;
+        } else {
+            return Some(at);
         }
-        i += 1;
     }
-    if in_quote {
-        let mut i = start;
+}
+
+/// A value that opens a double quote (after an optional `!`) must close it with its last
+/// character, and hold no unescaped quote in between. `pcre` is the exception on both counts:
+/// its regex may contain a bare `"`, and picket takes capture variables after the closing quote
+/// (`pcre:"/(a)/", pkt:x`), so it only needs some closing quote.
+fn check_quotes(keyword: &str, value: &str) -> Result<(), RuleError> {
+    let unquoted = value.strip_prefix('!').map_or(value, str::trim_start);
+    let Some(inside) = unquoted.strip_prefix('"') else { return Ok(()) };
+    let quotes: Vec<usize> = unescaped_quotes(inside).collect();
+    let unterminated = || RuleError::UnterminatedQuote { keyword: keyword.to_string() };
+    if keyword == "pcre" {
+        return if quotes.is_empty() { Err(unterminated()) } else { Ok(()) };
+    }
+    match quotes.as_slice() {
+        [] => Err(unterminated()),
+        [.., last] if *last + 1 != inside.len() => Err(unterminated()),
+        [first, _, ..] => {
+            Err(RuleError::StrayQuote { keyword: keyword.to_string(), after: snippet(&inside[..*first]).to_string() })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Byte offsets of the double quotes in `text` that no backslash escapes (`\\"` is an escaped
+/// backslash before a real quote).
+fn unescaped_quotes(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
         while i < bytes.len() {
-            match bytes[i] {
+            let at = i;
+            i += 1;
+            match bytes[at] {
                 b'\\' => i += 1,
-                b';' => return i,
+                b'"' => return Some(at),
                 _ => {}
             }
-            i += 1;
         }
-    }
-    bytes.len()
+        None
+    })
 }
 
 fn snippet(s: &str) -> &str {
@@ -143,38 +163,64 @@ pub fn unescape_text(text: &str) -> String {
     out
 }
 
-/// Yields (first line number, rule text): skips blank lines and `#` comments, joins lines that
-/// end with a backslash.
-pub fn rule_lines(text: &str) -> Vec<(usize, String)> {
+/// One rule of a rules file: its first line (1-based) and its text with continuation lines
+/// joined, or why the text is unusable (invalid UTF-8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleLine {
+    pub line: usize,
+    pub text: Result<String, RuleError>,
+}
+
+/// Splits the bytes of a rules file into rules: skips blank lines and `#` comments, joins
+/// lines that end with a backslash. The file is read as bytes and each line decoded on its
+/// own: a line that is not UTF-8 makes its rule an error naming the line and column, and
+/// nothing is decoded lossily (a replaced byte would make a rule that never matches what its
+/// author wrote). A comment line is skipped whatever its bytes.
+pub fn rule_lines_bytes(bytes: &[u8]) -> Vec<RuleLine> {
     let mut out = Vec::new();
-    let mut pending: Option<(usize, String)> = None;
-    for (idx, raw_line) in text.lines().enumerate() {
+    let mut pending: Option<RuleLine> = None;
+    let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
+    while let Some((idx, raw_line)) = lines.next() {
+        // A final newline ends the last line; it does not start an empty one.
+        if raw_line.is_empty() && lines.peek().is_none() {
+            break;
+        }
         let line_no = idx + 1;
-        let line = raw_line.trim_end_matches('\r');
+        let line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
         if pending.is_none() {
-            let trimmed = line.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
+            let trimmed = line.trim_ascii_start();
+            if trimmed.is_empty() || trimmed.starts_with(b"#") {
                 continue;
             }
         }
-        let trimmed_end = line.trim_end();
-        let (content, continues) = match trimmed_end.strip_suffix('\\') {
+        let trimmed_end = line.trim_ascii_end();
+        let (content, continues) = match trimmed_end.strip_suffix(b"\\") {
             Some(body) => (body, true),
             None => (line, false),
         };
-        match pending.as_mut() {
-            Some((_, buf)) => buf.push_str(content),
-            None => pending = Some((line_no, content.to_string())),
+        let decoded = std::str::from_utf8(content).map_err(|e| RuleError::InvalidUtf8 {
+            line: line_no,
+            column: e.valid_up_to() + 1,
+            byte: content[e.valid_up_to()],
+        });
+        let rule = pending.get_or_insert_with(|| RuleLine { line: line_no, text: Ok(String::new()) });
+        match (&mut rule.text, decoded) {
+            (Ok(buf), Ok(text)) => buf.push_str(text),
+            (Ok(_), Err(e)) => rule.text = Err(e),
+            // The first bad line of a rule is the one reported.
+            (Err(_), _) => {}
         }
         if !continues {
-            if let Some(done) = pending.take() {
-                out.push(done);
-            }
+            out.extend(pending.take());
         }
     }
     // A file ending in a continuation still yields its (probably broken) rule for an error.
-    if let Some(done) = pending {
-        out.push(done);
-    }
+    out.extend(pending);
     out
+}
+
+/// [`rule_lines_bytes`] for text already decoded (config files): (first line, text) pairs.
+pub fn rule_lines(text: &str) -> Vec<(usize, String)> {
+    // Valid UTF-8 split at newlines stays valid: no line can fail.
+    rule_lines_bytes(text.as_bytes()).into_iter().filter_map(|r| Some((r.line, r.text.ok()?))).collect()
 }

@@ -2,10 +2,13 @@
 //! `threshold.config`. The detection engine compiles the AST; nothing here matches packets
 //! except the address/port sets and small `matches` helpers the engine reuses.
 //!
-//! Loading never stops at a bad rule: each malformed rule becomes one [`RuleError`] (with its
-//! file and line, [`LocatedError`]) and is left out whole, each rule using a keyword we do not
-//! implement ([`RuleError::UnsupportedKeyword`]) is counted under that keyword, and the rest
-//! loads. Nothing here reads files: [`RuleSetLoad`] takes a file's name and contents.
+//! Loading never stops at a bad rule: each malformed rule ("failed": bad syntax, a keyword
+//! Suricata does not know either, a bad value, a regex that does not compile, a line that is
+//! not UTF-8) becomes one [`RuleError`] (with its file and line, [`LocatedError`]) and is left
+//! out whole; each valid rule using a Suricata keyword picket does not implement
+//! ([`RuleError::UnsupportedKeyword`], "skipped") is counted under that keyword; the rest
+//! loads. The two counts stay apart everywhere they are reported. Nothing here reads files:
+//! [`RuleSetLoad`] takes a file's name and contents (as bytes: nothing is decoded lossily).
 
 pub mod bits;
 pub mod buffers;
@@ -32,7 +35,7 @@ pub use buffers::{AppNumber, Base64Mode, Buffer, BufferDef, FromBase64, Subslice
 pub use config::{Classification, ClassificationTable, ThresholdConfig, ThresholdEntry};
 pub use error::{LocatedError, OptionError, RuleError, Side};
 pub use header::{Action, Direction, Protocol, RuleHeader};
-pub use lexer::rule_lines;
+pub use lexer::{rule_lines, rule_lines_bytes, RuleLine};
 pub use options::{Content, NumOrVar, RuleOption, UintCmp};
 pub use vars::{AddressSet, PortSet, RuleVars};
 
@@ -143,11 +146,10 @@ impl RuleSetLoad {
         self.unsupported_rules.len()
     }
 
-    /// Loads the contents of a rules file; `name` (the file's) labels errors. Invalid UTF-8
-    /// must not lose the whole file: bad bytes are replaced, and the rule containing them
-    /// usually fails on its own merits.
+    /// Loads the contents of a rules file; `name` (the file's) labels errors. A line that is
+    /// not UTF-8 fails its rule (`file:line: invalid UTF-8 ...`); the other rules load.
     pub fn load_bytes(&mut self, name: &str, bytes: &[u8], vars: &RuleVars) {
-        self.load_str(name, &String::from_utf8_lossy(bytes), vars);
+        self.load_inner(name, bytes, vars, None);
     }
 
     /// Records a rules file that could not be read, as one error at line 0.
@@ -161,7 +163,7 @@ impl RuleSetLoad {
 
     /// Loads rules from text; `name` labels errors.
     pub fn load_str(&mut self, name: &str, text: &str, vars: &RuleVars) {
-        self.load_str_inner(name, text, vars, None);
+        self.load_inner(name, text.as_bytes(), vars, None);
     }
 
     /// [`RuleSetLoad::load_str`] that hands each rule to `sink` as soon as it is parsed
@@ -169,17 +171,24 @@ impl RuleSetLoad {
     /// of a large rule set is never held whole). Errors, skipped rules and duplicates are
     /// recorded as usual.
     pub fn load_str_into(&mut self, name: &str, text: &str, vars: &RuleVars, sink: &mut RuleSink<'_>) {
-        self.load_str_inner(name, text, vars, Some(sink));
+        self.load_inner(name, text.as_bytes(), vars, Some(sink));
     }
 
     /// [`RuleSetLoad::load_bytes`] into a sink.
     pub fn load_bytes_into(&mut self, name: &str, bytes: &[u8], vars: &RuleVars, sink: &mut RuleSink<'_>) {
-        self.load_str_into(name, &String::from_utf8_lossy(bytes), vars, sink);
+        self.load_inner(name, bytes, vars, Some(sink));
     }
 
-    fn load_str_inner(&mut self, name: &str, text: &str, vars: &RuleVars, mut sink: Option<&mut RuleSink<'_>>) {
+    fn load_inner(&mut self, name: &str, bytes: &[u8], vars: &RuleVars, mut sink: Option<&mut RuleSink<'_>>) {
         let file: Arc<str> = Arc::from(name);
-        for (line, rule_text) in rule_lines(text) {
+        for RuleLine { line, text } in rule_lines_bytes(bytes) {
+            let rule_text = match text {
+                Ok(text) => text,
+                Err(error) => {
+                    self.errors.push(LocatedError { file: name.to_string(), line, error });
+                    continue;
+                }
+            };
             match parse_rule(&rule_text, vars) {
                 Ok(mut rule) => {
                     rule.file = Some(file.clone());
@@ -230,6 +239,25 @@ impl RuleSetLoad {
             *existing = (rule.file.clone(), rule.line, rule.rev);
             sink(idx, rule);
         }
+    }
+
+    /// Records that the engine could not compile the rule with `sid` (after the parser took
+    /// it): a failed rule like a malformed one, located at the rule's file and line.
+    pub fn rejected_by_engine(&mut self, sid: u32, reason: &str) {
+        let kept = self.rules.iter().find(|r| r.sid == sid).map(|r| (r.file.clone(), r.line));
+        let located = kept.or_else(|| {
+            self.by_sid
+                .iter()
+                .filter(|((_, s), _)| *s == sid)
+                .find_map(|(_, &idx)| self.streamed.get(idx))
+                .map(|(file, line, _)| (file.clone(), *line))
+        });
+        let (file, line) = located.unwrap_or((None, 0));
+        self.errors.push(LocatedError {
+            file: file.as_deref().unwrap_or("").to_string(),
+            line,
+            error: RuleError::Rejected { reason: format!("sid {sid}: {reason}") },
+        });
     }
 
     /// Rules handed to a sink so far (distinct gid:sid).
@@ -293,8 +321,13 @@ pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleError> {
     for raw in &raw_options {
         match parser.parse(raw) {
             Ok(()) => {}
-            Err(OptionError::UnknownKeyword) => {
+            // Valid Suricata that picket cannot run yet: skipped, unless something else in
+            // the rule is broken (a failed rule is reported even if it would be skipped).
+            Err(OptionError::UnknownKeyword) if keywords::is_suricata_only_keyword(raw.keyword) => {
                 first_unsupported.get_or_insert(raw.keyword);
+            }
+            Err(OptionError::UnknownKeyword) => {
+                return Err(RuleError::UnknownKeyword { name: raw.keyword.to_string() });
             }
             Err(error) => return Err(RuleError::BadOption { keyword: raw.keyword.to_string(), error }),
         }
@@ -319,6 +352,7 @@ pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleError> {
         }
     }
     let sid = sid.ok_or(RuleError::MissingSid)?;
+    check_regexes(&options)?;
     if let Some(keyword) = first_unsupported {
         return Err(RuleError::UnsupportedKeyword { name: keyword.to_string() });
     }
@@ -335,4 +369,33 @@ pub fn parse_rule(text: &str, vars: &RuleVars) -> Result<Rule, RuleError> {
         line: 0,
         text: text.to_string(),
     })
+}
+
+/// Compiles each `pcre` and `pcrexform` regex once, so that one that does not compile fails
+/// its rule at parse time with PCRE2's message, as in Suricata (the engine compiles them again
+/// with its own settings; this check only needs the flags that change the syntax).
+fn check_regexes(options: &[RuleOption]) -> Result<(), RuleError> {
+    let compile_error = |keyword: &str, error: String| RuleError::BadOption {
+        keyword: keyword.to_string(),
+        error: OptionError::RegexCompile { error },
+    };
+    for option in options {
+        match option {
+            RuleOption::Pcre(p) => {
+                pcre2::bytes::RegexBuilder::new()
+                    .extended(p.flags.extended)
+                    .build(&p.pattern)
+                    .map_err(|e| compile_error("pcre", e.to_string()))?;
+            }
+            // Its other rule (a capture group) is the engine's to check: a rule it rejects
+            // fails just the same, with its file and line.
+            RuleOption::Transform(Transform::Pcrexform(pattern)) => {
+                pcre2::bytes::RegexBuilder::new()
+                    .build(pattern)
+                    .map_err(|e| compile_error("pcrexform", e.to_string()))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

@@ -206,16 +206,18 @@ fn address_set_ranges_merge_and_search() {
 
 #[test]
 fn options_quoting_and_escapes() {
-    let r = ok(r#"msg:"semi\; colon\: quote\" back\\slash; still msg";"#);
+    let r = ok(r#"msg:"semi\; colon\: quote\" back\\slash\; still msg";"#);
     assert_eq!(r.msg, r#"semi; colon: quote" back\slash; still msg"#);
+    // An unescaped ';' ends the option, quotes or not (Suricata splits options first).
+    assert!(invalid(r#"msg:"semi; colon";"#).contains("does not end with its closing"));
     let c = content_of(r#"content:"a\;b\"c\\d\:e|41 42|f";"#);
     assert_eq!(c.pattern, b"a;b\"c\\d:eABf");
     // Whitespace everywhere and no space after ':'.
     let r = parse_rule("alert  tcp\tany any ->  any any  (  msg : \"x\" ;sid:  7 ; rev:2 ;  )", &vars()).unwrap();
     assert_eq!((r.sid, r.rev, r.msg.as_str()), (7, 2, "x"));
-    // The last option may omit its ';'.
-    let r = parse_rule("alert tcp any any -> any any (msg:\"x\"; sid:5)", &vars()).unwrap();
-    assert_eq!(r.sid, 5);
+    // The last option needs its ';' too, as in Suricata.
+    let e = parse_rule("alert tcp any any -> any any (msg:\"x\"; sid:5)", &vars()).unwrap_err();
+    assert_eq!(e, RuleError::MissingSemicolon { option: "sid:5".into() });
     assert!(parse_rule("alert tcp any any -> any any (sid:1;", &vars()).is_err());
     assert!(parse_rule("alert tcp any any -> any any sid:1;", &vars()).is_err());
     assert!(invalid("content:;").contains("empty value"));
@@ -230,7 +232,7 @@ fn loader_comments_continuations_and_errors() {
         alert tcp any any -> any any (msg:\"bad\"; content:\"|4|\"; sid:2;)\n\
         alert tcp any any -> any any (msg:\"nosid\";)\n\
         alert tcp any any -> any any (msg:\"unsup\"; luajit:check.lua; sid:3;)\n\
-        alert tcp any any -> any any (msg:\"unsup2\"; foo_bar; content:\"x\"; sid:4;)\n\
+        alert tcp any any -> any any (msg:\"unknown\"; foo_bar; content:\"x\"; sid:4;)\n\
         alert tcp any any -> any any (msg:\"dup\"; sid:1; rev:5;)\n\
         alert tcp any any -> any any (msg:\"dup-old\"; sid:1; rev:1;)\n\
         alert tcp any any -> any any (msg:\"other gid\"; gid:3; sid:1;)\n";
@@ -242,7 +244,7 @@ fn loader_comments_continuations_and_errors() {
     assert_eq!(r1.file.as_deref(), Some("test.rules"));
     assert!(load.rules.iter().any(|r| r.gid == 3 && r.sid == 1));
 
-    assert_eq!(load.errors.len(), 2);
+    assert_eq!(load.errors.len(), 3);
     assert_eq!(load.errors[0].file, "test.rules");
     assert_eq!(load.errors[0].line, 7);
     assert_eq!(
@@ -255,8 +257,9 @@ fn loader_comments_continuations_and_errors() {
     assert_eq!(load.errors[1].error, RuleError::MissingSid);
     assert_eq!(load.errors[1].error.to_string(), "missing sid");
 
+    assert_eq!(load.errors[2].to_string(), "test.rules:10: unknown rule keyword 'foo_bar'");
     assert_eq!(load.unsupported.get("luajit"), Some(&1));
-    assert_eq!(load.unsupported.get("foo_bar"), Some(&1));
+    assert_eq!(load.unsupported.len(), 1);
     assert_eq!(load.unsupported_rules[0].sid, Some(3));
 
     assert_eq!(load.duplicates.len(), 2);
@@ -269,8 +272,10 @@ fn loader_comments_continuations_and_errors() {
 #[test]
 fn unknown_keyword_with_bad_other_option_is_an_error() {
     // The bad value wins: a broken rule must be reported even if it would be skipped anyway.
-    assert!(matches!(rule("foo; content:\"|zz|\";"), Err(RuleError::BadOption { .. })));
-    assert_eq!(rule("foo;").unwrap_err(), RuleError::UnsupportedKeyword { name: "foo".into() });
+    assert!(matches!(rule("luajit:x.lua; content:\"|zz|\";"), Err(RuleError::BadOption { .. })));
+    assert_eq!(rule("luajit:x.lua;").unwrap_err(), RuleError::UnsupportedKeyword { name: "luajit".into() });
+    // A keyword Suricata does not know either fails the rule, whatever comes after it.
+    assert_eq!(rule("foo; luajit:x.lua;").unwrap_err(), RuleError::UnknownKeyword { name: "foo".into() });
 }
 
 #[test]
@@ -415,9 +420,11 @@ fn sticky_buffers_legacy_modifiers_and_transforms() {
 
 #[test]
 fn pcre_forms() {
-    let RuleOption::Pcre(p) = first(r#"pcre:!"/^GET\s+\/a;b/ismxAEGRBOU";"#) else { panic!() };
+    let RuleOption::Pcre(p) = first(r#"pcre:!"/^GET\s+\/a\;b/ismxAEGRBOU";"#) else { panic!() };
     assert!(p.negated);
-    assert_eq!(p.pattern, r"^GET\s+\/a;b");
+    assert_eq!(p.pattern, r"^GET\s+\/a\;b");
+    // As in Suricata, a ';' ends the option even inside quotes unless escaped.
+    assert!(invalid(r#"pcre:"/a;b/";"#).contains("does not end with its closing"));
     let f = &p.flags;
     assert!(f.caseless && f.dotall && f.multiline && f.extended && f.anchored && f.dollar_endonly);
     assert!(f.ungreedy && f.relative && f.rawbytes && f.no_match_limit);
@@ -922,4 +929,105 @@ fn tls_legacy_string_keywords_are_buffer_contents() {
     let c = content_of("tls.fingerprint:\"90:86:A4\";");
     assert_eq!(c.pattern, b"90:86:a4");
     assert_eq!(c.legacy_buffer.map(|b| b.name), Some("tls.cert_fingerprint"));
+}
+
+// ---------------------------------------------------------------- strictness
+
+/// One malformed rule per reason, each between good rules: every bad rule is one
+/// `file:line: reason` (its first line for a continued rule), none is half-loaded, and every
+/// good rule loads.
+#[test]
+fn malformed_rules_fail_with_file_line_and_reason() {
+    const GOOD: &str = "alert tcp any any -> any any (msg:\"good\"; content:\"ok\"; sid:";
+    let cases: &[(&[u8], &str)] = &[
+        (b"(msg:\"no final semicolon\"; sid:101)", "option 'sid:101' has no terminating ';'"),
+        (
+            b"(msg:\"no semicolon\" content:\"abc\"; sid:102;)",
+            "'msg': unescaped '\"' after \"no semicolon\" inside the quoted value (missing ';'? escape a quote as \\\")",
+        ),
+        (
+            b"(msg:\"unterminated; content:\"abc\"; sid:103;)",
+            "'msg': the quoted value does not end with its closing '\"' (missing ';' or '\"'?)",
+        ),
+        (b"(msg:\"x\"; content:\"abc; sid:104;)", "'content': the quoted value does not end with its closing '\"' (missing ';' or '\"'?)"),
+        (b"(msg:\"x\"; contnet:\"abc\"; sid:105;)", "unknown rule keyword 'contnet'"),
+        (b"(msg:\"x\"; ttl:300; sid:106;)", "ttl value '300' out of range"),
+        (b"(msg:\"x\"; dsize:99999999999; sid:107;)", "dsize value '99999999999' out of range"),
+        (b"(msg:\"x\"; flags:SZ; sid:108;)", "flags: invalid flag 'Z'"),
+        (b"(msg:\"x\"; depth:4; sid:109;)", "'depth' needs a preceding content"),
+        (
+            b"(msg:\"x\"; pcre:\"/a(b/\"; sid:110;)",
+            "pcre: regex does not compile: PCRE2: error compiling pattern at offset 3: missing closing parenthesis",
+        ),
+        (b"(msg:\"x\"; pcre:\"/ab/q\"; sid:111;)", "unknown pcre modifier 'q'"),
+        (b"(msg:\"x\"; sid:0;)", "sid must be greater than 0"),
+        (b"(msg:\"x\"; content:\"|4|\"; sid:113;)", "invalid hex in content: |4|"),
+        (b"(msg:\"x\"; byte_test:2,~,1,0; sid:114;)", "byte_test: invalid operator '~'"),
+        (
+            b"(msg:\"caf\xe9\"; sid:115;)",
+            "invalid UTF-8: byte 0xe9 at line 9, column 38 (write such bytes in hex, e.g. content:\"|e9|\")",
+        ),
+        (
+            b"(msg:\"x\"; sid:116; \\\n  content:\"abc\" \\\n  rev:1;)",
+            "'content': the quoted value does not end with its closing '\"' (missing ';' or '\"'?)",
+        ),
+    ];
+    let mut text = Vec::new();
+    let mut line = 1;
+    let mut expected = Vec::new();
+    for (i, (options, reason)) in cases.iter().enumerate() {
+        text.extend_from_slice(format!("{GOOD}{};)\n", 1 + i).as_bytes());
+        line += 1;
+        text.extend_from_slice(b"alert tcp any any -> any 80 ");
+        text.extend_from_slice(options);
+        text.push(b'\n');
+        expected.push(format!("t.rules:{line}: {reason}"));
+        line += 1 + options.iter().filter(|&&b| b == b'\n').count();
+    }
+    // The reason of the UTF-8 case names its own line too.
+    let utf8 = cases.iter().position(|(_, r)| r.starts_with("invalid UTF-8")).unwrap();
+    let utf8_line = 2 * (utf8 + 1);
+    expected[utf8] =
+        format!("t.rules:{utf8_line}: {}", cases[utf8].1.replace("line 9,", &format!("line {utf8_line},")));
+    let mut load = RuleSetLoad::new();
+    load.load_bytes("t.rules", &text, &vars());
+    let got: Vec<String> = load.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(got, expected);
+    let sids: Vec<u32> = load.rules.iter().map(|r| r.sid).collect();
+    assert_eq!(sids, (1..=cases.len() as u32).collect::<Vec<_>>(), "every good rule loads, no bad one");
+    assert!(load.unsupported.is_empty());
+}
+
+/// A line that is not UTF-8 fails only its rule (a continuation line names itself), and a
+/// comment's bytes do not matter; `|ff|` in hex is how a rule matches such a byte.
+#[test]
+fn non_utf8_lines_fail_their_rule_only() {
+    let text = b"# comment with a stray \xff byte\n\
+        alert tcp any any -> any any (msg:\"hex\"; content:\"|ff|\"; sid:1;)\n\
+        alert tcp any any -> any any (msg:\"raw\"; \\\n content:\"\xff\"; sid:2;)\n\
+        alert tcp any any -> any any (msg:\"after\"; sid:3;)\n";
+    let mut load = RuleSetLoad::new();
+    load.load_bytes("u.rules", text, &vars());
+    assert_eq!(load.rules.iter().map(|r| r.sid).collect::<Vec<_>>(), [1, 3]);
+    let RuleOption::Content(c) = &load.rules[0].options[1] else { panic!("content") };
+    assert_eq!(c.pattern, [0xff]);
+    assert_eq!(load.errors.len(), 1);
+    assert_eq!(load.errors[0].line, 3, "a continued rule is reported at its first line");
+    assert_eq!(load.errors[0].error, RuleError::InvalidUtf8 { line: 4, column: 11, byte: 0xff });
+}
+
+/// Quoting rules of the lexer: a quoted value ends with its closing quote; `pcre` may hold a
+/// bare quote and take capture variables after it; `\;` never ends an option.
+#[test]
+fn quoted_values_close_where_they_end() {
+    assert!(ok(r#"content:!"abc";"#).options.iter().any(|o| matches!(o, RuleOption::Content(c) if c.negated)));
+    assert!(ok(r#"pcre:"/a"b/";"#).options.iter().any(|o| matches!(o, RuleOption::Pcre(_))));
+    let r = ok(r#"msg:"a \"quoted\" word";"#);
+    assert_eq!(r.msg, r#"a "quoted" word"#);
+    assert_eq!(
+        rule(r#"msg:"ends with an escaped quote\";"#).unwrap_err(),
+        RuleError::UnterminatedQuote { keyword: "msg".into() }
+    );
+    assert_eq!(rule(r#"msg:"";"#).map(|r| r.msg), Ok(String::new()));
+    assert_eq!(rule(r#"pcre:"/abc/i"#).unwrap_err(), RuleError::UnterminatedQuote { keyword: "pcre".into() });
 }
