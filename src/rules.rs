@@ -167,6 +167,7 @@ fn load_inner(
         thresholds,
         packet_alert_max: settings.packet_alert_max,
         action_order: settings.action_order,
+        limits: settings.inspection_limits,
     };
     let (engine, build) = if threads.is_some() {
         // A reload: each rule compiles as soon as it is parsed (peak memory).

@@ -327,3 +327,46 @@ fn bad_bpf_filter_is_a_clear_error() {
     let err = run_err(&["-r", s, "-l", d, "-F", "/nonexistent/filter"]);
     assert!(err.contains("/nonexistent/filter"), "{err}");
 }
+
+/// Issue #16: a rule whose `byte_math ... oper -` goes below zero and feeds `offset:var`
+/// panicked a worker on one 60-byte UDP packet. Now the packet is no match for that rule,
+/// the next packets are still inspected, and the run exits 0. The catastrophic pcre of the
+/// same issue is stopped by `pcre.match-limit` and counted in the stats.
+#[test]
+fn bounds_hostile_byte_math_and_pcre_do_not_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("hostile.pcap");
+    let mut hostile = b"\x05".to_vec();
+    hostile.resize(18, b'A');
+    let mut catastrophic = vec![b'a'; 1398];
+    catastrophic.push(b'b');
+    let frames = vec![udp_frame(53, &hostile), udp_frame(53, &hostile), udp_frame(54, &catastrophic)];
+    assert_eq!(frames[0].len(), 60);
+    write_pcap(&pcap, &frames);
+    let rules = dir.path().join("r.rules");
+    std::fs::write(
+        &rules,
+        concat!(
+            "alert udp any any -> any 53 (msg:\"neg\"; byte_math:bytes 1,offset 0,oper -,rvalue 200,result neg; content:\"A\"; offset:neg; sid:1;)\n",
+            "alert udp any any -> any 53 (msg:\"control\"; content:\"AAAA\"; sid:2;)\n",
+            "alert udp any any -> any 54 (msg:\"redos\"; content:\"a\"; pcre:\"/(a+)+$/R\"; sid:3;)\n",
+        ),
+    )
+    .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    run_ok(&[
+        "-r",
+        pcap.to_str().unwrap(),
+        "-S",
+        rules.to_str().unwrap(),
+        "-l",
+        logs.path().to_str().unwrap(),
+        "-k",
+        "none",
+    ]);
+    let events = read_eve(logs.path());
+    let (alerts, stats) = alerts_and_stats(&events);
+    assert_eq!(alerts, vec![(1, 53), (2, 53)], "only the control rule alerts");
+    assert!(events.iter().filter(|e| e["event_type"] == "alert").all(|e| e["alert"]["signature_id"] == 2));
+    assert_eq!(stats["detect"]["pcre_match_limit"], 1, "{}", stats["detect"]);
+}

@@ -74,6 +74,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "mpm-algo",
     "spm-algo",
     "packet-alert-max",
+    "pcre.match-limit",
+    "pcre.match-limit-recursion",
     "max-pending-packets",
     "runmode",
     "host-mode",

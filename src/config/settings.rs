@@ -118,6 +118,14 @@ impl EngineSettingsExt for EngineSettings {
                 .push(format!("packet-alert-max {max} is outside 1..=255, using the default {}", s.packet_alert_max)),
             None => {}
         }
+        let limits = &mut s.inspection_limits;
+        let pcre_max = crate::detect::engine::InspectionLimits::PCRE_LIMIT_MAX;
+        set_opt(&mut limits.pcre_match_limit, bounded_u32(cfg, "pcre.match-limit", 1, pcre_max)?);
+        set_opt(&mut limits.pcre_match_limit_recursion, bounded_u32(cfg, "pcre.match-limit-recursion", 1, pcre_max)?);
+        set_opt(
+            &mut limits.inspection_recursion_limit,
+            bounded_u32(cfg, "detect.inspection-recursion-limit", 0, u32::MAX)?,
+        );
         if let Some(node) = cfg.node("action-order") {
             let names: Vec<String> = match node {
                 serde_yaml::Value::Sequence(items) => items.iter().map(yaml_scalar).collect(),

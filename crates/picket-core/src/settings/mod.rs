@@ -191,6 +191,8 @@ pub struct EngineSettings {
     /// `action-order`: which matching rule's action applies first (pass, drop, reject, alert
     /// by default).
     pub action_order: crate::detect::engine::ActionOrder,
+    /// `pcre.match-limit`, `pcre.match-limit-recursion`, `detect.inspection-recursion-limit`.
+    pub inspection_limits: crate::detect::engine::InspectionLimits,
     pub runmode: Option<String>,
     pub default_log_dir: Option<PathBuf>,
     /// `app-layer.protocols.dns.{tcp,udp}.detection-ports.dp` (or the key without the
@@ -228,6 +230,7 @@ impl Default for EngineSettings {
             threshold_file: None,
             max_pending_packets: 1024,
             packet_alert_max: 15,
+            inspection_limits: Default::default(),
             action_order: Default::default(),
             runmode: None,
             default_log_dir: None,

@@ -346,6 +346,7 @@ impl<'n> RuleBuild<'n> {
         match opt {
             RuleOption::Content(c) => self.payload.content(c)?,
             RuleOption::Pcre(p) => self.payload.pcre(p)?,
+            RuleOption::PcreLimit { match_limit, recursion } => self.payload.pcre_limit(*match_limit, *recursion)?,
             RuleOption::Isdataat(i) => self.payload.isdataat(i)?,
             RuleOption::ByteTest(b) => self.payload.byte_test(b)?,
             RuleOption::ByteJump(b) => self.payload.byte_jump(b)?,
@@ -571,11 +572,13 @@ fn rule_log(rule: &Rule) -> RuleLog {
 pub(crate) fn compile_rule(
     rule: &Rule,
     classes: &ClassificationTable,
+    limits: &super::InspectionLimits,
     names: &mut Names,
 ) -> Result<CompiledRule, String> {
     let header = &rule.header;
     let proto = proto_match(header.protocol)?;
     let mut build = RuleBuild::new(header.protocol, names);
+    build.payload.set_limits(*limits);
     for opt in &rule.options {
         build.add(opt)?;
     }

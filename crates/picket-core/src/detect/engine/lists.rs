@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::program::{ByteRead, ContentOp, Needle, PayloadOp, PcreOp, Program, Val, MAX_VARS};
+use super::InspectionLimits;
 use crate::detect::rule::options::{
     Base64Decode, ByteExtract, ByteJump, ByteMath, ByteTest, Content, Endian, FastPattern, Isdataat, NumBase, Pcre,
 };
@@ -204,9 +205,23 @@ fn byte_read(
     }
 }
 
-fn build_regex(p: &Pcre) -> Result<pcre2::bytes::Regex, String> {
+/// PCRE2's in-pattern limits, `(*LIMIT_MATCH=n)(*LIMIT_DEPTH=m)`: the `pcre2` crate has no
+/// match-context API, and a pattern-start setting is PCRE2's documented way to lower the
+/// limits for one pattern (it applies with and without the JIT, as the match context's do).
+/// Clamped to 1..=PCRE_LIMIT_MAX: a higher value would be silently capped by PCRE2 anyway.
+pub(crate) fn pcre_limit_prefix(match_limit: u32, depth_limit: u32) -> String {
+    let clamp = |n: u32| n.clamp(1, InspectionLimits::PCRE_LIMIT_MAX);
+    format!("(*LIMIT_MATCH={})(*LIMIT_DEPTH={})", clamp(match_limit), clamp(depth_limit))
+}
+
+/// Compiles a rule's pcre with its limits: the configured ones, a `pcre_limit` override, or
+/// none with the `O` flag (Suricata's "override the configured match limit").
+fn build_regex(p: &Pcre, limits: (u32, u32)) -> Result<pcre2::bytes::Regex, String> {
     let f = &p.flags;
     let mut pattern = String::new();
+    if !f.no_match_limit {
+        pattern.push_str(&pcre_limit_prefix(limits.0, limits.1));
+    }
     if f.ungreedy {
         pattern.push_str("(?U)");
     }
@@ -264,6 +279,10 @@ pub(crate) struct PayloadLists {
     /// `uricontent` or `content; http_uri;` continues in that buffer (as in Suricata).
     last_match_buf: Option<Buffer>,
     fp_candidates: Vec<FastPatternCandidate>,
+    /// The configured pcre limits and inspection bounds.
+    limits: InspectionLimits,
+    /// Where the last pcre went (list, op index) and what it was, for a `pcre_limit` after it.
+    last_pcre: Option<(usize, usize, Pcre)>,
 }
 
 impl PayloadLists {
@@ -317,12 +336,32 @@ impl PayloadLists {
         Ok(())
     }
 
+    pub(crate) fn set_limits(&mut self, limits: InspectionLimits) {
+        self.limits = limits;
+    }
+
     pub(crate) fn pcre(&mut self, p: &Pcre) -> Result<(), String> {
         let buffer = p.buffer.or(self.sticky);
         self.last_match_buf = buffer;
-        let regex = build_regex(p)?;
+        let regex = build_regex(p, (self.limits.pcre_match_limit, self.limits.pcre_match_limit_recursion))?;
         let op = PayloadOp::Pcre(PcreOp { regex, negated: p.negated, relative: p.flags.relative });
         self.push(buffer, p.buffer.is_none(), op);
+        if let Some(list) = self.last_list {
+            self.last_pcre = Some((list, self.lists[list].ops.len() - 1, p.clone()));
+        }
+        Ok(())
+    }
+
+    /// `pcre_limit`: recompiles the pcre just before it with its own limits.
+    pub(crate) fn pcre_limit(&mut self, match_limit: u32, recursion: Option<u32>) -> Result<(), String> {
+        let Some((list, index, pcre)) = self.last_pcre.take() else {
+            return Err("pcre_limit must follow a pcre".into());
+        };
+        let recursion = recursion.unwrap_or(self.limits.pcre_match_limit_recursion);
+        let regex = build_regex(&pcre, (match_limit, recursion))?;
+        if let Some(PayloadOp::Pcre(op)) = self.lists.get_mut(list).and_then(|l| l.ops.get_mut(index)) {
+            op.regex = regex;
+        }
         Ok(())
     }
 

@@ -12,6 +12,8 @@
 //! - alerts come back in the order they are to be logged; the caller writes eve/fast.log
 //!   and applies drop/reject (the engine only reports the action).
 
+#[cfg(test)]
+mod bounds_tests;
 mod carry;
 mod compile;
 mod headers;
@@ -57,6 +59,37 @@ pub struct DetectConfig {
     pub packet_alert_max: u16,
     /// `action-order`.
     pub action_order: ActionOrder,
+    /// `pcre.match-limit`, `pcre.match-limit-recursion`, `detect.inspection-recursion-limit`.
+    pub limits: InspectionLimits,
+}
+
+/// Bounds on the work one payload inspection may do, so that no rule and packet pair can
+/// cost more than a bounded number of steps (Suricata's settings and defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InspectionLimits {
+    /// `pcre.match-limit`: PCRE2's match limit for every pcre (backtracking steps).
+    pub pcre_match_limit: u32,
+    /// `pcre.match-limit-recursion`: PCRE2's depth limit for every pcre (nested
+    /// backtracking points; the JIT ignores it, as in Suricata, and relies on the match limit).
+    pub pcre_match_limit_recursion: u32,
+    /// `detect.inspection-recursion-limit`: keyword evaluations of one inspection, counting
+    /// every retry of a content/pcre at a later occurrence. 0 in the YAML means no limit.
+    pub inspection_recursion_limit: u32,
+}
+
+impl InspectionLimits {
+    /// Suricata's defaults.
+    pub const DEFAULT: InspectionLimits =
+        InspectionLimits { pcre_match_limit: 3500, pcre_match_limit_recursion: 1500, inspection_recursion_limit: 3000 };
+    /// The largest PCRE2 limit that means something: PCRE2's own default match limit, above
+    /// which an in-pattern `(*LIMIT_MATCH=)` has no effect.
+    pub const PCRE_LIMIT_MAX: u32 = 10_000_000;
+}
+
+impl Default for InspectionLimits {
+    fn default() -> Self {
+        InspectionLimits::DEFAULT
+    }
 }
 
 impl Default for DetectConfig {
@@ -67,6 +100,7 @@ impl Default for DetectConfig {
             thresholds: ThresholdConfig::default(),
             packet_alert_max: 0,
             action_order: ActionOrder::default(),
+            limits: InspectionLimits::default(),
         }
     }
 }
@@ -241,6 +275,9 @@ pub struct DetectCounters {
     pub alerts_discarded: u64,
     /// Inspections stopped by the backtracking step limit.
     pub recursion_limit: u64,
+    /// pcre evaluations stopped by `pcre.match-limit` / `match-limit-recursion` (each one a
+    /// no match for its rule).
+    pub pcre_match_limit: u64,
     pub flows_passed: u64,
     /// Host/rule-tracked threshold matches let through because the shared table was full.
     pub shared_thresholds_dropped: u64,
@@ -438,6 +475,8 @@ pub struct DetectEngine {
     groups: Vec<[Group; 2]>,
     ip_only: IpOnly,
     packet_alert_max: usize,
+    /// `detect.inspection-recursion-limit` (u32::MAX: none).
+    step_limit: u32,
     report_memory: usize,
     /// Some rule is transactional (`=>`): callers then supply `buffers_other`.
     has_transactional: bool,
@@ -611,18 +650,19 @@ impl<'c> EngineBuilder<'c> {
             let sid = rule.sid;
             self.report.rules_rejected.retain(|(s, _)| *s != sid);
         }
-        self.compiled[slot] = match compile::compile_rule(&rule, &self.cfg.classification, &mut self.names) {
-            Ok(mut c) => {
-                if let Some(&shared) = self.previous.get(c.rule_log.text.as_str()) {
-                    c.rule_log = Arc::clone(shared);
+        self.compiled[slot] =
+            match compile::compile_rule(&rule, &self.cfg.classification, &self.cfg.limits, &mut self.names) {
+                Ok(mut c) => {
+                    if let Some(&shared) = self.previous.get(c.rule_log.text.as_str()) {
+                        c.rule_log = Arc::clone(shared);
+                    }
+                    Some(c)
                 }
-                Some(c)
-            }
-            Err(reason) => {
-                self.report.rules_rejected.push((rule.sid, reason));
-                None
-            }
-        };
+                Err(reason) => {
+                    self.report.rules_rejected.push((rule.sid, reason));
+                    None
+                }
+            };
     }
 
     pub fn finish(self) -> Result<(DetectEngine, BuildReport), String> {
@@ -936,6 +976,10 @@ impl DetectEngine {
                 groups,
                 ip_only,
                 packet_alert_max,
+                step_limit: match cfg.limits.inspection_recursion_limit {
+                    0 => u32::MAX,
+                    n => n,
+                },
                 report_memory: memory,
                 has_transactional,
                 shared_thresholds: Arc::new(std::sync::Mutex::new(ThresholdTable::default())),
@@ -1301,12 +1345,14 @@ impl DetectEngine {
         // hold it while `ctx` stays usable.
         let mut decode_scratch = std::mem::take(&mut ctx.decode_scratch);
         let mut insp = Inspection::with_scratch(data, stream_start, &mut decode_scratch);
+        insp.step_limit = self.step_limit;
         let ok = insp.run(program);
-        let limit_hit = insp.limit_hit;
+        let (limit_hit, pcre_limit_hits) = (insp.limit_hit, insp.pcre_limit_hits);
         ctx.decode_scratch = decode_scratch;
         if limit_hit {
             ctx.counters.recursion_limit += 1;
         }
+        ctx.counters.pcre_match_limit += pcre_limit_hits as u64;
         ok
     }
 
@@ -1339,6 +1385,7 @@ impl DetectEngine {
             ("detect.alerts_suppressed", c.alerts_suppressed),
             ("detect.alert_queue_overflow", c.alerts_discarded),
             ("detect.recursion_limit", c.recursion_limit),
+            ("detect.pcre_match_limit", c.pcre_match_limit),
             ("detect.flows_passed", c.flows_passed),
             ("detect.xbits_dropped", ctx.xbits.dropped),
             ("detect.thresholds_dropped", ctx.thresholds.dropped),

@@ -1,13 +1,25 @@
 //! Payload keyword evaluation over one buffer, with Suricata's semantics: every keyword
 //! positions itself (absolute or relative to the previous match), and when a later keyword
 //! fails, an earlier content/pcre is retried at its next occurrence ("backtracking") as long
-//! as the failing keyword depended on its position. A step budget bounds the work.
+//! as the failing keyword depended on its position.
+//!
+//! The work is bounded twice: every keyword evaluation (first tries and retries) counts
+//! against `detect.inspection-recursion-limit`, and every pcre runs under PCRE2's match and
+//! depth limits (`pcre.match-limit`, compiled into the regex by `lists`). Hitting either ends
+//! the inspection with no match, counted in `detect.recursion_limit` / `detect.pcre_match_limit`.
+//! Positions derived from packet data go through [`Val::position`] and checked arithmetic:
+//! out of range is no match, never a panic.
 
-use super::program::{ByteRead, ContentOp, PayloadOp, PcreOp, Program, MAX_VARS};
+use super::program::{ByteRead, ContentOp, PayloadOp, PcreOp, Program, Val, MAX_VARS};
 use crate::detect::rule::options::{ByteMathOp, NumBase};
 
-/// Suricata's default `detect.inspection-recursion-limit`.
-pub(crate) const RECURSION_LIMIT: u32 = 3000;
+/// PCRE2 errors that mean "a resource limit stopped the match" rather than a broken pattern.
+const PCRE2_LIMIT_ERRORS: [i32; 4] = [
+    -46, // PCRE2_ERROR_JIT_STACKLIMIT
+    -47, // PCRE2_ERROR_MATCHLIMIT
+    -53, // PCRE2_ERROR_DEPTHLIMIT
+    -63, // PCRE2_ERROR_HEAPLIMIT
+];
 
 pub(crate) struct Inspection<'b, 's> {
     pub buf: &'b [u8],
@@ -20,7 +32,11 @@ pub(crate) struct Inspection<'b, 's> {
     pub offset: usize,
     pub vars: [u64; MAX_VARS],
     pub steps: u32,
+    /// `detect.inspection-recursion-limit` for this inspection (u32::MAX: none).
+    pub step_limit: u32,
     pub limit_hit: bool,
+    /// pcre evaluations stopped by a PCRE2 limit.
+    pub pcre_limit_hits: u32,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -41,16 +57,35 @@ struct Jump {
     post_offset: i64,
 }
 
-/// `byte_math`'s operation; `None` for a division by zero (no match).
+/// `byte_math`'s operation on unsigned numbers. `None` (no match) when the result is not
+/// representable: a subtraction below zero, an overflowing sum, product or left shift, a
+/// division by zero. Wrapping instead would hand a later `offset:var` a huge or "negative"
+/// position made up from packet data.
 fn byte_math(op: ByteMathOp, val: u64, r: u64) -> Option<u64> {
-    Some(match op {
-        ByteMathOp::Add => val.wrapping_add(r),
-        ByteMathOp::Sub => val.wrapping_sub(r),
-        ByteMathOp::Mul => val.wrapping_mul(r),
-        ByteMathOp::Div => val.checked_div(r)?,
-        ByteMathOp::Shl => val.checked_shl(r as u32).unwrap_or(0),
-        ByteMathOp::Shr => val.checked_shr(r as u32).unwrap_or(0),
-    })
+    match op {
+        ByteMathOp::Add => val.checked_add(r),
+        ByteMathOp::Sub => val.checked_sub(r),
+        ByteMathOp::Mul => val.checked_mul(r),
+        ByteMathOp::Div => val.checked_div(r),
+        ByteMathOp::Shl => {
+            let shift = u32::try_from(r).ok().filter(|&s| s < 64)?;
+            let shifted = val << shift;
+            // Bits shifted out are an overflow.
+            (shifted >> shift == val).then_some(shifted)
+        }
+        // Shifting every bit out is exact: zero.
+        ByteMathOp::Shr => Some(u32::try_from(r).ok().and_then(|s| val.checked_shr(s)).unwrap_or(0)),
+    }
+}
+
+/// `value` times `multiplier`, rounded up to a multiple of `align` (0 and 1: no rounding);
+/// `None` on overflow.
+fn scale_and_align(value: u64, multiplier: u32, align: u64) -> Option<u64> {
+    let mut v = value.checked_mul(multiplier as u64)?;
+    if align > 1 && v % align != 0 {
+        v = v.checked_add(align - v % align)?;
+    }
+    Some(v)
 }
 
 impl<'b, 's> Inspection<'b, 's> {
@@ -62,7 +97,9 @@ impl<'b, 's> Inspection<'b, 's> {
             offset: 0,
             vars: [0; MAX_VARS],
             steps: 0,
+            step_limit: super::InspectionLimits::DEFAULT.inspection_recursion_limit,
             limit_hit: false,
+            pcre_limit_hits: 0,
         }
     }
 
@@ -87,9 +124,7 @@ impl<'b, 's> Inspection<'b, 's> {
     }
 
     fn inspect(&mut self, program: &Program, i: usize) -> Outcome {
-        self.steps += 1;
-        if self.steps >= RECURSION_LIMIT {
-            self.limit_hit = true;
+        if !self.count_step() {
             return Outcome::Discontinue;
         }
         let Some(step) = program.steps.get(i) else { return Outcome::Match };
@@ -97,12 +132,15 @@ impl<'b, 's> Inspection<'b, 's> {
             PayloadOp::Content(c) => self.content(program, i, c, step.retry_on_next_failure),
             PayloadOp::Pcre(p) => self.pcre(program, i, p, step.retry_on_next_failure),
             PayloadOp::Isdataat { negated, offset, relative } => {
-                let n = offset.get(&self.vars);
-                let present = if *relative {
-                    n >= 0 && (self.offset as i64).saturating_add(n) <= self.buf.len() as i64
-                } else {
-                    n >= 0 && n < self.buf.len() as i64
-                };
+                // A variable too large to be a position names no data in the buffer.
+                let len = self.buf.len() as i64;
+                let present = offset.position(&self.vars).is_some_and(|n| {
+                    if *relative {
+                        n >= 0 && (self.offset as i64).saturating_add(n) <= len
+                    } else {
+                        n >= 0 && n < len
+                    }
+                });
                 if present != *negated {
                     self.next(program, i)
                 } else {
@@ -111,7 +149,7 @@ impl<'b, 's> Inspection<'b, 's> {
             }
             PayloadOp::ByteTest { read, op, value, negated } => {
                 let Some((val, _)) = self.read_value(read) else { return Outcome::NoMatch };
-                let target = value.get(&self.vars) as u64;
+                let target = value.unsigned(&self.vars);
                 if op.apply(val, target) != *negated {
                     self.next(program, i)
                 } else {
@@ -131,15 +169,10 @@ impl<'b, 's> Inspection<'b, 's> {
                 self.next(program, i)
             }
             PayloadOp::ByteExtract { read, multiplier, align, var } => {
-                let Some((mut val, end_of_read)) = self.read_value(read) else { return Outcome::NoMatch };
-                val = val.wrapping_mul(*multiplier as u64);
-                if *align > 1 {
-                    let a = *align as u64;
-                    if val % a != 0 {
-                        val += a - val % a;
-                    }
-                }
-                self.vars[*var as usize] = val;
+                let Some((val, end_of_read)) = self.read_value(read) else { return Outcome::NoMatch };
+                let Some(val) = scale_and_align(val, *multiplier, *align as u64) else { return Outcome::NoMatch };
+                let Some(slot) = self.vars.get_mut(*var as usize) else { return Outcome::NoMatch };
+                *slot = val;
                 self.offset = end_of_read;
                 self.next(program, i)
             }
@@ -155,17 +188,32 @@ impl<'b, 's> Inspection<'b, 's> {
             }
             PayloadOp::ByteMath { read, op, rvalue, var } => {
                 let Some((val, _)) = self.read_value(read) else { return Outcome::NoMatch };
-                let Some(result) = byte_math(*op, val, rvalue.get(&self.vars) as u64) else {
+                let Some(result) = byte_math(*op, val, rvalue.unsigned(&self.vars)) else {
                     return Outcome::NoMatch;
                 };
-                self.vars[*var as usize] = result;
+                let Some(slot) = self.vars.get_mut(*var as usize) else { return Outcome::NoMatch };
+                *slot = result;
                 self.next(program, i)
             }
         }
     }
 
+    /// Counts one keyword evaluation; `false` once the inspection's budget is spent.
+    fn count_step(&mut self) -> bool {
+        self.steps = self.steps.saturating_add(1);
+        if self.steps >= self.step_limit {
+            self.limit_hit = true;
+            return false;
+        }
+        true
+    }
+
     /// A pcre at step `i`: on a match the next keywords run after it; when they fail and
     /// `retry`, the regex is tried again one byte after the previous match's start.
+    ///
+    /// A PCRE2 limit hit is a no match, as in Suricata, and ends the whole inspection: a retry
+    /// one byte later would run the same runaway backtracking again (that is how
+    /// `content:"a"; pcre:"/(a+)+$/R"` cost seconds per packet).
     fn pcre(&mut self, program: &Program, i: usize, p: &PcreOp, retry: bool) -> Outcome {
         let start = if p.relative { self.offset } else { 0 };
         let mut from = start;
@@ -175,9 +223,14 @@ impl<'b, 's> Inspection<'b, 's> {
             }
             // Like Suricata, the subject starts at the search position, so `^`
             // anchors there for relative pcre.
-            let found = match p.regex.find(&self.buf[from..]) {
+            let Some(subject) = self.buf.get(from..) else { return Outcome::NoMatch };
+            let found = match p.regex.find(subject) {
                 Ok(m) => m.map(|m| (from + m.start(), from + m.end())),
-                // Match-limit errors count as no match, like Suricata.
+                Err(e) if PCRE2_LIMIT_ERRORS.contains(&e.code()) => {
+                    self.pcre_limit_hits = self.pcre_limit_hits.saturating_add(1);
+                    return Outcome::Discontinue;
+                }
+                // Any other match error (none is expected) is a no match too.
                 Err(_) => None,
             };
             match (found, p.negated) {
@@ -199,11 +252,8 @@ impl<'b, 's> Inspection<'b, 's> {
 
     /// Where a `byte_jump` lands, if inside the buffer (its end included).
     fn jump_target(&self, read: &ByteRead, jump: Jump) -> Option<usize> {
-        let (mut val, end_of_read) = self.read_value(read)?;
-        val = val.wrapping_mul(jump.multiplier as u64);
-        if jump.align && val % 4 != 0 {
-            val += 4 - val % 4;
-        }
+        let (val, end_of_read) = self.read_value(read)?;
+        let val = scale_and_align(val, jump.multiplier, if jump.align { 4 } else { 0 })?;
         let len = self.buf.len() as i64;
         let val = i64::try_from(val).ok()?;
         let base = if jump.from_beginning {
@@ -246,11 +296,13 @@ impl<'b, 's> Inspection<'b, 's> {
         let Some(data_program) = data else { return self.next(program, i) };
         let mut decoded = Inspection::new(scratch, 0);
         decoded.steps = self.steps;
+        decoded.step_limit = self.step_limit;
         let matched = decoded.run(data_program);
-        let (steps, limit_hit) = (decoded.steps, decoded.limit_hit);
+        let (steps, limit_hit, pcre_hits) = (decoded.steps, decoded.limit_hit, decoded.pcre_limit_hits);
         self.steps = steps;
         self.limit_hit |= limit_hit;
-        if limit_hit {
+        self.pcre_limit_hits = self.pcre_limit_hits.saturating_add(pcre_hits);
+        if limit_hit || pcre_hits > 0 {
             Outcome::Discontinue
         } else if matched {
             Outcome::Match
@@ -261,7 +313,7 @@ impl<'b, 's> Inspection<'b, 's> {
 
     /// Reads the number a byte_* keyword refers to: (value after bitmask, offset after the bytes).
     fn read_value(&self, read: &ByteRead) -> Option<(u64, usize)> {
-        let nbytes = read.bytes.get(&self.vars);
+        let nbytes = read.bytes.position(&self.vars)?;
         let max = if read.string.is_some() { 23 } else { 8 };
         // A byte count taken from a variable may be 0: like Suricata, a binary read of
         // zero bytes yields the value 0 (a string read of nothing fails).
@@ -270,7 +322,7 @@ impl<'b, 's> Inspection<'b, 's> {
             return None;
         }
         let base = if read.relative { self.offset as i64 } else { 0 };
-        let start = base.checked_add(read.offset.get(&self.vars))?;
+        let start = base.checked_add(read.offset.position(&self.vars)?)?;
         if start < 0 {
             return None;
         }
@@ -302,6 +354,57 @@ impl<'b, 's> Inspection<'b, 's> {
         Some((val, end))
     }
 
+    /// The window `[offset, depth)` a content searches on its first attempt, from its
+    /// modifiers and the previous match. `Err(())`: a variable modifier is out of range, so
+    /// the content cannot match; `Ok(None)`: the window lies wholly before this stream chunk.
+    /// Every sum is saturating: rule numbers are `i64`, variables at most
+    /// [`super::program::MAX_VAR_POSITION`].
+    fn content_window(&self, c: &ContentOp, prev: i64) -> Result<Option<(i64, i64)>, ()> {
+        let pos = |v: Option<Val>| -> Result<Option<i64>, ()> {
+            match v {
+                None => Ok(None),
+                Some(v) => v.position(&self.vars).map(Some).ok_or(()),
+            }
+        };
+        let mut depth = self.buf.len() as i64;
+        let mut offset: i64;
+        if c.is_relative() {
+            offset = prev;
+            let distance = pos(c.distance)?;
+            if let Some(d) = distance {
+                offset = offset.saturating_add(d).max(0);
+            }
+            if let Some(w) = pos(c.within)? {
+                let bound = prev.saturating_add(w).saturating_add(distance.unwrap_or(0));
+                depth = depth.min(bound);
+                if self.stream_start != 0 && prev == 0 {
+                    match self.clip_depth_to_stream(depth) {
+                        Some(d) => depth = d,
+                        None => return Ok(None),
+                    }
+                }
+            }
+            if let Some(d) = pos(c.depth)? {
+                depth = depth.min(prev.saturating_add(d));
+            }
+            if let Some(o) = pos(c.offset)? {
+                offset = offset.max(o);
+            }
+        } else {
+            if let Some(d) = pos(c.depth)? {
+                depth = d;
+                if self.stream_start != 0 {
+                    match self.clip_depth_to_stream(depth) {
+                        Some(d) => depth = d,
+                        None => return Ok(None),
+                    }
+                }
+            }
+            offset = pos(c.offset)?.unwrap_or(0);
+        }
+        Ok(Some((offset, depth)))
+    }
+
     fn content(&mut self, program: &Program, i: usize, c: &ContentOp, retry: bool) -> Outcome {
         let buf_len = self.buf.len() as i64;
         let prev_buffer_offset = self.offset as i64;
@@ -309,50 +412,20 @@ impl<'b, 's> Inspection<'b, 's> {
         // Start of the next attempt once an occurrence was tried (0 = first attempt).
         let mut retry_from: i64 = 0;
         loop {
-            let mut depth = buf_len;
-            let mut offset: i64;
-            if relative {
-                offset = prev_buffer_offset;
-                let distance = c.distance.map(|d| d.get(&self.vars)).unwrap_or(0);
-                if c.distance.is_some() {
-                    offset = (offset + distance).max(0);
-                }
-                if let Some(w) = c.within {
-                    let bound = prev_buffer_offset + w.get(&self.vars) + distance;
-                    depth = depth.min(bound);
-                    if self.stream_start != 0 && prev_buffer_offset == 0 {
-                        match self.clip_depth_to_stream(depth) {
-                            Some(d) => depth = d,
-                            None => return Outcome::NoMatch,
-                        }
-                    }
-                }
-                if let Some(d) = c.depth {
-                    depth = depth.min(prev_buffer_offset + d.get(&self.vars));
-                }
-                if let Some(o) = c.offset {
-                    offset = offset.max(o.get(&self.vars));
-                }
-            } else {
-                if let Some(d) = c.depth {
-                    depth = d.get(&self.vars);
-                    if self.stream_start != 0 {
-                        match self.clip_depth_to_stream(depth) {
-                            Some(d) => depth = d,
-                            None => return Outcome::NoMatch,
-                        }
-                    }
-                }
-                offset = c.offset.map(|o| o.get(&self.vars)).unwrap_or(0);
-            }
+            let (mut offset, mut depth) = match self.content_window(c, prev_buffer_offset) {
+                Ok(Some(window)) => window,
+                Ok(None) => return Outcome::NoMatch,
+                // Out of range: no match, negated or not (the keyword cannot be evaluated).
+                Err(()) => return Outcome::NoMatch,
+            };
             if retry_from != 0 {
                 offset = retry_from;
             }
             depth = depth.min(buf_len);
-            if offset > depth || depth <= 0 {
+            if offset < 0 || offset > depth || depth <= 0 {
                 return if c.negated { self.next(program, i) } else { Outcome::NoMatch };
             }
-            let window = &self.buf[offset as usize..depth as usize];
+            let Some(window) = self.buf.get(offset as usize..depth as usize) else { return Outcome::NoMatch };
             let found = if (c.endswith && depth < buf_len) || c.needle.bytes.len() > window.len() {
                 None
             } else {
@@ -380,9 +453,7 @@ impl<'b, 's> Inspection<'b, 's> {
                     Outcome::NoMatch => {}
                 }
             }
-            self.steps += 1;
-            if self.steps >= RECURSION_LIMIT {
-                self.limit_hit = true;
+            if !self.count_step() {
                 return Outcome::Discontinue;
             }
             retry_from = (match_end - (c.needle.bytes.len() - 1)) as i64;

@@ -11,7 +11,17 @@ use crate::detect::rule::options::{ByteMathOp, ByteTestOp, NumBase, UintCmp};
 /// Most byte_extract/byte_math variables one rule may define (Suricata allows a handful too).
 pub(crate) const MAX_VARS: usize = 16;
 
+/// Largest variable value usable as a position or length (offset, depth, distance, within,
+/// isdataat, a byte count or read offset). Suricata keeps positions in 32 bits; a variable
+/// above this cannot name a place in any buffer, and bounding it here keeps every sum of
+/// positions in `i64` far from overflow.
+pub(crate) const MAX_VAR_POSITION: u64 = u32::MAX as u64;
+
 /// A number from the rule or a variable slot filled by byte_extract/byte_math.
+///
+/// Variables are unsigned (Suricata's semantics): they are read as a position only through
+/// [`Val::position`], which refuses a value too large to be one, so packet data can never
+/// turn into a negative or wrapped index.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Val {
     Num(i64),
@@ -19,11 +29,26 @@ pub(crate) enum Val {
 }
 
 impl Val {
+    /// The value as a position, length or signed distance; `None` when a variable holds a
+    /// number beyond [`MAX_VAR_POSITION`] (the keyword then does not match).
     #[inline]
-    pub(crate) fn get(self, vars: &[u64; MAX_VARS]) -> i64 {
+    pub(crate) fn position(self, vars: &[u64; MAX_VARS]) -> Option<i64> {
         match self {
-            Val::Num(n) => n,
-            Val::Var(i) => vars[i as usize] as i64,
+            Val::Num(n) => Some(n),
+            Val::Var(i) => {
+                let v = *vars.get(i as usize)?;
+                (v <= MAX_VAR_POSITION).then_some(v as i64)
+            }
+        }
+    }
+
+    /// The value as an unsigned operand (byte_test's value, byte_math's rvalue). A negative
+    /// literal keeps its two's-complement bits, as strtoull gives them to Suricata.
+    #[inline]
+    pub(crate) fn unsigned(self, vars: &[u64; MAX_VARS]) -> u64 {
+        match self {
+            Val::Num(n) => n as u64,
+            Val::Var(i) => vars.get(i as usize).copied().unwrap_or(0),
         }
     }
 }

@@ -4,11 +4,11 @@ use crate::detect::rule::{load_rules_str, RuleVars};
 use crate::packet::LinkType;
 use etherparse::PacketBuilder;
 
-const CLIENT: [u8; 4] = [192, 168, 1, 10];
-const SERVER: [u8; 4] = [10, 0, 0, 1];
+pub(super) const CLIENT: [u8; 4] = [192, 168, 1, 10];
+pub(super) const SERVER: [u8; 4] = [10, 0, 0, 1];
 const OUTSIDE: [u8; 4] = [8, 8, 8, 8];
 
-fn engine_with(rules: &str, thresholds: ThresholdConfig) -> DetectEngine {
+pub(super) fn engine_with(rules: &str, thresholds: ThresholdConfig) -> DetectEngine {
     let load = load_rules_str("test.rules", rules, &RuleVars::default());
     assert!(load.errors.is_empty(), "parse errors: {:?}", load.errors);
     assert!(load.unsupported_rules.is_empty(), "unsupported: {:?}", load.unsupported_rules);
@@ -18,7 +18,7 @@ fn engine_with(rules: &str, thresholds: ThresholdConfig) -> DetectEngine {
     engine
 }
 
-fn engine(rules: &str) -> DetectEngine {
+pub(super) fn engine(rules: &str) -> DetectEngine {
     engine_with(rules, ThresholdConfig::default())
 }
 
@@ -34,7 +34,7 @@ fn tcp(src: [u8; 4], sp: u16, dst: [u8; 4], dp: u16, payload: &[u8]) -> Vec<u8> 
     out
 }
 
-fn udp(src: [u8; 4], sp: u16, dst: [u8; 4], dp: u16, payload: &[u8]) -> Vec<u8> {
+pub(super) fn udp(src: [u8; 4], sp: u16, dst: [u8; 4], dp: u16, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4(src, dst, 64).udp(sp, dp).write(&mut out, payload).unwrap();
     out
@@ -52,7 +52,7 @@ fn icmp_echo(src: [u8; 4], dst: [u8; 4], id: u16, seq: u16) -> Vec<u8> {
 
 /// Everything one inspection call needs besides the frame.
 #[derive(Default)]
-struct Opts<'a> {
+pub(super) struct Opts<'a> {
     secs: u64,
     flow: Option<FlowInfo>,
     stream: Option<StreamChunk<'a>>,
@@ -61,7 +61,7 @@ struct Opts<'a> {
     buffers_other: Option<&'a dyn BufferSource>,
 }
 
-fn inspect_with(
+pub(super) fn inspect_with(
     e: &DetectEngine,
     ctx: &mut DetectCtx,
     frame: &[u8],
@@ -86,7 +86,7 @@ fn inspect_with(
     alerts
 }
 
-fn sids(e: &DetectEngine, frame: &[u8]) -> Vec<u32> {
+pub(super) fn sids(e: &DetectEngine, frame: &[u8]) -> Vec<u32> {
     let mut ctx = e.new_ctx();
     inspect_with(e, &mut ctx, frame, Opts::default(), None).iter().map(|a| a.sid).collect()
 }
@@ -596,7 +596,7 @@ alert tcp any any -> any any (msg:"z"; content:!"neg"; sid:3;)"#,
     let fp: Vec<_> = load
         .rules
         .iter()
-        .map(|r| compile::compile_rule(r, &classes, &mut names).unwrap().fast_pattern.map(|f| f.0))
+        .map(|r| compile::compile_rule(r, &classes, &Default::default(), &mut names).unwrap().fast_pattern.map(|f| f.0))
         .collect();
     assert_eq!(fp, vec![Some(b"abcdefgh".to_vec()), Some(b"zz".to_vec()), None]);
 }

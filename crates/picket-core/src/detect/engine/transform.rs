@@ -46,9 +46,15 @@ impl TransformStep {
 }
 
 fn build_pcrexform(pattern: &str) -> Result<pcre2::bytes::Regex, String> {
+    // Suricata's default pcre limits bound the transform's regex like every pcre's.
+    let limits = super::InspectionLimits::DEFAULT;
+    let bounded = format!(
+        "{}{pattern}",
+        super::lists::pcre_limit_prefix(limits.pcre_match_limit, limits.pcre_match_limit_recursion)
+    );
     let re = pcre2::bytes::RegexBuilder::new()
         .jit_if_available(true)
-        .build(pattern)
+        .build(&bounded)
         .map_err(|e| format!("pcrexform: {e}"))?;
     // Suricata refuses a pcrexform without a capture: the buffer would be the whole match.
     if re.captures_len() < 2 {

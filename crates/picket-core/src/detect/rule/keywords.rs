@@ -188,6 +188,12 @@ pub static KEYWORDS: &[KeywordDoc] = &[
     kw!("nocase", ContentModifier, "the content matches ignoring ASCII case", "content:\"abc\"; nocase;"),
     kw!("offset", ContentModifier, "the content starts at or after byte N", "content:\"abc\"; offset:2;"),
     kw!("pcre", Payload, "Perl-compatible regular expression on the buffer", "pcre:\"/ab+c/i\";"),
+    kw!(
+        "pcre_limit",
+        Payload,
+        "picket: the pcre before it gets its own PCRE2 match limit [, depth limit]",
+        "pcre:\"/ab+c/\"; pcre_limit:10000,2000;"
+    ),
     kw!("pcrexform", Transform, "replace the buffer by the regex's first capture", "http.uri; pcrexform:\"a(.*)\";"),
     kw!(
         "pkt_data",

@@ -140,6 +140,12 @@ pub enum RuleOption {
     Target(Target),
     Content(Content),
     Pcre(Pcre),
+    /// `pcre_limit:MATCH[,DEPTH]` (picket's own): limits of the pcre before it instead of
+    /// `pcre.match-limit` / `pcre.match-limit-recursion`.
+    PcreLimit {
+        match_limit: u32,
+        recursion: Option<u32>,
+    },
     Isdataat(Isdataat),
     ByteTest(ByteTest),
     ByteJump(ByteJump),
@@ -509,6 +515,24 @@ fn meta_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
     Some(parsed)
 }
 
+/// `pcre_limit:MATCH[,DEPTH]`, each 1..=10000000 (PCRE2's own ceiling).
+fn parse_pcre_limit(value: &str) -> OptResult<RuleOption> {
+    const KW: &str = "pcre_limit";
+    let limit = |text: &str| -> OptResult<u32> {
+        let n = parse_u32(text.trim(), KW)?;
+        if (1..=10_000_000).contains(&n) {
+            Ok(n)
+        } else {
+            Err(bad_value(KW, text.trim()))
+        }
+    };
+    let (match_limit, recursion) = match value.split_once(',') {
+        Some((m, r)) => (limit(m)?, Some(limit(r)?)),
+        None => (limit(value)?, None),
+    };
+    Ok(RuleOption::PcreLimit { match_limit, recursion })
+}
+
 /// `metadata:key value, key value`; a key may come without a value.
 fn parse_metadata(value: &str) -> Vec<(String, String)> {
     value
@@ -533,6 +557,7 @@ fn payload_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
             RuleOption::Content(content)
         }),
         "pcre" => arg.need().and_then(parse_pcre).map(RuleOption::Pcre),
+        "pcre_limit" => arg.need().and_then(parse_pcre_limit),
         "isdataat" => arg.need().and_then(parse_isdataat).map(RuleOption::Isdataat),
         "byte_test" => arg.need().and_then(parse_byte_test).map(RuleOption::ByteTest),
         "byte_jump" => arg.need().and_then(parse_byte_jump).map(RuleOption::ByteJump),
