@@ -97,6 +97,10 @@ impl EngineSettingsExt for EngineSettings {
         set_opt(&mut s.flow_memcap, cfg.get_size("flow.memcap")?);
         set_opt(&mut s.flow_hash_size, bounded_u32(cfg, "flow.hash-size", 1, u32::MAX)?);
         set_opt(&mut s.flow_prealloc, bounded_u32(cfg, "flow.prealloc", 0, u32::MAX)?);
+        if let Some(v) = bounded_u32(cfg, "flow.emergency-recovery", 0, 100)? {
+            s.flow_emergency_recovery = v as u8;
+        }
+        set_opt(&mut s.http_memcap, cfg.get_size("app-layer.protocols.http.memcap")?);
         s.flow_timeouts = FlowTimeouts {
             default: proto_timeouts(cfg, "default", ProtoTimeouts::OTHER)?,
             tcp: proto_timeouts(cfg, "tcp", ProtoTimeouts::TCP)?,

@@ -8,6 +8,7 @@
 //! so a request is parsed while handling a to-client packet and inspected on the next
 //! to-server packet (or at flow end), as in Suricata.
 
+use crate::applayer::http::BodyMemory;
 use crate::applayer::http::HttpConfig;
 use crate::applayer::probe::{DetectStatus, DetectionPorts, ProtoDetector, Transport};
 use crate::applayer::tls::TlsState;
@@ -47,6 +48,9 @@ pub struct AppLayer {
     detection_ports: Arc<DetectionPorts>,
     /// libhtp settings for the HTTP parser this flow gets once detected (shared per run).
     http_config: Arc<HttpConfig>,
+    /// What the parser's capped memory (HTTP bodies) was when last charged to the worker's
+    /// [`AppCounters::http_mem`]; given back when the flow ends ([`AppLayer::release`]).
+    charged: BodyMemory,
 }
 
 impl Default for AppLayer {
@@ -68,7 +72,46 @@ impl AppLayer {
             alerted: Vec::new(),
             detection_ports,
             http_config,
+            charged: BodyMemory { room: 0, ..BodyMemory::default() },
         }
+    }
+
+    /// Grants the parser the room left under the worker's HTTP memcap before it is fed.
+    fn grant_room(&mut self, counters: &AppCounters) {
+        if let State::Parsing(p) = &mut self.state {
+            p.set_capped_room(counters.http_mem.room());
+        }
+    }
+
+    /// Charges what the parser's capped memory changed by since the last call.
+    fn charge(&mut self, counters: &mut AppCounters) {
+        let State::Parsing(p) = &self.state else { return };
+        let Some(now) = p.capped_memory() else { return };
+        let m = &mut counters.http_mem;
+        m.memuse = m.memuse - self.charged.held + now.held;
+        m.refusals += now.refusals - self.charged.refusals;
+        m.refused_bytes += now.refused_bytes - self.charged.refused_bytes;
+        self.charged = now;
+    }
+
+    /// The flow ends: its capped memory goes back to the worker.
+    pub(crate) fn release(&mut self, counters: &mut AppCounters) {
+        counters.http_mem.memuse -= self.charged.held;
+        self.charged.held = 0;
+    }
+
+    /// Heap of the flow's app-layer state outside the protocols' own memcaps: this struct,
+    /// what probing keeps, the queues, the parser's state. Charged to `flow.memcap`.
+    pub fn heap_bytes(&self) -> u64 {
+        let own = std::mem::size_of::<AppLayer>()
+            + self.alerted.capacity() * std::mem::size_of::<(u64, u32)>()
+            + self.pending.heap_bytes();
+        let state = match &self.state {
+            State::Probing { seen, .. } => seen.iter().map(Vec::capacity).sum::<usize>() as u64,
+            State::Parsing(p) => p.heap_bytes(),
+            State::Idle => 0,
+        };
+        own as u64 + state
     }
 
     /// Hands the parser every byte of `dir` the stream releases now, and consumes it so
@@ -100,12 +143,20 @@ impl AppLayer {
 
     /// End of the flow: messages that run until close are complete now.
     pub(crate) fn close(&mut self, counters: &mut AppCounters) {
+        self.grant_room(counters);
         if let State::Parsing(p) = &mut self.state {
             p.on_close(&mut AppCtx::new(&mut self.pending, counters));
         }
+        self.charge(counters);
     }
 
     fn on_data(&mut self, dir: Direction, data: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
+        self.grant_room(counters);
+        self.parse_data(dir, data, ports, counters);
+        self.charge(counters);
+    }
+
+    fn parse_data(&mut self, dir: Direction, data: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
         match &mut self.state {
             State::Parsing(p) => p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters)),
             State::Idle => {}
@@ -126,6 +177,12 @@ impl AppLayer {
     }
 
     fn on_gap(&mut self, dir: Direction, len: u64, counters: &mut AppCounters) {
+        self.grant_room(counters);
+        self.parse_gap(dir, len, counters);
+        self.charge(counters);
+    }
+
+    fn parse_gap(&mut self, dir: Direction, len: u64, counters: &mut AppCounters) {
         match &mut self.state {
             State::Parsing(p) => p.on_gap(dir, len, &mut AppCtx::new(&mut self.pending, counters)),
             State::Idle => {}
@@ -152,6 +209,7 @@ impl AppLayer {
                 let old = std::mem::replace(&mut self.state, State::Idle);
                 let cx = &mut AppCtx::new(&mut self.pending, counters);
                 if let Some(mut parser) = new_parser(proto, Transport::Tcp, &self.http_config, cx) {
+                    parser.set_capped_room(cx.counters.http_mem.room());
                     if let State::Probing { seen, .. } = old {
                         for dir in [Direction::ToServer, Direction::ToClient] {
                             parser.on_data(dir, &seen[dir.index()], cx);
@@ -192,8 +250,10 @@ impl AppLayer {
             }
         }
         if let State::Parsing(p) = &mut self.state {
+            p.set_capped_room(cx.counters.http_mem.room());
             p.on_datagram(dir, datagram, cx);
         }
+        self.charge(counters);
     }
 
     /// The next transaction of `dir` waiting for inspection.
@@ -242,13 +302,15 @@ impl AppLayer {
         AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), tls, alerted: &mut self.alerted, app_only: false }
     }
 
-    /// Finished transactions and their alert marks go (each protocol knows which are).
-    pub(crate) fn prune(&mut self) {
+    /// Finished transactions and their alert marks go (each protocol knows which are); the
+    /// memory they held goes back to the worker's caps.
+    pub(crate) fn prune(&mut self, counters: &mut AppCounters) {
         if let State::Parsing(p) = &mut self.state {
             if let Some(first_live) = p.prune(&self.pending) {
                 self.alerted.retain(|&(tx, _)| tx >= first_live);
             }
         }
+        self.charge(counters);
     }
 }
 
@@ -376,6 +438,68 @@ mod tests {
         app.on_data(Direction::ToClient, &[23, 3, 3, 0, 2, 0xaa, 0xbb], (40000, 443), &mut c);
         assert!(!app.has_pending());
         assert!(app.view(None, Direction::ToClient).tx.is_none());
+    }
+
+    /// A POST of `body_len` bytes whose response never comes.
+    fn unanswered_post(app: &mut AppLayer, body_len: usize, c: &mut AppCounters) {
+        let head = format!("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: {body_len}\r\n\r\n");
+        app.on_data(Direction::ToServer, head.as_bytes(), (40000, 80), c);
+        for chunk in vec![b'A'; body_len].chunks(1460) {
+            app.on_data(Direction::ToServer, chunk, (40000, 80), c);
+        }
+    }
+
+    #[test]
+    fn http_bodies_are_charged_at_their_size_and_given_back_when_flows_end() {
+        let mut c = AppCounters::default();
+        let mut apps: Vec<AppLayer> = (0..20).map(|_| AppLayer::default()).collect();
+        for app in &mut apps {
+            unanswered_post(app, 10_000, &mut c);
+            assert_eq!(http_tx(app, 0).map(|t| t.request_body.len()), Some(10_000));
+            // The parser's state and its transaction are charged with the flow.
+            assert!(app.heap_bytes() >= (std::mem::size_of::<AppLayer>() + std::mem::size_of::<HttpTx>()) as u64);
+        }
+        let held: u64 = apps.iter().map(|a| http_tx(a, 0).unwrap().request_body.capacity() as u64).sum();
+        assert_eq!(c.http_mem.memuse, held);
+        assert!(held >= 20 * 10_000);
+        assert_eq!(c.http_mem.refusals, 0);
+        for app in &mut apps {
+            app.prune(&mut c); // nothing completes: the bodies stay
+            app.release(&mut c);
+        }
+        assert_eq!(c.http_mem.memuse, 0);
+    }
+
+    #[test]
+    fn unanswered_post_bodies_stop_at_the_http_memcap() {
+        let mut c = AppCounters { http_mem: crate::applayer::MemCap::new(50_000), ..AppCounters::default() };
+        let mut apps: Vec<AppLayer> = (0..20).map(|_| AppLayer::default()).collect();
+        for app in &mut apps {
+            unanswered_post(app, 10_000, &mut c);
+            assert!(c.http_mem.memuse <= 50_000, "{}", c.http_mem.memuse);
+        }
+        assert!(c.http_mem.refusals > 0);
+        // What did not fit was not buffered, and is counted.
+        let stored: u64 = apps.iter().map(|a| http_tx(a, 0).unwrap().request_body.len() as u64).sum();
+        assert_eq!(stored + c.http_mem.refused_bytes, 20 * 10_000);
+        assert!(c.http_mem.refused_bytes >= 20 * 10_000 - 50_000);
+        // Parsing goes on: every request is there, with its full length counted, and the
+        // first flows hold their whole body for inspection.
+        for app in &apps {
+            let tx = http_tx(app, 0).unwrap();
+            assert_eq!((tx.request_body_len, tx.uri_raw.as_slice()), (10_000, &b"/upload"[..]));
+        }
+        assert_eq!(http_tx(&apps[0], 0).unwrap().request_body.len(), 10_000);
+        assert!(http_tx(&apps[19], 0).unwrap().request_body_truncated);
+        // A flow that ends makes room for the next body.
+        apps[0].release(&mut c);
+        let mut next = AppLayer::default();
+        unanswered_post(&mut next, 10_000, &mut c);
+        assert_eq!(http_tx(&next, 0).unwrap().request_body.len(), 10_000);
+        for app in apps.iter_mut().chain([&mut next]) {
+            app.release(&mut c);
+        }
+        assert_eq!(c.http_mem.memuse, 0);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::stream::Direction;
 use dns::buffers::DnsTxBuffers;
 use dns::{DnsCounters, DnsTransaction};
 use http::buffers::TxBuffers;
-use http::HttpTx;
+use http::{BodyMemory, HttpTx};
 use tls::buffers::{TlsBuffers, TLS_TX_ID};
 use tls::{TlsCounters, TlsState};
 
@@ -119,6 +119,22 @@ pub trait AppParser: Send {
     fn prune(&mut self, _pending: &Pending) -> Option<u64> {
         None
     }
+
+    /// Heap the parser holds outside its protocol's own memcap (its state, transactions,
+    /// buffers), charged to `flow.memcap` with the flow. An estimate at allocated sizes;
+    /// the default counts the parser's own struct only.
+    fn heap_bytes(&self) -> u64 {
+        std::mem::size_of_val(self) as u64
+    }
+
+    /// Memory held under the protocol's own memcap (HTTP bodies under
+    /// `app-layer.protocols.http.memcap`), if it has one.
+    fn capped_memory(&self) -> Option<BodyMemory> {
+        None
+    }
+
+    /// How much more the parser may allocate under its protocol's memcap.
+    fn set_capped_room(&mut self, _room: u64) {}
 }
 
 /// What a parser reports to while it is fed: its flow's transactions waiting for
@@ -188,6 +204,11 @@ impl Pending {
         (!self.done.is_empty()).then(|| self.done.remove(0))
     }
 
+    /// Heap of the queues, at allocated capacity.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.queues.iter().map(Vec::capacity).sum::<usize>() + self.done.capacity()) * std::mem::size_of::<u64>()
+    }
+
     /// The lowest transaction id waiting, in either direction.
     pub fn min(&self) -> Option<u64> {
         self.queues.iter().flatten().copied().min()
@@ -255,6 +276,36 @@ pub(crate) struct AppCounters {
     pub pending_dropped: u64,
     pub alerted_forgotten: u64,
     pub dns: DnsAppCounters,
+    /// HTTP body storage against `app-layer.protocols.http.memcap`.
+    pub http_mem: MemCap,
+}
+
+/// One worker's share of an app-layer memcap and what it holds.
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemCap {
+    /// Bytes allowed; 0: unlimited (as in Suricata).
+    pub memcap: u64,
+    /// Gauge: bytes held now.
+    pub memuse: u64,
+    /// Allocations refused or cut short because the memcap was reached.
+    pub refusals: u64,
+    /// Bytes not stored because the memcap was reached.
+    pub refused_bytes: u64,
+}
+
+impl MemCap {
+    pub fn new(memcap: u64) -> Self {
+        MemCap { memcap, ..MemCap::default() }
+    }
+
+    /// Bytes that may still be allocated.
+    pub fn room(&self) -> u64 {
+        if self.memcap == 0 {
+            u64::MAX
+        } else {
+            self.memcap.saturating_sub(self.memuse)
+        }
+    }
 }
 
 impl AppCounters {
@@ -271,6 +322,9 @@ impl AppCounters {
         s.add("app_layer.http.anomalies", self.http_anomalies);
         s.add("app_layer.pending_dropped", self.pending_dropped);
         s.add("app_layer.alerted_forgotten", self.alerted_forgotten);
+        s.add("http.memuse", self.http_mem.memuse);
+        s.add("http.memcap", self.http_mem.refusals);
+        s.add("http.memcap_bytes_refused", self.http_mem.refused_bytes);
         for (name, v) in self.dns.counters() {
             s.add(&name, v);
         }

@@ -43,9 +43,10 @@ flow_counters! {
     active_icmpv4 => "flow.active.icmpv4",
     active_icmpv6 => "flow.active.icmpv6",
     active_other => "flow.active.other",
-    /// Gauge: estimated bytes held by the table's flows.
+    /// Gauge: bytes the table holds: slab and hash index at their allocated capacity plus
+    /// the heap of the flows' app-layer state.
     memuse => "flow.memuse",
-    /// Times a new flow found the table at its memcap-derived limit.
+    /// Times a new flow found the memcap full (flow limit reached, or the memory in use).
     memcap => "flow.memcap",
     /// Flows evicted to make room for a new one (Suricata's "get used flow").
     get_used => "flow.get_used",

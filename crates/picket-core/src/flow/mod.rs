@@ -199,13 +199,15 @@ impl FlowTimeouts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowConfig {
     /// Memory budget of this table (one worker). The flow count limit is
-    /// `memcap_bytes / FlowTable::bytes_per_flow()`; split a global `flow.memcap` across
-    /// workers before passing it here.
+    /// `memcap_bytes / FlowTable::bytes_per_flow()`, and the heap the flows' app-layer state
+    /// reports ([`FlowTable::set_ext_bytes`]) counts against it too; split a global
+    /// `flow.memcap` across workers before passing it here.
     pub memcap_bytes: u64,
     /// Flows the hash index and slab are sized for up front (Suricata's `flow.prealloc`);
     /// both grow on demand up to the memcap-derived limit.
     pub prealloc_flows: usize,
-    /// Emergency mode ends once the table is at or below `100 - this` percent of its limit.
+    /// `flow.emergency-recovery`: emergency mode ends once the memory in use is at or below
+    /// `100 - this` percent of the memcap.
     pub emergency_recovery_percent: u8,
     pub timeouts: FlowTimeouts,
     pub emergency_timeouts: FlowTimeouts,

@@ -15,13 +15,19 @@
 //! same second, and otherwise O(seconds elapsed + flows due), so callers may call it on
 //! every packet or on every clock tick.
 //!
-//! Memcap: `FlowConfig::memcap_bytes / bytes_per_flow()` flows at most. A new flow arriving
+//! Memcap: `FlowConfig::memcap_bytes / bytes_per_flow()` flows at most, and the memory in
+//! use (live flows at `bytes_per_flow()` each plus the heap the later stages report for
+//! them through [`FlowTable::set_ext_bytes`]: app-layer parsers and their transactions)
+//! below the memcap. `flow.memuse` is what the table really holds: the slab and the hash
+//! index at their allocated capacity (the slab grows in steps of at most an eighth of the
+//! flow limit, so a doubling never overshoots) plus the reported heap. A new flow arriving
 //! at the limit puts the table in emergency mode (shorter `emergency_timeouts`, plus a
 //! bounded scan for flows idle past them on each `expire`) and evicts one flow, reason
 //! "forced": a closed flow if one is found, else the least recently seen of a sample of
 //! slots taken round-robin (approximate LRU without per-packet list maintenance).
-//! Emergency mode ends when the table drops to `100 - emergency_recovery_percent` percent
-//! of its limit.
+//! Several flows may be evicted for one new flow when the reported heap is what fills the
+//! memcap. Emergency mode ends when the memory in use drops to `100 -
+//! emergency_recovery_percent` percent of the memcap (Suricata's `flow.emergency-recovery`).
 
 use hashbrown::HashTable;
 use std::mem;
@@ -41,6 +47,9 @@ const WHEEL_MASK: u64 = WHEEL_BUCKETS as u64 - 1;
 const EVICTION_SAMPLE: usize = 16;
 /// Slots checked against the emergency timeouts per `expire` call that advances the clock.
 const EMERGENCY_SCAN_SLOTS: usize = 4096;
+/// Flows evicted at most to make room for one new flow: bounds the work per packet when
+/// large per-flow heaps fill the memcap (the next new flows evict more).
+const MAX_EVICTIONS_PER_FLOW: usize = 8;
 const NANOS: u64 = Timestamp::NANOS_PER_SEC;
 
 /// Tracking data of one flow. Read it through [`FlowTable::flow`]; the table owns updates.
@@ -153,6 +162,8 @@ struct Slot<E> {
     due_sec: u64,
     /// Position inside the bucket's list, kept exact so removal is O(1).
     wheel_pos: u32,
+    /// Heap held by `ext` as last reported ([`FlowTable::set_ext_bytes`]), charged to the memcap.
+    ext_bytes: u64,
 }
 
 /// Flow table of one worker. `E` is the extension slot later stages hang their per-flow
@@ -169,6 +180,8 @@ pub struct FlowTable<E: Default = ()> {
     wheel_sec: u64,
     max_flows: usize,
     bytes_per_flow: u64,
+    /// Sum of the live slots' `ext_bytes`.
+    ext_bytes: u64,
     emergency: bool,
     eviction_cursor: usize,
     emergency_cursor: usize,
@@ -193,6 +206,7 @@ impl<E: Default> FlowTable<E> {
             wheel_sec: 0,
             max_flows,
             bytes_per_flow,
+            ext_bytes: 0,
             emergency: false,
             eviction_cursor: 0,
             emergency_cursor: 0,
@@ -213,6 +227,38 @@ impl<E: Default> FlowTable<E> {
     /// Flow limit derived from the memcap.
     pub fn max_flows(&self) -> usize {
         self.max_flows
+    }
+
+    /// Memory the flows in use account for: `bytes_per_flow()` each plus the heap their
+    /// extensions reported. This is what the memcap bounds and what eviction can free (the
+    /// slab's capacity stays allocated for the next flows).
+    pub fn memory_in_use(&self) -> u64 {
+        self.index.len() as u64 * self.bytes_per_flow + self.ext_bytes
+    }
+
+    /// Bytes the table holds now (`flow.memuse`): slab, hash index, free list and wheel at
+    /// their allocated size, plus the heap the extensions reported.
+    fn held_bytes(&self) -> u64 {
+        let slab = self.slots.capacity() * mem::size_of::<Slot<E>>();
+        let lists = (self.free.capacity() + self.index.len()) * mem::size_of::<u32>();
+        (slab + self.index.allocation_size() + lists) as u64 + self.ext_bytes
+    }
+
+    /// Records that the flow's extension now holds `bytes` of heap (its boxed per-flow
+    /// state, measured by the stage that owns it). The bytes count against the memcap until
+    /// the flow ends or the next report; a full memcap makes room by evicting flows when
+    /// the next flow is created.
+    pub fn set_ext_bytes(&mut self, handle: FlowHandle, bytes: u64) {
+        let Some(slot) = self.live_slot_mut(handle) else { return };
+        let old = mem::replace(&mut slot.ext_bytes, bytes);
+        self.ext_bytes = self.ext_bytes - old + bytes;
+        self.counters.memuse = self.held_bytes();
+    }
+
+    /// The memcap leaves no room for one more flow.
+    fn at_memcap(&self) -> bool {
+        self.index.len() >= self.max_flows
+            || self.memory_in_use().saturating_add(self.bytes_per_flow) > self.config.memcap_bytes
     }
 
     pub fn len(&self) -> usize {
@@ -429,22 +475,23 @@ impl<E: Default> FlowTable<E> {
         pkt: &FlowPacket,
         ended: &mut impl FnMut(FlowRecord<E>),
     ) -> Option<u32> {
-        if self.index.len() >= self.max_flows {
+        if self.at_memcap() {
             self.counters.memcap += 1;
             if !self.emergency {
                 self.emergency = true;
                 self.counters.emerg_mode_entered += 1;
             }
-            match self.pick_eviction_victim() {
-                Some(victim) => {
-                    self.counters.get_used += 1;
-                    let record = self.remove(victim, FlowEndReason::Forced);
-                    ended(record);
-                }
-                None => {
-                    self.counters.memcap_drop += 1;
-                    return None;
-                }
+            let mut evicted = 0;
+            while evicted < MAX_EVICTIONS_PER_FLOW && self.at_memcap() {
+                let Some(victim) = self.pick_eviction_victim() else { break };
+                self.counters.get_used += 1;
+                let record = self.remove(victim, FlowEndReason::Forced);
+                ended(record);
+                evicted += 1;
+            }
+            if evicted == 0 {
+                self.counters.memcap_drop += 1;
+                return None;
             }
         }
 
@@ -468,9 +515,12 @@ impl<E: Default> FlowTable<E> {
             }
             None => {
                 if self.slots.len() == self.slots.capacity() {
-                    // Grow geometrically but never past the flow limit.
+                    // Grow geometrically, but in steps of at most an eighth of the flow
+                    // limit and never past it: the slab's capacity is charged in
+                    // `flow.memuse`, and one doubling must not overshoot the memcap.
                     let len = self.slots.len();
-                    let extra = len.max(64).min(self.max_flows.saturating_sub(len)).max(1);
+                    let step = (self.max_flows / 8).max(64);
+                    let extra = len.max(64).min(step).min(self.max_flows.saturating_sub(len)).max(1);
                     self.slots.reserve_exact(extra);
                 }
                 self.slots.push(Slot {
@@ -481,6 +531,7 @@ impl<E: Default> FlowTable<E> {
                     scheduled_state: FlowState::New,
                     due_sec: 0,
                     wheel_pos: 0,
+                    ext_bytes: 0,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -490,10 +541,11 @@ impl<E: Default> FlowTable<E> {
         let due = self.due_sec(index);
         self.schedule(index, due);
 
+        let held = self.held_bytes();
         let c = &mut self.counters;
         c.total += 1;
         c.active += 1;
-        c.memuse = c.active * self.bytes_per_flow;
+        c.memuse = held;
         match key.tuple.proto {
             PROTO_TCP => (c.tcp += 1, c.active_tcp += 1),
             PROTO_UDP => (c.udp += 1, c.active_udp += 1),
@@ -666,6 +718,7 @@ impl<E: Default> FlowTable<E> {
         let slot = &mut self.slots[index as usize];
         slot.in_use = false;
         slot.generation = slot.generation.wrapping_add(1);
+        self.ext_bytes -= mem::take(&mut slot.ext_bytes);
         self.free.push(index);
 
         let flow = &slot.flow;
@@ -695,9 +748,11 @@ impl<E: Default> FlowTable<E> {
             ext: mem::take(&mut slot.ext),
         };
 
+        let held = self.held_bytes();
+        let in_use = self.memory_in_use();
         let c = &mut self.counters;
         c.active -= 1;
-        c.memuse = c.active * self.bytes_per_flow;
+        c.memuse = held;
         match record.tuple.proto {
             PROTO_TCP => c.active_tcp -= 1,
             PROTO_UDP => c.active_udp -= 1,
@@ -716,8 +771,10 @@ impl<E: Default> FlowTable<E> {
             FlowState::Established => c.end_state_established += 1,
             FlowState::Closed => c.end_state_closed += 1,
         }
-        let recovery_percent = 100 - self.config.emergency_recovery_percent.min(100) as usize;
-        if self.emergency && self.index.len() * 100 <= self.max_flows * recovery_percent {
+        // Suricata's `flow.emergency-recovery`: back to normal once that percentage of the
+        // memcap is free again.
+        let recovery_percent = 100 - self.config.emergency_recovery_percent.min(100) as u128;
+        if self.emergency && in_use as u128 * 100 <= self.config.memcap_bytes as u128 * recovery_percent {
             self.emergency = false;
             c.emerg_mode_over += 1;
         }

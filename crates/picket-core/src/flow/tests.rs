@@ -399,7 +399,8 @@ fn tiny_memcap_evicts_and_stays_bounded() {
     assert_eq!((c.memcap, c.get_used, c.end_forced, c.active), (990, 990, 990, 10));
     assert!(c.emerg_mode_entered >= 1);
     assert!(t.in_emergency());
-    assert_eq!(c.memuse, 10 * per_flow);
+    // The table's real allocation (slab, index, lists) fits the memcap.
+    assert!(c.memuse >= 10 * std::mem::size_of::<Flow>() as u64 && c.memuse <= 10 * per_flow, "{}", c.memuse);
     // The survivors are recent flows: eviction prefers the least recently seen.
     let rest = flush(&mut t);
     assert!(
@@ -430,6 +431,74 @@ fn emergency_mode_expires_with_emergency_timeouts() {
     assert_eq!(t.counters().emerg_mode_over, 1);
     assert!(expire(&mut t, 30).is_empty());
     assert_eq!(expire(&mut t, 31).len(), 7);
+}
+
+#[test]
+fn memuse_follows_the_slab_capacity_and_the_reported_heap() {
+    let per_flow = FlowTable::<u32>::bytes_per_flow();
+    // No preallocation: the slab grows with the flows, in steps of at most 1/8 of the limit.
+    let mut t = table(FlowConfig { memcap_bytes: per_flow * 4000, prealloc_flows: 0, ..FlowConfig::default() });
+    let mut g = Gen::new();
+    let mut ended = Vec::new();
+    let mut handles = Vec::new();
+    let mut last = 0;
+    for port in 0..1000u16 {
+        handles.push(run(&mut t, &g.udp(1, port, 2, 53, 0), &mut ended).handle);
+        let memuse = t.counters().memuse;
+        // Never charged less than the flows' own size; a growth step adds at most 1/8 of the memcap.
+        assert!(memuse >= (port as u64 + 1) * std::mem::size_of::<Flow>() as u64);
+        assert!(memuse <= last.max(per_flow * 64) + per_flow * 4000 / 8 + per_flow * 64, "{memuse} after {last}");
+        last = memuse;
+    }
+    let structural = t.counters().memuse;
+    // Each flow reports 1000 bytes of heap (its app-layer state): all of it is charged.
+    for &h in &handles {
+        t.set_ext_bytes(h, 1000);
+    }
+    assert_eq!(t.counters().memuse, structural + 1000 * 1000);
+    assert_eq!(t.memory_in_use(), 1000 * per_flow + 1000 * 1000);
+    // A report replaces the flow's previous one.
+    t.set_ext_bytes(handles[0], 10);
+    assert_eq!(t.counters().memuse, structural + 999 * 1000 + 10);
+    // Flows that end give their heap back; the slab stays allocated for the next flows.
+    // (The free list now holds the 1000 slots: a few KiB more.)
+    flush(&mut t);
+    let after = t.counters().memuse;
+    assert!(after >= structural - 4000 && after <= structural + 8 * 1024, "{after} vs {structural}");
+    assert_eq!(t.memory_in_use(), 0);
+}
+
+#[test]
+fn reported_heap_fills_the_memcap_evicts_and_emergency_mode_ends_on_recovery() {
+    let per_flow = FlowTable::<u32>::bytes_per_flow();
+    let memcap = per_flow * 10 + 50_000;
+    let mut t = table(FlowConfig { memcap_bytes: memcap, ..FlowConfig::default() });
+    let mut g = Gen::new();
+    let mut ended = Vec::new();
+    // Ten flows of 5000 heap bytes each fill what their entries leave of the memcap.
+    for port in 0..10u16 {
+        let v = run(&mut t, &g.udp(1, port, 2, 53, 0), &mut ended);
+        t.set_ext_bytes(v.handle, 5000);
+    }
+    assert!(!t.in_emergency());
+    assert!(ended.is_empty());
+    // The next flows do not fit: emergency mode, and the least recently seen are evicted
+    // although the flow count is far below its limit.
+    let v = run(&mut t, &g.udp(1, 100, 2, 53, 1), &mut ended);
+    assert!(v.created);
+    assert!(t.in_emergency());
+    assert_eq!(ended.len(), 1);
+    assert_eq!((ended[0].tuple.src_port, ended[0].reason), (0, FlowEndReason::Forced));
+    let c = t.counters();
+    assert_eq!((c.memcap, c.get_used, c.emerg_mode_entered, c.emerg_mode_over), (1, 1, 1, 0));
+    assert!(t.memory_in_use() <= memcap);
+    // Emergency timeouts (UDP new: 10 s) end the idle flows; once 30% of the memcap is
+    // free again emergency mode is over.
+    let out = expire(&mut t, 12);
+    assert!(!out.is_empty() && out.iter().all(|r| r.reason == FlowEndReason::Timeout));
+    assert!(!t.in_emergency());
+    assert!(t.memory_in_use() * 100 <= memcap * 70);
+    assert_eq!(t.counters().emerg_mode_over, 1);
 }
 
 #[test]

@@ -336,6 +336,9 @@ impl Detection {
             }
             stream.release(mem);
         }
+        if let Some(app) = rec.ext.app.as_deref_mut() {
+            app.release(&mut self.app_counters);
+        }
         out.emit(Event::Flow(&rec));
     }
 

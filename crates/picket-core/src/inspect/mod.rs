@@ -63,8 +63,8 @@ mod ips_tests;
 #[cfg(test)]
 mod tests;
 pub use crate::applayer::layer::AppLayer;
-use crate::applayer::AppCounters;
 pub use crate::applayer::AppTx;
+use crate::applayer::{AppCounters, MemCap};
 pub use bypass::{BypassCounts, BypassMode, BypassReason, BypassRequest, BypassSettings, FlowBypass};
 use detection::{FlowDropLog, Out, RunVerdict};
 pub use event::{
@@ -81,6 +81,9 @@ pub struct InspectSettings {
     pub stream: StreamConfig,
     /// This worker's share of `stream.reassembly.memcap`.
     pub stream_memcap: u64,
+    /// This worker's share of `app-layer.protocols.http.memcap` (0: unlimited): HTTP
+    /// request and response bodies held for inspection.
+    pub http_memcap: u64,
     /// The compiled rules, shared by all workers; `None` runs without detection.
     pub detect: Option<Arc<DetectEngine>>,
     /// `--simulate-ips`: drop and reject rules block the packet and the rest of its flow.
@@ -130,7 +133,7 @@ impl InspectSettings {
             midstream,
             async_oneside: engine.async_oneside,
             reassembly_depth: engine.stream_reassembly_depth,
-            ..FlowConfig::default()
+            emergency_recovery_percent: engine.flow_emergency_recovery,
         };
         let stream = StreamConfig {
             depth: engine.stream_reassembly_depth,
@@ -148,6 +151,7 @@ impl InspectSettings {
             flow,
             stream,
             stream_memcap: engine.stream_reassembly_memcap / workers,
+            http_memcap: engine.http_memcap.div_ceil(workers),
             detect: None,
             simulate_ips,
             midstream_policy,
@@ -326,7 +330,7 @@ impl Inspector {
                 counters: AlertCounters::default(),
                 bypass: Default::default(),
                 bypass_ended: Vec::new(),
-                app_counters: AppCounters::default(),
+                app_counters: AppCounters { http_mem: MemCap::new(settings.http_memcap), ..AppCounters::default() },
                 log_ja3: settings.detect.as_ref().is_some_and(|e| {
                     ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].iter().any(|b| e.uses_buffer(b))
                 }),
@@ -489,7 +493,7 @@ impl Inspector {
         if let Some(al) = app_layer {
             run.merge(self.detection.run_pending(&wire, facts, al, dir, detect, out));
             report_done(al, meta.ts, meta.pcap_cnt, facts, out);
-            al.prune();
+            al.prune(&mut self.detection.app_counters);
         }
         *alerted |= run.alerted;
         *dropped |= run.drop_flow;
@@ -524,6 +528,9 @@ impl Inspector {
                 ext.bypass.mode = BypassMode::Local;
             }
         }
+        // The app layer's state counts against `flow.memcap` (its bodies against the HTTP
+        // memcap); TCP reassembly is charged to the stream memcaps by the stream itself.
+        let app_heap = app.as_deref().map_or(0, AppLayer::heap_bytes);
         let FlowExt { drop_logged, .. } = ext;
         let log = FlowDropLog {
             flow_id: flow.flow_id,
@@ -535,6 +542,7 @@ impl Inspector {
         if bypass_now.is_some() {
             self.flows.set_bypassed(verdict.handle, true);
         }
+        self.flows.set_ext_bytes(verdict.handle, app_heap);
         verdict_out
     }
 

@@ -170,6 +170,13 @@ pub struct EngineSettings {
     pub flow_hash_size: u32,
     /// `flow.prealloc`, flows.
     pub flow_prealloc: u32,
+    /// `flow.emergency-recovery`, percent: emergency mode ends once this much of the flow
+    /// memcap is free again (Suricata's default 30).
+    pub flow_emergency_recovery: u8,
+    /// `app-layer.protocols.http.memcap`, bytes (0: unlimited): HTTP bodies held for
+    /// inspection. Suricata's built-in default is unlimited; picket defaults to the 64 MiB
+    /// Suricata's shipped suricata.yaml suggests, so unanswered uploads stay bounded.
+    pub http_memcap: u64,
     pub flow_timeouts: FlowTimeouts,
     /// `vlan.use-for-tracking`: VLAN ids are part of the flow key.
     pub vlan_use_for_tracking: bool,
@@ -219,6 +226,8 @@ impl Default for EngineSettings {
             flow_memcap: 32 << 20,
             flow_hash_size: 65536,
             flow_prealloc: 10000,
+            flow_emergency_recovery: 30,
+            http_memcap: 64 << 20,
             flow_timeouts: FlowTimeouts::default(),
             vlan_use_for_tracking: true,
             mpm_algo: None,

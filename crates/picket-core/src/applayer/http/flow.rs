@@ -1,6 +1,6 @@
 //! HTTP in a flow's app layer: the parser's events queue transactions for inspection.
 
-use super::{HttpConfig, HttpEvent, HttpParser};
+use super::{BodyMemory, HttpConfig, HttpEvent, HttpParser};
 use crate::applayer::{AppCtx, AppParser, AppTx, Pending};
 use crate::stream::Direction;
 
@@ -35,6 +35,18 @@ impl AppParser for HttpParser {
 
     fn tx(&self, id: u64) -> Option<AppTx<'_>> {
         HttpParser::tx(self, id).map(AppTx::Http)
+    }
+
+    fn heap_bytes(&self) -> u64 {
+        self.heap_bytes_without_bodies()
+    }
+
+    fn capped_memory(&self) -> Option<BodyMemory> {
+        Some(*self.body_memory())
+    }
+
+    fn set_capped_room(&mut self, room: u64) {
+        self.set_body_room(room);
     }
 
     /// Completed transactions go once nothing waits for inspection.

@@ -258,6 +258,32 @@ fn header_value<'a>(headers: &'a [Header], name: &str) -> Option<&'a [u8]> {
 }
 
 impl HttpTx {
+    /// Heap the transaction holds besides its bodies (lines, URIs, headers), at allocated
+    /// capacity: charged to `flow.memcap` with the flow's app-layer state.
+    pub fn heap_bytes_without_bodies(&self) -> u64 {
+        let headers = |hs: &Vec<Header>| {
+            hs.capacity() * std::mem::size_of::<Header>()
+                + hs.iter().map(|h| h.name.capacity() + h.value.capacity()).sum::<usize>()
+        };
+        let opt = |v: &Option<Vec<u8>>| v.as_ref().map_or(0, Vec::capacity);
+        (self.request_line.capacity()
+            + self.method.capacity()
+            + self.uri_raw.capacity()
+            + self.uri_normalized.capacity()
+            + self.request_protocol.capacity()
+            + headers(&self.request_headers)
+            + self.request_headers_raw.capacity()
+            + opt(&self.host_raw)
+            + opt(&self.host)
+            + self.response_line.capacity()
+            + self.response_protocol.capacity()
+            + self.status.capacity()
+            + self.status_msg.capacity()
+            + headers(&self.response_headers)
+            + self.response_headers_raw.capacity()
+            + self.response_encodings.capacity() * std::mem::size_of::<Codec>()) as u64
+    }
+
     pub fn request_header(&self, name: &str) -> Option<&[u8]> {
         header_value(&self.request_headers, name)
     }
@@ -461,6 +487,35 @@ pub struct HttpParser {
     events: Vec<HttpEvent>,
     line_anomalies: Vec<HttpAnomaly>,
     counters: HttpCounters,
+    body_mem: BodyMemory,
+}
+
+/// The body bytes a parser holds, for the worker's `app-layer.protocols.http.memcap`: the
+/// caller grants `room` before feeding the parser and charges the change of `held`
+/// afterwards. A body that would outgrow the room stores what fits; the rest is not
+/// buffered (counted in `refused_bytes`), and inspection goes on with what is held.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyMemory {
+    /// Bytes of body storage the parser may still allocate (`u64::MAX`: no cap).
+    pub room: u64,
+    /// Allocated capacity of the bodies of the live transactions.
+    pub held: u64,
+    /// Appends cut short by `room` (Suricata's `http.memcap`).
+    pub refusals: u64,
+    /// Body bytes not buffered because of `room`.
+    pub refused_bytes: u64,
+}
+
+impl Default for BodyMemory {
+    fn default() -> Self {
+        BodyMemory { room: u64::MAX, held: 0, refusals: 0, refused_bytes: 0 }
+    }
+}
+
+impl BodyMemory {
+    fn release(&mut self, tx: &HttpTx) {
+        self.held -= (tx.request_body.capacity() + tx.response_body.capacity()) as u64;
+    }
 }
 
 fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
@@ -469,13 +524,31 @@ fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
     txs.get_mut(id.checked_sub(first)? as usize)
 }
 
-/// Appends `data` to a stored body, respecting its limit.
-fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8]) {
-    let room = limit.saturating_sub(body.len());
-    if data.len() > room {
+/// Appends `data` to a stored body, respecting its limit and the memory room. The body's
+/// allocation grows by doubling, but never past the limit nor the room: what it allocates
+/// is charged to `mem` at its real capacity.
+fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8], mem: &mut BodyMemory) {
+    let within_limit = data.len().min(limit.saturating_sub(body.len()));
+    let mut take = within_limit;
+    let (len, cap) = (body.len(), body.capacity());
+    if len + take > cap {
+        let wanted = (cap * 2).max(64).min(limit).max(len + take);
+        let room = usize::try_from(mem.room).unwrap_or(usize::MAX);
+        let new_cap = if wanted - cap <= room { wanted } else { (len + take).min(cap + room) };
+        take = take.min(new_cap - len);
+        body.reserve_exact(new_cap - len);
+        let grown = (body.capacity() - cap) as u64;
+        mem.held += grown;
+        mem.room = mem.room.saturating_sub(grown);
+    }
+    if take < within_limit {
+        mem.refusals += 1;
+        mem.refused_bytes += (within_limit - take) as u64;
+    }
+    if data.len() > take {
         *truncated = true;
     }
-    body.extend_from_slice(&data[..data.len().min(room)]);
+    body.extend_from_slice(&data[..take]);
 }
 
 /// Content codings from a Content-Encoding value, in header order, as libhtp reads them:
@@ -559,7 +632,27 @@ impl HttpParser {
             events: Vec::new(),
             line_anomalies: Vec::new(),
             counters: HttpCounters::default(),
+            body_mem: BodyMemory::default(),
         }
+    }
+
+    /// Body memory: what is held and refused, and the room left.
+    pub fn body_memory(&self) -> &BodyMemory {
+        &self.body_mem
+    }
+
+    /// Heap of the parser besides the bodies (its own struct, the transaction queue and
+    /// the transactions' lines and headers, the line buffers), at allocated capacity.
+    pub fn heap_bytes_without_bodies(&self) -> u64 {
+        let own = std::mem::size_of::<HttpParser>() + self.txs.capacity() * std::mem::size_of::<HttpTx>();
+        let halves: usize = self.halves.iter().map(|h| h.buf.capacity()).sum();
+        let events = self.events.capacity() * std::mem::size_of::<HttpEvent>();
+        (own + halves + events) as u64 + self.txs.iter().map(HttpTx::heap_bytes_without_bodies).sum::<u64>()
+    }
+
+    /// Sets how many more bytes of body storage the parser may allocate.
+    pub fn set_body_room(&mut self, room: u64) {
+        self.body_mem.room = room;
     }
 
     pub fn counters(&self) -> &HttpCounters {
@@ -580,7 +673,9 @@ impl HttpParser {
     pub fn prune_completed(&mut self) -> usize {
         let mut n = 0;
         while self.txs.front().is_some_and(HttpTx::is_complete) {
-            self.txs.pop_front();
+            if let Some(tx) = self.txs.pop_front() {
+                self.body_mem.release(&tx);
+            }
             n += 1;
         }
         n
@@ -706,7 +801,9 @@ impl HttpParser {
 
     fn new_tx(&mut self) -> u64 {
         if self.txs.len() >= self.cfg.max_tx.max(1) {
-            self.txs.pop_front();
+            if let Some(tx) = self.txs.pop_front() {
+                self.body_mem.release(&tx);
+            }
             self.counters.transactions_dropped += 1;
             self.anomaly(None, HttpAnomaly::TransactionDropped);
         }
@@ -991,6 +1088,7 @@ impl HttpParser {
                     &mut tx.response_body_truncated,
                     cfg.response_body_limit,
                     &line_with_eol,
+                    &mut self.body_mem,
                 );
                 self.events.push(HttpEvent::ResponseBodyData { tx: id });
             }
@@ -1258,6 +1356,7 @@ impl HttpParser {
         let idx = dir.index();
         let cfg = self.cfg;
         let half = &mut self.halves[idx];
+        let mem = &mut self.body_mem;
         let id = half.tx;
         let Some(tx) = tx_mut(&mut self.txs, id) else {
             return;
@@ -1287,10 +1386,10 @@ impl HttpParser {
             Some(_) if was_truncated => {}
             Some(decoder) => {
                 let was_bomb = decoder.bomb_detected();
-                decoder.write(data, &mut |piece| store_body(body, truncated, limit, piece));
+                decoder.write(data, &mut |piece| store_body(body, truncated, limit, piece, mem));
                 bomb = !was_bomb && decoder.bomb_detected();
             }
-            None => store_body(body, truncated, limit, data),
+            None => store_body(body, truncated, limit, data, mem),
         }
         if *truncated && !was_truncated {
             if idx == 0 {
