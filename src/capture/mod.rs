@@ -105,11 +105,14 @@ pub enum CaptureError {
 }
 
 impl CaptureError {
-    /// A truncation: the file was read up to where it breaks off, nothing readable after
-    /// it was skipped (the usual end of a capture whose writer was killed). Every other
-    /// error skipped input: a file not read at all, or the rest of a file after damage.
-    pub fn is_truncation(&self) -> bool {
-        matches!(self, CaptureError::Truncated { .. })
+    /// Damage in the file's own content: it ends inside a record (the usual end of a
+    /// capture whose writer was killed) or a record header is invalid. The file was read
+    /// up to that point, and nothing after it can be framed as records, so nothing
+    /// readable was skipped (Suricata, through libpcap, reads such files the same way and
+    /// exits 0). Every other error skipped input: a file that could not be opened, is not
+    /// a capture, or failed to read.
+    pub fn is_damage(&self) -> bool {
+        matches!(self, CaptureError::Truncated { .. } | CaptureError::Corrupt { .. })
     }
 
     /// The file the error is about.

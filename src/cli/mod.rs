@@ -123,11 +123,11 @@ pub fn main() -> i32 {
 }
 
 /// Exit status of an offline run that wrote its outputs but could not read all of its
-/// input: a file of `-r DIR` unreadable or not a capture, or a capture damaged before its
-/// end (everything readable was processed, and each skipped file was reported with its
-/// name, the reason and the byte offset). A capture that merely ends inside its last
-/// record (a writer killed mid-write) is reported but keeps exit status 0: nothing
-/// readable was skipped, and Suricata reads such files the same way.
+/// input: a file of `-r DIR` that cannot be opened or is not a capture, or a read error
+/// (each reported with its name, the reason and, where reading started, the byte offset;
+/// everything readable was processed). A capture that ends inside a record or holds an
+/// invalid record header is reported with the offset but keeps exit status 0: it was read
+/// up to the break, nothing after it can be framed, and Suricata treats it the same way.
 pub const EXIT_INPUT_SKIPPED: i32 = 3;
 
 /// How an offline run that wrote its outputs ended.
@@ -177,7 +177,7 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     // Every event reaches its target before the targets' counters are read.
     eve.flush()?;
     for e in &summary.capture_errors {
-        let what = if e.is_truncation() { "read up to the break" } else { "skipped" };
+        let what = if e.is_damage() { "read up to the break" } else { "skipped" };
         warn(format!("{e}; {what}"));
     }
     // The counters of socket and Redis targets join the final stats (a file has nothing
@@ -200,7 +200,7 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
             summary.packets_read
         )));
     }
-    let skipped = summary.capture_errors.iter().filter(|e| !e.is_truncation()).count();
+    let skipped = summary.capture_errors.iter().filter(|e| !e.is_damage()).count();
     if skipped > 0 {
         warn(format!(
             "{skipped} input file{} could not be read in full; exit status {EXIT_INPUT_SKIPPED}",

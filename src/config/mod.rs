@@ -22,6 +22,7 @@ mod eve;
 mod nfq;
 mod outputs;
 mod settings;
+mod unknown;
 
 pub use afpacket::{
     bridge_capture_configs, bridge_tx_options, capture_configs, configured_bridges, configured_interfaces, copy_iface,
@@ -37,6 +38,7 @@ pub use picket_core::settings::{
     parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
 };
 pub use settings::{http_config, EngineSettingsExt, HTTP_CONFIG_PREFIX};
+pub use unknown::{is_recognised, unrecognised_keys, SURICATA_KEYS};
 
 use serde::de::{self, Deserialize, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess};
 use serde_yaml::{Mapping, Value};
@@ -45,8 +47,9 @@ use std::path::{Path, PathBuf};
 
 /// Dotted keys picket honours. A `--set` of any other key is not applied and produces a
 /// warning. An entry ending in `.*` covers that key and everything below it.
-/// Keys read from the YAML file are never warned about: stock Suricata files carry many
-/// settings picket does not use, and Suricata itself ignores unused ones silently.
+/// Keys of the YAML file, and `--set` keys under a section covered as a whole, are
+/// checked one by one (`unknown.rs`): a key neither here nor among the stock Suricata
+/// settings picket accepts unused ([`SURICATA_KEYS`]) is warned about once.
 pub const KNOWN_KEYS: &[&str] = &[
     "vars.*",
     "stream.midstream",
@@ -158,11 +161,17 @@ impl Config {
             let mut loader = Loader::new(path, &mut warnings);
             config.root = Value::Mapping(loader.load_file(path)?);
             config.source = Some(path.to_path_buf());
+            for key in unrecognised_keys(&config.root) {
+                warnings.push(format!("{}: unknown setting '{key}' ignored", path.display()));
+            }
         }
         for set in sets {
             let (key, value) = split_set(set)?;
             split_key(key)?;
             if is_known_key(key) {
+                if !is_recognised(key) {
+                    warnings.push(format!("--set: unknown setting '{key}' (no setting of picket or Suricata)"));
+                }
                 config.set(key, value)?;
             } else {
                 warnings.push(format!("unknown setting '{key}' ignored"));

@@ -561,3 +561,21 @@ fn action_order_from_yaml() {
     assert_eq!(s.action_order, Default::default(), "an incomplete list keeps the default");
     assert!(warnings.len() == 1 && warnings[0].contains("action-order"), "{warnings:?}");
 }
+
+#[test]
+fn unknown_keys_under_any_section_warn_once_with_the_file() {
+    let body = format!(
+        "{HEADER}detect:\n  profile: medium\n  profil: low\napp-layer:\n  protocols:\n    http:\n      memcapx: 1\n\
+         defrag:\n  max-frags: 3\n  max-fragz: 3\nstream:\n  reassembly:\n    depth: 1mb\n    deepth: 1mb\n"
+    );
+    let (_, warnings) = load_str(&body, &["detect.foo=1", "app-layer.protocols.tls.enabled=yes"]);
+    let unknown: Vec<&String> = warnings.iter().filter(|w| w.contains("unknown setting")).collect();
+    assert_eq!(unknown.len(), 5, "{warnings:?}");
+    for key in ["detect.profil", "app-layer.protocols.http.memcapx", "defrag.max-fragz", "stream.reassembly.deepth"] {
+        assert!(
+            unknown.iter().any(|w| w.contains("suricata.yaml: ") && w.contains(&format!("'{key}'"))),
+            "{key}: {warnings:?}"
+        );
+    }
+    assert!(unknown.iter().any(|w| w.starts_with("--set: ") && w.contains("'detect.foo'")), "{warnings:?}");
+}

@@ -88,7 +88,7 @@ pub struct RunProgress {
 /// of the reading thread.
 pub const FILES_READ: &str = "capture.files_read";
 /// Files that end inside a record: read up to the break, reported with its byte offset.
-pub const FILES_TRUNCATED: &str = "capture.files_truncated";
+pub const FILES_DAMAGED: &str = "capture.files_damaged";
 /// Files skipped in whole (unreadable, not a capture) or from a damaged record on.
 pub const FILES_FAILED: &str = "capture.files_failed";
 
@@ -143,8 +143,8 @@ struct Reader {
     progress: Option<Arc<RunProgress>>,
     /// Files of the input, once read (offline sources only).
     files: Option<crate::capture::FileCounts>,
-    /// Files that ended in a truncation, and files skipped in whole or in part.
-    files_truncated: u64,
+    /// Files read up to damage in them, and files skipped in whole or in part.
+    files_damaged: u64,
     files_failed: u64,
 }
 
@@ -159,7 +159,7 @@ impl Reader {
             bpf_error: None,
             progress,
             files: None,
-            files_truncated: 0,
+            files_damaged: 0,
             files_failed: 0,
         }
     }
@@ -245,8 +245,8 @@ impl Reader {
                     // a directory goes on with its next file. The same error twice in a
                     // row would mean a source breaking that contract: stop, not spin.
                     let repeated = after_error && errors.last().is_some_and(|last| last.to_string() == e.to_string());
-                    if e.is_truncation() {
-                        self.files_truncated += 1;
+                    if e.is_damage() {
+                        self.files_damaged += 1;
                     } else {
                         self.files_failed += 1;
                     }
@@ -271,9 +271,9 @@ impl Reader {
             counters.add("capture.bpf_filtered", self.bpf_filtered);
         }
         if let Some(files) = self.files {
-            // Read to the end: clean files, and truncated ones (read up to the break).
-            counters.add(FILES_READ, files.clean + self.files_truncated);
-            counters.add(FILES_TRUNCATED, self.files_truncated);
+            // Read to the end: clean files, and damaged ones (read up to the break).
+            counters.add(FILES_READ, files.clean + self.files_damaged);
+            counters.add(FILES_DAMAGED, self.files_damaged);
             counters.add(FILES_FAILED, self.files_failed);
         }
         WorkerReport { name: "RX#01".into(), counters, ..Default::default() }
