@@ -288,6 +288,32 @@ mod tests {
         assert_eq!(streamed.summary().split(',').next(), whole.summary().split(',').next());
     }
 
+    /// A rule the engine rejects fails with its file and line in both load paths (start-up
+    /// and reload), so a reload refuses it like a malformed rule; unsupported stays apart.
+    #[test]
+    fn engine_rejections_are_failed_rules_with_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rules");
+        std::fs::write(
+            &path,
+            "alert udp any any -> any any (content:\"A\"; sid:1;)\n\
+             alert tcp any any -> any any (to_lowercase; content:\"a\"; sid:2;)\n\
+             alert tcp any any -> any any (asn1:oversize_length 10; sid:3;)\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(None, &[]).unwrap();
+        let (settings, _) = EngineSettings::from_config(&config).unwrap();
+        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        let whole = load(&config, &settings, &sources).unwrap();
+        let streamed = load_with_threads(&config, &settings, &sources, 1, None).unwrap();
+        for loaded in [&whole, &streamed] {
+            assert_eq!((loaded.build.rules_loaded, loaded.failed(), loaded.skipped()), (1, 1, 1));
+            let error = loaded.load.errors[0].to_string();
+            assert!(error.ends_with("r.rules:2: sid 2: transforms need a sticky buffer"), "{error}");
+            assert!(loaded.summary().contains("1 skipped (unsupported keyword), 1 failed"));
+        }
+    }
+
     #[test]
     fn unreadable_file_is_one_error() {
         let load = read(Path::new("/nonexistent/x.rules"));
