@@ -5,7 +5,7 @@
 //! This is where files are read: the rule parser and the engine only see their contents.
 
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
-use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder};
+use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder, TableConfig};
 use crate::detect::mpm::{MpmAlgo, UnknownMpmAlgo};
 use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleSink, RuleVars, ThresholdConfig};
 use std::path::{Path, PathBuf};
@@ -65,6 +65,26 @@ impl LoadedRules {
 }
 
 /// Rule variables: Suricata's defaults, overridden by the YAML's `vars:`.
+/// Suricata's `host:` / `ippair:` sections (`hash-size`, `prealloc`, `memcap`) over
+/// Suricata's defaults.
+fn table_config(config: &Config, section: &str, defaults: TableConfig) -> Result<TableConfig, String> {
+    let mut cfg = defaults;
+    let key = |name: &str| format!("{section}.{name}");
+    if let Some(v) = config.get_u64(&key("hash-size")).map_err(|e| e.to_string())? {
+        if v == 0 {
+            return Err(format!("{}: must be at least 1", key("hash-size")));
+        }
+        cfg.hash_size = v.min(u32::MAX as u64) as u32;
+    }
+    if let Some(v) = config.get_u64(&key("prealloc")).map_err(|e| e.to_string())? {
+        cfg.prealloc = v.min(u32::MAX as u64) as u32;
+    }
+    if let Some(v) = config.get_size(&key("memcap")).map_err(|e| e.to_string())? {
+        cfg.memcap = v;
+    }
+    Ok(cfg)
+}
+
 pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
     let mut vars = RuleVars::default();
     for (name, value) in config.address_groups() {
@@ -168,6 +188,8 @@ fn load_inner(
         packet_alert_max: settings.packet_alert_max,
         action_order: settings.action_order,
         limits: settings.inspection_limits,
+        host: table_config(config, "host", TableConfig::HOST)?,
+        ippair: table_config(config, "ippair", TableConfig::IPPAIR)?,
     };
     let (engine, build) = if threads.is_some() {
         // A reload: each rule compiles as soon as it is parsed (peak memory).

@@ -127,7 +127,8 @@ pub fn load_rules(
     Ok(loaded)
 }
 
-/// Suricata's `defrag:` section: on unless `defrag.enabled: no`; memcap, timeout, policy.
+/// Suricata's `defrag:` section: on unless `defrag.enabled: no`; memcap, timeout,
+/// trackers, max-frags, policy.
 pub(super) fn defrag_config(config: &Config) -> Result<Option<crate::defrag::DefragConfig>, CliError> {
     if config.get_bool("defrag.enabled")? == Some(false) {
         return Ok(None);
@@ -138,6 +139,12 @@ pub(super) fn defrag_config(config: &Config) -> Result<Option<crate::defrag::Def
     }
     if let Some(timeout) = config.get_u64("defrag.timeout")? {
         cfg.timeout_secs = timeout.min(u32::MAX as u64) as u32;
+    }
+    if let Some(trackers) = config.get_u64("defrag.trackers")? {
+        cfg.max_trackers = trackers.min(usize::MAX as u64) as usize;
+    }
+    if let Some(max_frags) = config.get_u64("defrag.max-frags")? {
+        cfg.max_frags = max_frags.min(usize::MAX as u64) as usize;
     }
     if let Some(policy) = config.get_str("defrag.default-policy") {
         cfg.policy = crate::defrag::DefragPolicy::from_name(&policy)

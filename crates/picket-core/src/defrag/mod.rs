@@ -196,6 +196,9 @@ struct Tracker {
     fragments: Vec<Fragment>,
     /// Sorted, non-overlapping.
     segments: Vec<Segment>,
+    /// Bytes the segments cover; once `total_len` is known only bytes below it (segments
+    /// past it are cut then), so the datagram is complete when this reaches `total_len`.
+    covered: u32,
     events: EventSet,
     mem: usize,
 }
@@ -426,6 +429,7 @@ impl Defragmenter {
                     total_len: None,
                     fragments: Vec::new(),
                     segments: Vec::new(),
+                    covered: 0,
                     events: EventSet::new(),
                     mem: TRACKER_COST,
                 },
@@ -446,6 +450,7 @@ impl Defragmenter {
 
         if !info.more && tracker.total_len.is_none() {
             tracker.total_len = Some(end);
+            cut_at(tracker, end);
         }
         // Bytes past a known end belong to no datagram.
         let end = tracker.total_len.map_or(end, |total| end.min(total));
@@ -458,7 +463,8 @@ impl Defragmenter {
         }
         let index = tracker.fragments.len() as u16;
         tracker.fragments.push(Fragment { start, end: start + kept as u32, data: info.payload[..kept].to_vec() });
-        let overlapped = place(&mut tracker.segments, &tracker.fragments, index, policy);
+        let (overlapped, newly_covered) = place(&mut tracker.segments, &tracker.fragments, index, policy);
+        tracker.covered += newly_covered;
         let added = kept + FRAGMENT_COST + if start == 0 { header_cost } else { 0 };
         tracker.mem += added;
         self.memuse += added;
@@ -504,33 +510,34 @@ impl Defragmenter {
     }
 }
 
-/// Gives fragment `index` the bytes it wins under `policy`; true if it overlapped any
-/// byte already held.
-fn place(segments: &mut Vec<Segment>, fragments: &[Fragment], index: u16, policy: DefragPolicy) -> bool {
+/// Gives fragment `index` the bytes it wins under `policy`. Returns whether it overlapped
+/// any byte already held, and how many bytes it newly covers.
+///
+/// Only the segments the fragment touches (found by binary search) and their two
+/// neighbours are rewritten, so a fragment costs O(log n + segments it overlaps), not
+/// O(all segments): fragments sent in reverse or shuffled order stay linear overall.
+fn place(segments: &mut Vec<Segment>, fragments: &[Fragment], index: u16, policy: DefragPolicy) -> (bool, u32) {
     let new = &fragments[index as usize];
     let (start, end) = (new.start, new.end);
     if start >= end {
-        return false;
+        return (false, 0);
     }
-    let mut placed = Vec::with_capacity(segments.len() + 2);
+    // Segments are sorted and disjoint: [first, last) are those overlapping [start, end).
+    let first = segments.partition_point(|s| s.end <= start);
+    let last = first + segments[first..].partition_point(|s| s.start < end);
+    let (lo, hi) = (first.saturating_sub(1), (last + 1).min(segments.len()));
+    let mut placed = Vec::with_capacity(hi - lo + 2);
+    placed.extend_from_slice(&segments[lo..first]);
     let mut cursor = start;
-    let mut overlapped = false;
-    for seg in segments.iter().copied() {
-        if seg.end <= start || seg.start >= end {
-            if seg.start >= end && cursor < end {
-                placed.push(Segment { start: cursor, end, fragment: index });
-                cursor = end;
-            }
-            placed.push(seg);
-            continue;
-        }
-        overlapped = true;
+    let mut overlapped_bytes = 0u32;
+    for seg in segments[first..last].iter().copied() {
         if seg.start < start {
             placed.push(Segment { start: seg.start, end: start, fragment: seg.fragment });
         } else if seg.start > cursor {
             placed.push(Segment { start: cursor, end: seg.start, fragment: index });
         }
         let (from, to) = (seg.start.max(start), seg.end.min(end));
+        overlapped_bytes += to - from;
         let old = &fragments[seg.fragment as usize];
         let owner = if policy.later_wins(start, end, old.start, old.end) { index } else { seg.fragment };
         placed.push(Segment { start: from, end: to, fragment: owner });
@@ -542,6 +549,7 @@ fn place(segments: &mut Vec<Segment>, fragments: &[Fragment], index: u16, policy
     if cursor < end {
         placed.push(Segment { start: cursor, end, fragment: index });
     }
+    placed.extend_from_slice(&segments[last..hi]);
     // Neighbouring runs of one fragment become one, keeping the list short.
     placed.dedup_by(|next, prev| {
         if prev.fragment == next.fragment && prev.end == next.start {
@@ -551,28 +559,29 @@ fn place(segments: &mut Vec<Segment>, fragments: &[Fragment], index: u16, policy
             false
         }
     });
-    *segments = placed;
-    overlapped
+    segments.splice(lo..hi, placed);
+    (last > first, (end - start) - overlapped_bytes)
+}
+
+/// The datagram ends at `total`: segments past it hold no datagram bytes.
+fn cut_at(t: &mut Tracker, total: u32) {
+    let mut cut = 0u32;
+    t.segments.retain_mut(|seg| {
+        if seg.start >= total {
+            cut += seg.end - seg.start;
+            return false;
+        }
+        if seg.end > total {
+            cut += seg.end - total;
+            seg.end = total;
+        }
+        true
+    });
+    t.covered -= cut;
 }
 
 fn is_complete(t: &Tracker) -> bool {
-    let Some(total) = t.total_len else {
-        return false;
-    };
-    if t.header.is_empty() {
-        return false;
-    }
-    let mut covered = 0u32;
-    for seg in &t.segments {
-        if seg.start > covered {
-            return false;
-        }
-        covered = covered.max(seg.end);
-        if covered >= total {
-            return true;
-        }
-    }
-    covered >= total
+    t.total_len.is_some_and(|total| t.covered >= total) && !t.header.is_empty()
 }
 
 /// Writes link header, fixed IP header and payload of a complete datagram to `out`.

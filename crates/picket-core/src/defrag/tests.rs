@@ -500,3 +500,56 @@ proptest! {
         prop_assert_eq!((d.trackers(), d.memuse()), (0, 0));
     }
 }
+
+/// Offers `datagrams` UDP datagrams (ids 0..) of 255 fragments of 8 bytes each (the last
+/// one carrying the rest), in the order `order` gives for fragment indexes; returns the
+/// number reassembled and the time taken.
+fn many_fragments(d: &mut Defragmenter, datagrams: u16, order: &[usize]) -> (u64, std::time::Duration) {
+    let whole = udp_datagram(255 * 8 - 8);
+    let payload = whole.len() - 20;
+    let mut out = Vec::new();
+    let mut done = 0;
+    let frames: Vec<Vec<Vec<u8>>> = (0..datagrams)
+        .map(|id| {
+            let mut w = whole.clone();
+            w[4..6].copy_from_slice(&id.to_be_bytes());
+            (0..255)
+                .map(|i| {
+                    let end = if i == 254 { payload } else { (i + 1) * 8 };
+                    eth_vlan(1, &ipv4_fragment(&w, i * 8, end, i != 254))
+                })
+                .collect()
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    for frags in &frames {
+        for &i in order {
+            if d.offer(LinkType::Ethernet, &frags[i], secs(1), &mut out) == DefragOutcome::Reassembled {
+                done += 1;
+            }
+        }
+    }
+    (done, started.elapsed())
+}
+
+#[test]
+fn many_fragments_in_reverse_or_shuffled_order_cost_about_what_in_order_does() {
+    // The scaled-down worst case of issue #16: a datagram of 255 fragments arriving
+    // backwards (every fragment lands before all held ones), plus overlapping copies.
+    let in_order: Vec<usize> = (0..255).collect();
+    let reverse: Vec<usize> = (0..255).rev().collect();
+    // Every other fragment first, then the rest: each of the second half fills a hole
+    // between two held segments.
+    let holes: Vec<usize> = (0..255).step_by(2).chain((1..255).step_by(2)).collect();
+    let (n, base) = many_fragments(&mut defrag(DefragPolicy::Bsd), 200, &in_order);
+    assert_eq!(n, 200);
+    for order in [&reverse, &holes] {
+        let mut d = defrag(DefragPolicy::Bsd);
+        let (n, took) = many_fragments(&mut d, 200, order);
+        assert_eq!(n, 200, "every datagram is rebuilt");
+        assert_eq!(d.trackers(), 0);
+        assert_eq!(d.memuse(), 0);
+        // Generous: 10x over in-order plus slack for a loaded machine.
+        assert!(took < base * 10 + std::time::Duration::from_millis(500), "{took:?} vs in order {base:?}");
+    }
+}

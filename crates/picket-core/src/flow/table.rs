@@ -1,8 +1,9 @@
 //! The per-worker flow table.
 //!
 //! Storage: flows live in a slab (`Vec` of slots, reused through a free list); a
-//! `hashbrown::HashTable<u32>` of slot indices, hashed with a fixed-seed FxHash, finds them
-//! by key (the key is stored once, in the slot). Nothing is
+//! `hashbrown::HashTable<u32>` of slot indices, hashed with FxHash from a per-table random
+//! seed (against hash flooding, see `hash::key_hash_seeded`), finds them by key (the key
+//! is stored once, in the slot). Nothing is
 //! allocated per packet; the slab and index grow on demand up to the memcap-derived flow
 //! limit and never beyond it.
 //!
@@ -33,7 +34,7 @@ use hashbrown::HashTable;
 use std::mem;
 
 use super::counters::FlowCounters;
-use super::hash::{flow_id, key_hash};
+use super::hash::{flow_id, key_hash_seeded, random_seed};
 use super::tcp::{TcpConfig, TcpSession};
 use super::{
     is_icmp, FiveTuple, FlowConfig, FlowEndReason, FlowHandle, FlowKey, FlowPacket, FlowRecord, FlowState,
@@ -173,6 +174,8 @@ pub struct FlowTable<E: Default = ()> {
     config: FlowConfig,
     tcp_config: TcpConfig,
     index: HashTable<u32>,
+    /// Seed of the index hash.
+    hash_seed: u64,
     slots: Vec<Slot<E>>,
     free: Vec<u32>,
     wheel: Vec<Vec<u32>>,
@@ -200,6 +203,7 @@ impl<E: Default> FlowTable<E> {
                 reassembly_depth: config.reassembly_depth,
             },
             index: HashTable::with_capacity(prealloc),
+            hash_seed: random_seed(),
             slots: Vec::with_capacity(prealloc),
             free: Vec::new(),
             wheel: (0..WHEEL_BUCKETS).map(|_| Vec::new()).collect(),
@@ -326,7 +330,7 @@ impl<E: Default> FlowTable<E> {
 
     /// Finds the flow a packet with this key would belong to, without touching it.
     pub fn find(&self, key: &FlowKey) -> Option<FlowHandle> {
-        let index = self.lookup(key_hash(key), key)?;
+        let index = self.lookup(key_hash_seeded(key, self.hash_seed), key)?;
         let slot = self.slots.get(index as usize)?;
         Some(FlowHandle { index, generation: slot.generation })
     }
@@ -358,7 +362,7 @@ impl<E: Default> FlowTable<E> {
     /// Returns `None` only when no flow could be created (memcap below one flow).
     pub fn process(&mut self, pkt: &FlowPacket, ended: &mut impl FnMut(FlowRecord<E>)) -> Option<PacketVerdict> {
         let (key, src_is_lo) = FlowKey::from_packet(pkt);
-        let hash = key_hash(&key);
+        let hash = key_hash_seeded(&key, self.hash_seed);
         let (index, created) = match self.lookup(hash, &key) {
             Some(index) if self.is_tcp_reuse(index, pkt) => {
                 self.counters.tcp_reuse += 1;
@@ -536,8 +540,9 @@ impl<E: Default> FlowTable<E> {
                 (self.slots.len() - 1) as u32
             }
         };
-        let slots = &self.slots;
-        self.index.insert_unique(hash, index, |&i| slots.get(i as usize).map_or(0, |s| key_hash(&s.flow.key)));
+        let (slots, seed) = (&self.slots, self.hash_seed);
+        self.index
+            .insert_unique(hash, index, |&i| slots.get(i as usize).map_or(0, |s| key_hash_seeded(&s.flow.key, seed)));
         let due = self.due_sec(index);
         self.schedule(index, due);
 
@@ -712,7 +717,8 @@ impl<E: Default> FlowTable<E> {
 
     fn remove(&mut self, index: u32, reason: FlowEndReason) -> FlowRecord<E> {
         self.unschedule(index);
-        if let Ok(entry) = self.index.find_entry(key_hash(&self.slots[index as usize].flow.key), |&i| i == index) {
+        let hash = key_hash_seeded(&self.slots[index as usize].flow.key, self.hash_seed);
+        if let Ok(entry) = self.index.find_entry(hash, |&i| i == index) {
             entry.remove();
         }
         let slot = &mut self.slots[index as usize];

@@ -29,6 +29,12 @@ pub const HEADER_LEN: usize = 12;
 pub const MAX_NAME_LEN: usize = 1025;
 /// Labels plus pointers followed while reading one name; more means a compression loop.
 pub const MAX_NAME_STEPS: usize = 255;
+/// Labels plus pointers followed for all the names of one message together, per byte of
+/// the message (plus one name's worth). A benign compressed message needs well under one
+/// step per byte; without this bound each 2-byte pointer of a message full of records could
+/// send its name through a 254-step pointer chain, over 100 times the work of a benign
+/// message of the same size.
+pub const NAME_STEPS_PER_BYTE: usize = 2;
 
 pub const RRTYPE_A: u16 = 1;
 pub const RRTYPE_NS: u16 = 2;
@@ -65,7 +71,8 @@ pub struct DnsCounters {
     pub responses: u64,
     /// Message not parseable (truncated header, section past the end, bad label type).
     pub malformed: u64,
-    /// A name's compression pointers went round in circles (or too many labels).
+    /// A name's compression pointers went round in circles (or too many labels), or the
+    /// message's names took more than [`NAME_STEPS_PER_BYTE`] steps per byte.
     pub name_loops: u64,
     pub names_truncated: u64,
     /// A to-server message with QR set: not a request, dropped (Suricata `not_a_request`).
@@ -233,12 +240,28 @@ pub struct DnsMessage {
 pub struct ParseNotes {
     pub names_truncated: u32,
     pub records_skipped: u32,
+    /// Name steps (labels, pointers) the message may still take; set from the message
+    /// length by [`ParseNotes::for_message`].
+    pub name_steps_left: usize,
+}
+
+impl ParseNotes {
+    /// Notes for parsing `message`, with its name-step budget.
+    pub fn for_message(message: &[u8]) -> Self {
+        ParseNotes { name_steps_left: message.len() * NAME_STEPS_PER_BYTE + MAX_NAME_STEPS, ..Default::default() }
+    }
 }
 
 /// Reads the name starting at `start` in `message`, following compression pointers.
 /// Returns the name and the offset just past it in the original position (after the first
 /// pointer, if any).
 pub fn parse_name(message: &[u8], start: usize) -> Result<(DnsName, usize), DnsError> {
+    let mut steps_left = MAX_NAME_STEPS;
+    parse_name_within(message, start, &mut steps_left)
+}
+
+/// [`parse_name`], taking its steps from the message's budget `steps_left`.
+fn parse_name_within(message: &[u8], start: usize, steps_left: &mut usize) -> Result<(DnsName, usize), DnsError> {
     let mut name = DnsName::default();
     let mut pos = start;
     // Where parsing resumes in the caller's sequence once a pointer has been followed.
@@ -246,9 +269,10 @@ pub fn parse_name(message: &[u8], start: usize) -> Result<(DnsName, usize), DnsE
     let mut steps = 0usize;
     loop {
         steps += 1;
-        if steps > MAX_NAME_STEPS {
+        if steps > MAX_NAME_STEPS || *steps_left == 0 {
             return Err(DnsError::NameLoop);
         }
+        *steps_left -= 1;
         let len = *message.get(pos).ok_or(DnsError::Truncated)?;
         match len & 0xc0 {
             0x00 => {
@@ -293,7 +317,7 @@ fn truncated<T>(value: Option<T>) -> Result<T, DnsError> {
 }
 
 fn read_name(r: &mut Cursor<'_>, notes: &mut ParseNotes) -> Result<DnsName, DnsError> {
-    let (name, next) = parse_name(r.data(), r.pos())?;
+    let (name, next) = parse_name_within(r.data(), r.pos(), &mut notes.name_steps_left)?;
     truncated(r.seek(next))?;
     notes.names_truncated += u32::from(name.truncated);
     Ok(name)
@@ -357,7 +381,7 @@ fn read_name_in(message: &[u8], r: &mut Cursor<'_>, notes: &mut ParseNotes) -> O
     if r.is_empty() {
         return None;
     }
-    let (name, next) = parse_name(message, r.pos()).ok()?;
+    let (name, next) = parse_name_within(message, r.pos(), &mut notes.name_steps_left).ok()?;
     r.seek(next)?;
     notes.names_truncated += u32::from(name.truncated);
     Some(name)
@@ -391,7 +415,7 @@ fn parse_records(
 /// Parses one complete DNS message (the UDP payload, or one TCP frame without its length).
 pub fn parse_message(buf: &[u8], max_records_per_section: usize) -> Result<(DnsMessage, ParseNotes), DnsError> {
     let header = DnsHeader::parse(buf).ok_or(DnsError::ShortHeader)?;
-    let mut notes = ParseNotes::default();
+    let mut notes = ParseNotes::for_message(buf);
     let mut r = Cursor::new(buf);
     truncated(r.skip(HEADER_LEN))?;
     // Each question takes at least 5 bytes, so the count is bounded by the message size.
@@ -433,7 +457,7 @@ pub fn probe_message(buf: &[u8], declared_len: usize) -> Option<bool> {
     }
     // With the whole message at hand, the questions must parse too.
     if buf.len() >= declared_len {
-        let mut notes = ParseNotes::default();
+        let mut notes = ParseNotes::for_message(&buf[..declared_len]);
         let mut r = Cursor::new(&buf[..declared_len]);
         r.skip(HEADER_LEN)?;
         for _ in 0..header.qdcount {
@@ -728,6 +752,54 @@ mod tests {
 
     fn udp(state: &mut DnsState, dir: Direction, msg: &[u8]) -> Option<u64> {
         state.parse_udp(dir, msg, &mut DnsCounters::default())
+    }
+
+    /// A response of `records` answers whose names each point at the end of a chain of
+    /// `chain` compression pointers (the chain is the first answer's rdata): every name
+    /// walks the whole chain. With `chain` 0 every name is one pointer to the question.
+    pub(crate) fn pointer_chain_response(chain: usize, records: u16) -> Vec<u8> {
+        let mut m = header(7, 0x8180, 1, records + 1, 0, 0);
+        m.extend(labels("a.example")); // offset 12
+        m.extend([0, 1, 0, 1]);
+        // Answer 0: a TXT record whose rdata holds the chain.
+        m.extend([0xc0, 12, 0, 16, 0, 1, 0, 0, 0, 60]);
+        m.extend(((chain * 2) as u16).to_be_bytes());
+        let chain_at = m.len();
+        for k in 0..chain {
+            let target = if k == 0 { 12 } else { chain_at + 2 * (k - 1) };
+            m.extend([0xc0 | (target >> 8) as u8, target as u8]);
+        }
+        let tail = if chain == 0 { 12 } else { chain_at + 2 * (chain - 1) };
+        for _ in 0..records {
+            m.extend([0xc0 | (tail >> 8) as u8, tail as u8, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 10, 0, 0, 1]);
+        }
+        m
+    }
+
+    #[test]
+    fn pointer_chains_cannot_multiply_the_work_of_a_message() {
+        // Benign: 3000 answers, each one pointer to the question name.
+        let benign = pointer_chain_response(0, 3000);
+        let (msg, _) = parse_message(&benign, usize::MAX).expect("benign message parses");
+        assert_eq!(msg.answers.len(), 3001);
+        // Hostile, same size: each answer's name walks 200 pointers (each name alone is
+        // legal). The message-wide budget stops it after ~2 steps per byte.
+        let hostile = pointer_chain_response(200, 2966);
+        assert!(hostile.len() <= benign.len() + 16, "{} vs {}", hostile.len(), benign.len());
+        assert_eq!(parse_message(&hostile, usize::MAX).map(|_| ()), Err(DnsError::NameLoop));
+        // A few chained names stay well within the budget.
+        let (few, _) = parse_message(&pointer_chain_response(200, 3), usize::MAX).expect("parses");
+        assert_eq!(few.answers[1].name.bytes, b"a.example");
+        // Scaled-down worst case against a generous bound (10x the benign time plus slack).
+        let time = |m: &[u8]| {
+            let started = std::time::Instant::now();
+            for _ in 0..200 {
+                let _ = std::hint::black_box(parse_message(std::hint::black_box(m), 256));
+            }
+            started.elapsed()
+        };
+        let (base, worst) = (time(&benign), time(&hostile));
+        assert!(worst < base * 10 + std::time::Duration::from_millis(200), "{worst:?} vs benign {base:?}");
     }
 
     #[test]

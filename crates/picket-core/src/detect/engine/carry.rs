@@ -4,9 +4,9 @@
 //! | state | where | how it carries over |
 //! |---|---|---|
 //! | flowbits, flowints | every open flow ([`DetectFlow`]) | ids are interned per engine: renamed by name; names no rule of the new engine uses are dropped |
-//! | xbits | per worker ([`DetectCtx`]) | renamed by name, expiry kept |
+//! | xbits, hostbits | the engine's shared host and ip-pair tables | the new engine takes over the running one's tables (the same `Arc`); bits are keyed by a hash of their name, so kept as they are; names no rule of the new engine uses are dropped |
 //! | `by_flow` thresholds, detection_filters | per worker | keyed by (gid, sid), so kept as they are; trackers of removed rules dropped |
-//! | host/rule-tracked thresholds | the engine's shared table | the new engine takes over the running one's table (the same `Arc`), trackers of removed rules dropped |
+//! | host/pair/rule-tracked thresholds | the engine's shared tables | taken over with them, trackers of removed rules dropped |
 //! | detection counters | per worker | kept (they are totals of the run) |
 //! | `pass`ed flows, IP-only rules done per direction | every open flow | kept as they are: IP-only rules added by a reload apply to flows that start after it |
 //!
@@ -59,7 +59,6 @@ fn lookup(map: &[Option<u32>], id: u32) -> Option<u32> {
 pub struct EngineCarry {
     flowbits: Vec<Option<u32>>,
     flowints: Vec<Option<u32>>,
-    xbits: Vec<Option<u32>>,
     /// (gid, sid) of the new engine's rules with a threshold or detection_filter.
     limited: HashSet<u64>,
 }
@@ -70,19 +69,20 @@ impl DetectEngine {
         EngineCarry {
             flowbits: id_map(&old.names.flowbits, &self.names.flowbits),
             flowints: id_map(&old.names.flowints, &self.names.flowints),
-            xbits: id_map(&old.names.xbits, &self.names.xbits),
             limited: self.limited_rules(),
         }
     }
 
-    /// Takes over `old`'s shared (host- and rule-tracked) threshold table before any worker
-    /// switches: workers still on `old` and those already on `self` count in the same table
-    /// meanwhile, so no match is lost. Trackers of rules `self` no longer has are dropped.
+    /// Takes over `old`'s shared host and ip-pair tables (thresholds, xbits) before any
+    /// worker switches: workers still on `old` and those already on `self` count and set
+    /// bits in the same tables meanwhile, so no match is lost. Trackers of rules `self` no
+    /// longer has and xbits no rule of `self` names are dropped. The reporting duty of the
+    /// tables' counters stays with the worker that had it (`ctx`).
     pub fn adopt_shared_state(&mut self, old: &DetectEngine) {
         let limited = self.limited_rules();
-        self.shared_thresholds = Arc::clone(&old.shared_thresholds);
-        let mut table = self.shared_thresholds.lock().unwrap_or_else(|e| e.into_inner());
-        table.retain_rules(|key| limited.contains(&key));
+        let bits: HashSet<u64> = self.xbit_keys.iter().copied().collect();
+        self.shared = Arc::clone(&old.shared);
+        self.shared.retain(|key| limited.contains(&key), |bit| bits.contains(&bit));
     }
 
     fn limited_rules(&self) -> HashSet<u64> {
@@ -99,24 +99,32 @@ impl EngineCarry {
         flow.vars.remap(|id| lookup(&self.flowbits, id), |id| lookup(&self.flowints, id));
     }
 
-    /// A worker context for `new` that keeps `old`'s xbits (renamed), threshold trackers
-    /// (those of rules `new` still has) and counters; scratch is sized for `new`.
+    /// A worker context for `new` that keeps `old`'s `by_flow` threshold trackers (those of
+    /// rules `new` still has), counters and counter-reporting duty; scratch is sized for
+    /// `new`.
     pub fn ctx(&self, old: DetectCtx, new: &DetectEngine) -> DetectCtx {
         let mut ctx = new.new_ctx();
-        let DetectCtx { mut xbits, mut thresholds, counters, .. } = old;
-        xbits.remap(|id| lookup(&self.xbits, id));
-        thresholds.retain_rules(|key| self.limited.contains(&key));
-        ctx.xbits = xbits;
-        ctx.thresholds = thresholds;
+        let DetectCtx { flow_trackers, counters, reports_shared, .. } = old;
+        flow_trackers.retain_rules(|key| self.limited.contains(&key));
+        ctx.flow_trackers = flow_trackers;
         ctx.counters = counters;
+        ctx.reports_shared = reports_shared;
         ctx
     }
 }
 
 impl DetectCtx {
-    /// xbits and threshold trackers held (for tests and reload reports).
-    pub fn state_entries(&self) -> (usize, usize) {
-        (self.xbits.len(), self.thresholds.len())
+    /// `by_flow` threshold trackers held by this worker (for tests and reload reports).
+    pub fn flow_tracker_entries(&self) -> usize {
+        self.flow_trackers.len()
+    }
+}
+
+impl DetectEngine {
+    /// (xbits, threshold trackers) held in the shared host and ip-pair tables (for tests
+    /// and reload reports). Walks the tables.
+    pub fn shared_state_entries(&self) -> (usize, usize) {
+        self.shared.entries()
     }
 }
 
@@ -244,23 +252,24 @@ alert udp any any -> any any (content:"S"; threshold:type threshold,track by_src
         let (mut ctx, mut flow) = (old.new_ctx(), DetectFlow::default());
         sids(&old, &mut ctx, &mut flow, [1, 1, 1, 1], b"F", 1);
         sids(&old, &mut ctx, &mut flow, [1, 1, 1, 1], b"S", 1);
-        assert_eq!(ctx.state_entries().1, 1);
-        assert_eq!(old.shared_thresholds.lock().unwrap().len(), 1);
+        assert_eq!(ctx.flow_tracker_entries(), 1);
+        assert_eq!(old.shared_state_entries().1, 1);
         new.adopt_shared_state(&old);
         let ctx = new.carry_from(&old).ctx(ctx, &new);
-        assert_eq!(ctx.state_entries().1, 0);
-        assert_eq!(new.shared_thresholds.lock().unwrap().len(), 0);
+        assert_eq!(ctx.flow_tracker_entries(), 0);
+        assert_eq!(new.shared_state_entries().1, 0);
     }
 
     #[test]
-    fn xbits_are_renamed() {
+    fn xbits_carry_over_by_name() {
         let old = engine(r#"alert udp any any -> any any (content:"A"; xbits:set,seen,track ip_src; noalert; sid:1;)"#);
-        let new = engine(
+        let mut new = engine(
             r#"alert udp any any -> any any (content:"Q"; xbits:set,other,track ip_src; noalert; sid:3;)
 alert udp any any -> any any (content:"B"; xbits:isset,seen,track ip_src; sid:2;)"#,
         );
         let (mut ctx, mut flow) = (old.new_ctx(), DetectFlow::default());
         sids(&old, &mut ctx, &mut flow, [1, 1, 1, 1], b"A", 1);
+        new.adopt_shared_state(&old);
         let mut ctx = new.carry_from(&old).ctx(ctx, &new);
         assert_eq!(sids(&new, &mut ctx, &mut flow, [1, 1, 1, 1], b"B", 2), vec![2]);
         assert!(sids(&new, &mut ctx, &mut flow, [2, 2, 2, 2], b"B", 2).is_empty());

@@ -24,6 +24,7 @@ mod lists;
 mod payload;
 mod program;
 mod state;
+mod tables;
 #[cfg(test)]
 mod tests;
 pub mod transform;
@@ -42,9 +43,11 @@ pub use carry::EngineCarry;
 pub use compile::RuleLog;
 use compile::{ActionScope, AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 use payload::Inspection;
-use state::{FlowVars, Hosts, ThresholdTable, XbitTable};
+use state::{FlowTrackers, FlowVars, Hosts, SharedState};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+pub use tables::TableConfig;
 use transform::TransformStep;
 
 /// Build-time settings.
@@ -59,6 +62,10 @@ pub struct DetectConfig {
     pub packet_alert_max: u16,
     /// `action-order`.
     pub action_order: ActionOrder,
+    /// Suricata's `host:` section: the table of host-tracked thresholds, xbits, hostbits.
+    pub host: TableConfig,
+    /// Suricata's `ippair:` section: the table of by_both thresholds and ip_pair xbits.
+    pub ippair: TableConfig,
     /// `pcre.match-limit`, `pcre.match-limit-recursion`, `detect.inspection-recursion-limit`.
     pub limits: InspectionLimits,
 }
@@ -101,6 +108,8 @@ impl Default for DetectConfig {
             packet_alert_max: 0,
             action_order: ActionOrder::default(),
             limits: InspectionLimits::default(),
+            host: TableConfig::HOST,
+            ippair: TableConfig::IPPAIR,
         }
     }
 }
@@ -279,8 +288,6 @@ pub struct DetectCounters {
     /// no match for its rule).
     pub pcre_match_limit: u64,
     pub flows_passed: u64,
-    /// Host/rule-tracked threshold matches let through because the shared table was full.
-    pub shared_thresholds_dropped: u64,
 }
 
 /// Per-worker mutable state.
@@ -292,9 +299,11 @@ pub struct DetectCtx {
     seen: Vec<u32>,
     stamp: u32,
     matches: Vec<(u32, bool)>,
-    /// Host-tracked xbits of this worker's flows (see `state` for the per-worker caveat).
-    xbits: XbitTable,
-    thresholds: ThresholdTable,
+    /// `by_flow` thresholds and detection_filters of this worker's flows.
+    flow_trackers: FlowTrackers,
+    /// This context reports the gauges and counters of the engine's shared tables (one
+    /// worker does, so that summing the workers' counters counts them once).
+    reports_shared: bool,
     counters: DetectCounters,
     /// Ping-pong outputs of an app buffer's transform chain, reused across packets.
     transform_scratch: [Vec<u8>; 2],
@@ -480,10 +489,14 @@ pub struct DetectEngine {
     report_memory: usize,
     /// Some rule is transactional (`=>`): callers then supply `buffers_other`.
     has_transactional: bool,
-    /// Host- and rule-tracked thresholds, shared by all workers like Suricata's host table
-    /// (a host's flows are spread over workers). Locked only when such a rule matches.
-    /// An `Arc` so that a reloaded engine takes over the running one's table (`carry.rs`).
-    shared_thresholds: Arc<std::sync::Mutex<ThresholdTable>>,
+    /// Host-, pair- and rule-tracked thresholds and xbits, shared by all workers like
+    /// Suricata's host and ip-pair tables (a host's flows are spread over workers).
+    /// An `Arc` so that a reloaded engine takes over the running one's tables (`carry.rs`).
+    shared: Arc<SharedState>,
+    /// xbit interned id -> the name key the shared tables use.
+    xbit_keys: Vec<u64>,
+    /// Whether a worker context already reports the shared tables' counters.
+    shared_reporter: AtomicBool,
     /// Flowbit, flowint and xbit names by interned id: for logging the bits a flow has set,
     /// and for carrying state over to a reloaded engine (ids are per engine).
     names: carry::NameTables,
@@ -982,7 +995,9 @@ impl DetectEngine {
                 },
                 report_memory: memory,
                 has_transactional,
-                shared_thresholds: Arc::new(std::sync::Mutex::new(ThresholdTable::default())),
+                shared: Arc::new(SharedState::new(cfg.host, cfg.ippair)),
+                xbit_keys: names.xbits.iter().map(|n| state::xbit_name_key(n)).collect(),
+                shared_reporter: AtomicBool::new(false),
                 names,
             },
             report,
@@ -1010,7 +1025,11 @@ impl DetectEngine {
     }
 
     pub fn new_ctx(&self) -> DetectCtx {
-        let mut ctx = DetectCtx { seen: vec![0; self.rules.len()], ..Default::default() };
+        let mut ctx = DetectCtx {
+            seen: vec![0; self.rules.len()],
+            reports_shared: !self.shared_reporter.swap(true, Ordering::Relaxed),
+            ..Default::default()
+        };
         for pair in &self.groups {
             for g in pair {
                 // Sizing errors surface again (and are counted) on the first scan.
@@ -1088,7 +1107,8 @@ impl DetectEngine {
             };
             ctx.counters.rules_matched += 1;
             for action in &rule.state_actions {
-                state::apply(action, flow.as_deref_mut().map(|f| &mut f.vars), &mut ctx.xbits, &hosts, now);
+                let vars = flow.as_deref_mut().map(|f| &mut f.vars);
+                state::apply(action, vars, &self.shared, &self.xbit_keys, &hosts, now);
             }
             ctx.matches.push((idx, in_stream));
         }
@@ -1185,15 +1205,9 @@ impl DetectEngine {
             }
             if let Some(limit) = &rule.limit {
                 let allowed = if limit.tracks_flow() {
-                    ctx.thresholds.allow(rule.key(), limit, hosts, now)
+                    ctx.flow_trackers.allow(rule.key(), limit, hosts, now)
                 } else {
-                    // A poisoned lock only means another worker panicked mid-update; the
-                    // table is still usable.
-                    let mut shared = self.shared_thresholds.lock().unwrap_or_else(|e| e.into_inner());
-                    let dropped_before = shared.dropped;
-                    let allowed = shared.allow(rule.key(), limit, hosts, now);
-                    ctx.counters.shared_thresholds_dropped += shared.dropped - dropped_before;
-                    allowed
+                    self.shared.allow(rule.key(), limit, hosts, now)
                 };
                 if !allowed {
                     ctx.counters.alerts_suppressed += 1;
@@ -1333,7 +1347,7 @@ impl DetectEngine {
         // State keywords last, in rule order (Suricata's match list runs after the payload).
         let mut vars = flow.map(|f| &mut f.vars);
         for c in &rule.state_checks {
-            if !state::check(c, vars.as_deref_mut(), &ctx.xbits, hosts, now) {
+            if !state::check(c, vars.as_deref_mut(), &self.shared, &self.xbit_keys, hosts, now) {
                 return None;
             }
         }
@@ -1387,9 +1401,35 @@ impl DetectEngine {
             ("detect.recursion_limit", c.recursion_limit),
             ("detect.pcre_match_limit", c.pcre_match_limit),
             ("detect.flows_passed", c.flows_passed),
-            ("detect.xbits_dropped", ctx.xbits.dropped),
-            ("detect.thresholds_dropped", ctx.thresholds.dropped),
-            ("detect.thresholds_dropped_shared", c.shared_thresholds_dropped),
+        ]
+        .into_iter()
+        .chain(self.table_counters(ctx))
+        .collect()
+    }
+
+    /// The state tables' counters: Suricata's `host.memuse`, `host.memcap`, `ippair.memuse`,
+    /// `ippair.memcap` (gauges, bytes) and picket's `*.memcap_evicted` (live rows evicted
+    /// for room at the memcap), `*.memcap_refused` (rows not stored: no room), `*.expired`
+    /// (rows whose contents expired). The shared tables are reported by one worker (zeros
+    /// elsewhere); `detect.flow_thresholds.*` are the worker's `by_flow` table.
+    fn table_counters(&self, ctx: &DetectCtx) -> Vec<(&'static str, u64)> {
+        let stat = |a: &std::sync::atomic::AtomicU64| if ctx.reports_shared { a.load(Ordering::Relaxed) } else { 0 };
+        let gauge = |v: u64| if ctx.reports_shared { v } else { 0 };
+        let (h, p, f) = (&self.shared.hosts, &self.shared.pairs, &ctx.flow_trackers.table);
+        vec![
+            ("host.memuse", gauge(h.memuse())),
+            ("host.memcap", gauge(h.memcap())),
+            ("host.memcap_evicted", stat(&h.stats.evicted)),
+            ("host.memcap_refused", stat(&h.stats.refused)),
+            ("host.expired", stat(&h.stats.expired)),
+            ("ippair.memuse", gauge(p.memuse())),
+            ("ippair.memcap", gauge(p.memcap())),
+            ("ippair.memcap_evicted", stat(&p.stats.evicted)),
+            ("ippair.memcap_refused", stat(&p.stats.refused)),
+            ("ippair.expired", stat(&p.stats.expired)),
+            ("detect.flow_thresholds.memuse", f.memuse()),
+            ("detect.flow_thresholds.memcap_evicted", f.stats.evicted.load(Ordering::Relaxed)),
+            ("detect.flow_thresholds.memcap_refused", f.stats.refused.load(Ordering::Relaxed)),
         ]
     }
 }

@@ -1,19 +1,20 @@
-//! Detection state: flowbits/flowints (per flow, in `DetectFlow`), xbits (per worker, in
-//! `DetectCtx`) and thresholds. `by_flow` thresholds live in the worker (a flow stays on one
-//! worker); host- and rule-tracked thresholds live in one table shared by all workers (behind
-//! a mutex, taken only when a rule with such a threshold matches), because with flow-hash
-//! dispatch a host's flows land on several workers. Worker-local xbits mean that
-//! `track ip_src` xbits only see the flows of their own worker (documented limit).
+//! Detection state: flowbits/flowints (per flow, in `DetectFlow`), xbits and hostbits (in
+//! the shared host and ip-pair tables, [`SharedState`]) and thresholds. `by_flow` thresholds
+//! live in the worker (a flow stays on one worker); host-, pair- and rule-tracked thresholds
+//! and all xbits live in tables shared by all workers, because with flow-hash dispatch a
+//! host's flows land on several workers. The tables are lock-striped and expire rows
+//! incrementally (`tables.rs`).
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use super::compile::{AlertLimit, FlowintValue, StateAction, StateCheck};
+use super::tables::{Row, StateTable, TableConfig, Tracker};
 use crate::detect::rule::options::{FlowbitsCmd, FlowintOp, ThresholdType, Track, UniqueOn, XbitsTrack};
 
-/// Upper bound of xbit entries per worker; beyond it new bits are not stored (counted).
-pub(crate) const MAX_XBITS: usize = 65_536;
-/// Upper bound of threshold trackers per worker; expired ones are pruned first.
-pub(crate) const MAX_THRESHOLD_ENTRIES: usize = 131_072;
+/// `by_flow` trackers per worker: rows are flows; picket's own bound (Suricata keeps them
+/// in flow storage, bounded by the flow memcap).
+pub(crate) const FLOW_TRACKERS: TableConfig = TableConfig { hash_size: 256, prealloc: 0, memcap: 16 * 1024 * 1024 };
 
 /// Flow-scoped variables, kept sorted by id.
 #[derive(Clone, Debug, Default)]
@@ -60,58 +61,98 @@ pub(crate) struct Hosts {
     pub dp: u16,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct XbitKey {
-    id: u32,
-    a: [u8; 16],
-    b: [u8; 16],
+/// An xbit's name as stored in the shared tables: a hash of the name, not the per-engine
+/// interned id, so that during a rule reload workers on the old and on the new engine
+/// see the same bits.
+pub(crate) fn xbit_name_key(name: &str) -> u64 {
+    // FNV-1a, 64 bits: stable across runs and engines.
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
-fn xbit_key(id: u32, track: XbitsTrack, h: &Hosts) -> XbitKey {
-    match track {
-        XbitsTrack::IpSrc => XbitKey { id, a: h.src, b: [0; 16] },
-        XbitsTrack::IpDst => XbitKey { id, a: h.dst, b: [0; 16] },
-        // An ip pair is the same in both directions.
-        _ => {
-            let (a, b) = if h.src <= h.dst { (h.src, h.dst) } else { (h.dst, h.src) };
-            XbitKey { id, a, b }
+/// State shared by all workers and carried over a rule reload (the engine holds it in an
+/// `Arc`): Suricata's host table, ip-pair table and the rule-tracked thresholds.
+pub(crate) struct SharedState {
+    /// by_src / by_dst thresholds, xbits `track ip_src|ip_dst`, hostbits.
+    pub hosts: StateTable<[u8; 16]>,
+    /// by_both thresholds (ordered src, dst), xbits `track ip_pair` (unordered).
+    pub pairs: StateTable<([u8; 16], [u8; 16])>,
+    /// by_rule / by_either thresholds: one tracker per rule, bounded by the rule set.
+    pub rules: Mutex<HashMap<u64, Tracker>>,
+}
+
+impl SharedState {
+    pub(crate) fn new(host: TableConfig, ippair: TableConfig) -> Self {
+        SharedState { hosts: StateTable::new(host), pairs: StateTable::new(ippair), rules: Mutex::new(HashMap::new()) }
+    }
+
+    fn bit(&self, name: u64, track: XbitsTrack, h: &Hosts, now: u64) -> bool {
+        let is_set = |row: Option<&mut Row>| row.is_some_and(|r| r.bits.iter().any(|&(n, _)| n == name));
+        match track {
+            XbitsTrack::IpSrc => self.hosts.with_row(h.src, now, false, is_set),
+            XbitsTrack::IpDst => self.hosts.with_row(h.dst, now, false, is_set),
+            _ => self.pairs.with_row(unordered(h), now, false, is_set),
         }
     }
-}
 
-/// Worker-local xbits (`track ip_src|ip_dst|ip_pair`), with expiry in packet time.
-#[derive(Default)]
-pub(crate) struct XbitTable {
-    /// Key -> expiry time in ns (u64::MAX: never).
-    bits: HashMap<XbitKey, u64>,
-    pub dropped: u64,
-}
-
-impl XbitTable {
-    fn is_set(&self, key: &XbitKey, now: u64) -> bool {
-        self.bits.get(key).is_some_and(|&exp| exp > now)
-    }
-
-    fn apply(&mut self, key: XbitKey, cmd: FlowbitsCmd, expire_secs: u32, now: u64) {
+    fn apply_bit(&self, name: u64, cmd: FlowbitsCmd, track: XbitsTrack, expire_secs: u32, h: &Hosts, now: u64) {
         let expiry = if expire_secs == 0 { u64::MAX } else { now.saturating_add(expire_secs as u64 * 1_000_000_000) };
-        let set = match cmd {
-            FlowbitsCmd::Set => true,
-            FlowbitsCmd::Unset => false,
-            FlowbitsCmd::Toggle => !self.is_set(&key, now),
-            _ => return,
+        // Unset never creates a row; set and toggle may (toggle of a missing bit sets it).
+        let create = cmd != FlowbitsCmd::Unset;
+        let update = |row: Option<&mut Row>| {
+            let Some(row) = row else { return };
+            let pos = row.bits.iter().position(|&(n, _)| n == name);
+            let set = match cmd {
+                FlowbitsCmd::Set => true,
+                FlowbitsCmd::Unset => false,
+                FlowbitsCmd::Toggle => pos.is_none(),
+                _ => return,
+            };
+            match (pos, set) {
+                (Some(i), true) => row.bits[i].1 = expiry,
+                (None, true) => {
+                    // Rows mostly hold one entry: no spare capacity to charge.
+                    row.bits.reserve_exact(1);
+                    row.bits.push((name, expiry))
+                }
+                (Some(i), false) => {
+                    row.bits.swap_remove(i);
+                }
+                (None, false) => {}
+            }
         };
-        if !set {
-            self.bits.remove(&key);
-            return;
+        match track {
+            XbitsTrack::IpSrc => self.hosts.with_row(h.src, now, create, update),
+            XbitsTrack::IpDst => self.hosts.with_row(h.dst, now, create, update),
+            _ => self.pairs.with_row(unordered(h), now, create, update),
         }
-        if self.bits.len() >= MAX_XBITS && !self.bits.contains_key(&key) {
-            self.bits.retain(|_, exp| *exp > now);
-            if self.bits.len() >= MAX_XBITS {
-                self.dropped += 1;
-                return;
+    }
+
+    /// Applies a host-, pair- or rule-tracked threshold/detection_filter to one match: true
+    /// when the alert is to be kept.
+    pub(crate) fn allow(&self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
+        let decide = |row: Option<&mut Row>| decide_in_row(row, rule, limit, hosts, now);
+        match limit_track(limit) {
+            Track::BySrc => self.hosts.with_row(hosts.src, now, true, decide),
+            Track::ByDst => self.hosts.with_row(hosts.dst, now, true, decide),
+            Track::ByBoth => self.pairs.with_row((hosts.src, hosts.dst), now, true, decide),
+            _ => {
+                let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+                let t = rules.entry(rule).or_insert_with(|| fresh_tracker(limit, now));
+                if t.expires <= now {
+                    *t = fresh_tracker(limit, now);
+                }
+                decide_tracker(t, limit, hosts, now)
             }
         }
-        self.bits.insert(key, expiry);
+    }
+}
+
+/// An ip pair is the same in both directions.
+fn unordered(h: &Hosts) -> ([u8; 16], [u8; 16]) {
+    if h.src <= h.dst {
+        (h.src, h.dst)
+    } else {
+        (h.dst, h.src)
     }
 }
 
@@ -122,7 +163,15 @@ fn flowint_operand(vars: &FlowVars, v: Option<FlowintValue>) -> Option<u32> {
     }
 }
 
-pub(crate) fn check(c: &StateCheck, vars: Option<&mut FlowVars>, xbits: &XbitTable, hosts: &Hosts, now: u64) -> bool {
+/// `xbits` maps an xbit's interned id to its name key ([`xbit_name_key`]).
+pub(crate) fn check(
+    c: &StateCheck,
+    vars: Option<&mut FlowVars>,
+    shared: &SharedState,
+    xbits: &[u64],
+    hosts: &Hosts,
+    now: u64,
+) -> bool {
     let mut empty = FlowVars::default();
     let has_flow = vars.is_some();
     let vars = vars.unwrap_or(&mut empty);
@@ -165,11 +214,21 @@ pub(crate) fn check(c: &StateCheck, vars: Option<&mut FlowVars>, xbits: &XbitTab
                 }
             }
         }
-        StateCheck::Xbit { id, track, want_set } => xbits.is_set(&xbit_key(*id, *track, hosts), now) == *want_set,
+        StateCheck::Xbit { id, track, want_set } => match xbits.get(*id as usize) {
+            Some(&name) => shared.bit(name, *track, hosts, now) == *want_set,
+            None => false,
+        },
     }
 }
 
-pub(crate) fn apply(a: &StateAction, vars: Option<&mut FlowVars>, xbits: &mut XbitTable, hosts: &Hosts, now: u64) {
+pub(crate) fn apply(
+    a: &StateAction,
+    vars: Option<&mut FlowVars>,
+    shared: &SharedState,
+    xbits: &[u64],
+    hosts: &Hosts,
+    now: u64,
+) {
     match a {
         StateAction::Flowbit { id, cmd } => {
             let Some(vars) = vars else { return };
@@ -184,137 +243,139 @@ pub(crate) fn apply(a: &StateAction, vars: Option<&mut FlowVars>, xbits: &mut Xb
             }
         }
         StateAction::Xbit { id, cmd, track, expire_secs } => {
-            xbits.apply(xbit_key(*id, *track, hosts), *cmd, *expire_secs, now)
+            if let Some(&name) = xbits.get(*id as usize) {
+                shared.apply_bit(name, *cmd, *track, *expire_secs, hosts, now)
+            }
         }
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct ThresholdKey {
-    /// The rule's (gid, sid) (`CompiledRule::key`).
-    rule: u64,
-    a: [u8; 16],
-    b: [u8; 16],
-    flow: u64,
-}
-
-#[derive(Clone)]
-struct Tracker {
-    window_start: u64,
-    count: u32,
-    /// backoff: count at which the next alert fires.
-    next: u32,
-    /// `unique_on`: distinct ports seen in the window, at most `count + 1` of them (enough to
-    /// know that the filter is exceeded), so memory stays bounded by the rule.
-    ports: Vec<u16>,
-}
-
-#[derive(Default)]
-pub(crate) struct ThresholdTable {
-    entries: HashMap<ThresholdKey, Tracker>,
-    pub dropped: u64,
-}
-
-impl ThresholdTable {
-    /// Applies a threshold/detection_filter to one match: true when the alert is to be kept.
-    pub(crate) fn allow(&mut self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
-        let (track, count, seconds) = match limit {
-            AlertLimit::Threshold(t) => (t.track, t.count, t.seconds),
-            AlertLimit::DetectionFilter(d) => (d.track, d.count, d.seconds),
-        };
-        let mut key = ThresholdKey { rule, a: [0; 16], b: [0; 16], flow: 0 };
-        match track {
-            Track::BySrc => key.a = hosts.src,
-            Track::ByDst => key.a = hosts.dst,
-            Track::ByBoth => {
-                key.a = hosts.src;
-                key.b = hosts.dst;
-            }
-            Track::ByFlow => key.flow = hosts.flow_id,
-            Track::ByRule | Track::ByEither => {}
-        }
-        let window = seconds as u64 * 1_000_000_000;
-        if !self.entries.contains_key(&key) && self.entries.len() >= MAX_THRESHOLD_ENTRIES {
-            // Prune trackers whose window ended; they would restart anyway.
-            self.entries.retain(|_, t| now.saturating_sub(t.window_start) < window.max(1_000_000_000 * 3600));
-            if self.entries.len() >= MAX_THRESHOLD_ENTRIES {
-                self.dropped += 1;
-                return true;
-            }
-        }
-        let fresh = Tracker { window_start: now, count: 0, next: count.max(1), ports: Vec::new() };
-        let t = self.entries.entry(key).or_insert_with(|| fresh.clone());
-        let expired = seconds > 0 && now.saturating_sub(t.window_start) >= window;
-        match limit {
-            AlertLimit::DetectionFilter(df) => {
-                if expired {
-                    *t = fresh;
-                }
-                match df.unique_on {
-                    Some(unique) => {
-                        // Count distinct ports, not matches: alert once more than `count`
-                        // distinct values were seen in the window.
-                        let port = match unique {
-                            UniqueOn::SrcPort => hosts.sp,
-                            UniqueOn::DstPort => hosts.dp,
-                        };
-                        if !t.ports.contains(&port) && (t.ports.len() as u64) <= count as u64 {
-                            t.ports.push(port);
-                        }
-                        t.ports.len() as u64 > count as u64
-                    }
-                    None => {
-                        t.count = t.count.saturating_add(1);
-                        t.count > count
-                    }
-                }
-            }
-            AlertLimit::Threshold(th) => match th.kind {
-                ThresholdType::Limit => {
-                    if expired {
-                        *t = fresh;
-                    }
-                    t.count = t.count.saturating_add(1);
-                    t.count <= count
-                }
-                ThresholdType::Threshold => {
-                    if expired {
-                        *t = fresh;
-                    }
-                    t.count = t.count.saturating_add(1);
-                    if t.count >= count {
-                        t.count = 0;
-                        true
-                    } else {
-                        false
-                    }
-                }
-                ThresholdType::Both => {
-                    if expired {
-                        *t = fresh;
-                    }
-                    t.count = t.count.saturating_add(1);
-                    t.count == count
-                }
-                ThresholdType::Backoff => {
-                    // Suricata: the `count`-th match alerts, then the count*m-th, count*m^2-th...
-                    let multiplier = th.multiplier.unwrap_or(10).max(2);
-                    t.count = t.count.saturating_add(1);
-                    if t.count == t.next {
-                        t.next = t.next.saturating_mul(multiplier);
-                        true
-                    } else {
-                        false
-                    }
-                }
-            },
-        }
+fn limit_track(limit: &AlertLimit) -> Track {
+    match limit {
+        AlertLimit::Threshold(t) => t.track,
+        AlertLimit::DetectionFilter(d) => d.track,
     }
 }
 
-// Carrying state over to a reloaded engine (`carry.rs`): ids are interned per engine, so
-// bits and ints are renamed; trackers are keyed by (gid, sid) and only lose the rules that
-// are gone.
+fn fresh_tracker(limit: &AlertLimit, now: u64) -> Tracker {
+    let count = match limit {
+        AlertLimit::Threshold(t) => t.count,
+        AlertLimit::DetectionFilter(d) => d.count,
+    };
+    let mut t = Tracker { window_start: now, count: 0, next: count.max(1), ports: Vec::new(), expires: u64::MAX };
+    t.expires = tracker_expiry(&t, limit);
+    t
+}
+
+/// When a tracker would restart anyway: the end of its window, except for backoff (which
+/// never restarts) and windows of 0 seconds (count forever). Dropping it then changes
+/// nothing, which is what lets the tables expire rows.
+fn tracker_expiry(t: &Tracker, limit: &AlertLimit) -> u64 {
+    let (seconds, backoff) = match limit {
+        AlertLimit::Threshold(th) => (th.seconds, th.kind == ThresholdType::Backoff),
+        AlertLimit::DetectionFilter(d) => (d.seconds, false),
+    };
+    if seconds == 0 || backoff {
+        u64::MAX
+    } else {
+        t.window_start.saturating_add(seconds as u64 * 1_000_000_000)
+    }
+}
+
+/// Finds (or starts) the rule's tracker in `row` and decides. Without a row (its table had
+/// no room, counted there) the match is judged on a fresh tracker that is not kept.
+fn decide_in_row(row: Option<&mut Row>, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
+    let Some(row) = row else {
+        return decide_tracker(&mut fresh_tracker(limit, now), limit, hosts, now);
+    };
+    let i = match row.trackers.iter().position(|(r, _)| *r == rule) {
+        Some(i) => i,
+        None => {
+            row.trackers.reserve_exact(1);
+            row.trackers.push((rule, fresh_tracker(limit, now)));
+            row.trackers.len() - 1
+        }
+    };
+    decide_tracker(&mut row.trackers[i].1, limit, hosts, now)
+}
+
+/// The per-match logic of thresholds and detection_filters. The tables have already
+/// dropped a tracker whose window ended, so `t` is within its window (or fresh).
+fn decide_tracker(t: &mut Tracker, limit: &AlertLimit, hosts: &Hosts, _now: u64) -> bool {
+    let allowed = match limit {
+        AlertLimit::DetectionFilter(df) => match df.unique_on {
+            Some(unique) => {
+                // Count distinct ports, not matches: alert once more than `count`
+                // distinct values were seen in the window.
+                let port = match unique {
+                    UniqueOn::SrcPort => hosts.sp,
+                    UniqueOn::DstPort => hosts.dp,
+                };
+                if !t.ports.contains(&port) && (t.ports.len() as u64) <= df.count as u64 {
+                    t.ports.push(port);
+                }
+                t.ports.len() as u64 > df.count as u64
+            }
+            None => {
+                t.count = t.count.saturating_add(1);
+                t.count > df.count
+            }
+        },
+        AlertLimit::Threshold(th) => match th.kind {
+            ThresholdType::Limit => {
+                t.count = t.count.saturating_add(1);
+                t.count <= th.count
+            }
+            ThresholdType::Threshold => {
+                t.count = t.count.saturating_add(1);
+                if t.count >= th.count {
+                    t.count = 0;
+                    true
+                } else {
+                    false
+                }
+            }
+            ThresholdType::Both => {
+                t.count = t.count.saturating_add(1);
+                t.count == th.count
+            }
+            ThresholdType::Backoff => {
+                // Suricata: the `count`-th match alerts, then the count*m-th, count*m^2-th...
+                let multiplier = th.multiplier.unwrap_or(10).max(2);
+                t.count = t.count.saturating_add(1);
+                if t.count == t.next {
+                    t.next = t.next.saturating_mul(multiplier);
+                    true
+                } else {
+                    false
+                }
+            }
+        },
+    };
+    t.expires = tracker_expiry(t, limit);
+    allowed
+}
+
+/// `by_flow` trackers of one worker, keyed by flow id.
+pub(crate) struct FlowTrackers {
+    pub table: StateTable<u64>,
+}
+
+impl Default for FlowTrackers {
+    fn default() -> Self {
+        FlowTrackers { table: StateTable::new(FLOW_TRACKERS) }
+    }
+}
+
+impl FlowTrackers {
+    pub(crate) fn allow(&self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
+        self.table.with_row(hosts.flow_id, now, true, |row| decide_in_row(row, rule, limit, hosts, now))
+    }
+}
+
+// Carrying state over to a reloaded engine (`carry.rs`): flowbit and flowint ids are interned
+// per engine, so they are renamed; xbits are keyed by a hash of their name and trackers by
+// (gid, sid), so both only lose what the new rule set no longer names.
 
 impl FlowVars {
     /// Renames every flowbit and flowint id with `bit` / `int`; those without a new id
@@ -329,25 +390,34 @@ impl FlowVars {
     }
 }
 
-impl XbitTable {
-    /// Renames every xbit id with `map`; bits without a new id are dropped.
-    pub(crate) fn remap(&mut self, map: impl Fn(u32) -> Option<u32>) {
-        let old = std::mem::take(&mut self.bits);
-        self.bits = old.into_iter().filter_map(|(k, exp)| map(k.id).map(|id| (XbitKey { id, ..k }, exp))).collect();
+impl SharedState {
+    /// Keeps the trackers of the rules `keep_rule` says still exist (by `CompiledRule::key`)
+    /// and the xbits whose name key `keep_bit` accepts. O(table): once per reload.
+    pub(crate) fn retain(&self, keep_rule: impl Fn(u64) -> bool, keep_bit: impl Fn(u64) -> bool) {
+        let mut prune = |row: &mut Row| {
+            row.trackers.retain(|(r, _)| keep_rule(*r));
+            row.bits.retain(|(n, _)| keep_bit(*n));
+        };
+        self.hosts.for_each_row(&mut prune);
+        self.pairs.for_each_row(&mut prune);
+        self.rules.lock().unwrap_or_else(|e| e.into_inner()).retain(|r, _| keep_rule(*r));
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.bits.len()
+    /// (xbits, trackers) held, for tests and reload reports. O(table).
+    pub(crate) fn entries(&self) -> (usize, usize) {
+        let (hb, ht) = self.hosts.entries();
+        let (pb, pt) = self.pairs.entries();
+        (hb + pb, ht + pt + self.rules.lock().unwrap_or_else(|e| e.into_inner()).len())
     }
 }
 
-impl ThresholdTable {
-    /// Keeps the trackers of the rules `keep` says still exist (by `CompiledRule::key`).
-    pub(crate) fn retain_rules(&mut self, keep: impl Fn(u64) -> bool) {
-        self.entries.retain(|k, _| keep(k.rule));
+impl FlowTrackers {
+    /// Keeps the trackers of the rules `keep` says still exist.
+    pub(crate) fn retain_rules(&self, keep: impl Fn(u64) -> bool) {
+        self.table.for_each_row(|row| row.trackers.retain(|(r, _)| keep(*r)));
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.table.entries().1
     }
 }
