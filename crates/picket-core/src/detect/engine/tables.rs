@@ -36,7 +36,7 @@ use std::sync::Mutex;
 /// creation).
 pub(crate) const SWEEP_PER_ACCESS: usize = 2;
 /// Keys of a shard looked at for expired rows before its oldest live row is evicted.
-const EVICTION_SWEEP: usize = 64;
+const EVICTION_SWEEP: usize = 4;
 /// Shards tried for room when a new row's own shard has none to give.
 const EVICTION_SHARDS: usize = 16;
 /// Most shards a table is split into, whatever `hash-size` says.
