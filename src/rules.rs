@@ -283,6 +283,17 @@ mod tests {
         load
     }
 
+    /// Loads `path` as start-up does (parsed set kept) and as a reload does (each rule
+    /// streamed into the engine, replacing the first load's engine).
+    fn load_both_ways(path: PathBuf) -> (LoadedRules, LoadedRules) {
+        let (config, _) = Config::load(None, &[]).unwrap();
+        let (settings, _) = EngineSettings::from_config(&config).unwrap();
+        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        let whole = load(&config, &settings, &sources).unwrap();
+        let streamed = load_with_threads(&config, &settings, &sources, 1, whole.engine.as_ref()).unwrap();
+        (whole, streamed)
+    }
+
     #[test]
     fn reload_load_streams_rules_and_keeps_the_later_revision() {
         let dir = tempfile::tempdir().unwrap();
@@ -296,11 +307,7 @@ mod tests {
              alert udp any any -> any any (content:\"E\"; sid:3; rev:1;)\n",
         )
         .unwrap();
-        let (config, _) = Config::load(None, &[]).unwrap();
-        let (settings, _) = EngineSettings::from_config(&config).unwrap();
-        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
-        let whole = load(&config, &settings, &sources).unwrap();
-        let streamed = load_with_threads(&config, &settings, &sources, 1, whole.engine.as_ref()).unwrap();
+        let (whole, streamed) = load_both_ways(path);
         assert!(streamed.load.rules.is_empty(), "the parsed rules went into the engine");
         for loaded in [&whole, &streamed] {
             assert_eq!(loaded.build.rules_loaded, 3);
@@ -323,11 +330,7 @@ mod tests {
              alert tcp any any -> any any (asn1:oversize_length 10; sid:3;)\n",
         )
         .unwrap();
-        let (config, _) = Config::load(None, &[]).unwrap();
-        let (settings, _) = EngineSettings::from_config(&config).unwrap();
-        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
-        let whole = load(&config, &settings, &sources).unwrap();
-        let streamed = load_with_threads(&config, &settings, &sources, 1, None).unwrap();
+        let (whole, streamed) = load_both_ways(path);
         for loaded in [&whole, &streamed] {
             assert_eq!((loaded.build.rules_loaded, loaded.failed(), loaded.skipped()), (1, 1, 1));
             let error = loaded.load.errors[0].to_string();
