@@ -762,6 +762,15 @@ impl<'a> LiveWorker<'a> {
         self.core.busy += started.elapsed();
         let (counters, kernel) = self.publish_counters();
         self.publish_batch();
+        self.report(counters, kernel, None)
+    }
+
+    fn report(
+        &self,
+        counters: CounterSet,
+        kernel: KernelCounts,
+        failure: Option<super::fault::WorkerFailure>,
+    ) -> LiveWorkerReport {
         LiveWorkerReport {
             report: WorkerReport {
                 name: worker_name(self.index),
@@ -773,7 +782,7 @@ impl<'a> LiveWorker<'a> {
             kernel,
             poll_errors: self.poll_errors,
             output_waits: self.output_waits,
-            failure: None,
+            failure,
         }
     }
 
@@ -786,19 +795,7 @@ impl<'a> LiveWorker<'a> {
             let last = self.shared.counters.lock().map(|c| c.clone()).unwrap_or_default();
             (last, KernelCounts::default())
         });
-        LiveWorkerReport {
-            report: WorkerReport {
-                name: worker_name(self.index),
-                packets: self.core.pcap_cnt,
-                bytes: self.core.bytes,
-                busy: self.core.busy,
-                counters,
-            },
-            kernel,
-            poll_errors: self.poll_errors,
-            output_waits: self.output_waits,
-            failure: Some(failure),
-        }
+        self.report(counters, kernel, Some(failure))
     }
 }
 
