@@ -606,6 +606,9 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     );
     let mut out = std::io::stdout().lock();
     let _ = live::write_live_load_table(&mut out, &summary.workers, summary.wall);
+    if let Some(failure) = summary.workers.iter().find_map(|w| w.failure.as_ref()) {
+        return Err(CliError(format!("{failure}; the run stopped (stats written for what was inspected)")));
+    }
     Ok(())
 }
 

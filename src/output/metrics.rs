@@ -73,10 +73,14 @@ pub struct GaugeValues {
 }
 
 impl WorkerGauges {
+    /// `packets` is read first (Acquire, pairing with the worker's Release store): the
+    /// kernel counts the worker published before it are then at least as recent, so a
+    /// reader never sees more packets inspected than the kernel delivered.
     pub fn load(&self) -> GaugeValues {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let packets = self.packets.load(Ordering::Acquire);
         GaugeValues {
-            packets: r(&self.packets),
+            packets,
             bytes: r(&self.bytes),
             kernel_packets: r(&self.kernel_packets),
             kernel_drops: r(&self.kernel_drops),

@@ -110,6 +110,8 @@ pub struct LiveWorkerReport {
     pub poll_errors: u64,
     /// Times the worker found the event queue to the writer full and waited.
     pub output_waits: u64,
+    /// The worker panicked: the run stopped, and this report holds what it had counted.
+    pub failure: Option<super::fault::WorkerFailure>,
 }
 
 pub struct LiveSummary {
@@ -181,11 +183,20 @@ pub fn run_live(
                 });
                 worker.tallies_tx = opts.detector_tallies.clone();
                 worker.engine_slot = engine_slot;
-                worker.run(stop);
+                // A panic stops the whole run (the other workers see `stop`), and the
+                // report keeps what this worker counted before it.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run(stop)));
                 if let Some((slot, _)) = worker.engine_slot {
                     slot.worker_ended(i);
                 }
-                worker.finish()
+                match ran {
+                    Ok(()) => worker.finish(),
+                    Err(payload) => {
+                        stop.store(true, Ordering::Relaxed);
+                        let message = super::fault::panic_message(&*payload);
+                        worker.after_panic(super::fault::WorkerFailure { worker: worker_name(i), message })
+                    }
+                }
             });
             match spawned {
                 Ok(handle) => handles.push(handle),
@@ -236,8 +247,17 @@ pub fn run_live(
         stop.store(true, Ordering::Relaxed);
 
         let mut workers = Vec::with_capacity(n);
-        for h in handles {
-            workers.push(h.join().map_err(|_| io::Error::other("worker thread panicked"))?);
+        for (i, h) in handles.into_iter().enumerate() {
+            // A panic outside the worker's guard (in its final report) still ends in a
+            // report and the final stats.
+            workers.push(h.join().unwrap_or_else(|payload| LiveWorkerReport {
+                report: WorkerReport { name: worker_name(i), ..Default::default() },
+                failure: Some(super::fault::WorkerFailure {
+                    worker: worker_name(i),
+                    message: super::fault::panic_message(&*payload),
+                }),
+                ..Default::default()
+            }));
         }
         let wall = start.elapsed();
         let reports: Vec<WorkerReport> = workers.iter().map(|w| w.report.clone()).collect();
@@ -492,6 +512,7 @@ impl WorkerCore {
             self.batch_started = Some(Instant::now());
         }
         self.pcap_cnt += 1;
+        super::fault::check(self.pcap_cnt);
         self.bytes += raw.wire_len as u64;
         let meta = PacketMeta::standalone(self.pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
         let verdict = self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
@@ -626,10 +647,22 @@ impl<'a> LiveWorker<'a> {
         }
     }
 
-    /// After a batch: running totals out, events to the writer.
+    /// After a batch: running totals out, events to the writer. The kernel's counts go
+    /// out first and the packet count last (Release): whoever reads the packet count
+    /// first ([`WorkerGauges::load`]) never sees more packets inspected than the kernel
+    /// delivered (Prometheus once showed `kernel_packets` < `packets`, as the kernel
+    /// counts were published only once a second).
     fn publish_batch(&mut self) {
         let g = self.gauges;
-        g.packets.store(self.core.pcap_cnt, Ordering::Relaxed);
+        let mut kernel = KernelCounts::default();
+        for port in &mut self.sockets {
+            let k = port.kernel_counts();
+            kernel.packets += k.packets;
+            kernel.drops += k.drops;
+        }
+        g.kernel_packets.store(kernel.packets, Ordering::Relaxed);
+        g.kernel_drops.store(kernel.drops, Ordering::Relaxed);
+        g.packets.store(self.core.pcap_cnt, Ordering::Release);
         g.bytes.store(self.core.bytes, Ordering::Relaxed);
         g.busy_ns.store(self.core.busy.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
         self.send_events();
@@ -729,6 +762,15 @@ impl<'a> LiveWorker<'a> {
         self.core.busy += started.elapsed();
         let (counters, kernel) = self.publish_counters();
         self.publish_batch();
+        self.report(counters, kernel, None)
+    }
+
+    fn report(
+        &self,
+        counters: CounterSet,
+        kernel: KernelCounts,
+        failure: Option<super::fault::WorkerFailure>,
+    ) -> LiveWorkerReport {
         LiveWorkerReport {
             report: WorkerReport {
                 name: worker_name(self.index),
@@ -740,7 +782,20 @@ impl<'a> LiveWorker<'a> {
             kernel,
             poll_errors: self.poll_errors,
             output_waits: self.output_waits,
+            failure,
         }
+    }
+
+    /// The report of a worker whose inspector panicked: its open flows are not logged
+    /// (their state may be half-updated), its counters are, as far as they can be read.
+    fn after_panic(mut self, failure: super::fault::WorkerFailure) -> LiveWorkerReport {
+        self.core.events.take();
+        let published = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.publish_counters()));
+        let (counters, kernel) = published.unwrap_or_else(|_| {
+            let last = self.shared.counters.lock().map(|c| c.clone()).unwrap_or_default();
+            (last, KernelCounts::default())
+        });
+        self.report(counters, kernel, Some(failure))
     }
 }
 
