@@ -81,6 +81,8 @@ pub struct InspectSettings {
     pub stream: StreamConfig,
     /// This worker's share of `stream.reassembly.memcap`.
     pub stream_memcap: u64,
+    /// This worker's share of `stream.memcap` (TCP session state).
+    pub stream_session_memcap: u64,
     /// The compiled rules, shared by all workers; `None` runs without detection.
     pub detect: Option<Arc<DetectEngine>>,
     /// `--simulate-ips`: drop and reject rules block the packet and the rest of its flow.
@@ -134,6 +136,7 @@ impl InspectSettings {
         };
         let stream = StreamConfig {
             depth: engine.stream_reassembly_depth,
+            max_regions: engine.stream_reassembly_max_regions,
             inline: match engine.stream_inline {
                 StreamInline::Yes => true,
                 StreamInline::No => false,
@@ -148,6 +151,7 @@ impl InspectSettings {
             flow,
             stream,
             stream_memcap: engine.stream_reassembly_memcap / workers,
+            stream_session_memcap: engine.stream_memcap / workers,
             detect: None,
             simulate_ips,
             midstream_policy,
@@ -316,7 +320,10 @@ impl Inspector {
                 http_config: settings.http.clone(),
             },
             midstream_policy: settings.midstream_policy,
-            stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
+            stream_mem: ReassemblyMemory::with_session_memcap(
+                settings.stream_memcap.max(1),
+                settings.stream_session_memcap.max(1),
+            ),
             detection: Detection {
                 engine,
                 ctx,
