@@ -379,6 +379,8 @@ fn stream_config(b: &mut Bytes<'_>) -> (StreamConfig, TcpConfig, u64) {
         toclient_chunk_size: [1, 16, 300, 2560][(d >> 6) as usize],
         lookback: if c & 32 != 0 { 8 } else { 0 },
         app_layer: c & 64 != 0,
+        // A tight region limit for some inputs, so segments are also refused for it.
+        max_regions: if d & 8 != 0 { 3 } else { StreamConfig::DEFAULT_MAX_REGIONS },
     };
     let tcp = TcpConfig { midstream: c & 8 != 0, async_oneside: c & 16 != 0, reassembly_depth: cfg.depth };
     let memcap = if c & 128 != 0 { 600 } else { 64 * 1024 };

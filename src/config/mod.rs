@@ -63,6 +63,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "stream.checksum-validation",
     "stream.reassembly.depth",
     "stream.reassembly.memcap",
+    "stream.reassembly.max-regions",
     "flow.memcap",
     "flow.hash-size",
     "flow.prealloc",

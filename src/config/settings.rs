@@ -75,6 +75,10 @@ impl EngineSettingsExt for EngineSettings {
         set_opt(&mut s.stream_memcap, cfg.get_size("stream.memcap")?);
         set_opt(&mut s.stream_reassembly_memcap, cfg.get_size("stream.reassembly.memcap")?);
         set_opt(&mut s.stream_reassembly_depth, cfg.get_size("stream.reassembly.depth")?);
+        if let Some(v) = cfg.get_u64("stream.reassembly.max-regions")? {
+            s.stream_reassembly_max_regions = u32::try_from(v)
+                .map_err(|_| bad("stream.reassembly.max-regions", &v.to_string(), "at most 4294967295"))?;
+        }
         set_opt(&mut s.stream_checksum_validation, cfg.get_bool("stream.checksum-validation")?);
         set_opt(&mut s.stream_bypass, cfg.get_bool("stream.bypass")?);
         // Suricata's `encryption-handling` (default, bypass, full); older files say

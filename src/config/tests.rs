@@ -391,6 +391,8 @@ fn settings_defaults_follow_suricata() {
     assert_eq!(s.stream_inline, StreamInline::Auto);
     assert_eq!(s.checksum_mode, ChecksumMode::Auto);
     assert_eq!(s.stream_reassembly_depth, 1 << 20);
+    assert_eq!(s.stream_reassembly_max_regions, 1024);
+    assert_eq!(s.stream_memcap, 64 << 20);
     assert_eq!(s.flow_hash_size, 65536);
     assert_eq!(s.flow_timeouts.tcp.closed, 10);
     assert_eq!(s.flow_timeouts.udp.closed, 0);
@@ -407,13 +409,21 @@ fn settings_read_from_file_and_set() {
          pcap-file:\n  checksum-checks: no\nmpm-algo: AC\ndefault-rule-path: /etc/rules\n\
          rule-files:\n  - a.rules\n  - /abs/b.rules\nthreshold-file: threshold.config\nvlan:\n  use-for-tracking: false\n"
     );
-    let (config, _) =
-        load_str(&body, &["stream.inline=yes", "threshold-file=/t/threshold.config", "packet-alert-max=20"]);
+    let (config, _) = load_str(
+        &body,
+        &[
+            "stream.inline=yes",
+            "threshold-file=/t/threshold.config",
+            "packet-alert-max=20",
+            "stream.reassembly.max-regions=16",
+        ],
+    );
     let s = EngineSettings::from_config(&config).unwrap().0;
     assert_eq!(s.stream_inline, StreamInline::Yes);
     assert_eq!(s.stream_memcap, 128 << 20);
     assert_eq!(s.stream_reassembly_depth, 4 << 20);
     assert_eq!(s.stream_reassembly_memcap, 1 << 30);
+    assert_eq!(s.stream_reassembly_max_regions, 16);
     assert_eq!(s.flow_memcap, 64 << 20);
     assert_eq!(s.flow_prealloc, 0);
     assert_eq!(s.flow_timeouts.udp.established, 120);

@@ -84,6 +84,8 @@ pub struct InspectSettings {
     /// This worker's share of `app-layer.protocols.http.memcap` (0: unlimited): HTTP
     /// request and response bodies held for inspection.
     pub http_memcap: u64,
+    /// This worker's share of `stream.memcap` (TCP session state).
+    pub stream_session_memcap: u64,
     /// The compiled rules, shared by all workers; `None` runs without detection.
     pub detect: Option<Arc<DetectEngine>>,
     /// `--simulate-ips`: drop and reject rules block the packet and the rest of its flow.
@@ -137,6 +139,7 @@ impl InspectSettings {
         };
         let stream = StreamConfig {
             depth: engine.stream_reassembly_depth,
+            max_regions: engine.stream_reassembly_max_regions,
             inline: match engine.stream_inline {
                 StreamInline::Yes => true,
                 StreamInline::No => false,
@@ -152,6 +155,7 @@ impl InspectSettings {
             stream,
             stream_memcap: engine.stream_reassembly_memcap / workers,
             http_memcap: engine.http_memcap.div_ceil(workers),
+            stream_session_memcap: engine.stream_memcap / workers,
             detect: None,
             simulate_ips,
             midstream_policy,
@@ -320,7 +324,10 @@ impl Inspector {
                 http_config: settings.http.clone(),
             },
             midstream_policy: settings.midstream_policy,
-            stream_mem: ReassemblyMemory::new(settings.stream_memcap.max(1)),
+            stream_mem: ReassemblyMemory::with_session_memcap(
+                settings.stream_memcap.max(1),
+                settings.stream_session_memcap.max(1),
+            ),
             detection: Detection {
                 engine,
                 ctx,

@@ -155,6 +155,9 @@ pub struct EngineSettings {
     pub stream_reassembly_memcap: u64,
     /// `stream.reassembly.depth`, bytes per direction; 0 means unlimited.
     pub stream_reassembly_depth: u64,
+    /// `stream.reassembly.max-regions`: separate runs of held bytes per direction; 0 means
+    /// unlimited.
+    pub stream_reassembly_max_regions: u32,
     /// `stream.checksum-validation`: drop TCP segments with bad checksums from the stream.
     pub stream_checksum_validation: bool,
     /// `stream.bypass`: a TCP flow whose stream reached `reassembly.depth` is bypassed.
@@ -219,6 +222,7 @@ impl Default for EngineSettings {
             stream_memcap: 64 << 20,
             stream_reassembly_memcap: 256 << 20,
             stream_reassembly_depth: 1 << 20,
+            stream_reassembly_max_regions: crate::stream::StreamConfig::DEFAULT_MAX_REGIONS,
             stream_checksum_validation: true,
             stream_bypass: false,
             tls_bypass: false,

@@ -1,14 +1,29 @@
 //! One direction of a TCP session: sequence bookkeeping, the reassembled bytes and the
 //! segment boundaries that overlap policies need.
+//!
+//! # Cost on hostile input
+//!
+//! Every structure is ordered by stream offset, so one segment costs O(log n) in the number
+//! of held regions and segment records, plus the bytes it writes and the records it really
+//! overlaps:
+//! - held bytes are contiguous regions ([`Block`]) in a `BTreeMap` keyed by offset; a
+//!   region grows at either end in amortised O(1) per byte (room is kept in front, doubled
+//!   when it runs out), and bridging two regions copies the smaller one into the larger;
+//! - segment records are kept per length class (lengths within a factor of two share a
+//!   class), so finding the records that overlap a segment scans, per class, only a window
+//!   of twice that class's length instead of the longest record's length;
+//! - everything is charged at its real heap size (buffers by allocation, map entries by
+//!   their node share), see [`super::memory`].
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound::{Excluded, Included, Unbounded};
 
-use super::memory::{ReassemblyMemory, SEGMENT_RECORD_COST};
+use super::memory::{heap_cost, tree_entry_cost, ReassemblyMemory};
 use super::policy::OverlapPolicy;
 
-/// A run of contiguous bytes. Only the first block ever has `head > 0`: freed bytes at the
-/// front are skipped by moving `head`, and compacted once they dominate the allocation, so
-/// that freeing is amortised O(1) instead of a memmove per packet.
+/// A run of contiguous bytes: `data[head..]` are the bytes from `offset` on; `data[..head]`
+/// is room for growing leftwards (or freed bytes, which are compacted once they dominate
+/// the allocation, so that freeing is amortised O(1) instead of a memmove per packet).
 #[derive(Debug)]
 pub(crate) struct Block {
     /// Stream offset of `data[head]`.
@@ -18,6 +33,9 @@ pub(crate) struct Block {
 }
 
 impl Block {
+    fn new(offset: u64, bytes: &[u8]) -> Block {
+        Block { offset, head: 0, data: bytes.to_vec() }
+    }
     pub fn bytes(&self) -> &[u8] {
         &self.data[self.head..]
     }
@@ -27,6 +45,10 @@ impl Block {
     pub fn end(&self) -> u64 {
         self.offset + self.len()
     }
+    /// Heap bytes the buffer occupies.
+    fn heap(&self) -> u64 {
+        heap_cost(self.data.capacity())
+    }
     fn drop_front(&mut self, n: usize) {
         self.head += n;
         self.offset += n as u64;
@@ -35,7 +57,73 @@ impl Block {
             self.head = 0;
         }
     }
+
+    /// Capacity the buffer needs for `extra` more bytes at the end: grows geometrically, so
+    /// appending is amortised O(1), and predictably, so the memcap check can be exact.
+    fn capacity_for_append(&self, extra: usize) -> usize {
+        let need = self.data.len() + extra;
+        let cap = self.data.capacity();
+        if need <= cap {
+            cap
+        } else {
+            need.max(cap * 2)
+        }
+    }
+
+    /// Capacity after putting `n` bytes in front.
+    fn capacity_for_prepend(&self, n: usize) -> usize {
+        if n <= self.head {
+            self.data.capacity()
+        } else {
+            Self::front_room(n, self.len() as usize) + self.len() as usize
+        }
+    }
+
+    fn front_room(n: usize, len: usize) -> usize {
+        n.max(len).max(16)
+    }
+
+    /// Writes `bytes` at stream offset `s` (`offset <= s <= end`), overwriting held bytes
+    /// and extending the block past its end.
+    fn write_from(&mut self, s: u64, bytes: &[u8]) {
+        let rel = self.head + (s - self.offset) as usize;
+        let overwrite = bytes.len().min(self.data.len() - rel);
+        self.data[rel..rel + overwrite].copy_from_slice(&bytes[..overwrite]);
+        self.append(&bytes[overwrite..]);
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        let cap = self.capacity_for_append(bytes.len());
+        if cap > self.data.capacity() {
+            self.data.reserve_exact(cap - self.data.len());
+        }
+        self.data.extend_from_slice(bytes);
+    }
+
+    /// Puts `bytes` in front of the block.
+    fn prepend(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        if n > self.head {
+            let len = self.len() as usize;
+            let room = Self::front_room(n, len);
+            let mut data = Vec::with_capacity(room + len);
+            data.resize(room, 0);
+            data.extend_from_slice(self.bytes());
+            self.data = data;
+            self.head = room;
+        }
+        self.head -= n;
+        self.data[self.head..self.head + n].copy_from_slice(bytes);
+        self.offset -= n as u64;
+    }
 }
+
+/// Charge for one held block (contiguous region) besides its buffer: its map entry.
+pub(crate) const BLOCK_COST: u64 = tree_entry_cost(std::mem::size_of::<(u64, Block)>());
+
+/// Charge for one segment record (boundaries kept for overlap decisions), so that floods
+/// of tiny segments hit the memcap at their real cost.
+pub(crate) const SEGMENT_RECORD_COST: u64 = tree_entry_cost(std::mem::size_of::<RecordKey>());
 
 /// Boundaries of a buffered segment, in stream offsets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +136,41 @@ impl SegRecord {
     fn end(&self) -> u64 {
         self.offset + self.len as u64
     }
+    /// Length class: records of one class differ in length by less than a factor of two.
+    fn class(len: u32) -> u8 {
+        len.max(1).ilog2() as u8
+    }
+    fn key(&self) -> RecordKey {
+        (Self::class(self.len), self.offset, self.len)
+    }
+}
+
+/// (length class, offset, length): records ordered by offset within each class.
+type RecordKey = (u8, u64, u32);
+
+/// How [`StreamHalf::write`] places bytes among the held blocks: which blocks the bytes
+/// touch and which of them keeps its buffer.
+#[derive(Clone, Copy, Debug)]
+struct WritePlan {
+    /// Keys of the first and last touched block, if any.
+    touched: Option<(u64, u64)>,
+    /// Blocks touched.
+    count: u64,
+    /// Heap of the touched blocks now.
+    heap_before: u64,
+    /// Heap of the resulting block.
+    heap_after: u64,
+    keeper: Keeper,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keeper {
+    /// No block sticks out of the written range: a fresh block holds the bytes.
+    Fresh,
+    /// The block starting at or before the bytes keeps its buffer and grows rightwards.
+    Left,
+    /// The block reaching past the bytes keeps its buffer and grows leftwards.
+    Right,
 }
 
 /// What happened to a segment's payload.
@@ -63,6 +186,9 @@ pub enum InsertResult {
     BeyondDepth,
     /// Not buffered: the worker's reassembly memcap is reached.
     MemcapDrop,
+    /// Not buffered: it would open another out-of-order region and the direction already
+    /// holds `stream.reassembly.max-regions` of them.
+    RegionLimit,
     /// Starts further ahead than the largest TCP window (2^30 bytes): ignored.
     OutOfWindow,
 }
@@ -81,6 +207,16 @@ pub(crate) struct InsertDetail {
     pub payload_differs_from_stream: bool,
 }
 
+/// Limits an insert works under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InsertLimits {
+    /// `stream.reassembly.depth`; 0 = unlimited.
+    pub depth: u64,
+    /// `stream.reassembly.max-regions`; 0 = unlimited.
+    pub max_regions: u32,
+    pub inline: bool,
+}
+
 #[derive(Debug)]
 pub(crate) struct StreamHalf {
     pub policy: OverlapPolicy,
@@ -94,12 +230,14 @@ pub(crate) struct StreamHalf {
     pub ack_seen: bool,
     /// Bytes before this offset are freed; segments there are ignored.
     pub left: u64,
-    blocks: Vec<Block>,
-    records: VecDeque<SegRecord>,
-    /// Longest record: bounds the backward scan for overlaps.
-    max_record_len: u32,
-    /// Bytes currently stored in `blocks`.
-    stored: u64,
+    /// Held bytes by start offset; blocks neither overlap nor touch.
+    blocks: BTreeMap<u64, Block>,
+    /// Segment boundaries, for overlap policies.
+    records: BTreeSet<RecordKey>,
+    /// Bit k set: class k may hold records (cleared only when `records` empties).
+    record_classes: u32,
+    /// Heap of the blocks' buffers.
+    heap: u64,
     /// What this half has charged to the worker's memory.
     accounted: u64,
     /// Detection ("raw") progress: everything before was inspected.
@@ -125,10 +263,10 @@ impl StreamHalf {
             last_ack_off: 0,
             ack_seen: false,
             left: 0,
-            blocks: Vec::new(),
-            records: VecDeque::new(),
-            max_record_len: 0,
-            stored: 0,
+            blocks: BTreeMap::new(),
+            records: BTreeSet::new(),
+            record_classes: 0,
+            heap: 0,
             accounted: 0,
             raw_progress: 0,
             app_progress: 0,
@@ -152,14 +290,23 @@ impl StreamHalf {
         reference as i64 + delta
     }
 
-    pub fn blocks(&self) -> &[Block] {
+    /// The held blocks, by offset.
+    pub fn blocks(&self) -> &BTreeMap<u64, Block> {
         &self.blocks
+    }
+
+    /// Held blocks in order, starting with the one holding `pos` (or the first after it).
+    pub fn blocks_from(&self, pos: u64) -> impl Iterator<Item = &Block> + '_ {
+        let start = match self.blocks.range(..=pos).next_back() {
+            Some((&k, b)) if b.end() > pos => Included(k),
+            _ => Excluded(pos),
+        };
+        self.blocks.range((start, Unbounded)).map(|(_, b)| b)
     }
 
     /// Right edge of the data contiguous from `from` (or `from` itself if no data there).
     pub fn contiguous_end(&self, from: u64) -> u64 {
-        let i = self.blocks.partition_point(|b| b.end() <= from);
-        match self.blocks.get(i) {
+        match self.blocks_from(from).next() {
             Some(b) if b.offset <= from => b.end(),
             _ => from,
         }
@@ -181,19 +328,24 @@ impl StreamHalf {
         }
     }
 
-    /// Finds an index range of records possibly overlapping `[s, e)`.
-    fn overlapping_records(&self, s: u64, e: u64) -> (usize, usize) {
-        let hi = self.records.partition_point(|r| r.offset < e);
-        let scan_from = s.saturating_sub(self.max_record_len as u64);
-        let lo = self.records.partition_point(|r| r.offset < scan_from);
-        (lo, hi)
+    /// Held segment records overlapping `[s, e)` that are not yet freed. Per length class
+    /// only records starting less than twice the class's length before `s` can reach it.
+    fn overlapping_records(&self, s: u64, e: u64) -> impl Iterator<Item = SegRecord> + '_ {
+        let left = self.left;
+        (0..32u8)
+            .filter(move |k| self.record_classes & (1 << k) != 0)
+            .flat_map(move |k| {
+                let reach = (2u64 << k) - 1;
+                let lo = s.saturating_sub(reach);
+                self.records.range((k, lo, 0)..(k, e, 0)).map(|&(_, offset, len)| SegRecord { offset, len })
+            })
+            .filter(move |r| r.end() > s && r.offset < e && r.end() > left)
     }
 
     /// Counts bytes of `[s, e)` already present.
     fn present_bytes(&self, s: u64, e: u64) -> u64 {
         let mut n = 0;
-        let i = self.blocks.partition_point(|b| b.end() <= s);
-        for b in &self.blocks[i..] {
+        for b in self.blocks_from(s) {
             if b.offset >= e {
                 break;
             }
@@ -204,8 +356,7 @@ impl StreamHalf {
 
     /// The held bytes `[s, e)`, which must be present in one block.
     fn held(&self, s: u64, e: u64) -> Option<&[u8]> {
-        let i = self.blocks.partition_point(|b| b.end() <= s);
-        let b = self.blocks.get(i)?;
+        let b = self.blocks_from(s).next()?;
         if b.offset > s || b.end() < e {
             return None;
         }
@@ -218,8 +369,7 @@ impl StreamHalf {
         &mut self,
         off: i64,
         payload: &[u8],
-        depth: u64,
-        inline: bool,
+        limits: InsertLimits,
         mem: &mut ReassemblyMemory,
     ) -> (InsertResult, InsertDetail) {
         let mut detail = InsertDetail::default();
@@ -237,6 +387,7 @@ impl StreamHalf {
         let skip = (self.left as i64 - off).max(0) as u64;
         let s = (off + skip as i64) as u64;
         let mut e = end as u64;
+        let depth = limits.depth;
         if depth > 0 {
             if s >= depth {
                 self.note_depth(mem, e - s);
@@ -250,17 +401,24 @@ impl StreamHalf {
         let data = &payload[skip as usize..(skip + (e - s)) as usize];
         let new_bytes = (e - s) - self.present_bytes(s, e);
 
-        let (lo, hi) = self.overlapping_records(s, e);
-        let mut duplicate = false;
-        let mut overlapping = false;
-        for r in self.records.range(lo..hi) {
-            if r.end() > s && r.offset < e && r.end() > self.left {
-                overlapping = true;
-                duplicate |= r.offset == s && r.end() == e;
-            }
+        let record = SegRecord { offset: s, len: (e - s) as u32 };
+        let duplicate = self.records.contains(&record.key());
+        let overlapping = self.overlapping_records(s, e).next().is_some();
+        let plan = self.plan_write(s, e);
+        if plan.keeper == Keeper::Fresh
+            && plan.count == 0
+            && limits.max_regions > 0
+            && self.blocks.len() >= limits.max_regions as usize
+        {
+            // Another out-of-order region would exceed the per-stream limit. Like a memcap
+            // drop, the bytes existed: once acknowledged they are a gap.
+            self.next_off = self.next_off.max(e);
+            mem.counters.region_limit_drop += 1;
+            return (InsertResult::RegionLimit, detail);
         }
         let record_cost = if duplicate { 0 } else { SEGMENT_RECORD_COST };
-        if !mem.fits(new_bytes + record_cost) {
+        let grows = (plan.heap_after + BLOCK_COST).saturating_sub(plan.heap_before + plan.count * BLOCK_COST);
+        if !mem.fits(grows + record_cost) {
             // The bytes existed even though we cannot keep them: once acknowledged they
             // are a gap, which the app-layer must learn about.
             self.next_off = self.next_off.max(e);
@@ -269,14 +427,14 @@ impl StreamHalf {
         }
 
         if !overlapping {
-            self.write(s, data);
+            self.write(s, data, plan);
         } else {
             detail.overlap = true;
             mem.counters.overlap += 1;
             // Start from the new bytes and put back held bytes wherever the policy keeps
             // them, then write the result over the stream in one go.
             let mut merged = data.to_vec();
-            for r in self.records.range(lo..hi) {
+            for r in self.overlapping_records(s, e) {
                 let a = s.max(r.offset).max(self.left);
                 let b = e.min(r.end());
                 if a >= b {
@@ -288,7 +446,8 @@ impl StreamHalf {
                     continue;
                 }
                 detail.different_data = true;
-                let keep_new = !inline && self.policy.new_data_wins(off.max(0) as u64, end as u64, r.offset, r.end());
+                let keep_new =
+                    !limits.inline && self.policy.new_data_wins(off.max(0) as u64, end as u64, r.offset, r.end());
                 if !keep_new {
                     merged[(a - s) as usize..(b - s) as usize].copy_from_slice(old);
                 }
@@ -296,12 +455,13 @@ impl StreamHalf {
             if detail.different_data {
                 mem.counters.overlap_diff_data += 1;
                 mem.counters.ev_overlap_different_data += 1;
-                detail.payload_differs_from_stream = inline;
+                detail.payload_differs_from_stream = limits.inline;
             }
-            self.write(s, &merged);
+            self.write(s, &merged, plan);
         }
         if !duplicate {
-            self.add_record(SegRecord { offset: s, len: (e - s) as u32 });
+            self.records.insert(record.key());
+            self.record_classes |= 1 << SegRecord::class(record.len);
         }
         self.next_off = self.next_off.max(e);
         self.sync_memory(mem);
@@ -317,57 +477,118 @@ impl StreamHalf {
         mem.counters.depth_bytes_dropped += dropped;
     }
 
-    fn add_record(&mut self, rec: SegRecord) {
-        self.max_record_len = self.max_record_len.max(rec.len);
-        // In-order data is the common case: append without searching.
-        match self.records.back() {
-            None => self.records.push_back(rec),
-            Some(last) if (last.offset, last.len) <= (rec.offset, rec.len) => self.records.push_back(rec),
-            _ => {
-                let at = self.records.partition_point(|r| (r.offset, r.len) < (rec.offset, rec.len));
-                self.records.insert(at, rec);
-            }
+    /// Decides how writing `[s, e)` changes the blocks, and what that costs, without
+    /// changing anything: blocks touching the range (overlapping or adjacent) are merged
+    /// into one, keeping the buffer of whichever block sticking out of the range is larger.
+    fn plan_write(&self, s: u64, e: u64) -> WritePlan {
+        let mut plan = WritePlan { touched: None, count: 0, heap_before: 0, heap_after: 0, keeper: Keeper::Fresh };
+        let start = match self.blocks.range(..=s).next_back() {
+            Some((&k, b)) if b.end() >= s => Included(k),
+            _ => Excluded(s),
+        };
+        let mut first: Option<&Block> = None;
+        let mut last: Option<&Block> = None;
+        for (_, b) in self.blocks.range((start, Included(e))) {
+            first.get_or_insert(b);
+            last = Some(b);
+            plan.count += 1;
+            plan.heap_before += b.heap();
         }
+        let (Some(first), Some(last)) = (first, last) else {
+            plan.heap_after = heap_cost((e - s) as usize);
+            return plan;
+        };
+        plan.touched = Some((first.offset, last.offset));
+        let left = (first.offset <= s).then_some(first);
+        let right = (last.end() > e).then_some(last);
+        let left_len = left.map_or(0, |b| b.len());
+        let right_len = right.map_or(0, |b| b.len());
+        match (left, right) {
+            (Some(l), _) if left_len >= right_len => {
+                plan.keeper = Keeper::Left;
+                let extra = (e.max(last.end()).max(l.end()) - l.end()) as usize;
+                plan.heap_after = heap_cost(l.capacity_for_append(extra));
+            }
+            (_, Some(r)) => {
+                plan.keeper = Keeper::Right;
+                let front = (r.offset - s) + left.map_or(0, |l| s - l.offset);
+                plan.heap_after = heap_cost(r.capacity_for_prepend(front as usize));
+            }
+            _ => plan.heap_after = heap_cost((e - s) as usize),
+        }
+        plan
     }
 
-    /// Writes `bytes` at `s`, overwriting held bytes and merging touching blocks.
-    fn write(&mut self, s: u64, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
+    /// Writes `bytes` at `s` following `plan` (from [`Self::plan_write`] for the same
+    /// range), overwriting held bytes and merging touching blocks.
+    fn write(&mut self, s: u64, bytes: &[u8], plan: WritePlan) {
         let e = s + bytes.len() as u64;
-        let i = self.blocks.partition_point(|b| b.end() < s);
-        let j = self.blocks.partition_point(|b| b.offset <= e);
-        if i >= j {
-            self.blocks.insert(i, Block { offset: s, head: 0, data: bytes.to_vec() });
-            self.stored += bytes.len() as u64;
+        let Some((first, last)) = plan.touched else {
+            self.heap += heap_cost(bytes.len());
+            self.blocks.insert(s, Block::new(s, bytes));
+            debug_assert_eq!(self.blocks[&s].heap(), plan.heap_after);
+            return;
+        };
+        self.heap -= plan.heap_before;
+        let block = match plan.keeper {
+            Keeper::Left => {
+                let mut keep = self.blocks.remove(&first).expect("planned block");
+                let right = if last != first { self.blocks.remove(&last) } else { None };
+                self.drop_blocks_between(first, last);
+                // Everything the bytes do not reach past `e` comes from the last block.
+                let tail_from = e.max(keep.end());
+                let tail = match &right {
+                    Some(r) if r.end() > tail_from => &r.bytes()[(tail_from - r.offset) as usize..],
+                    _ => &[][..],
+                };
+                let grow = (e.max(keep.end()) - keep.end()) as usize + tail.len();
+                if keep.capacity_for_append(grow) > keep.data.capacity() {
+                    let cap = keep.capacity_for_append(grow);
+                    keep.data.reserve_exact(cap - keep.data.len());
+                }
+                keep.write_from(s, bytes);
+                keep.append(tail);
+                keep
+            }
+            Keeper::Right => {
+                let mut keep = self.blocks.remove(&last).expect("planned block");
+                let left = if last != first { self.blocks.remove(&first) } else { None };
+                self.drop_blocks_between(first, last);
+                // Overwrite the part of the bytes inside the kept block, then put the rest
+                // and whatever the first block holds before `s` in front.
+                let inside = (keep.offset - s) as usize;
+                keep.write_from(keep.offset, &bytes[inside..]);
+                let head = match &left {
+                    Some(l) if l.offset < s => &l.bytes()[..(s - l.offset) as usize],
+                    _ => &[][..],
+                };
+                let mut front = Vec::with_capacity(head.len() + inside);
+                front.extend_from_slice(head);
+                front.extend_from_slice(&bytes[..inside]);
+                keep.prepend(&front);
+                keep
+            }
+            Keeper::Fresh => {
+                for k in [first, last] {
+                    self.blocks.remove(&k);
+                }
+                self.drop_blocks_between(first, last);
+                Block::new(s, bytes)
+            }
+        };
+        debug_assert_eq!(block.heap(), plan.heap_after, "plan and write agree on the allocation");
+        self.heap += block.heap();
+        self.blocks.insert(block.offset, block);
+    }
+
+    /// Removes the blocks strictly between two keys (they lie inside a written range).
+    fn drop_blocks_between(&mut self, first: u64, last: u64) {
+        if last <= first {
             return;
         }
-        if j == i + 1 && self.blocks[i].offset <= s {
-            // Common case: append to (or overwrite inside) one block.
-            let b = &mut self.blocks[i];
-            let before = b.len();
-            let rel = b.head + (s - b.offset) as usize;
-            let overwrite = bytes.len().min(b.data.len() - rel);
-            b.data[rel..rel + overwrite].copy_from_slice(&bytes[..overwrite]);
-            b.data.extend_from_slice(&bytes[overwrite..]);
-            self.stored += b.len() - before;
-            return;
+        while let Some((&k, _)) = self.blocks.range((Excluded(first), Excluded(last))).next() {
+            self.blocks.remove(&k);
         }
-        // Rare case: the new bytes bridge blocks or extend one to the left.
-        let start = s.min(self.blocks[i].offset);
-        let stop = e.max(self.blocks[j - 1].end());
-        let mut data = vec![0u8; (stop - start) as usize];
-        let mut old_len = 0;
-        for b in &self.blocks[i..j] {
-            let at = (b.offset - start) as usize;
-            data[at..at + b.len() as usize].copy_from_slice(b.bytes());
-            old_len += b.len();
-        }
-        let at = (s - start) as usize;
-        data[at..at + bytes.len()].copy_from_slice(bytes);
-        self.stored = self.stored - old_len + (stop - start);
-        self.blocks.splice(i..j, std::iter::once(Block { offset: start, head: 0, data }));
     }
 
     /// Counts holes that the peer has acknowledged past (Suricata declares a gap then and
@@ -375,8 +596,7 @@ impl StreamHalf {
     pub fn check_gaps(&mut self, mem: &mut ReassemblyMemory, acked: u64) -> bool {
         let mut found = false;
         let mut cursor = self.gap_checked.max(self.left);
-        let i = self.blocks.partition_point(|b| b.end() <= cursor);
-        for b in &self.blocks[i..] {
+        for b in self.blocks_from(cursor) {
             if b.offset > acked {
                 break;
             }
@@ -397,37 +617,56 @@ impl StreamHalf {
             return;
         }
         self.left = target;
-        let drop_blocks = self.blocks.partition_point(|b| b.end() <= target);
-        for b in self.blocks.drain(..drop_blocks) {
-            self.stored -= b.len();
-        }
-        if let Some(b) = self.blocks.first_mut() {
-            if b.offset < target {
-                let n = (target - b.offset) as usize;
-                b.drop_front(n);
-                self.stored -= n as u64;
+        while let Some(entry) = self.blocks.first_entry() {
+            if entry.get().end() <= target {
+                self.heap -= entry.remove().heap();
+            } else if entry.get().offset < target {
+                let mut b = entry.remove();
+                self.heap -= b.heap();
+                b.drop_front((target - b.offset) as usize);
+                self.heap += b.heap();
+                self.blocks.insert(b.offset, b);
+                break;
+            } else {
+                break;
             }
         }
-        while self.records.front().is_some_and(|r| r.end() <= target) {
-            self.records.pop_front();
+        // Per class, records are ordered by offset and differ in length by less than 2x,
+        // so popping while the first one ends before `target` frees nearly all of them.
+        for k in 0..32u8 {
+            if self.record_classes & (1 << k) == 0 {
+                continue;
+            }
+            while let Some(&(class, offset, len)) = self.records.range((k, 0, 0)..(k + 1, 0, 0)).next() {
+                if offset + len as u64 > target {
+                    break;
+                }
+                self.records.remove(&(class, offset, len));
+            }
         }
         if self.records.is_empty() {
-            self.max_record_len = 0;
+            self.record_classes = 0;
         }
         self.sync_memory(mem);
     }
 
     /// Frees everything (flow end).
     pub fn release(&mut self, mem: &mut ReassemblyMemory) {
-        self.blocks = Vec::new();
-        self.records = VecDeque::new();
-        self.stored = 0;
+        self.blocks = BTreeMap::new();
+        self.records = BTreeSet::new();
+        self.record_classes = 0;
+        self.heap = 0;
         self.left = self.left.max(self.next_off);
         self.sync_memory(mem);
     }
 
+    /// What this direction costs now: buffers, one map entry per block and per record.
+    fn charge(&self) -> u64 {
+        self.heap + self.blocks.len() as u64 * BLOCK_COST + self.records.len() as u64 * SEGMENT_RECORD_COST
+    }
+
     fn sync_memory(&mut self, mem: &mut ReassemblyMemory) {
-        let now = self.stored + self.records.len() as u64 * SEGMENT_RECORD_COST;
+        let now = self.charge();
         mem.adjust(self.accounted, now);
         self.accounted = now;
     }
@@ -435,5 +674,12 @@ impl StreamHalf {
     #[cfg(test)]
     pub fn accounted(&self) -> u64 {
         self.accounted
+    }
+
+    /// The charge recomputed from scratch, to check the running total.
+    #[cfg(test)]
+    pub fn recomputed_charge(&self) -> u64 {
+        let heap: u64 = self.blocks.values().map(Block::heap).sum();
+        heap + self.blocks.len() as u64 * BLOCK_COST + self.records.len() as u64 * SEGMENT_RECORD_COST
     }
 }

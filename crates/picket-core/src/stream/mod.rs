@@ -93,12 +93,14 @@ mod memory;
 mod policy;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod worst_case_tests;
 
 pub use half::InsertResult;
 pub use memory::{ReassemblyCounters, ReassemblyMemory};
 pub use policy::{HostOsPolicy, OverlapPolicy};
 
-use half::StreamHalf;
+use half::{InsertLimits, StreamHalf};
 
 use crate::flow::tcp::StreamView;
 
@@ -122,6 +124,10 @@ pub struct StreamConfig {
     pub toserver_chunk_size: u32,
     /// `stream.reassembly.toclient-chunk-size`.
     pub toclient_chunk_size: u32,
+    /// `stream.reassembly.max-regions`: most separate runs of held bytes (out-of-order
+    /// regions) per direction; a segment that would open another is not buffered
+    /// (`tcp.reassembly_region_limit_drop`) and becomes a gap. 0 = unlimited.
+    pub max_regions: u32,
     /// Already inspected bytes repeated in front of new ones (see module doc).
     pub lookback: u32,
     /// Whether an app-layer parser consumes [`TcpReassembly::app_data`]; if not, its
@@ -138,6 +144,7 @@ impl Default for StreamConfig {
             async_oneside: false,
             toserver_chunk_size: 2560,
             toclient_chunk_size: 2560,
+            max_regions: StreamConfig::DEFAULT_MAX_REGIONS,
             lookback: 0,
             app_layer: false,
         }
@@ -145,6 +152,9 @@ impl Default for StreamConfig {
 }
 
 impl StreamConfig {
+    /// Default `stream.reassembly.max-regions`.
+    pub const DEFAULT_MAX_REGIONS: u32 = 1024;
+
     fn chunk_size(&self, dir: Direction) -> u64 {
         match dir {
             Direction::ToServer => self.toserver_chunk_size as u64,
@@ -242,7 +252,7 @@ impl<'a> StreamChunk<'a> {
 /// alert on stream data logs as its payload (Suricata logs the stream, not the chunk).
 #[derive(Clone, Copy, Debug)]
 pub struct HeldStream<'a> {
-    blocks: &'a [half::Block],
+    blocks: &'a std::collections::BTreeMap<u64, half::Block>,
     /// Offset before which data was freed: not a gap.
     left: u64,
 }
@@ -251,7 +261,7 @@ impl<'a> HeldStream<'a> {
     /// The held runs as (stream offset, bytes), in order; holes lie between runs.
     pub fn runs(&self) -> impl Iterator<Item = (u64, &'a [u8])> + 'a {
         let left = self.left;
-        self.blocks.iter().map(move |b| {
+        self.blocks.values().map(move |b| {
             let skip = left.saturating_sub(b.offset).min(b.bytes().len() as u64) as usize;
             (b.offset.max(left), &b.bytes()[skip..])
         })
@@ -287,7 +297,24 @@ pub struct TcpReassembly {
     session_closing: bool,
     /// Flow ended: everything buffered is inspectable.
     eof: bool,
+    /// Session state charged to `stream.memcap` (from the first tracked segment on).
+    session_charge: SessionCharge,
 }
+
+/// Whether a session's state is charged to `stream.memcap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SessionCharge {
+    /// Not yet tracked: nothing charged.
+    None,
+    Charged,
+    /// `stream.memcap` was reached when the session started: it is not reassembled, as
+    /// Suricata does not create a session then (`tcp.ssn_memcap_drop`).
+    Refused,
+}
+
+/// What one session's reassembly state costs against `stream.memcap`: the boxed state the
+/// inspector keeps per TCP flow.
+const SESSION_COST: u64 = memory::heap_cost(std::mem::size_of::<TcpReassembly>());
 
 impl TcpReassembly {
     pub fn new(cfg: StreamConfig) -> Self {
@@ -296,6 +323,7 @@ impl TcpReassembly {
             halves: [StreamHalf::new(cfg.policy), StreamHalf::new(cfg.policy)],
             session_closing: false,
             eof: false,
+            session_charge: SessionCharge::None,
         }
     }
 
@@ -332,6 +360,17 @@ impl TcpReassembly {
         if !session.is_tracked() {
             return out;
         }
+        match self.session_charge {
+            SessionCharge::Charged => {}
+            SessionCharge::Refused => return out,
+            SessionCharge::None => {
+                if !mem.charge_session(SESSION_COST) {
+                    self.session_charge = SessionCharge::Refused;
+                    return out;
+                }
+                self.session_charge = SessionCharge::Charged;
+            }
+        }
         out.tracked = true;
         let base = |dir: Direction| session.base_seq(dir == Direction::ToServer);
         let (base_d, base_o) = (base(dir), base(dir.opposite()));
@@ -353,7 +392,9 @@ impl TcpReassembly {
         let data_seq = if flags.has(TcpFlags::SYN) { seg.seq.wrapping_add(1) } else { seg.seq };
         let off = half.offset_of(data_seq, base_d);
         if !seg.payload.is_empty() && !self.eof {
-            let (result, detail) = half.insert(off, seg.payload, self.cfg.depth, self.cfg.inline, mem);
+            let limits =
+                InsertLimits { depth: self.cfg.depth, max_regions: self.cfg.max_regions, inline: self.cfg.inline };
+            let (result, detail) = half.insert(off, seg.payload, limits, mem);
             out.data = Some(result);
             out.overlap = detail.overlap;
             out.overlap_different_data = detail.different_data;
@@ -460,8 +501,7 @@ impl TcpReassembly {
         f: &mut impl FnMut(StreamChunk<'_>, HeldStream<'_>),
     ) -> u64 {
         let mut progress = h.raw_progress;
-        let first = h.blocks().partition_point(|b| b.end() <= progress);
-        for b in &h.blocks()[first..] {
+        for b in h.blocks_from(progress) {
             let new_start = b.offset.max(progress);
             let new_end = b.end().min(right_edge);
             if new_start >= new_end {
@@ -498,8 +538,7 @@ impl TcpReassembly {
         let chunk =
             if chunk_size <= pkt_len || chunk_size / 3 * 2 < pkt_len { pkt_len + chunk_size / 3 } else { chunk_size };
         let blocks = h.blocks();
-        let i = blocks.partition_point(|b| b.end() <= pkt_start.max(h.left));
-        let Some(b) = blocks.get(i) else { return false };
+        let Some(b) = h.blocks_from(pkt_start.max(h.left)).next() else { return false };
         let pkt_start = pkt_start.max(b.offset);
         let pkt_end = (pkt_start + pkt_len).min(b.end());
         if pkt_start >= pkt_end {
@@ -600,9 +639,7 @@ impl TcpReassembly {
         if at > h.app_progress {
             return Some(AppData::Gap { offset: h.app_progress, len: at - h.app_progress });
         }
-        let blocks = h.blocks();
-        let i = blocks.partition_point(|b| b.end() <= at);
-        match blocks.get(i) {
+        match h.blocks_from(at).next() {
             Some(b) if b.offset <= at => {
                 let end = b.end().min(limit);
                 if end <= at {
@@ -636,7 +673,7 @@ impl TcpReassembly {
     /// The retained bytes of `dir` as (stream offset, bytes) runs in order; holes lie
     /// between runs. Used to log the stream payload of an alert.
     pub fn retained(&self, dir: Direction) -> impl Iterator<Item = (u64, &[u8])> + '_ {
-        self.halves[dir.index()].blocks().iter().map(|b| (b.offset, b.bytes()))
+        self.halves[dir.index()].blocks().values().map(|b| (b.offset, b.bytes()))
     }
 
     /// Stream offset before which `dir`'s data has been freed.
@@ -670,6 +707,10 @@ impl TcpReassembly {
     pub fn release(&mut self, mem: &mut ReassemblyMemory) {
         for h in &mut self.halves {
             h.release(mem);
+        }
+        if self.session_charge == SessionCharge::Charged {
+            mem.refund_session(SESSION_COST);
+            self.session_charge = SessionCharge::None;
         }
     }
 }
