@@ -209,6 +209,18 @@ fn load_inner(
     for (sid, reason) in &build.rules_rejected {
         load.rejected_by_engine(*sid, reason);
     }
+    for &sid in &build.prefilter_fallback_sids {
+        let place = load
+            .rules
+            .iter()
+            .find(|r| r.sid == sid)
+            .and_then(|r| r.file.as_ref().map(|f| format!(" ({f}:{})", r.line)))
+            .unwrap_or_default();
+        warnings.push(format!(
+            "rule sid {sid}{place}: {} cannot compile its fast pattern, prefiltered with Aho-Corasick instead",
+            build.mpm_algo
+        ));
+    }
     Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
 }
 

@@ -370,3 +370,49 @@ fn bounds_hostile_byte_math_and_pcre_do_not_stop_the_run() {
     assert!(events.iter().filter(|e| e["event_type"] == "alert").all(|e| e["alert"]["signature_id"] == 2));
     assert_eq!(stats["detect"]["pcre_match_limit"], 1, "{}", stats["detect"]);
 }
+
+/// Issue #16: one 16 KiB content made Hyperscan refuse its pattern set and aborted the
+/// start-up. Now that pattern alone falls back to Aho-Corasick, with a warning naming the
+/// rule's sid and place, and the rule still matches (and only where it should).
+#[test]
+fn bounds_hyperscan_refused_pattern_falls_back_and_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let long: Vec<u8> = (0..16384u32).map(|i| b'a' + (i % 23) as u8).collect();
+    let hex: String = long.iter().map(|b| format!("{b:02x}")).collect();
+    let rules = dir.path().join("r.rules");
+    std::fs::write(
+        &rules,
+        format!(
+            "alert udp any any -> any any (msg:\"short\"; content:\"mark\"; sid:1;)\n\
+             alert udp any any -> any any (msg:\"long\"; content:\"|{hex}|\"; sid:2;)\n"
+        ),
+    )
+    .unwrap();
+    let mut with_long = b"xx".to_vec();
+    with_long.extend_from_slice(&long);
+    let mut almost = long.clone();
+    almost[16000] ^= 0x20;
+    let frames = vec![udp_frame(80, &with_long), udp_frame(81, b"mark"), udp_frame(82, &almost)];
+    let pcap = dir.path().join("long.pcap");
+    write_pcap(&pcap, &frames);
+    for algo in ["hs", "ac"] {
+        let logs = tempfile::tempdir().unwrap();
+        let set = format!("mpm-algo={algo}");
+        let out = picket()
+            .args(["-r", pcap.to_str().unwrap(), "-S", rules.to_str().unwrap(), "-l", logs.path().to_str().unwrap()])
+            .args(["-k", "none", "--set", &set])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if algo == "hs" && !out.status.success() && stderr.contains("Hyperscan") && !stderr.contains("pattern") {
+            eprintln!("Hyperscan unavailable here, skipping: {stderr}");
+            continue;
+        }
+        assert!(out.status.success(), "{algo}: {stderr}");
+        if algo == "hs" {
+            assert!(stderr.contains("sid 2") && stderr.contains("r.rules:2"), "{stderr}");
+        }
+        let (alerts, _) = alerts_and_stats(&read_eve(logs.path()));
+        assert_eq!(alerts, vec![(1, 80), (2, 81)], "{algo}");
+    }
+}

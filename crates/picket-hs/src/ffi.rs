@@ -11,6 +11,7 @@
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hyperscan_sys as sys;
 
@@ -21,8 +22,23 @@ pub(super) struct Literal<'a> {
     pub id: u32,
 }
 
-/// A compiled block-mode database.
-pub(super) struct Database(NonNull<sys::hs_database_t>);
+/// A compiled block-mode database, with a serial that identifies it for the process's life
+/// (a freed database's address can be reused; its serial never is).
+pub(super) struct Database(NonNull<sys::hs_database_t>, u64);
+
+/// Source of database serials.
+static NEXT_DATABASE: AtomicU64 = AtomicU64::new(1);
+
+/// Most database serials one scratch remembers; beyond that the list restarts, and a database
+/// forgotten that way is simply fitted again on its next scan (no reallocation when it fits).
+const MAX_FITTED: usize = 4096;
+
+/// Why a literal set did not compile, and which literal (index into the slice) if libhs says.
+#[derive(Debug)]
+pub(super) struct CompileError {
+    pub message: String,
+    pub literal: Option<usize>,
+}
 
 // SAFETY: libhs never mutates a database after compilation; concurrent scans of one database
 // with distinct scratches are the documented way to use it from several threads.
@@ -30,8 +46,10 @@ unsafe impl Send for Database {}
 // SAFETY: as above, all access through `&Database` is read-only in libhs.
 unsafe impl Sync for Database {}
 
-/// Scratch space, sized for every database passed to [`HsScratch::grow_for`].
-pub(super) struct HsScratch(NonNull<sys::hs_scratch_t>);
+/// Scratch space, and the serials (sorted) of the databases it was sized for with
+/// [`HsScratch::fit`]: [`Database::scan`] refuses a scratch not sized for its database, since
+/// libhs cannot always tell and would read or write past an undersized scratch.
+pub(super) struct HsScratch(NonNull<sys::hs_scratch_t>, Vec<u64>);
 
 // SAFETY: a scratch is not tied to the thread that allocated it; libhs only forbids concurrent
 // use, which `&mut HsScratch` in `Database::scan` rules out.
@@ -65,10 +83,11 @@ impl Database {
     /// Compiles `literals` with `hs_compile_lit_multi`, each reporting its `id` at most once per
     /// scan (`HS_FLAG_SINGLEMATCH`). Literal mode takes raw bytes (NUL included) and compiles
     /// short literals far faster than equivalent regexes.
-    pub(super) fn compile_literals(literals: &[Literal<'_>]) -> Result<Database, String> {
-        let count = c_uint::try_from(literals.len()).map_err(|_| "too many patterns".to_string())?;
-        if literals.iter().any(|literal| literal.bytes.is_empty()) {
-            return Err("empty literal".into());
+    pub(super) fn compile_literals(literals: &[Literal<'_>]) -> Result<Database, CompileError> {
+        let plain = |message: &str| CompileError { message: message.to_string(), literal: None };
+        let count = c_uint::try_from(literals.len()).map_err(|_| plain("too many patterns"))?;
+        if let Some(empty) = literals.iter().position(|literal| literal.bytes.is_empty()) {
+            return Err(CompileError { message: "empty literal".into(), literal: Some(empty) });
         }
         let pointers: Vec<*const c_char> = literals.iter().map(|l| l.bytes.as_ptr().cast()).collect();
         let lengths: Vec<usize> = literals.iter().map(|l| l.bytes.len()).collect();
@@ -98,8 +117,8 @@ impl Database {
         };
         if code == sys::HS_SUCCESS as c_int {
             return NonNull::new(database)
-                .map(Database)
-                .ok_or_else(|| "hs_compile_lit_multi returned no database".to_string());
+                .map(|db| Database(db, NEXT_DATABASE.fetch_add(1, Ordering::Relaxed)))
+                .ok_or_else(|| plain("hs_compile_lit_multi returned no database"));
         }
         Err(take_compile_error(code, compile_error))
     }
@@ -118,16 +137,22 @@ impl Database {
 
     /// Scans `data` (at most `u32::MAX` bytes), calling `on_match(id)` for each report.
     /// A panic in `on_match` stops the scan and is resumed here, never unwinding through C.
+    ///
+    /// Precondition, checked here: `scratch` was sized for this database by
+    /// [`HsScratch::fit`]; otherwise the scan is refused with an error.
     pub(super) fn scan<F: FnMut(u32)>(
         &self,
         data: &[u8],
         scratch: &mut HsScratch,
         on_match: F,
     ) -> Result<(), &'static str> {
+        if !scratch.fits(self) {
+            return Err("scratch not sized for this database");
+        }
         let length = c_uint::try_from(data.len()).map_err(|_| "haystack longer than 4 GiB")?;
         let mut context = ScanContext { on_match, panic: None };
-        // SAFETY: database and scratch are live, and the caller has sized the scratch for this
-        // database with `grow_for` (libhs may not detect an undersized scratch). `data` is valid
+        // SAFETY: database and scratch are live, and the scratch was sized for this database by
+        // `HsScratch::fit` (checked above: libhs may not detect an undersized scratch). `data` is valid
         // for `length` bytes. `context` outlives the call and is only touched by
         // `on_event::<F>`, which is instantiated with the same `F`.
         let code = unsafe {
@@ -187,9 +212,9 @@ unsafe extern "C" fn on_event<F: FnMut(u32)>(
 }
 
 /// Turns a failed compile into a message and frees libhs's error record.
-fn take_compile_error(code: c_int, compile_error: *mut sys::hs_compile_error_t) -> String {
+fn take_compile_error(code: c_int, compile_error: *mut sys::hs_compile_error_t) -> CompileError {
     if compile_error.is_null() {
-        return error_name(code).to_string();
+        return CompileError { message: error_name(code).to_string(), literal: None };
     }
     // SAFETY: on failure libhs hands us a valid error record whose `message` is a
     // NUL-terminated string (or null); we copy it before freeing the record exactly once.
@@ -202,11 +227,7 @@ fn take_compile_error(code: c_int, compile_error: *mut sys::hs_compile_error_t) 
         };
         let expression = record.expression;
         sys::hs_free_compile_error(compile_error);
-        if expression >= 0 {
-            format!("{message} (pattern #{expression})")
-        } else {
-            message
-        }
+        CompileError { message, literal: usize::try_from(expression).ok() }
     }
 }
 
@@ -216,19 +237,42 @@ impl HsScratch {
     pub(super) fn fit(slot: &mut Option<HsScratch>, database: &Database) -> Result<(), &'static str> {
         // Hand ownership to libhs for the call: on a failed resize it frees the old scratch and
         // returns null, so `slot` must be refilled from whatever comes back.
-        let mut raw = match slot.take() {
-            Some(owned) => std::mem::ManuallyDrop::new(owned).0.as_ptr(),
-            None => ptr::null_mut(),
+        if slot.as_ref().is_some_and(|s| s.fits(database)) {
+            return Ok(());
+        }
+        let (mut raw, mut fitted) = match slot.take() {
+            Some(owned) => {
+                let mut owned = std::mem::ManuallyDrop::new(owned);
+                (owned.0.as_ptr(), std::mem::take(&mut owned.1))
+            }
+            None => (ptr::null_mut(), Vec::new()),
         };
         // SAFETY: live database; `raw` is null (fresh allocation) or our scratch, which nobody
         // else can be using since we own it. Afterwards `raw` is null or a live scratch we own.
         let code = unsafe { sys::hs_alloc_scratch(database.0.as_ptr(), &mut raw) };
-        *slot = NonNull::new(raw).map(HsScratch);
-        match (code == sys::HS_SUCCESS as c_int, slot.is_some()) {
+        let ok = code == sys::HS_SUCCESS as c_int;
+        if ok {
+            if fitted.len() >= MAX_FITTED {
+                fitted.clear();
+            }
+            if let Err(at) = fitted.binary_search(&database.1) {
+                fitted.insert(at, database.1);
+            }
+        } else {
+            // A failed resize may have freed the scratch: no database is known to fit it.
+            fitted.clear();
+        }
+        *slot = NonNull::new(raw).map(|raw| HsScratch(raw, fitted));
+        match (ok, slot.is_some()) {
             (true, true) => Ok(()),
             (true, false) => Err("hs_alloc_scratch returned no scratch"),
             (false, _) => Err(error_name(code)),
         }
+    }
+
+    /// Whether this scratch was sized for `database`.
+    pub(super) fn fits(&self, database: &Database) -> bool {
+        self.1.binary_search(&database.1).is_ok()
     }
 
     /// Bytes of the scratch.

@@ -13,20 +13,11 @@
 
 mod ffi;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use self::ffi::{Database, HsScratch, Literal};
 use picket_core::detect::mpm::{
-    empty_matcher, overlapping_windows, validate_patterns, BackendScratch, IdTable, MatcherBuilder, MpmAlgo, MpmError,
-    MultiPatternMatcher, Pattern, Scratch, SeenSlots,
+    empty_matcher, overlapping_windows, validate_patterns, AcBuilder, BackendScratch, IdTable, MatcherBuilder, MpmAlgo,
+    MpmError, MultiPatternMatcher, Pattern, Scratch, SeenSlots,
 };
-
-/// Most `HsScratchState::ready_for` entries kept; beyond that the list restarts (each
-/// database then re-checks the scratch once more, which does not reallocate).
-const MAX_REMEMBERED_DATABASES: usize = 4096;
-
-/// Source of [`HsMatcher::serial`]: identifies a database for the lifetime of the process.
-static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 /// Whether this CPU can run Hyperscan (SSSE3 at least).
 pub fn platform_supported() -> bool {
@@ -51,58 +42,49 @@ impl MatcherBuilder for HsBuilder {
     }
 }
 
-/// This backend's part of a worker's [`Scratch`].
+/// This backend's part of a worker's [`Scratch`]: one Hyperscan scratch, grown for every
+/// database it is used with (`ffi::HsScratch` remembers which, and a scan checks it).
 #[derive(Default)]
 struct HsScratchState {
-    /// Hyperscan scratch, sized for every database in `ready_for`.
     raw: Option<HsScratch>,
-    /// Serials of the databases `raw` has been sized for, sorted.
-    ready_for: Vec<u64>,
 }
 
 impl BackendScratch for HsScratchState {
     fn memory_bytes(&self) -> usize {
-        self.ready_for.capacity() * 8 + self.raw.as_ref().map_or(0, HsScratch::size)
+        self.raw.as_ref().map_or(0, HsScratch::size)
     }
 }
 
 impl HsScratchState {
-    /// The scratch, sized for `database` (identified by `serial`) if it was not yet.
-    ///
-    /// A Hyperscan scratch must be passed to `hs_alloc_scratch` for *every* database it is used
-    /// with (a scratch sized for another database can pass `hs_scan`'s checks and still be too
-    /// small), so the state remembers which databases it was sized for. The lookup is a binary
-    /// search, cheaper than asking libhs on every scan.
+    /// The scratch, sized for `database` if it was not yet.
     #[inline]
-    fn fit(&mut self, serial: u64, database: &Database) -> Result<&mut HsScratch, &'static str> {
-        if let Err(insert_at) = self.ready_for.binary_search(&serial) {
-            if let Err(message) = HsScratch::fit(&mut self.raw, database) {
-                // A failed resize may have freed the scratch, so no database is known to fit it.
-                if self.raw.is_none() {
-                    self.ready_for.clear();
-                }
-                return Err(message);
-            }
-            if self.ready_for.len() >= MAX_REMEMBERED_DATABASES {
-                self.ready_for.clear();
-                self.ready_for.push(serial);
-            } else {
-                self.ready_for.insert(insert_at, serial);
-            }
-        }
+    fn fit(&mut self, database: &Database) -> Result<&mut HsScratch, &'static str> {
+        HsScratch::fit(&mut self.raw, database)?;
         self.raw.as_mut().ok_or("scratch missing after preparation")
     }
 }
 
-/// A compiled Hyperscan database and the ids its literals report.
-pub struct HsMatcher {
+/// Most patterns of one set that may fall back to Aho-Corasick; past that the set fails as a
+/// whole (each fallback costs one more Hyperscan compile of the set).
+const MAX_FALLBACK_PATTERNS: usize = 64;
+
+/// The Hyperscan part of a matcher: a compiled database and the ids its literals report.
+struct HsDatabase {
     database: Database,
     ids: IdTable,
     longest: usize,
+}
+
+/// A compiled Hyperscan database and the ids its literals report; patterns Hyperscan refuses
+/// (a 16 KiB literal, say) go to a small Aho-Corasick matcher scanned after it, so one odd
+/// rule costs a second scan of its group instead of the whole start-up.
+pub struct HsMatcher {
+    hs: Option<HsDatabase>,
+    fallback: Option<Box<dyn MultiPatternMatcher>>,
+    fallback_ids: Vec<u32>,
     pattern_count: usize,
     /// `hs_scan` takes a 32-bit length; longer haystacks are scanned in overlapping windows.
     max_window: usize,
-    serial: u64,
 }
 
 impl HsMatcher {
@@ -117,20 +99,47 @@ impl HsMatcher {
         if !platform_supported() {
             return Err(compile_error("this CPU lacks the SSSE3 instructions Hyperscan needs".into()));
         }
-        let (ids, groups) = IdTable::group_by(patterns, |p| (p.bytes.clone(), p.nocase));
-        let literals: Vec<Literal<'_>> = groups
-            .iter()
-            .enumerate()
-            .map(|(group, (bytes, nocase))| Literal { bytes, caseless: *nocase, id: group as u32 })
-            .collect();
-        let database = Database::compile_literals(&literals).map_err(compile_error)?;
+        let mut left: Vec<Pattern> = patterns.to_vec();
+        let mut fallback: Vec<Pattern> = Vec::new();
+        let hs = loop {
+            if left.is_empty() {
+                break None;
+            }
+            let (ids, groups) = IdTable::group_by(&left, |p| (p.bytes.clone(), p.nocase));
+            let literals: Vec<Literal<'_>> = groups
+                .iter()
+                .enumerate()
+                .map(|(group, (bytes, nocase))| Literal { bytes, caseless: *nocase, id: group as u32 })
+                .collect();
+            match Database::compile_literals(&literals) {
+                Ok(database) => {
+                    let longest = groups.iter().map(|(bytes, _)| bytes.len()).max().unwrap_or(1);
+                    break Some(HsDatabase { database, ids, longest });
+                }
+                // libhs names the literal it refuses: that literal (every pattern with its
+                // bytes) falls back, the rest is compiled again.
+                Err(e) => match e.literal.and_then(|i| groups.get(i)) {
+                    Some((bytes, nocase)) if fallback.len() < MAX_FALLBACK_PATTERNS => {
+                        let (refused, kept): (Vec<Pattern>, Vec<Pattern>) =
+                            left.into_iter().partition(|p| p.bytes == *bytes && p.nocase == *nocase);
+                        fallback.extend(refused);
+                        left = kept;
+                    }
+                    _ => return Err(compile_error(e.message)),
+                },
+            }
+        };
+        let fallback_ids = fallback.iter().map(|p| p.id).collect();
+        let fallback = match fallback.is_empty() {
+            true => None,
+            false => Some(AcBuilder.build(&fallback)?),
+        };
         Ok(HsMatcher {
-            database,
-            ids,
-            longest: groups.iter().map(|(bytes, _)| bytes.len()).max().unwrap_or(1),
+            hs,
+            fallback,
+            fallback_ids,
             pattern_count: patterns.len(),
             max_window: max_window.clamp(1, u32::MAX as usize),
-            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -140,47 +149,72 @@ impl HsMatcher {
 
     #[inline]
     fn scan_with(
-        &self,
+        hs: &HsDatabase,
+        max_window: usize,
         haystack: &[u8],
         seen: &mut SeenSlots,
         state: &mut HsScratchState,
         on_match: &mut dyn FnMut(u32),
     ) -> Result<(), MpmError> {
-        let hs_scratch = state.fit(self.serial, &self.database).map_err(Self::scan_error)?;
-        seen.reset_for(self.ids.slot_count());
-        for window in overlapping_windows(haystack.len(), self.max_window, self.longest.saturating_sub(1)) {
+        let hs_scratch = state.fit(&hs.database).map_err(Self::scan_error)?;
+        seen.reset_for(hs.ids.slot_count());
+        for window in overlapping_windows(haystack.len(), max_window, hs.longest.saturating_sub(1)) {
             let data = haystack.get(window).unwrap_or_default();
-            self.database
-                .scan(data, hs_scratch, |group| self.ids.report(group as usize, seen, on_match))
+            hs.database
+                .scan(data, hs_scratch, |group| hs.ids.report(group as usize, seen, on_match))
                 .map_err(Self::scan_error)?;
         }
         Ok(())
+    }
+
+    fn scan_hs(
+        &self,
+        hs: &HsDatabase,
+        haystack: &[u8],
+        scratch: &mut Scratch,
+        on_match: &mut dyn FnMut(u32),
+    ) -> Result<(), MpmError> {
+        if scratch.backend_parts::<HsScratchState>().1.is_none() {
+            // First Hyperscan scan with this scratch (no `prepare_scratch` at start-up).
+            scratch.set_backend(Box::<HsScratchState>::default());
+        }
+        match scratch.backend_parts::<HsScratchState>() {
+            (seen, Some(state)) => Self::scan_with(hs, self.max_window, haystack, seen, state, on_match),
+            (_, None) => Err(Self::scan_error("scratch missing after preparation")),
+        }
     }
 }
 
 impl MultiPatternMatcher for HsMatcher {
     fn scan(&self, haystack: &[u8], scratch: &mut Scratch, on_match: &mut dyn FnMut(u32)) -> Result<(), MpmError> {
-        if let (seen, Some(state)) = scratch.backend_parts::<HsScratchState>() {
-            return self.scan_with(haystack, seen, state, on_match);
+        if let Some(hs) = &self.hs {
+            self.scan_hs(hs, haystack, scratch, on_match)?;
         }
-        // First Hyperscan scan with this scratch (no `prepare_scratch` at start-up).
-        self.prepare_scratch(scratch)?;
-        match scratch.backend_parts::<HsScratchState>() {
-            (seen, Some(state)) => self.scan_with(haystack, seen, state, on_match),
-            (_, None) => Err(Self::scan_error("scratch missing after preparation")),
+        if let Some(fallback) = &self.fallback {
+            fallback.scan(haystack, scratch, on_match)?;
         }
+        Ok(())
     }
 
     fn prepare_scratch(&self, scratch: &mut Scratch) -> Result<(), MpmError> {
-        if scratch.backend_parts::<HsScratchState>().1.is_none() {
-            scratch.set_backend(Box::<HsScratchState>::default());
+        if let Some(hs) = &self.hs {
+            if scratch.backend_parts::<HsScratchState>().1.is_none() {
+                scratch.set_backend(Box::<HsScratchState>::default());
+            }
+            let (seen, Some(state)) = scratch.backend_parts::<HsScratchState>() else {
+                return Err(Self::scan_error("scratch missing after preparation"));
+            };
+            state.fit(&hs.database).map_err(Self::scan_error)?;
+            seen.reset_for(hs.ids.slot_count());
         }
-        let (seen, Some(state)) = scratch.backend_parts::<HsScratchState>() else {
-            return Err(Self::scan_error("scratch missing after preparation"));
-        };
-        state.fit(self.serial, &self.database).map_err(Self::scan_error)?;
-        seen.reset_for(self.ids.slot_count());
+        if let Some(fallback) = &self.fallback {
+            fallback.prepare_scratch(scratch)?;
+        }
         Ok(())
+    }
+
+    fn fallback_pattern_ids(&self) -> &[u32] {
+        &self.fallback_ids
     }
 
     fn pattern_count(&self) -> usize {
@@ -188,7 +222,8 @@ impl MultiPatternMatcher for HsMatcher {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.database.size() + self.ids.memory_bytes()
+        self.hs.as_ref().map_or(0, |hs| hs.database.size() + hs.ids.memory_bytes())
+            + self.fallback.as_ref().map_or(0, |f| f.memory_bytes())
     }
 
     fn algo(&self) -> MpmAlgo {

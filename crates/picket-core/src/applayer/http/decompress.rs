@@ -142,12 +142,19 @@ impl Layer {
             LayerState::Passthrough => sink(input),
             LayerState::Done => {}
             LayerState::Decoding => {
+                let mut stored = 0;
                 if !self.produced_output && self.replay.len() < REPLAY_LIMIT {
-                    let room = REPLAY_LIMIT - self.replay.len();
-                    self.replay.extend_from_slice(&input[..input.len().min(room)]);
+                    stored = input.len().min(REPLAY_LIMIT - self.replay.len());
+                    self.replay.extend_from_slice(&input[..stored]);
                 }
                 if self.decode(input, sink).is_err() {
                     self.on_error(sink);
+                    // Given up on decoding: the replay passed through what it kept of this
+                    // call; the rest passes through too, as it would had it arrived in a
+                    // later call (the output must not depend on where the body was cut).
+                    if self.state == LayerState::Passthrough {
+                        sink(input.get(stored..).unwrap_or_default());
+                    }
                 }
             }
         }
@@ -298,5 +305,32 @@ fn push(layers: &mut [Layer], data: &[u8], out: &mut dyn FnMut(&[u8])) {
     match layers.split_first_mut() {
         None => out(data),
         Some((first, rest)) => first.write(data, &mut |piece: &[u8]| push(rest, piece, out)),
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    fn decode_in_pieces(body: &[u8], piece: usize) -> Vec<u8> {
+        let limits = DecompressLimits { bomb_limit: 1 << 20, bomb_ratio: 2048 };
+        let mut decoder = BodyDecoder::new(&[Codec::Deflate], limits);
+        let mut out = Vec::new();
+        for chunk in body.chunks(piece) {
+            decoder.write(chunk, &mut |b| out.extend_from_slice(b));
+        }
+        out
+    }
+
+    /// A body labelled deflate that no codec decodes, longer than the replay buffer: once
+    /// decoding is given up the whole body passes through, whether it comes whole or in pieces
+    /// (the fuzz finding http-74d26856095bbbdf: whole, the bytes past the replay were dropped).
+    #[test]
+    fn undecodable_body_passes_through_whatever_the_cut() {
+        let body = vec![0xffu8; REPLAY_LIMIT + 1000];
+        let whole = decode_in_pieces(&body, body.len());
+        assert_eq!(whole.len(), body.len());
+        assert_eq!(decode_in_pieces(&body, 1), whole);
+        assert_eq!(decode_in_pieces(&body, 777), whole);
     }
 }

@@ -130,6 +130,9 @@ pub struct BuildReport {
     pub rules_ip_only: usize,
     /// threshold.config entries the engine does not apply (rate_filter), as text.
     pub config_unsupported: Vec<String>,
+    /// Sids of rules whose fast pattern the prefilter backend refused (Hyperscan and a
+    /// 16 KiB literal, say): they are prefiltered by Aho-Corasick instead, and still match.
+    pub prefilter_fallback_sids: Vec<u32>,
     pub build_micros: u64,
 }
 
@@ -977,6 +980,14 @@ impl DetectEngine {
         let (sets, layout) = plan.take_pattern_sets();
         let matchers = build_matchers(cfg.matchers.as_ref(), &sets)?;
         let algo_used = cfg.matchers.algo();
+        let mut fallback: Vec<u32> = matchers
+            .iter()
+            .flat_map(|m| m.fallback_pattern_ids().iter())
+            .filter_map(|&idx| rules.get(idx as usize).map(|r| r.sid))
+            .collect();
+        fallback.sort_unstable();
+        fallback.dedup();
+        report.prefilter_fallback_sids = fallback;
         let (groups, ip_only) = plan.finish(layout, &matchers)?;
         let memory = matchers_memory(&matchers) + rules_memory(&rules, &ip_only);
         report.mpm_algo = algo_used.to_string();

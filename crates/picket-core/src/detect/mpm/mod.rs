@@ -80,6 +80,12 @@ pub trait MultiPatternMatcher: Send + Sync {
 
     /// The backend actually used (never [`MpmAlgo::Auto`]).
     fn algo(&self) -> MpmAlgo;
+
+    /// Ids of the patterns the backend could not compile and matches another way (Hyperscan
+    /// hands them to Aho-Corasick), so that the engine can name their rules in a warning.
+    fn fallback_pattern_ids(&self) -> &[u32] {
+        &[]
+    }
 }
 
 /// Compiles pattern sets with one backend. Injected into the engine by its caller, which
