@@ -502,7 +502,8 @@ pub struct BodyMemory {
     pub held: u64,
     /// Appends cut short by `room` (Suricata's `http.memcap`).
     pub refusals: u64,
-    /// Body bytes not buffered because of `room`.
+    /// Bytes of the appends `room` cut short (the body's later bytes are not stored
+    /// either: a cut body stays a prefix).
     pub refused_bytes: u64,
 }
 
@@ -528,6 +529,11 @@ fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
 /// allocation grows by doubling, but never past the limit nor the room: what it allocates
 /// is charged to `mem` at its real capacity.
 fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8], mem: &mut BodyMemory) {
+    // A body cut once (limit or memcap) stays a prefix: appending after a hole would let
+    // patterns match across it.
+    if *truncated {
+        return;
+    }
     let within_limit = data.len().min(limit.saturating_sub(body.len()));
     let mut take = within_limit;
     let (len, cap) = (body.len(), body.capacity());
