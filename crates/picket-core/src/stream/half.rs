@@ -530,6 +530,15 @@ impl StreamHalf {
             return;
         };
         self.heap -= plan.heap_before;
+        if plan.keeper == Keeper::Left && first == last {
+            // Common case (in-order data, retransmissions): one block takes the bytes in
+            // place, its key unchanged.
+            let keep = self.blocks.get_mut(&first).expect("planned block");
+            keep.write_from(s, bytes);
+            debug_assert_eq!(keep.heap(), plan.heap_after, "plan and write agree on the allocation");
+            self.heap += keep.heap();
+            return;
+        }
         let block = match plan.keeper {
             Keeper::Left => {
                 let mut keep = self.blocks.remove(&first).expect("planned block");

@@ -165,34 +165,26 @@ fn session_memcap_refuses_new_sessions_and_counts_them() {
     assert_eq!((mem.session_used(), mem.used()), (0, 0), "released sessions give their budget back");
 }
 
+/// Prints one worst case's per-segment cost next to the benign one it is compared with.
+fn report(case: &str, worst: Duration, benign: Duration, segments: u64) {
+    let per = |t: Duration| t.as_nanos() as f64 / segments as f64;
+    let ratio = worst.as_secs_f64() / benign.as_secs_f64();
+    println!("{case}: {:.0} ns/seg vs in order {:.0} ns/seg ({ratio:.2}x)", per(worst), per(benign));
+}
+
 #[test]
 #[ignore = "benchmark: run by hand with --ignored --nocapture"]
 fn worst_case_bench() {
-    let per = |t: Duration, n: u64| t.as_nanos() as f64 / n as f64;
     let n = 1_000_000;
     let (fwd, _) = one_byte_segments(n, false);
     let (rev, _) = one_byte_segments(n, true);
-    println!(
-        "1M one-byte segments: in order {:.0} ns/seg, reverse {:.0} ns/seg ({:.2}x)",
-        per(fwd, n),
-        per(rev, n),
-        rev.as_secs_f64() / fwd.as_secs_f64()
-    );
+    report("1M one-byte segments in reverse order", rev, fwd, n);
     let n = 200_000;
     let (ovl, _) = tiny_inside_large(n, 65_000);
     let (fwd, _) = one_byte_segments(n, false);
-    println!(
-        "200k tiny segments inside a 65000-byte one: {:.0} ns/seg vs in order {:.0} ns/seg ({:.2}x)",
-        per(ovl, n),
-        per(fwd, n),
-        ovl.as_secs_f64() / fwd.as_secs_f64()
-    );
+    report("200k tiny segments inside a 65000-byte one", ovl, fwd, n);
+    // `many_flows` returns the time per segment already.
     let ooo = many_flows(1000, 500, true);
     let ino = many_flows(1000, 500, false);
-    println!(
-        "1000 flows x 500 segments: out of order {} ns/seg, in order {} ns/seg ({:.2}x)",
-        ooo.as_nanos(),
-        ino.as_nanos(),
-        ooo.as_secs_f64() / ino.as_secs_f64()
-    );
+    report("1000 flows x 500 segments out of order", ooo, ino, 1);
 }
