@@ -449,7 +449,15 @@ impl Inspector {
         let mut app_layer = None;
         let mut first_tx = None;
         let has_engine = self.detection.engine.is_some();
-        if let (L4::Tcp(t), true) = (&d.l4, has_engine && !skip_stream) {
+        // Reassembly and app-layer state are created with the flow's first payload byte
+        // (either direction), not with its first packet: a SYN flood or a port scan then
+        // costs only the flow table's slot, which `flow.memcap` covers. Until then the
+        // stream facts come from the session alone (see `stream_facts_without_data`).
+        let tcp_data = matches!(d.l4, L4::Tcp(_)) && (stream.is_some() || !d.payload.is_empty());
+        if let (L4::Tcp(_), true, false) = (&d.l4, has_engine && !skip_stream, tcp_data) {
+            facts.info.stream_size = stream_facts_without_data(flow.tcp.stream());
+        }
+        if let (L4::Tcp(t), true) = (&d.l4, has_engine && !skip_stream && tcp_data) {
             let stages = &self.stages;
             let reassembly = stream.get_or_insert_with(|| stages.new_reassembly(flow));
             let seg = Segment {
@@ -535,9 +543,10 @@ impl Inspector {
                 ext.bypass.mode = BypassMode::Local;
             }
         }
-        // The app layer's state counts against `flow.memcap` (its bodies against the HTTP
-        // memcap); TCP reassembly is charged to the stream memcaps by the stream itself.
-        let app_heap = app.as_deref().map_or(0, AppLayer::heap_bytes);
+        // The app layer's state and the flowbits/flowints count against `flow.memcap`
+        // (HTTP bodies against the HTTP memcap); TCP reassembly (its box and segments) is
+        // charged to the stream memcaps by the stream itself, so nothing is charged twice.
+        let app_heap = app.as_deref().map_or(0, AppLayer::heap_bytes) + detect.vars.heap_bytes();
         let FlowExt { drop_logged, .. } = ext;
         let log = FlowDropLog {
             flow_id: flow.flow_id,
@@ -799,6 +808,16 @@ fn flow_info(flow: &Flow, verdict: &crate::flow::PacketVerdict) -> FlowInfo {
     }
 }
 
+/// `stream_size` facts [client, server] of a TCP flow whose reassembly does not exist yet
+/// (no payload so far): one for the SYN of each side the session gave a start, as
+/// [`TcpReassembly::seq_space_seen`] reports before any data.
+fn stream_facts_without_data(session: &crate::flow::tcp::StreamView) -> [u64; 2] {
+    if !session.is_tracked() {
+        return [0, 0];
+    }
+    [u64::from(session.base_seq(true).is_some()), u64::from(session.base_seq(false).is_some())]
+}
+
 /// Per-run settings the per-flow stages are created with (shared by the worker's flows).
 struct Stages {
     stream_cfg: StreamConfig,
@@ -812,6 +831,11 @@ impl Stages {
     /// host would (`host-os-policy`).
     fn new_reassembly(&self, flow: &Flow) -> Box<TcpReassembly> {
         let mut r = Box::new(TcpReassembly::new(self.stream_cfg));
+        // Created with the first payload: the packets before it (handshake, bare ACKs)
+        // still count as seen for the one-sided-capture check. The current packet is
+        // counted by the flow table already and by `on_segment` again, hence `- 1` below.
+        let (to_server, to_client) = (flow.pkts_toserver, flow.pkts_toclient);
+        r.note_packets_before_data(to_server.saturating_sub(1), to_client.saturating_sub(1));
         if !self.host_os.is_empty() {
             if let Some(p) = self.host_os.lookup(&flow.server().0) {
                 r.set_policy(Direction::ToServer, p);

@@ -333,6 +333,14 @@ impl TcpReassembly {
         self.halves[dir.index()].depth_reached
     }
 
+    /// For state created after the flow's first packets (the inspector creates it with
+    /// the first payload): how many packets each direction sent before, so the one-sided
+    /// capture check (`stream.async-oneside`) sees a peer that only sent a SYN-ACK or ACKs.
+    pub fn note_packets_before_data(&mut self, to_server: u64, to_client: u64) {
+        self.halves[Direction::ToServer.index()].packets = to_server;
+        self.halves[Direction::ToClient.index()].packets = to_client;
+    }
+
     pub fn set_policy(&mut self, dir: Direction, policy: OverlapPolicy) {
         self.halves[dir.index()].policy = policy;
     }

@@ -24,6 +24,13 @@ pub struct FlowVars {
 }
 
 impl FlowVars {
+    /// Heap the flow's flowbits and flowints hold (allocated capacity), charged to
+    /// `flow.memcap` with the flow's other per-flow state. Empty vars allocate nothing.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.bits.capacity() * std::mem::size_of::<u32>() + self.ints.capacity() * std::mem::size_of::<(u32, u32)>())
+            as u64
+    }
+
     pub(crate) fn bit(&self, id: u32) -> bool {
         self.bits.binary_search(&id).is_ok()
     }
