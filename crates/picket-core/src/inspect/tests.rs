@@ -219,3 +219,30 @@ fn transactions_are_reported_once_when_done_and_open_ones_at_flow_end() {
         "open tx reported before its flow ends"
     );
 }
+
+/// A TCP flow holds no reassembly state (nothing charged to `stream.memcap`, `tcp.memuse`)
+/// while it carries no payload: a SYN flood costs only flow-table slots. The first payload
+/// creates it and stream detection works as with state from the first packet.
+#[test]
+fn tcp_stream_state_is_created_with_the_first_payload() {
+    let mut insp = inspector("alert tcp any any -> any any (content:\"evil\"; sid:1;)\n", false);
+    let mut sink = Collect::default();
+    let mut frames = session(b"an evil payload");
+    // The server acknowledges everything, so the data is inspected before the flow ends.
+    frames.push(tcp(false, 501, 101 + 15 + 4, false, b""));
+    let mut memuse = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let n = i as u64 + 1;
+        let meta = PacketMeta::standalone(n, Timestamp(n * 1_000_000_000), LinkType::Ethernet, f.len() as u32, f.len());
+        insp.packet(PacketRef { meta: &meta, data: f }, &mut sink);
+        memuse.push(insp.counters().get("tcp.memuse").unwrap_or(0));
+    }
+    assert_eq!(memuse[..3], [0, 0, 0], "handshake packets create no stream state");
+    assert!(memuse[3] > 0, "the first payload creates and charges it: {memuse:?}");
+    insp.finish(&mut sink);
+    assert!(
+        sink.0.iter().any(|(_, s)| matches!(s, Seen::Alert { sid: 1, .. })),
+        "stream content still matches: {:?}",
+        sink.0
+    );
+}
