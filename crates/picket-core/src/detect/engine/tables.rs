@@ -417,6 +417,26 @@ mod tests {
     }
 
     #[test]
+    fn a_row_whose_expiry_moved_later_outlives_its_first_hint() {
+        let t = StateTable::<u32>::new(TableConfig { hash_size: 1, prealloc: 0, memcap: u64::MAX });
+        assert!(set_bit(&t, 7, 0, 10));
+        // A later bit moves the row's expiry past its ring hint (10).
+        assert!(set_bit(&t, 7, 5, 100));
+        // Accesses after the hint passed look the row up, find it live and requeue it.
+        for k in 100..110 {
+            set_bit(&t, k, 20, 200);
+        }
+        assert_eq!(t.stats.expired.load(Ordering::Relaxed), 0);
+        assert!(has_bit(&t, 7, 50));
+        // Past its real expiry it goes.
+        for k in 200..230 {
+            set_bit(&t, k, 150, 300);
+        }
+        assert!(!has_bit(&t, 7, 150));
+        assert_eq!(t.stats.expired.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
     fn a_memcap_too_small_for_a_row_refuses_and_counts() {
         let t = StateTable::<u32>::new(TableConfig { hash_size: 1, prealloc: 0, memcap: 8 });
         assert!(!set_bit(&t, 1, 0, 10));
