@@ -16,6 +16,12 @@ pub struct FxHasher {
 const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 
 impl FxHasher {
+    /// A hasher started from a secret `seed` (see [`key_hash_seeded`] for why the seed).
+    #[inline]
+    pub fn with_seed(seed: u64) -> Self {
+        FxHasher { hash: seed }
+    }
+
     #[inline]
     fn add(&mut self, word: u64) {
         self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
@@ -82,7 +88,7 @@ pub fn key_hash(key: &FlowKey) -> u64 {
 #[inline]
 pub fn key_hash_seeded(key: &FlowKey, seed: u64) -> u64 {
     use std::hash::Hash;
-    let mut hasher = FxHasher { hash: seed };
+    let mut hasher = FxHasher::with_seed(seed);
     key.hash(&mut hasher);
     hasher.finish()
 }
