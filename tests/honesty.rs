@@ -174,3 +174,179 @@ fn honesty_a_capture_cut_short_or_damaged_keeps_exit_status_zero() {
     let events = eve_lines(logs.path());
     assert_eq!(last_stats(&events)["stats"]["capture"]["files_damaged"].as_u64(), Some(1));
 }
+
+/// A named pipe under `dir` fed with `copies` times the sample by a thread, 256 KiB every
+/// 20 ms: an offline run that lasts seconds whatever the machine's speed. The feeder
+/// stops when the reader goes away.
+fn paced_capture(dir: &Path, copies: usize) -> PathBuf {
+    let fifo = dir.join("paced.pcap");
+    let status = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    let big = dir.join("source.pcap");
+    repeated_sample(&big, copies);
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let bytes = std::fs::read(&big).unwrap();
+        let Ok(mut out) = std::fs::OpenOptions::new().write(true).open(&path) else { return };
+        for chunk in bytes.chunks(256 << 10) {
+            if out.write_all(chunk).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    fifo
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
+    assert!(status.success(), "kill -{name}");
+}
+
+/// Waits until `path` holds something (at most `limit`).
+fn wait_non_empty(path: &Path, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while std::fs::metadata(path).map_or(0, |m| m.len()) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Item 7: SIGTERM stops an offline run cleanly: reading stops, the workers drain, the
+/// stats of what was read are written (eve stats event, stats.log, exit table), eve.json
+/// ends on a whole line, and the exit status is 0 (as a live run's, and Suricata's).
+#[test]
+fn honesty_sigterm_stops_an_offline_run_with_final_stats() {
+    let input = tempfile::tempdir().unwrap();
+    let all = sample_packets() * 1000;
+    let fifo = paced_capture(input.path(), 1000);
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn(picket().args(["-r", fifo.to_str().unwrap(), "-l", dir.path().to_str().unwrap(), "-k", "none"]));
+    wait_non_empty(&dir.path().join("eve.json"), Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, "TERM");
+    let (status, stdout, stderr) = wait_bounded(child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stopped by signal after"), "{stderr}");
+    let events = eve_lines(dir.path());
+    let stats = &last_stats(&events)["stats"];
+    let pkts = stats["decoder"]["pkts"].as_u64().unwrap();
+    assert!(pkts > 0 && pkts < all, "packets inspected before the signal: {pkts} of {all}");
+    let stats_log = std::fs::read_to_string(dir.path().join("stats.log")).unwrap();
+    let total = stats_log.lines().find(|l| l.starts_with("decoder.pkts") && l.contains("Total")).unwrap();
+    let in_log: u64 = total.rsplit('|').next().unwrap().trim().parse().unwrap();
+    assert_eq!(in_log, pkts, "stats.log and the eve stats event agree");
+    assert!(stdout.contains("total"), "the exit table: {stdout}");
+}
+
+/// Item 6: eve.json is written a whole line at a time, so a run killed at any moment
+/// leaves only whole lines.
+#[test]
+fn honesty_sigkill_leaves_only_whole_eve_lines() {
+    let mut seen = 0;
+    for delay_ms in [150, 600, 1300] {
+        let input = tempfile::tempdir().unwrap();
+        let fifo = paced_capture(input.path(), 1000);
+        let dir = tempfile::tempdir().unwrap();
+        let mut child =
+            spawn(picket().args(["-r", fifo.to_str().unwrap(), "-l", dir.path().to_str().unwrap(), "-k", "none"]));
+        wait_non_empty(&dir.path().join("eve.json"), Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        let _ = child.wait();
+        seen += eve_lines(dir.path()).len();
+    }
+    assert!(seen > 0, "the killed runs had written events");
+}
+
+/// A small tmpfs mounted on a temporary directory (root only), unmounted on drop.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let uid = Command::new("id").arg("-u").output().ok()?;
+        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!("skipped: cannot mount a tmpfs");
+            return None;
+        }
+        Some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// Item 6: a full disk under eve.json is reported once with the file and the OS error,
+/// the lost events are counted, writing goes on once there is room again (whole lines
+/// only), and the run ends with exit status 4.
+#[test]
+fn honesty_full_disk_is_reported_counted_and_writing_resumes() {
+    let Some(disk) = SmallDisk::mount("16m") else { return };
+    let logs = disk.dir.path();
+    // Leaves about 300 KiB for the logs.
+    let fill = logs.join("fill");
+    std::fs::write(&fill, vec![0u8; 16 * 1024 * 1024 - 300 * 1024]).ok();
+    assert!(fill.exists());
+    let input = tempfile::tempdir().unwrap();
+    let fifo = paced_capture(input.path(), 1000);
+    let mut child = spawn(picket().args(["-r", fifo.to_str().unwrap(), "-l", logs.to_str().unwrap(), "-k", "none"]));
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Room again once the first failure was reported.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) if line.contains("cannot write") => break,
+            _ => {}
+        }
+    }
+    std::fs::remove_file(&fill).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "picket did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.wait();
+    let stderr = reader.join().unwrap();
+    assert_eq!(status.code(), Some(4), "{stderr}");
+    let eve = logs.join("eve.json");
+    let report = format!("picket: error: cannot write {}: No space left on device", eve.display());
+    assert_eq!(stderr.matches(&report).count(), 1, "reported once, naming the file and the error: {stderr}");
+    assert!(stderr.contains("writing again after"), "{stderr}");
+    let events = eve_lines(logs);
+    // Written after the room came back: the final stats, with the loss counted.
+    let dropped = last_stats(&events)["stats"]["picket"]["output"]["events_dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "events_dropped in the stats event");
+    let stats_log = std::fs::read_to_string(logs.join("stats.log")).unwrap();
+    let line = stats_log.lines().find(|l| l.starts_with("picket.output.events_dropped")).expect("counter");
+    assert_eq!(line.rsplit('|').next().unwrap().trim().parse::<u64>().unwrap(), dropped, "{line}");
+    let errors = stats_log.lines().find(|l| l.starts_with("picket.output.write_errors")).expect("counter");
+    assert!(errors.rsplit('|').next().unwrap().trim().parse::<u64>().unwrap() > 0, "{errors}");
+}

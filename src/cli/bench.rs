@@ -86,6 +86,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             eve: base.options.eve.clone(),
             defrag: base.options.defrag,
             bpf_filter: base.options.bpf_filter.clone(),
+            stop: None,
         };
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {

@@ -14,8 +14,8 @@ pub use bench::BenchArgs;
 pub use resolve::{load_rules, resolve, warn, CliError, Resolved};
 
 use crate::capture::{self, PacketSource};
+use crate::config::OutputsConfig;
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
-use crate::config::{OutputsConfig, TargetSpec};
 use crate::counters::CounterSet;
 use crate::dispatch::make_policy;
 use crate::output::stats::{stats_event_with_global, write_load_table, write_stats_log};
@@ -26,6 +26,7 @@ use clap::{Parser, Subcommand};
 use std::fs::{self, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[derive(Parser, Debug)]
@@ -110,6 +111,7 @@ pub fn main() -> i32 {
         None => match run_offline(&cli.run) {
             Ok(OfflineEnd::Complete) => Ok(()),
             Ok(OfflineEnd::InputSkipped) => return EXIT_INPUT_SKIPPED,
+            Ok(OfflineEnd::EventsLost) => return EXIT_EVENTS_LOST,
             Err(e) => Err(e),
         },
     };
@@ -130,11 +132,18 @@ pub fn main() -> i32 {
 /// up to the break, nothing after it can be framed, and Suricata treats it the same way.
 pub const EXIT_INPUT_SKIPPED: i32 = 3;
 
+/// Exit status of an offline run that read its input but could not write every event: a
+/// log file write failed (a full disk). Each failure was reported on stderr and the lost
+/// events are counted in `picket.output.events_dropped`; writing went on after them.
+/// Takes precedence over [`EXIT_INPUT_SKIPPED`].
+pub const EXIT_EVENTS_LOST: i32 = 4;
+
 /// How an offline run that wrote its outputs ended.
 #[derive(Debug, PartialEq, Eq)]
 enum OfflineEnd {
     Complete,
     InputSkipped,
+    EventsLost,
 }
 
 fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
@@ -153,6 +162,11 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     // SIGHUP reopens the logs (as live); SIGUSR2 is reported and ignored offline.
     let reopen = crate::service::LogReopen::default();
     let _signals = crate::service::signals::start(reopen.clone(), None)?;
+    // SIGINT/SIGTERM stop reading; the run then ends as at the end of its input (workers
+    // drained, final stats, logs closed on a whole line). A second one exits at once.
+    let stop = Arc::new(AtomicBool::new(false));
+    crate::service::signals::register_stop(&stop)?;
+    resolved.options.stop = Some(Arc::clone(&stop));
     let mut source = capture::open_offline(input)?;
     // Disabled outputs go nowhere; reading a capture may wait for a slow socket reader.
     let mut targets = Targets::new(reopen, Delivery::Lossless);
@@ -180,25 +194,33 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
         let what = if e.is_damage() { "read up to the break" } else { "skipped" };
         warn(format!("{e}; {what}"));
     }
-    // The counters of socket and Redis targets join the final stats (a file has nothing
-    // to report offline).
-    let global = match resolved.outputs.eve.as_ref().map(|e| &e.target) {
-        Some(TargetSpec::Regular { .. }) | None => CounterSet::new(),
-        Some(_) => {
-            let mut set = CounterSet::new();
-            for source in targets.counter_sources() {
-                source(&mut set);
-            }
-            set
-        }
-    };
+    // The counters of the targets join the final stats (files: write errors and the
+    // events they lost).
+    let target_counters = targets.counters();
+    let mut global = CounterSet::new();
+    for source in targets.counter_sources() {
+        source(&mut global);
+    }
     write_final_outputs(&resolved.outputs, &mut eve, &summary, &global)?;
+    drop(eve);
+    drop(fast);
     report_to_terminal(source.as_ref(), &resolved, &summary);
     if let Some(failure) = summary.worker_failures.first() {
         return Err(CliError(format!(
             "{failure}; the run stopped after {} packets (stats written for what was inspected)",
             summary.packets_read
         )));
+    }
+    if stop.load(Ordering::Relaxed) {
+        eprintln!("picket: stopped by signal after {} packets; stats written for what was read", summary.packets_read);
+    }
+    let lost = target_counters.events_dropped();
+    if lost > 0 {
+        warn(format!(
+            "{lost} event{} could not be written (see picket.output.events_dropped); exit status {EXIT_EVENTS_LOST}",
+            if lost == 1 { "" } else { "s" }
+        ));
+        return Ok(OfflineEnd::EventsLost);
     }
     let skipped = summary.capture_errors.iter().filter(|e| !e.is_damage()).count();
     if skipped > 0 {

@@ -85,7 +85,7 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
         None => None,
     };
     Ok(Resolved {
-        options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, eve, defrag, bpf_filter },
+        options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, eve, defrag, bpf_filter, stop: None },
         policy,
         config,
         engine,

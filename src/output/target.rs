@@ -20,7 +20,8 @@
 //!
 //! Counters (`picket.output.*`, all targets of a run together): `file_reopens`,
 //! `file_reopen_errors`, `socket_connects`, `socket_disconnects`, `socket_dropped`
-//! (lines lost to a missing, gone or stuck reader).
+//! (lines lost to a missing, gone or stuck reader), `write_errors` (failed writes to a
+//! log file, e.g. a full disk) and `events_dropped` (lines those writes lost).
 
 use crate::config::TargetSpec;
 use crate::counters::CounterSet;
@@ -50,6 +51,10 @@ const FILE_REOPEN_ERRORS: &str = "picket.output.file_reopen_errors";
 const SOCKET_CONNECTS: &str = "picket.output.socket_connects";
 const SOCKET_DISCONNECTS: &str = "picket.output.socket_disconnects";
 const SOCKET_DROPPED: &str = "picket.output.socket_dropped";
+/// Writes to a log file that failed (a full disk); each is retried with the next event.
+pub const WRITE_ERRORS: &str = "picket.output.write_errors";
+/// Lines (events) lost to failed writes to a log file.
+pub const EVENTS_DROPPED: &str = "picket.output.events_dropped";
 
 /// Whether a socket target may make the writer wait for its reader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +145,8 @@ pub struct TargetCounters {
     socket_connects: AtomicU64,
     socket_disconnects: AtomicU64,
     socket_dropped: AtomicU64,
+    write_errors: AtomicU64,
+    events_dropped: AtomicU64,
 }
 
 impl TargetCounters {
@@ -150,6 +157,13 @@ impl TargetCounters {
         set.add(SOCKET_CONNECTS, get(&self.socket_connects));
         set.add(SOCKET_DISCONNECTS, get(&self.socket_disconnects));
         set.add(SOCKET_DROPPED, get(&self.socket_dropped));
+        set.add(WRITE_ERRORS, get(&self.write_errors));
+        set.add(EVENTS_DROPPED, get(&self.events_dropped));
+    }
+
+    /// Events lost so far to failed writes to log files.
+    pub fn events_dropped(&self) -> u64 {
+        self.events_dropped.load(Ordering::Relaxed)
     }
 
     fn bump(counter: &AtomicU64, by: u64) {
@@ -191,6 +205,11 @@ impl Targets {
         })
     }
 
+    /// The run's target counters, to read after the targets were handed over.
+    pub fn counters(&self) -> Arc<TargetCounters> {
+        Arc::clone(&self.counters)
+    }
+
     /// The counter sources of the run's targets: into `LiveOptions.global_counters`, or
     /// summed into an offline run's final stats.
     pub fn counter_sources(self) -> Vec<CounterSource> {
@@ -204,12 +223,27 @@ impl Targets {
 /// A log file that follows rotation: when the [`LogReopen`] generation moved on since it
 /// opened its file, the next write or flush opens its path again (appending: a reopen
 /// without a rotation must not wipe the log).
+///
+/// Whole lines only: the file receives `write(2)` calls that end at a line boundary (what
+/// it is handed after the last `\n` waits in `partial` for the rest of its line), so a
+/// process killed at any moment leaves no half line at the end of the file. A line longer
+/// than the writer's buffer still goes out in one call, with its start from `partial`.
+///
+/// A failed write (a full disk: `ENOSPC`, a quota) does not end the run and does not stop
+/// later writes: the lines of that call are dropped and counted (`events_dropped`), the
+/// error is counted (`write_errors`) and reported once on stderr with the file's name, and
+/// a write cut off partway is truncated back to its last whole line. The next write tries
+/// again, so events are written again as soon as there is room.
 pub struct ReopeningFile {
     path: PathBuf,
     file: File,
     generation: u64,
     reopen: LogReopen,
     counters: Arc<TargetCounters>,
+    /// The start of a line whose end has not been handed over yet.
+    partial: Vec<u8>,
+    /// Lines dropped since the last write that succeeded (0: writing works).
+    failing: u64,
 }
 
 impl ReopeningFile {
@@ -221,7 +255,15 @@ impl ReopeningFile {
     ) -> Result<Self, TargetError> {
         let generation = reopen.generation();
         let file = open_file(path, append).map_err(|source| TargetError::File { path: path.to_path_buf(), source })?;
-        Ok(ReopeningFile { path: path.to_path_buf(), file, generation, reopen, counters })
+        Ok(ReopeningFile {
+            path: path.to_path_buf(),
+            file,
+            generation,
+            reopen,
+            counters,
+            partial: Vec::new(),
+            failing: 0,
+        })
     }
 
     /// Reopens the file if a reopen was asked for since it was opened. A failure keeps
@@ -232,7 +274,6 @@ impl ReopeningFile {
             return;
         }
         self.generation = now;
-        let _ = self.file.flush();
         match open_file(&self.path, true) {
             Ok(file) => {
                 self.file = file;
@@ -247,6 +288,61 @@ impl ReopeningFile {
             }
         }
     }
+
+    /// Writes `lines` (whole lines) to the file; on an error drops them, counts, reports
+    /// the first error of a run of failures, and cuts a partial write back to its last
+    /// whole line.
+    fn write_lines(&mut self, lines: &[u8]) {
+        let mut done = 0;
+        while done < lines.len() {
+            match self.file.write(&lines[done..]) {
+                Ok(0) => return self.write_failed(lines, done, &io::Error::from(ErrorKind::WriteZero)),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return self.write_failed(lines, done, &e),
+            }
+        }
+        if self.failing > 0 {
+            eprintln!(
+                "picket: {}: writing again after {} lost event{}",
+                self.path.display(),
+                self.failing,
+                if self.failing == 1 { "" } else { "s" }
+            );
+            self.failing = 0;
+        }
+    }
+
+    fn write_failed(&mut self, lines: &[u8], done: usize, error: &io::Error) {
+        // The line cut off in the file: from its last newline written to the end.
+        let whole = lines[..done].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let cut = (done - whole) as u64;
+        if cut > 0 {
+            let _ = truncate_tail(&mut self.file, cut);
+        }
+        let lost = lines[whole..].iter().filter(|&&b| b == b'\n').count() as u64;
+        TargetCounters::bump(&self.counters.write_errors, 1);
+        TargetCounters::bump(&self.counters.events_dropped, lost);
+        if self.failing == 0 {
+            eprintln!(
+                "picket: error: cannot write {}: {error}; events are dropped (and counted in picket.output.events_dropped) \
+                 until writing succeeds again",
+                self.path.display()
+            );
+        }
+        self.failing += lost;
+    }
+}
+
+/// Cuts the last `cut` bytes off `file` (a line written in part), leaving the write
+/// position at the new end.
+fn truncate_tail(file: &mut File, cut: u64) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let end = file.stream_position()?;
+    let keep = end.saturating_sub(cut);
+    file.set_len(keep)?;
+    file.seek(SeekFrom::Start(keep))?;
+    Ok(())
 }
 
 fn open_file(path: &Path, append: bool) -> io::Result<File> {
@@ -261,19 +357,42 @@ fn open_file(path: &Path, append: bool) -> io::Result<File> {
 }
 
 impl Write for ReopeningFile {
+    /// Takes everything; writes the whole lines of `partial` + `buf`, keeps the rest.
+    /// Never fails: a write error is counted and reported (see the type's doc).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.follow_rotation();
-        self.file.write(buf)
+        let Some(last) = buf.iter().rposition(|&b| b == b'\n') else {
+            self.partial.extend_from_slice(buf);
+            return Ok(buf.len());
+        };
+        let (lines, rest) = buf.split_at(last + 1);
+        if self.partial.is_empty() {
+            self.write_lines(lines);
+        } else {
+            let mut joined = std::mem::take(&mut self.partial);
+            joined.extend_from_slice(lines);
+            self.write_lines(&joined);
+            joined.clear();
+            self.partial = joined;
+        }
+        self.partial.extend_from_slice(rest);
+        Ok(buf.len())
     }
 
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.follow_rotation();
-        self.file.write_all(buf)
-    }
-
+    /// Writes nothing of a line not handed over whole yet: that waits for its end.
     fn flush(&mut self) -> io::Result<()> {
         self.follow_rotation();
-        self.file.flush()
+        Ok(())
+    }
+}
+
+impl Drop for ReopeningFile {
+    /// A last line without its newline (no writer of picket leaves one) is written as is.
+    fn drop(&mut self) {
+        if !self.partial.is_empty() {
+            let tail = std::mem::take(&mut self.partial);
+            self.write_lines(&tail);
+        }
     }
 }
 
@@ -615,6 +734,34 @@ mod tests {
         file.write_all(b"four\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\nfour\n");
         assert_eq!(counters_of(&counters).get(FILE_REOPENS), Some(2));
+    }
+
+    #[test]
+    fn file_gets_whole_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eve.json");
+        let counters = Arc::new(TargetCounters::default());
+        let mut file = ReopeningFile::open(&path, false, LogReopen::default(), counters).unwrap();
+        file.write_all(b"{\"a\":").unwrap();
+        file.flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "a line's start waits for its end");
+        file.write_all(b"1}\n{\"b\"").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+        file.write_all(b":2}\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n{\"b\":2}\n");
+    }
+
+    #[test]
+    fn full_device_is_counted_and_does_not_fail_the_writer() {
+        let counters = Arc::new(TargetCounters::default());
+        let path = Path::new("/dev/full");
+        let mut file = ReopeningFile::open(path, true, LogReopen::default(), Arc::clone(&counters)).unwrap();
+        file.write_all(b"one\ntwo\n").unwrap();
+        file.write_all(b"three\n").unwrap();
+        file.flush().unwrap();
+        let set = counters_of(&counters);
+        assert_eq!((set.get(WRITE_ERRORS), set.get(EVENTS_DROPPED)), (Some(2), Some(3)));
+        assert_eq!(file.failing, 3, "the loss is reported once, then counted until a write succeeds");
     }
 
     #[test]

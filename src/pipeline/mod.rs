@@ -24,7 +24,7 @@ use crate::packet::{ClockTick, PacketBatch, PacketMeta, PacketRef, Timestamp};
 use fault::WorkerFailure;
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,9 @@ pub struct RunOptions {
     /// The BPF capture filter: packets it rejects are dropped in the reading thread,
     /// before numbering, defragmentation and dispatch, as libpcap drops them for Suricata.
     pub bpf_filter: Option<BpfFilter>,
+    /// Set by SIGINT/SIGTERM (offline runs): reading stops before the next packet, and the
+    /// run drains its workers and ends as if the input had ended there.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// What a run did, for the stats outputs and the exit table.
@@ -146,6 +149,7 @@ struct Reader {
     /// Files read up to damage in them, and files skipped in whole or in part.
     files_damaged: u64,
     files_failed: u64,
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl Reader {
@@ -161,6 +165,7 @@ impl Reader {
             files: None,
             files_damaged: 0,
             files_failed: 0,
+            stop: opts.stop.clone(),
         }
     }
 
@@ -192,6 +197,9 @@ impl Reader {
         let mut errors: Vec<CaptureError> = Vec::new();
         let mut after_error = false;
         loop {
+            if self.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+                return (pcap_cnt, errors);
+            }
             if pcap_cnt >= reported + PROGRESS_EVERY_PACKETS {
                 reported = pcap_cnt;
                 self.report_progress(source, pcap_cnt);
@@ -575,6 +583,7 @@ mod tests {
             eve: Default::default(),
             defrag: None,
             bpf_filter: Some(BpfFilter::new(filter).unwrap()),
+            stop: None,
         };
         let (mut eve, mut fast) = (Vec::new(), Vec::new());
         let mut source = ListSource { packets, next: 0 };
