@@ -38,7 +38,7 @@ fn number(b: &mut Bytes<'_>) -> u64 {
 
 /// A number or, half of the time when the rule has defined one, a byte variable.
 fn number_or_var(b: &mut Bytes<'_>, vars: &[String]) -> String {
-    if !vars.is_empty() && b.u8() % 2 == 0 {
+    if !vars.is_empty() && b.u8().is_multiple_of(2) {
         vars[b.u8() as usize % vars.len()].clone()
     } else {
         number(b).to_string()
@@ -73,18 +73,31 @@ const TEST_OPS: [&str; 8] = ["<", ">", "=", "!", "<=", ">=", "&", "^"];
 
 /// One rule option (sometimes two, when a modifier follows a content).
 fn option(b: &mut Bytes<'_>, vars: &mut Vec<String>, contents: &mut Vec<Vec<u8>>, rule: usize, out: &mut String) {
+    let kind = b.u8() % 12;
+    option_of(b, kind, vars, contents, rule, out);
+}
+
+/// The option of kind `kind` (see `option`).
+fn option_of(
+    b: &mut Bytes<'_>,
+    kind: u8,
+    vars: &mut Vec<String>,
+    contents: &mut Vec<Vec<u8>>,
+    rule: usize,
+    out: &mut String,
+) {
     let fresh = |vars: &mut Vec<String>| {
         let name = format!("v{rule}_{}", vars.len());
         vars.push(name.clone());
         name
     };
-    match b.u8() % 12 {
+    match kind {
         // content, the keyword most of the others are relative to (twice the weight).
         0 | 1 => {
             let len = 1 + b.u8() as usize % 6;
             let bytes: Vec<u8> = (0..len).map(|_| b.u8()).collect();
             let hex: Vec<String> = bytes.iter().map(|c| format!("{c:02x}")).collect();
-            let neg = if b.u8() % 16 == 0 { "!" } else { "" };
+            let neg = if b.u8().is_multiple_of(16) { "!" } else { "" };
             out.push_str(&format!("content:{neg}\"|{}|\";", hex.join(" ")));
             let mods = b.u8();
             if mods & 1 != 0 {
@@ -126,7 +139,7 @@ fn option(b: &mut Bytes<'_>, vars: &mut Vec<String>, contents: &mut Vec<Vec<u8>>
         }
         5 => {
             let op = TEST_OPS[b.u8() as usize % TEST_OPS.len()];
-            let neg = if b.u8() % 8 == 0 { "!" } else { "" };
+            let neg = if b.u8().is_multiple_of(8) { "!" } else { "" };
             let mut s =
                 format!("byte_test:{},{neg}{op},{},{}", byte_count(b), number_or_var(b, vars), number_or_var(b, vars));
             read_mode(b, &mut s, ",");
@@ -156,8 +169,8 @@ fn option(b: &mut Bytes<'_>, vars: &mut Vec<String>, contents: &mut Vec<Vec<u8>>
             out.push(';');
         }
         7 => {
-            let neg = if b.u8() % 2 == 0 { "!" } else { "" };
-            let rel = if b.u8() % 2 == 0 { ",relative" } else { "" };
+            let neg = if b.u8().is_multiple_of(2) { "!" } else { "" };
+            let rel = if b.u8().is_multiple_of(2) { ",relative" } else { "" };
             out.push_str(&format!("isdataat:{neg}{}{rel};", number_or_var(b, vars)));
         }
         8 => {
@@ -179,7 +192,7 @@ fn option(b: &mut Bytes<'_>, vars: &mut Vec<String>, contents: &mut Vec<Vec<u8>>
         }
         // base64 decoding into its own buffer, then a content there.
         _ => {
-            let rel = if b.u8() % 2 == 0 { ",relative" } else { "" };
+            let rel = if b.u8().is_multiple_of(2) { ",relative" } else { "" };
             out.push_str(&format!("base64_decode:bytes {},offset {}{rel}; base64_data;", number(b), number(b)));
         }
     }
@@ -200,6 +213,15 @@ pub fn rules(b: &mut Bytes<'_>) -> Rules {
         let (sp, dp) = if matches!(proto, "ip" | "icmp") { ("any".into(), "any".into()) } else { (sp, dp) };
         text.push_str(&format!("alert {proto} any {sp} -> any {dp} (msg:\"r{rule}\"; "));
         let mut vars = Vec::new();
+        // A quarter of the rules start with a variable feeding a content (byte_math or
+        // byte_extract, then content): the shape of the byte-variable faults.
+        if b.u8().is_multiple_of(4) {
+            let first = if b.u8().is_multiple_of(2) { 3 } else { 2 };
+            option_of(b, first, &mut vars, &mut contents, rule, &mut text);
+            text.push(' ');
+            option_of(b, 0, &mut vars, &mut contents, rule, &mut text);
+            text.push(' ');
+        }
         for _ in 0..1 + b.u8() % 6 {
             option(b, &mut vars, &mut contents, rule, &mut text);
             text.push(' ');
