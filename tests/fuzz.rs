@@ -6,7 +6,28 @@
 //! `target/fuzz-failures/`. See `harness.rs` for the environment variables.
 //!
 //! `cargo test --release --test fuzz` runs every target for `PICKET_FUZZ_SECS` (default 3)
-//! seconds; `-- --nocapture` prints inputs per second.
+//! seconds; `-- --nocapture` prints inputs per second and each target's slowest input.
+//! CI (`.ci/run`) gives every target 20 s.
+//!
+//! Long runs: one target at a time, for as long as you like, with a seed of your own so the
+//! run explores inputs CI never tried (the default seed is fixed):
+//!
+//! ```text
+//! PICKET_FUZZ_SECS=3600 PICKET_FUZZ_SEED=$RANDOM cargo test --release --test fuzz rule_packets -- --nocapture
+//! ```
+//!
+//! - `PICKET_FUZZ_SECS`: seconds per target (fractions allowed).
+//! - `PICKET_FUZZ_SEED`: base seed, decimal or hex (`0x...`); printed at the end of each target.
+//! - A failing input (panic, broken invariant, over its cost budget, or slower than 10 s) is
+//!   saved as `target/fuzz-failures/<target>-<input seed>.bin` (or under `$CARGO_TARGET_DIR`);
+//!   a target stops after 3 distinct failures and its test fails listing them.
+//! - `PICKET_FUZZ_REPLAY=target/fuzz-failures/<file>.bin cargo test --release --test fuzz <test>`
+//!   runs that one input without catching the panic (add `RUST_BACKTRACE=1`).
+//! - `PICKET_FUZZ_INPUT=<input seed>` regenerates the input from its seed (same corpus only).
+//!
+//! `rule_packets` builds random rules (byte variables, byte_math, content modifiers, pcre...)
+//! and random packets from each input and inspects them (grammar in `fuzz/rulegen.rs`);
+//! it and `inspect_end_to_end` hold inspection to a [`harness::CostBudget`] per input byte.
 
 #[path = "fuzz/corpus.rs"]
 mod corpus;
@@ -14,13 +35,16 @@ mod corpus;
 mod harness;
 #[path = "fuzz/mutate.rs"]
 mod mutate;
+#[path = "fuzz/rulegen.rs"]
+mod rulegen;
 
 use std::io::Cursor;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use corpus::{decode_session, file_seeds, packet_seeds, session_seeds, Rec, SessionKind, LINK_TYPES};
-use harness::{fuzz, Rng, Target};
+use harness::{fuzz, CostBudget, Rng, Target};
 use picket::applayer::dns::{self, DnsConfig, DnsCounters, DnsState};
 use picket::applayer::http::{HttpConfig, HttpParser};
 use picket::applayer::probe::{probe, DetectStatus, ProtoDetector, Transport};
@@ -45,10 +69,10 @@ use picket::stream::{
 
 /// Reads fuzz input as a sequence of small decisions; past the end it yields zeros, so
 /// every input is a valid program.
-struct Bytes<'a>(&'a [u8]);
+pub(crate) struct Bytes<'a>(&'a [u8]);
 
 impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
+    pub(crate) fn u8(&mut self) -> u8 {
         match self.0.split_first() {
             Some((b, rest)) => {
                 self.0 = rest;
@@ -57,10 +81,10 @@ impl Bytes<'_> {
             None => 0,
         }
     }
-    fn u16(&mut self) -> u16 {
+    pub(crate) fn u16(&mut self) -> u16 {
         u16::from_le_bytes([self.u8(), self.u8()])
     }
-    fn u32(&mut self) -> u32 {
+    pub(crate) fn u32(&mut self) -> u32 {
         u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
     }
     fn is_empty(&self) -> bool {
@@ -1168,6 +1192,10 @@ fn inspect_settings(sel: u64) -> InspectSettings {
     s
 }
 
+/// The end-to-end inspection may cost this much per capture byte, plus the base (release
+/// build): about 1/1000 of the throughput the corpus runs at, so only superlinear work fires.
+const INSPECT_BUDGET: CostBudget = CostBudget { base: Duration::from_millis(100), per_unit: Duration::from_micros(10) };
+
 /// The whole inspection core (with defragmentation before it, as the reading thread does)
 /// on an arbitrary capture: no panic, every eve line is JSON, and at the end every flow is
 /// gone and every byte of stream memory returned.
@@ -1176,6 +1204,8 @@ fn check_inspect(input: &[u8]) -> Result<(), String> {
     let sel = fnv(input);
     let settings = inspect_settings(sel);
     let link = LinkType::from_pcap(cap.linktype);
+    // The clock starts after the settings: the first call builds the shared engine.
+    let started = std::time::Instant::now();
     let mut inspector = Inspector::new(&settings);
     let mut defrag = Defragmenter::new(DefragConfig::default());
     let mut rebuilt = Vec::new();
@@ -1202,7 +1232,9 @@ fn check_inspect(input: &[u8]) -> Result<(), String> {
         }
     }
     inspector.finish(&mut events);
+    let took = started.elapsed();
     check_events(&mut events)?;
+    INSPECT_BUDGET.check(&format!("inspection of a {}-byte capture", input.len()), input.len() as u64, took)?;
     let counters = inspector.counters();
     let get = |name: &str| counters.get(name).unwrap_or(0);
     ensure(get("tcp.reassembly_memuse") == 0, || {
@@ -1228,5 +1260,78 @@ fn inspect_end_to_end() {
         seeds,
         mutate: &|rng, seeds| mutate::capture(rng, seeds, mutate::HTTP_DICT),
         check: &check_inspect,
+    });
+}
+
+// ---------------------------------------------------------------- random rules x random packets
+
+/// Inspection may cost this much per payload byte per rule, plus the base (release build).
+/// Benign inputs stay below 1/100 of it; a keyword whose work grows with the square of the
+/// payload, or a pcre without its limits, goes over.
+const RULE_PACKETS_BUDGET: CostBudget =
+    CostBudget { base: Duration::from_millis(100), per_unit: Duration::from_micros(10) };
+
+/// Random rules (see `rulegen.rs`) through the real rule parser and engine build, then
+/// random packets through the whole inspection core with that engine: no panic, and the
+/// inspection within its cost budget.
+fn check_rule_packets(input: &[u8]) -> Result<(), String> {
+    let mut b = Bytes(input);
+    let rules = rulegen::rules(&mut b);
+    let load = load_rules_str("fuzz.rules", &rules.text, &RuleVars::default());
+    if load.rules.is_empty() {
+        return Ok(());
+    }
+    let loaded = load.rules.len();
+    let engine = match DetectEngine::build(load.rules, &detect_config()) {
+        Ok((engine, _)) => Arc::new(engine),
+        Err(e) => return ensure(!e.trim().is_empty(), || "engine build error without a reason".into()),
+    };
+    let packets = rulegen::packets(&mut b, &rules.contents);
+    let config = EngineSettings { midstream: true, checksum_mode: ChecksumMode::Never, ..EngineSettings::default() };
+    let mut settings = InspectSettings::from_engine(&config, 1, false);
+    settings.detect = Some(engine);
+    let mut inspector = Inspector::new(&settings);
+    let mut events = LogSink::new(Default::default());
+    let bytes: usize = packets.iter().map(|p| p.payload_len.max(1)).sum();
+    let what = format!("inspection of {loaded} rules x {bytes} payload bytes");
+    RULE_PACKETS_BUDGET.run(&what, (loaded * bytes) as u64, || {
+        for (i, p) in packets.iter().enumerate() {
+            let ts = Timestamp::from_parts(1_700_000_000 + i as u64, 0);
+            let meta = PacketMeta::standalone(i as u64 + 1, ts, LinkType::RawIp, p.frame.len() as u32, p.frame.len());
+            inspector.packet(PacketRef { meta: &meta, data: &p.frame }, &mut events);
+        }
+        inspector.finish(&mut events);
+    })?;
+    ensure(inspector.counters().get("decoder.pkts").unwrap_or(0) >= packets.len() as u64, || {
+        "packets not counted".into()
+    })
+}
+
+/// A few fixed inputs to start from; the mutator mostly draws fresh random decisions, since
+/// every byte string is a valid program of the grammar.
+fn rule_packet_seeds() -> Vec<Vec<u8>> {
+    (0..16u64)
+        .map(|i| {
+            let mut rng = Rng::new(0x5eed ^ i);
+            let len = 64 + rng.below(448);
+            (0..len).map(|_| rng.byte()).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn rule_packets() {
+    fuzz(Target {
+        name: "rule_packets",
+        seeds: rule_packet_seeds(),
+        mutate: &|rng, seeds| {
+            if rng.chance(2) {
+                let len = 16 + rng.below(496);
+                (0..len).map(|_| rng.byte()).collect()
+            } else {
+                mutate::mutate_bytes(rng, seeds, &[])
+            }
+        },
+        check: &check_rule_packets,
     });
 }

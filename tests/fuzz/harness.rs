@@ -7,6 +7,10 @@
 //! - `PICKET_FUZZ_REPLAY=FILE`: run only that saved input, on the target its name starts
 //!   with, without catching the panic (so `RUST_BACKTRACE=1` shows where).
 //! - `PICKET_FUZZ_INPUT=HEX`: regenerate and run the one input with that per-input seed.
+//!
+//! Besides the flat [`SLOW_INPUT`] limit, a target can hold its work to a [`CostBudget`]
+//! that grows with the input (a base plus so much per byte, per rule, ...), so a path that
+//! is quadratic in the input fails as "over budget" long before it costs seconds.
 
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
@@ -148,6 +152,47 @@ const MAX_FAILURES: usize = 3;
 /// not buy much CPU. Debug builds get 20 times as long. Generous, so a loaded CI machine
 /// does not fail on an input that is merely slowish (the slowest is printed per target).
 const SLOW_INPUT: Duration = Duration::from_secs(10);
+
+/// A per-input cost budget relative to input size: `base + per_unit * units`, where a
+/// target chooses what a unit is (a payload byte, a payload byte per rule). Generous by
+/// design (benign inputs stay far below it on a loaded 2-core machine); what it catches is
+/// work that grows faster than the input. Debug builds get 20 times as long.
+#[derive(Clone, Copy, Debug)]
+pub struct CostBudget {
+    pub base: Duration,
+    pub per_unit: Duration,
+}
+
+impl CostBudget {
+    /// The time `units` of input may take.
+    pub fn limit(&self, units: u64) -> Duration {
+        let units = u32::try_from(units).unwrap_or(u32::MAX);
+        let limit = self.base.saturating_add(self.per_unit.saturating_mul(units));
+        if cfg!(debug_assertions) {
+            limit.saturating_mul(20)
+        } else {
+            limit
+        }
+    }
+
+    /// Fails when `took` is over the budget for `units`; `what` names the work and its size
+    /// in the failure (e.g. "inspection of 3 rules x 812 payload bytes").
+    pub fn check(&self, what: &str, units: u64, took: Duration) -> Result<(), String> {
+        let limit = self.limit(units);
+        if took > limit {
+            return Err(format!("over cost budget: {what} took {took:?}, budget {limit:?} for {units} units"));
+        }
+        Ok(())
+    }
+
+    /// Runs `work` and checks the time it took against the budget.
+    pub fn run<T>(&self, what: &str, units: u64, work: impl FnOnce() -> T) -> Result<T, String> {
+        let started = Instant::now();
+        let out = work();
+        self.check(what, units, started.elapsed())?;
+        Ok(out)
+    }
+}
 
 pub fn fuzz(t: Target<'_>) {
     install_panic_hook();
