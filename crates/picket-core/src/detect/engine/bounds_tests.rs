@@ -67,7 +67,7 @@ alert udp any any -> any any (msg:"not"; byte_extract:8,0,n; isdataat:!n,relativ
 }
 
 #[test]
-fn byte_math_overflow_of_every_operator_is_no_match() {
+fn byte_math_wraps_as_suricata_and_a_wrapped_position_finds_no_data() {
     let e = engine(
         r#"alert udp any any -> any any (msg:"add"; byte_extract:8,0,big; byte_math:bytes 1,offset 8,oper +,rvalue big,result r; isdataat:!r; sid:1;)
 alert udp any any -> any any (msg:"mul"; byte_extract:8,0,big; byte_math:bytes 1,offset 8,oper *,rvalue big,result r; isdataat:!r; sid:2;)
@@ -76,16 +76,18 @@ alert udp any any -> any any (msg:"shl64"; byte_math:bytes 1,offset 8,oper <<,rv
 alert udp any any -> any any (msg:"div0"; byte_extract:1,9,zero; byte_math:bytes 1,offset 8,oper /,rvalue zero,result r; isdataat:!r; sid:5;)
 alert udp any any -> any any (msg:"shr"; byte_math:bytes 1,offset 8,oper >>,rvalue 64,result r; isdataat:!r; sid:6;)"#,
     );
-    // Byte 8 is 0x41 ('A'), byte 9 is 0 (the divisor): add, mul and shl overflow, a shift by
-    // 64 shifts every bit out of a left shift (overflow) but gives 0 for a right shift.
+    // Byte 8 is 0x41 ('A'), byte 9 is 0 (the divisor). As in Suricata, +, * and << wrap
+    // on 64 bits: 0x41 + (2^64-1) is 64, past the 18-byte payload (sid 1); the product and
+    // 0x41 << 63 are beyond any position, so `isdataat:!r` holds (sids 2, 3). A shift by 64
+    // gives 0 (data there: no match), and a division by zero is no match.
     let mut first = vec![0xff; 8];
     first.extend_from_slice(b"A\x00");
-    assert_eq!(sids(&e, &frame60(&first)), Vec::<u32>::new());
-    // In range (big = 0, divisor 1): add and div give 65, past the data, so those rules
-    // match; mul gives 0 and the shifts still overflow or give 0 (data at 0: no match).
+    assert_eq!(sids(&e, &frame60(&first)), vec![1, 2, 3]);
+    // big = 0, divisor 1: add and div give 65, past the data (sids 1, 5); mul gives 0 and
+    // the right shift 0 (data at 0); 0x41 << 63 is still beyond any position (sid 3).
     let mut first = vec![0; 8];
     first.extend_from_slice(b"A\x01");
-    assert_eq!(sids(&e, &frame60(&first)), vec![1, 5]);
+    assert_eq!(sids(&e, &frame60(&first)), vec![1, 3, 5]);
 }
 
 #[test]

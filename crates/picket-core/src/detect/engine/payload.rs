@@ -57,23 +57,19 @@ struct Jump {
     post_offset: i64,
 }
 
-/// `byte_math`'s operation on unsigned numbers. `None` (no match) when the result is not
-/// representable: a subtraction below zero, an overflowing sum, product or left shift, a
-/// division by zero. Wrapping instead would hand a later `offset:var` a huge or "negative"
-/// position made up from packet data.
+/// `byte_math`'s operation on the unsigned 64-bit value, as Suricata computes it: `+`, `-`,
+/// `*` and `<<` wrap (`0 - 69` is 2^64 - 69, which a later `byte_test` compares as that
+/// number); a division by zero is no match (`None`). A wrapped result is harmless as a
+/// position: every use of a variable as an offset or length goes through [`Val::position`],
+/// which refuses anything above 2^32 - 1.
 fn byte_math(op: ByteMathOp, val: u64, r: u64) -> Option<u64> {
     match op {
-        ByteMathOp::Add => val.checked_add(r),
-        ByteMathOp::Sub => val.checked_sub(r),
-        ByteMathOp::Mul => val.checked_mul(r),
+        ByteMathOp::Add => Some(val.wrapping_add(r)),
+        ByteMathOp::Sub => Some(val.wrapping_sub(r)),
+        ByteMathOp::Mul => Some(val.wrapping_mul(r)),
         ByteMathOp::Div => val.checked_div(r),
-        ByteMathOp::Shl => {
-            let shift = u32::try_from(r).ok().filter(|&s| s < 64)?;
-            let shifted = val << shift;
-            // Bits shifted out are an overflow.
-            (shifted >> shift == val).then_some(shifted)
-        }
-        // Shifting every bit out is exact: zero.
+        // Shifting every bit out gives zero.
+        ByteMathOp::Shl => Some(u32::try_from(r).ok().and_then(|s| val.checked_shl(s)).unwrap_or(0)),
         ByteMathOp::Shr => Some(u32::try_from(r).ok().and_then(|s| val.checked_shr(s)).unwrap_or(0)),
     }
 }
