@@ -247,6 +247,25 @@ fn udp_frame(dst_port: u16, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Runs `-r pcap -S rules -k none` plus `extra` into a fresh log directory (exit 0
+/// asserted) and returns its eve events.
+fn run_rules_eve(pcap: &Path, rules: &Path, extra: &[&str]) -> Vec<Value> {
+    let logs = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "-r",
+        pcap.to_str().unwrap(),
+        "-S",
+        rules.to_str().unwrap(),
+        "-l",
+        logs.path().to_str().unwrap(),
+        "-k",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    run_ok(&args);
+    read_eve(logs.path())
+}
+
 /// Alerts' (pcap_cnt, dest_port), and the stats event.
 fn alerts_and_stats(events: &[Value]) -> (Vec<(u64, u64)>, Value) {
     let alerts = events
@@ -270,22 +289,7 @@ fn bpf_filter_drops_packets_before_numbering() {
     std::fs::write(&rules, "alert udp any any -> any any (msg:\"mark\"; content:\"mark\"; sid:1;)\n").unwrap();
     let filter_file = dir.path().join("filter.bpf");
     std::fs::write(&filter_file, "# ssh only\nudp port 22 # the server\n").unwrap();
-    let run = |extra: &[&str]| -> Vec<Value> {
-        let logs = tempfile::tempdir().unwrap();
-        let mut args = vec![
-            "-r",
-            pcap.to_str().unwrap(),
-            "-S",
-            rules.to_str().unwrap(),
-            "-l",
-            logs.path().to_str().unwrap(),
-            "-k",
-            "none",
-        ];
-        args.extend_from_slice(extra);
-        run_ok(&args);
-        read_eve(logs.path())
-    };
+    let run = |extra: &[&str]| -> Vec<Value> { run_rules_eve(&pcap, &rules, extra) };
 
     let (alerts, stats) = alerts_and_stats(&run(&[]));
     assert_eq!(alerts, vec![(1, 80), (2, 22), (3, 80), (4, 22), (5, 80), (6, 22)]);
@@ -353,18 +357,7 @@ fn bounds_hostile_byte_math_and_pcre_do_not_stop_the_run() {
         ),
     )
     .unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    run_ok(&[
-        "-r",
-        pcap.to_str().unwrap(),
-        "-S",
-        rules.to_str().unwrap(),
-        "-l",
-        logs.path().to_str().unwrap(),
-        "-k",
-        "none",
-    ]);
-    let events = read_eve(logs.path());
+    let events = run_rules_eve(&pcap, &rules, &[]);
     let (alerts, stats) = alerts_and_stats(&events);
     assert_eq!(alerts, vec![(1, 53), (2, 53)], "only the control rule alerts");
     assert!(events.iter().filter(|e| e["event_type"] == "alert").all(|e| e["alert"]["signature_id"] == 2));

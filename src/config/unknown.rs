@@ -22,8 +22,8 @@ pub const CHECKED_SECTIONS: &[&str] =
     &["app-layer", "detect", "defrag", "decoder", "stats", "threading", "stream", "flow", "host", "ippair", "pcre"];
 
 /// Settings of Suricata's suricata.yaml (7.x and 8.x, and the 3.x/4.x files some
-/// operators still run) that picket accepts and does not use, and, for the sections in
-/// [`CHECKED_SECTIONS`], every key picket reads there.
+/// operators still run) that picket accepts and does not use. The keys picket reads are in
+/// [`super::KNOWN_KEYS`] alone.
 pub const SURICATA_KEYS: &[&str] = &[
     // Whole sections picket has no counterpart for.
     "action-order.*",
@@ -52,7 +52,6 @@ pub const SURICATA_KEYS: &[&str] = &[
     "pid-file",
     "plugins.*",
     "profiling.*",
-    "reference-config-file",
     "run-as.*",
     "security.*",
     "sensor-name",
@@ -60,8 +59,6 @@ pub const SURICATA_KEYS: &[&str] = &[
     "windivert.*",
     "firewall.*",
     "lua.*",
-    "exception-policy",
-    "max-pending-packets",
     // app-layer: settings every protocol has, then each protocol's own.
     "app-layer.error-policy",
     "app-layer.protocols.*.enabled",
@@ -164,23 +161,14 @@ pub const SURICATA_KEYS: &[&str] = &[
     "threading.stack-size",
     "threading.autopin",
     // stream
-    "stream.memcap",
     "stream.memcap-policy",
-    "stream.checksum-validation",
-    "stream.inline",
-    "stream.midstream",
-    "stream.midstream-policy",
-    "stream.async-oneside",
-    "stream.bypass",
     "stream.drop-invalid",
     "stream.prealloc-sessions",
     "stream.max-sessions",
     "stream.max-syn-queued",
     "stream.max-synack-queued",
     "stream.liberal-timestamps",
-    "stream.reassembly.memcap",
     "stream.reassembly.memcap-policy",
-    "stream.reassembly.depth",
     "stream.reassembly.toserver-chunk-size",
     "stream.reassembly.toclient-chunk-size",
     "stream.reassembly.randomize-chunk-size",
@@ -188,26 +176,13 @@ pub const SURICATA_KEYS: &[&str] = &[
     "stream.reassembly.raw",
     "stream.reassembly.segment-prealloc",
     "stream.reassembly.check-overlap-different-data",
-    "stream.reassembly.max-regions",
     "stream.reassembly.urgent.*",
-    // flow, host, ippair, pcre
-    "flow.memcap",
+    // flow
     "flow.memcap-policy",
-    "flow.hash-size",
-    "flow.prealloc",
-    "flow.emergency-recovery",
     "flow.prune-flows",
     "flow.managers",
     "flow.recyclers",
     "flow.rate-tracking.*",
-    "host.hash-size",
-    "host.prealloc",
-    "host.memcap",
-    "ippair.hash-size",
-    "ippair.prealloc",
-    "ippair.memcap",
-    "pcre.match-limit",
-    "pcre.match-limit-recursion",
 ];
 
 /// Whether `key` matches `pattern` (see the module comment).
