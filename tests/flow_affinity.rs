@@ -1,6 +1,6 @@
 //! The flow dispatch policy sends both directions of every flow to the same worker, for
-//! every worker count: checked packet by packet over the bundled sample and the
-//! conformance captures.
+//! every worker count, and the adaptive policy gives both directions one bucket: checked
+//! packet by packet over the bundled sample and the conformance captures.
 
 use picket::capture::open_offline;
 use picket::decode::{decode, DecodeOptions};
@@ -10,15 +10,21 @@ use std::path::Path;
 
 /// Returns how many flows were checked; panics on the first flow seen on two workers.
 fn check_capture(path: &Path, workers: usize) -> usize {
+    check_policy(path, workers, PolicyKind::Flow);
+    check_policy(path, workers, PolicyKind::Adaptive)
+}
+
+/// One policy: each flow's packets get one (worker, bucket).
+fn check_policy(path: &Path, workers: usize, kind: PolicyKind) -> usize {
     let Ok(mut source) = open_offline(path) else { return 0 };
-    let mut policy = make_policy(PolicyKind::Flow);
+    let mut policy = make_policy(kind, workers);
     let opts = DecodeOptions { validate_checksums: false, ..DecodeOptions::default() };
     // (source, source port, destination, destination port, protocol, VLANs) -> worker.
     type Endpoints = ([u8; 16], u16, [u8; 16], u16, u8, [u16; 2]);
-    let mut owner: HashMap<Endpoints, usize> = HashMap::new();
+    let mut owner: HashMap<Endpoints, (usize, u16)> = HashMap::new();
     while let Ok(Some(raw)) = source.next_packet() {
-        let w = policy.pick(raw.link, raw.data, workers);
-        assert!(w < workers);
+        let w = policy.pick_bucket(raw.link, raw.data, workers);
+        assert!(w.0 < workers);
         let d = decode(raw.link, raw.data, &opts);
         let Some(t) = d.tuple() else { continue };
         if d.fragment {
@@ -32,7 +38,7 @@ fn check_capture(path: &Path, workers: usize) -> usize {
         let ((lo, lp), (hi, hp)) = if a <= b { (a, b) } else { (b, a) };
         let key = (lo, lp, hi, hp, t.proto, d.vlan);
         let first = *owner.entry(key).or_insert(w);
-        assert_eq!(first, w, "{}: flow {key:?} went to workers {first} and {w}", path.display());
+        assert_eq!(first, w, "{}: {kind} flow {key:?} went to (worker, bucket) {first:?} and {w:?}", path.display());
     }
     owner.len()
 }

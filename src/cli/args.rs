@@ -34,9 +34,11 @@ pub struct RunArgs {
     /// Number of worker threads (default: one per CPU core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
-    /// Dispatch policy: flow (symmetric flow hash), roundrobin or random.
-    #[arg(long, value_name = "POLICY", default_value = "flow")]
-    pub dispatch: String,
+    /// Dispatch policy: flow (symmetric flow hash), adaptive (flow hash through a bucket
+    /// table rebalanced by measured load, flows handed over), roundrobin or random
+    /// [default: YAML `threading.dispatch`, else flow].
+    #[arg(long, value_name = "POLICY")]
+    pub dispatch: Option<String>,
     /// Do not pin worker threads to CPU cores.
     #[arg(long)]
     pub no_pin: bool,

@@ -19,8 +19,9 @@ pub struct BenchArgs {
     /// Runs per configuration; the best is reported (the machine is shared and noisy).
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
-    #[arg(long, default_value = "flow")]
-    pub dispatch: String,
+    /// Dispatch policy (as the main command's --dispatch).
+    #[arg(long)]
+    pub dispatch: Option<String>,
     #[arg(short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -87,13 +88,14 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             defrag: base.options.defrag,
             bpf_filter: base.options.bpf_filter.clone(),
             stop: None,
+            adaptive: base.options.adaptive,
         };
         let mut best: Option<pipeline::RunSummary> = None;
         for _ in 0..args.repeat.max(1) {
             source.reset();
             let (mut eve, mut fast) = (std::io::sink(), std::io::sink());
             let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
-            let s = pipeline::run(&mut source, make_policy(base.policy), &opts, logs)?;
+            let s = pipeline::run(&mut source, make_policy(base.policy, opts.workers), &opts, logs)?;
             if best.as_ref().is_none_or(|b| s.wall < b.wall) {
                 best = Some(s);
             }

@@ -183,8 +183,13 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     // A progress bar on stderr when it is a terminal (cli/progress.rs).
     let display = progress::ProgressDisplay::start();
     let state = display.as_ref().map(progress::ProgressDisplay::state);
-    let summary =
-        pipeline::run_with_progress(source.as_mut(), make_policy(resolved.policy), &resolved.options, logs, state);
+    let summary = pipeline::run_with_progress(
+        source.as_mut(),
+        make_policy(resolved.policy, resolved.options.workers),
+        &resolved.options,
+        logs,
+        state,
+    );
     drop(display);
     let summary = summary?;
     fast.flush()?;
@@ -344,6 +349,18 @@ fn report_to_terminal(source: &dyn PacketSource, resolved: &Resolved, s: &RunSum
     }
     let mut out = std::io::stdout().lock();
     let _ = write_load_table(&mut out, &s.workers, s.wall);
+    if let Some(r) = &s.rebalance {
+        let handed: u64 = s.workers.iter().filter_map(|w| w.counters.get(crate::pipeline::FLOWS_HANDED_OVER)).sum();
+        let fmt = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+        let _ = writeln!(
+            out,
+            "adaptive dispatch: {} buckets moved in {} rounds, {handed} flows handed over; load imbalance {} at the first move, {} at the last interval",
+            r.buckets_moved,
+            r.rounds,
+            fmt(r.imbalance_before),
+            fmt(r.imbalance_after)
+        );
+    }
 }
 
 /// "MM/DD/YYYY -- HH:MM:SS" in UTC, the Date line of Suricata's stats.log.

@@ -6,6 +6,7 @@ use crate::capture::bpf::{expression_from_file_text, BpfFilter};
 use crate::config::{
     alert_log_options, http_config, AppendDefault, Config, EngineSettings, EngineSettingsExt, OutputsConfig,
 };
+use crate::dispatch::adaptive::AdaptiveSettings;
 use crate::dispatch::PolicyKind;
 use crate::inspect::InspectSettings;
 use crate::pipeline::RunOptions;
@@ -66,7 +67,12 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     };
-    let policy = args.dispatch.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?;
+    let policy = match (&args.dispatch, config.get_str("threading.dispatch")) {
+        (Some(cli), _) => cli.parse::<PolicyKind>().map_err(|e| CliError(format!("--dispatch: {e}")))?,
+        (None, Some(yaml)) => yaml.parse::<PolicyKind>().map_err(|e| CliError(format!("threading.dispatch: {e}")))?,
+        (None, None) => PolicyKind::Flow,
+    };
+    let adaptive = adaptive_settings(&config)?;
     let mut inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers }, args.simulate_ips);
     inspect.http = Arc::new(http_config(&config)?);
     let append = if args.is_live() { AppendDefault::Append } else { AppendDefault::Truncate };
@@ -85,13 +91,56 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
         None => None,
     };
     Ok(Resolved {
-        options: RunOptions { workers, single, pin_cores: !args.no_pin, inspect, eve, defrag, bpf_filter, stop: None },
+        options: RunOptions {
+            workers,
+            single,
+            pin_cores: !args.no_pin,
+            inspect,
+            eve,
+            defrag,
+            bpf_filter,
+            stop: None,
+            adaptive,
+        },
         policy,
         config,
         engine,
         bpf_expression,
         outputs,
     })
+}
+
+/// `threading.adaptive.*`: how the adaptive dispatch controller measures and moves.
+fn adaptive_settings(config: &Config) -> Result<AdaptiveSettings, CliError> {
+    let mut s = AdaptiveSettings::default();
+    let number = |key: &str| -> Result<Option<f64>, CliError> {
+        match config.get_str(key) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(Some)
+                .ok_or_else(|| CliError(format!("{key}: '{v}' is not a non-negative number"))),
+        }
+    };
+    if let Some(ms) = number("threading.adaptive.interval-ms")? {
+        if ms < 1.0 {
+            return Err(CliError("threading.adaptive.interval-ms: must be at least 1".into()));
+        }
+        s.interval = std::time::Duration::from_micros((ms * 1000.0) as u64);
+    }
+    if let Some(t) = number("threading.adaptive.threshold")? {
+        if t < 1.0 {
+            return Err(CliError("threading.adaptive.threshold: must be at least 1.0 (max/mean busy)".into()));
+        }
+        s.threshold = t;
+    }
+    if let Some(m) = number("threading.adaptive.max-moves")? {
+        s.max_moves = m as usize;
+    }
+    Ok(s)
 }
 
 /// Loads rules for a run: prints the summary, every failed rule with file and line, and

@@ -2,7 +2,10 @@
 //! packet; the policy sees the raw bytes (not a decoded packet) so that it can stay cheap
 //! and so that live capture paths which only have raw frames can use it too.
 
+pub mod adaptive;
+
 use crate::packet::LinkType;
+use adaptive::IndirectionTable;
 use std::fmt;
 use std::str::FromStr;
 
@@ -12,6 +15,17 @@ use std::str::FromStr;
 pub trait DispatchPolicy: Send {
     fn pick(&mut self, link: LinkType, data: &[u8], workers: usize) -> usize;
     fn name(&self) -> &'static str;
+
+    /// The worker and the dispatch bucket of the packet (see [`adaptive`]); policies
+    /// without buckets give bucket 0.
+    fn pick_bucket(&mut self, link: LinkType, data: &[u8], workers: usize) -> (usize, u16) {
+        (self.pick(link, data, workers), 0)
+    }
+
+    /// The bucket table a controller may rewrite, for policies that have one.
+    fn table(&mut self) -> Option<&mut IndirectionTable> {
+        None
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +35,9 @@ pub enum PolicyKind {
     Flow,
     RoundRobin,
     Random,
+    /// The flow hash through a bucket table that a controller rebalances by measured
+    /// load, handing flows over with their buckets: as exact as `Flow`.
+    Adaptive,
 }
 
 impl FromStr for PolicyKind {
@@ -30,7 +47,8 @@ impl FromStr for PolicyKind {
             "flow" | "hash" => Ok(PolicyKind::Flow),
             "roundrobin" | "round-robin" | "rr" => Ok(PolicyKind::RoundRobin),
             "random" => Ok(PolicyKind::Random),
-            other => Err(format!("unknown dispatch policy '{other}' (expected flow, roundrobin or random)")),
+            "adaptive" => Ok(PolicyKind::Adaptive),
+            other => Err(format!("unknown dispatch policy '{other}' (expected flow, adaptive, roundrobin or random)")),
         }
     }
 }
@@ -41,12 +59,15 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Flow => "flow",
             PolicyKind::RoundRobin => "roundrobin",
             PolicyKind::Random => "random",
+            PolicyKind::Adaptive => "adaptive",
         })
     }
 }
 
-pub fn make_policy(kind: PolicyKind) -> Box<dyn DispatchPolicy> {
+/// The policy for `workers` workers.
+pub fn make_policy(kind: PolicyKind, workers: usize) -> Box<dyn DispatchPolicy> {
     match kind {
+        PolicyKind::Adaptive => Box::new(adaptive::Adaptive::new(workers)),
         PolicyKind::Flow => Box::new(FlowHash),
         PolicyKind::RoundRobin => Box::new(RoundRobin::default()),
         PolicyKind::Random => Box::new(Random::with_seed(0x9E37_79B9_7F4A_7C15)),
@@ -133,7 +154,7 @@ mod tests {
 
     #[test]
     fn policy_names_parse() {
-        for k in [PolicyKind::Flow, PolicyKind::RoundRobin, PolicyKind::Random] {
+        for k in [PolicyKind::Flow, PolicyKind::RoundRobin, PolicyKind::Random, PolicyKind::Adaptive] {
             assert_eq!(k.to_string().parse::<PolicyKind>().unwrap(), k);
         }
         assert!("bogus".parse::<PolicyKind>().is_err());

@@ -23,11 +23,18 @@ pub enum Sink {
 pub const SINKS: usize = 2;
 
 /// Serialized log lines with their sort keys, written by one worker.
+///
+/// A line's order is (key, sub). `sub` tells apart the events that share a clock or
+/// shutdown key: flows ending at the same moment sort by their first packet, so the merged
+/// file does not depend on which worker held which flow. Lines are pushed in key order;
+/// within one key they may come in any sub order ([`EventBuf::settle`] sorts them).
 #[derive(Default)]
 pub struct EventBuf {
     bytes: Vec<u8>,
-    /// (key, end offset in `bytes`, sink) per line, in the order written.
-    lines: Vec<(u64, usize, Sink)>,
+    /// (key, sub, end offset in `bytes`, sink) per line, in the order written.
+    lines: Vec<(u64, u64, usize, Sink)>,
+    /// A line was pushed with a smaller sub than the line before it under the same key.
+    unsettled: bool,
 }
 
 impl EventBuf {
@@ -37,9 +44,42 @@ impl EventBuf {
     }
 
     pub fn push_to(&mut self, sink: Sink, key: u64, write: impl FnOnce(&mut Vec<u8>)) {
-        write(&mut self.bytes);
-        self.lines.push((key, self.bytes.len(), sink));
+        self.push_sub(sink, key, 0, write)
     }
+
+    /// Appends a line ordered by (key, sub).
+    pub fn push_sub(&mut self, sink: Sink, key: u64, sub: u64, write: impl FnOnce(&mut Vec<u8>)) {
+        if let Some(&(last_key, last_sub, _, _)) = self.lines.last() {
+            self.unsettled |= last_key == key && sub < last_sub;
+        }
+        write(&mut self.bytes);
+        self.lines.push((key, sub, self.bytes.len(), sink));
+    }
+
+    /// Puts lines that share a key in sub order (stable: one event's lines keep theirs).
+    pub fn settle(&mut self) {
+        if !std::mem::take(&mut self.unsettled) {
+            return;
+        }
+        let mut starts = Vec::with_capacity(self.lines.len());
+        let mut start = 0;
+        for &(_, _, end, _) in &self.lines {
+            starts.push(start);
+            start = end;
+        }
+        let mut order: Vec<usize> = (0..self.lines.len()).collect();
+        order.sort_by_key(|&i| (self.lines[i].0, self.lines[i].1));
+        let mut bytes = Vec::with_capacity(self.bytes.len());
+        let mut lines = Vec::with_capacity(self.lines.len());
+        for i in order {
+            let (key, sub, end, sink) = self.lines[i];
+            bytes.extend_from_slice(&self.bytes[starts[i]..end]);
+            lines.push((key, sub, bytes.len(), sink));
+        }
+        self.bytes = bytes;
+        self.lines = lines;
+    }
+
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }
@@ -48,7 +88,7 @@ impl EventBuf {
     }
     pub fn lines(&self) -> impl Iterator<Item = (u64, Sink, &[u8])> + '_ {
         let mut start = 0;
-        self.lines.iter().map(move |&(key, end, sink)| {
+        self.lines.iter().map(move |&(key, _, end, sink)| {
             let line = &self.bytes[start..end];
             start = end;
             (key, sink, line)
@@ -70,9 +110,10 @@ struct Stream {
 }
 
 impl Stream {
-    fn head_key(&self) -> Option<u64> {
+    fn head_key(&self) -> Option<(u64, u64)> {
         let (buf, next) = self.chunks.front()?;
-        Some(buf.lines[*next].0)
+        let (key, sub, _, _) = buf.lines[*next];
+        Some((key, sub))
     }
 }
 
@@ -113,7 +154,7 @@ pub fn merge_ordered(inputs: Vec<Receiver<OutputChunk>>, out: &mut [&mut dyn Wri
     Ok(written)
 }
 
-/// Writes, smallest key first (ties by worker index), every buffered line with key < limit.
+/// Writes, smallest (key, sub) first (ties by worker index), every buffered line with key < limit.
 fn drain_below(streams: &mut [Stream], limit: u64, out: &mut [&mut dyn Write; SINKS]) -> io::Result<u64> {
     let mut n = 0;
     loop {
@@ -121,7 +162,7 @@ fn drain_below(streams: &mut [Stream], limit: u64, out: &mut [&mut dyn Write; SI
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.head_key().map(|k| (k, i)))
-            .filter(|&(k, _)| k < limit)
+            .filter(|&((k, _), _)| k < limit)
             .min();
         let Some((_, i)) = best else { return Ok(n) };
         pop_line(&mut streams[i], out)?;
@@ -140,8 +181,8 @@ fn drain_all(streams: &mut [Stream], out: &mut [&mut dyn Write; SINKS]) -> io::R
 
 fn pop_line(stream: &mut Stream, out: &mut [&mut dyn Write; SINKS]) -> io::Result<()> {
     let (buf, next) = stream.chunks.front_mut().expect("head exists");
-    let start = if *next == 0 { 0 } else { buf.lines[*next - 1].1 };
-    let (_, end, sink) = buf.lines[*next];
+    let start = if *next == 0 { 0 } else { buf.lines[*next - 1].2 };
+    let (_, _, end, sink) = buf.lines[*next];
     out[sink as usize].write_all(&buf.bytes[start..end])?;
     *next += 1;
     if *next == buf.lines.len() {

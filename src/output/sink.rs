@@ -23,32 +23,38 @@ impl LogSink {
         LogSink { events: EventBuf::default(), opts, alerts: 0 }
     }
 
-    /// The lines formatted so far; the sink starts a new buffer.
+    /// The lines formatted so far, in (key, sub) order; the sink starts a new buffer.
     pub fn take(&mut self) -> EventBuf {
+        self.events.settle();
         std::mem::take(&mut self.events)
     }
 }
 
 impl EventSink for LogSink {
     fn event(&mut self, key: u64, event: &Event<'_>) {
+        self.event_sub(key, 0, event)
+    }
+
+    fn event_sub(&mut self, key: u64, sub: u64, event: &Event<'_>) {
         self.alerts += u64::from(matches!(event, Event::Alert(_)));
+        let lines = &mut self.events;
         match event {
             Event::Alert(a) => {
                 if self.opts.types.alert {
-                    self.events.push(key, |buf| eve::alert::write_alert(buf, a, &self.opts));
+                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::alert::write_alert(buf, a, &self.opts));
                 }
                 if self.opts.fast_log {
-                    self.events.push_to(Sink::FastLog, key, |buf| fast::write_fast_line(buf, a));
+                    lines.push_sub(Sink::FastLog, key, sub, |buf| fast::write_fast_line(buf, a));
                 }
             }
             Event::Drop(d) => {
                 if self.opts.types.drop && eve::drop::wanted(d, &self.opts.drop) {
-                    self.events.push(key, |buf| eve::drop::write_drop(buf, d, &self.opts.drop));
+                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::drop::write_drop(buf, d, &self.opts.drop));
                 }
             }
             Event::Flow(rec) => {
                 if self.opts.types.flow {
-                    self.events.push(key, |buf| eve::flow::write_flow(buf, rec))
+                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::flow::write_flow(buf, rec))
                 }
             }
             // Protocol records (eve `http`, `dns`, `tls`) are not written yet: the eve-log

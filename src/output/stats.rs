@@ -131,6 +131,14 @@ pub fn write_load_table(out: &mut dyn Write, workers: &[WorkerReport], wall: Dur
         )?;
     }
     writeln!(out, "{:<6} {:>12} {:>14} {:>10.1}", "total", total_pkts, total_bytes, wall_s * 1e3)?;
+    if workers.len() > 1 {
+        let busy: Vec<u64> = workers.iter().map(|w| w.busy.as_nanos() as u64).collect();
+        writeln!(
+            out,
+            "imbalance (busiest worker's busy time / mean): {:.2}",
+            crate::dispatch::adaptive::imbalance(&busy)
+        )?;
+    }
     Ok(())
 }
 
@@ -220,5 +228,16 @@ mod tests {
         let s = String::from_utf8(out).unwrap();
         let w2 = s.lines().find(|l| l.starts_with("W#02")).unwrap();
         assert!(w2.contains("75.0"), "{s}");
+        let imbalance = s.lines().find(|l| l.starts_with("imbalance")).unwrap();
+        assert!(
+            imbalance.ends_with(&format!(
+                "{:.2}",
+                crate::dispatch::adaptive::imbalance(&[
+                    report(0, 1).busy.as_nanos() as u64,
+                    report(1, 3).busy.as_nanos() as u64
+                ])
+            )),
+            "{s}"
+        );
     }
 }

@@ -7,13 +7,17 @@
 //! makes the dispatcher wait (offline input must not lose packets) and is counted.
 
 pub mod fault;
+mod handover;
 pub mod live;
 mod worker;
+
+pub use worker::{FLOWS_HANDED_OVER, FLOWS_TAKEN_OVER, HANDOVER_WAIT_US};
 
 use crate::capture::bpf::{BpfError, BpfFilter};
 use crate::capture::{CaptureError, PacketSource, RawPacket};
 use crate::counters::CounterSet;
 use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
+use crate::dispatch::adaptive::{AdaptiveSettings, BucketMove, RebalanceStats, Rebalancer};
 use crate::dispatch::DispatchPolicy;
 use crate::inspect::{InspectSettings, Inspector};
 use crate::output::eve::AlertLogOptions;
@@ -52,6 +56,8 @@ pub struct RunOptions {
     /// Set by SIGINT/SIGTERM (offline runs): reading stops before the next packet, and the
     /// run drains its workers and ends as if the input had ended there.
     pub stop: Option<Arc<AtomicBool>>,
+    /// The adaptive dispatch controller's settings (used with `--dispatch adaptive`).
+    pub adaptive: AdaptiveSettings,
 }
 
 /// What a run did, for the stats outputs and the exit table.
@@ -74,7 +80,17 @@ pub struct RunSummary {
     /// Workers that panicked. The run stopped reading at the first one; the other
     /// workers finished what they had, and every report above holds what was counted.
     pub worker_failures: Vec<WorkerFailure>,
+    /// What the adaptive controller did (`--dispatch adaptive` only).
+    pub rebalance: Option<RebalanceStats>,
 }
+
+/// Reader counters of adaptive dispatch (picket's own; Suricata has no such dispatch).
+pub const BUCKETS_MOVED: &str = "dispatch.buckets_moved";
+pub const REBALANCE_ROUNDS: &str = "dispatch.rebalance_rounds";
+/// Max/mean busy time x100 of the interval that triggered the first move.
+pub const IMBALANCE_BEFORE_PCT: &str = "dispatch.imbalance_before_pct";
+/// Max/mean busy time x100 of the last interval measured.
+pub const IMBALANCE_AFTER_PCT: &str = "dispatch.imbalance_after_pct";
 
 /// How far an offline run is, for a progress display on another thread: the reader stores
 /// the input position every [`PROGRESS_EVERY_PACKETS`] packets, workers add their alerts
@@ -363,6 +379,7 @@ fn run_single(
         reader: reader.report(),
         bpf_filtered: reader.bpf_filtered,
         worker_failures: failure.into_iter().collect(),
+        rebalance: None,
     })
 }
 
@@ -384,6 +401,19 @@ fn run_workers(
     let start = Instant::now();
     let n = opts.workers.max(1);
     let cores = if opts.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
+    // Adaptive dispatch: the workers publish their load, the reader thread rebalances.
+    let adaptive = policy.table().is_some() && n > 1;
+    let board = handover::LoadBoard::new(if adaptive { n } else { 0 });
+    let failed = Arc::new(AtomicBool::new(false));
+    let mut handovers =
+        if adaptive { handover::wire(n, &board, &failed).into_iter().map(Some).collect() } else { Vec::new() };
+    let mut controller = adaptive.then(|| Controller {
+        meter: handover::LoadMeter::new(board.clone(), opts.adaptive.interval),
+        rebalancer: Rebalancer::new(&opts.adaptive),
+        round: 0,
+        checked_at: 0,
+        workers: n,
+    });
     std::thread::scope(|scope| {
         let mut lanes = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
@@ -397,12 +427,13 @@ fn run_workers(
             let settings = opts.inspect.clone();
             let eve = LogSink::new(opts.eve.clone());
             let progress = progress.clone();
+            let handover = handovers.get_mut(i).and_then(Option::take);
             // Named as in stats.log, so a panic message names the worker.
             let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
-                worker::run(i, Inspector::new(&settings), eve, from_dispatcher, to_pool, out_tx, progress)
+                worker::run(i, Inspector::new(&settings), eve, from_dispatcher, to_pool, out_tx, progress, handover)
             })?;
             handles.push(spawned);
             lanes.push(Lane {
@@ -429,8 +460,10 @@ fn run_workers(
         let (packets, capture_errors) = reader.read_all(source, |pcap_cnt, raw| {
             first_ts.get_or_insert(raw.ts);
             last_ts = Some(raw.ts);
-            let w = policy.pick(raw.link, raw.data, n);
-            d.lanes[w].pending.push(pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data);
+            let (w, bucket) = policy.pick_bucket(raw.link, raw.data, n);
+            let pending = &mut d.lanes[w].pending;
+            pending.push(pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data);
+            pending.set_last_bucket(bucket);
             d.clock.pcap_cnt = pcap_cnt;
             d.clock.ts = d.clock.ts.max(raw.ts);
             since_tick += 1;
@@ -442,6 +475,12 @@ fn run_workers(
                 }
             } else if d.lanes[w].pending.len() >= BATCH_PACKETS {
                 d.send(w);
+            }
+            if let (Some(c), Some(table)) = (&mut controller, policy.table()) {
+                c.meter.count(bucket);
+                if let Some(moves) = c.check(pcap_cnt, table) {
+                    d.move_buckets(&handover::marker(c.round, pcap_cnt, &moves));
+                }
             }
             // A worker died: stop reading, the run ends with its error.
             !d.dead
@@ -480,12 +519,55 @@ fn run_workers(
                 let mut report = reader.report();
                 // Backpressure: how often a worker's ring was full and the reader waited.
                 report.counters.add("capture.dispatch_ring_full_waits", ring_full_waits);
+                if let Some(c) = &controller {
+                    let st = &c.rebalancer.stats;
+                    let pct = |x: Option<f64>| (x.unwrap_or(1.0) * 100.0).round() as u64;
+                    report.counters.add(BUCKETS_MOVED, st.buckets_moved);
+                    report.counters.add(REBALANCE_ROUNDS, st.rounds);
+                    report.counters.add(IMBALANCE_BEFORE_PCT, pct(st.imbalance_before));
+                    report.counters.add(IMBALANCE_AFTER_PCT, pct(st.imbalance_after));
+                }
                 report
             },
             bpf_filtered: reader.bpf_filtered,
             worker_failures,
+            rebalance: controller.map(|c| c.rebalancer.stats),
         })
     })
+}
+
+/// The adaptive controller, run by the reader thread between packets.
+struct Controller {
+    meter: handover::LoadMeter,
+    rebalancer: Rebalancer,
+    /// Rounds of moves made so far.
+    round: u64,
+    /// Packet at which the clock was last looked at.
+    checked_at: u64,
+    workers: usize,
+}
+
+impl Controller {
+    /// Every so many packets, whether an interval ended, and if so the moves it calls
+    /// for (already written into `table`).
+    fn check(
+        &mut self,
+        pcap_cnt: u64,
+        table: &mut crate::dispatch::adaptive::IndirectionTable,
+    ) -> Option<Vec<BucketMove>> {
+        if pcap_cnt < self.checked_at + 256 {
+            return None;
+        }
+        self.checked_at = pcap_cnt;
+        let cost = self.meter.poll()?;
+        let workers = self.workers;
+        let moves = self.rebalancer.plan(table, workers, &cost);
+        if moves.is_empty() {
+            return None;
+        }
+        self.round += 1;
+        Some(moves)
+    }
 }
 
 struct Lane {
@@ -503,6 +585,21 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// A rebalancing round: every worker giving or getting a bucket receives its pending
+    /// packets now with the moves on them, so the giver exports after its last packet of
+    /// the bucket and the receiver imports before its first.
+    fn move_buckets(&mut self, marker: &crate::packet::BucketMoves) {
+        let mut involved: Vec<usize> = marker.moves.iter().flat_map(|m| [m.1 as usize, m.2 as usize]).collect();
+        involved.sort_unstable();
+        involved.dedup();
+        for w in involved {
+            if let Some(lane) = self.lanes.get_mut(w) {
+                lane.pending.moves = Some(marker.clone());
+                self.send(w);
+            }
+        }
+    }
+
     /// Hands lane `w` its pending batch, stamped with the current clock, and takes a
     /// recycled batch (or a new one) for the next packets. A full ring is waited on, but
     /// not forever: a worker that died has dropped its end of the ring.
@@ -584,10 +681,11 @@ mod tests {
             defrag: None,
             bpf_filter: Some(BpfFilter::new(filter).unwrap()),
             stop: None,
+            adaptive: Default::default(),
         };
         let (mut eve, mut fast) = (Vec::new(), Vec::new());
         let mut source = ListSource { packets, next: 0 };
-        run(&mut source, make_policy(PolicyKind::Flow), &opts, LogWriters { eve: &mut eve, fast: &mut fast })
+        run(&mut source, make_policy(PolicyKind::Flow, 2), &opts, LogWriters { eve: &mut eve, fast: &mut fast })
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! panic's message, so that the run ends with an error and the stats gathered so far.
 
 use super::fault::{self, WorkerFailure};
+use super::handover::WorkerHandover;
 use super::RunProgress;
 use crate::inspect::Inspector;
 use crate::output::merge::{clock_key, OutputChunk};
@@ -18,6 +19,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Flows this worker gave to another with their bucket (adaptive dispatch).
+pub const FLOWS_HANDED_OVER: &str = "dispatch.flows_handed_over";
+/// Flows this worker took over from another.
+pub const FLOWS_TAKEN_OVER: &str = "dispatch.flows_taken_over";
+/// Time this worker waited for flows handed to it, in microseconds (not counted busy).
+pub const HANDOVER_WAIT_US: &str = "dispatch.handover_wait_us";
+
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     index: usize,
     mut inspector: Inspector,
@@ -26,6 +35,7 @@ pub(super) fn run(
     mut pool: rtrb::Producer<PacketBatch>,
     output: Sender<OutputChunk>,
     progress: Option<Arc<RunProgress>>,
+    mut handover: Option<WorkerHandover>,
 ) -> (WorkerReport, Option<WorkerFailure>) {
     let mut report = WorkerReport { name: worker_name(index), ..Default::default() };
     let mut failure = None;
@@ -45,21 +55,40 @@ pub(super) fn run(
         idle_spins = 0;
         let started = Instant::now();
         let mut watermark = 0;
+        let waited_before = handover.as_ref().map_or(Duration::ZERO, |h| h.waited);
         let inspected = catch_unwind(AssertUnwindSafe(|| {
+            let mut last = started;
             for pkt in batch.iter() {
                 fault::check(pkt.meta.pcap_cnt);
                 report.packets += 1;
                 report.bytes += pkt.meta.wire_len as u64;
                 inspector.packet(pkt, &mut events);
+                if let Some(h) = &mut handover {
+                    // What each bucket costs, for the adaptive controller's choice.
+                    let now = Instant::now();
+                    h.charge(pkt.meta.bucket, (now - last).as_nanos() as u64);
+                    last = now;
+                }
             }
             if let Some(tick) = batch.clock {
                 inspector.clock(tick, &mut events);
                 watermark = clock_key(tick.pcap_cnt);
             }
+            if let (Some(h), Some(moves)) = (&mut handover, &batch.moves) {
+                h.apply(moves, &mut inspector, &mut events);
+            }
         }));
-        report.busy += started.elapsed();
+        // Waiting for another worker's flows is not work.
+        let waited = handover.as_ref().map_or(Duration::ZERO, |h| h.waited) - waited_before;
+        report.busy += started.elapsed().saturating_sub(waited);
+        if let Some(h) = &mut handover {
+            h.publish();
+        }
         if let Err(payload) = inspected {
             failure = Some(WorkerFailure { worker: report.name.clone(), message: fault::panic_message(&*payload) });
+            if let Some(h) = &handover {
+                h.fail();
+            }
             break;
         }
         if let Some(p) = &progress {
@@ -89,6 +118,11 @@ pub(super) fn run(
     // numbers worth reporting, but its open flows are not logged.
     let _ = output.send(OutputChunk { events: events.take(), watermark: u64::MAX });
     report.counters = catch_unwind(AssertUnwindSafe(|| inspector.counters())).unwrap_or_default();
+    if let Some(h) = &handover {
+        report.counters.add(FLOWS_HANDED_OVER, h.flows_given);
+        report.counters.add(FLOWS_TAKEN_OVER, h.flows_taken);
+        report.counters.add(HANDOVER_WAIT_US, h.waited.as_micros() as u64);
+    }
     (report, failure)
 }
 

@@ -116,6 +116,10 @@ pub struct PacketMeta {
     pub link: LinkType,
     /// Length on the wire; may exceed the captured length when the snaplen cut it.
     pub wire_len: u32,
+    /// Dispatch bucket the packet was sent by (adaptive dispatch; 0 otherwise): a flow
+    /// remembers the bucket of its first packet, so that the flows of a bucket can follow
+    /// it to another worker.
+    pub bucket: u16,
     start: u32,
     len: u32,
 }
@@ -124,7 +128,7 @@ impl PacketMeta {
     /// Metadata for a packet that is not stored in a batch (the single-thread run mode
     /// inspects the source's buffer in place).
     pub fn standalone(pcap_cnt: u64, ts: Timestamp, link: LinkType, wire_len: u32, captured_len: usize) -> Self {
-        PacketMeta { pcap_cnt, ts, link, wire_len, start: 0, len: captured_len as u32 }
+        PacketMeta { pcap_cnt, ts, link, wire_len, bucket: 0, start: 0, len: captured_len as u32 }
     }
 }
 
@@ -144,6 +148,21 @@ pub struct PacketBatch {
     /// A control marker riding with the batch: the dispatcher's clock, so that idle
     /// workers still expire flows and release output in order.
     pub clock: Option<ClockTick>,
+    /// Dispatch buckets that change worker after this batch (adaptive dispatch): acted on
+    /// after the batch's packets and clock.
+    pub moves: Option<BucketMoves>,
+}
+
+/// Dispatch buckets changing worker: the old worker hands the buckets' flows to the new
+/// one after its last packet of them, the new one takes them before its first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BucketMoves {
+    /// Rebalancing round, numbered from 1: pairs a worker's export with its import.
+    pub round: u64,
+    /// The last packet dispatched under the old table.
+    pub after: u64,
+    /// (bucket, from worker, to worker).
+    pub moves: Vec<(u16, u16, u16)>,
 }
 
 /// The dispatcher's view of time, sent to every worker so that flow timeouts and the
@@ -157,12 +176,19 @@ pub struct ClockTick {
 
 impl PacketBatch {
     pub fn with_capacity(packets: usize, bytes: usize) -> Self {
-        PacketBatch { bytes: Vec::with_capacity(bytes), metas: Vec::with_capacity(packets), clock: None }
+        PacketBatch { bytes: Vec::with_capacity(bytes), metas: Vec::with_capacity(packets), clock: None, moves: None }
     }
     pub fn push(&mut self, pcap_cnt: u64, ts: Timestamp, link: LinkType, wire_len: u32, data: &[u8]) {
         let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(data);
-        self.metas.push(PacketMeta { pcap_cnt, ts, link, wire_len, start, len: data.len() as u32 });
+        self.metas.push(PacketMeta { pcap_cnt, ts, link, wire_len, bucket: 0, start, len: data.len() as u32 });
+    }
+
+    /// Sets the dispatch bucket of the packet pushed last.
+    pub fn set_last_bucket(&mut self, bucket: u16) {
+        if let Some(meta) = self.metas.last_mut() {
+            meta.bucket = bucket;
+        }
     }
     pub fn len(&self) -> usize {
         self.metas.len()
@@ -177,6 +203,7 @@ impl PacketBatch {
         self.bytes.clear();
         self.metas.clear();
         self.clock = None;
+        self.moves = None;
     }
     pub fn get(&self, i: usize) -> PacketRef<'_> {
         let meta = &self.metas[i];

@@ -94,6 +94,17 @@ impl AppLayer {
         self.charged = now;
     }
 
+    /// The flow moves to another worker: its capped memory leaves this worker's count
+    /// ([`AppLayer::charge_to`] adds it to the next one's).
+    pub(crate) fn uncharge_from(&self, counters: &mut AppCounters) {
+        counters.http_mem.memuse -= self.charged.held;
+    }
+
+    /// The flow arrives from another worker: its capped memory counts here.
+    pub(crate) fn charge_to(&self, counters: &mut AppCounters) {
+        counters.http_mem.memuse += self.charged.held;
+    }
+
     /// The flow ends: its capped memory goes back to the worker.
     pub(crate) fn release(&mut self, counters: &mut AppCounters) {
         counters.http_mem.memuse -= self.charged.held;

@@ -8,7 +8,7 @@
 //! limit and never beyond it.
 //!
 //! Timeouts: a timing wheel of one bucket per second (1024 buckets, wrapping). Each flow sits
-//! in exactly one bucket, the second after which it may have timed out. Packets only update
+//! in exactly one bucket, the second in which it may time out. Packets only update
 //! the flow's last-seen time; the wheel is checked lazily: when a bucket comes due, a flow
 //! that saw traffic in the meantime is moved to the bucket of its new deadline instead of
 //! being expired. A flow is only moved early when its state changes to a shorter timeout
@@ -77,6 +77,9 @@ pub struct Flow {
     /// The engine is done with the flow ([`FlowTable::set_bypassed`]): it times out after
     /// the protocol's `bypassed` timeout.
     pub bypassed: bool,
+    /// Dispatch bucket of the packet that created the flow ([`FlowTable::set_bucket`]):
+    /// which flows move when the dispatcher hands a bucket to another worker.
+    pub bucket: u16,
 }
 
 impl Flow {
@@ -148,6 +151,23 @@ impl Flow {
         mem::swap(&mut self.pkts_toserver, &mut self.pkts_toclient);
         mem::swap(&mut self.bytes_toserver, &mut self.bytes_toclient);
         mem::swap(&mut self.icmp_toserver, &mut self.icmp_toclient);
+    }
+}
+
+/// A flow between two tables: taken out of one worker's table with its extension, to be
+/// adopted by another's (see [`FlowTable::take_flows`]).
+pub struct MovedFlow<E> {
+    flow: Flow,
+    ext: E,
+    ext_bytes: u64,
+}
+
+impl<E> MovedFlow<E> {
+    pub fn flow(&self) -> &Flow {
+        &self.flow
+    }
+    pub fn ext_mut(&mut self) -> &mut E {
+        &mut self.ext
     }
 }
 
@@ -479,6 +499,36 @@ impl<E: Default> FlowTable<E> {
         pkt: &FlowPacket,
         ended: &mut impl FnMut(FlowRecord<E>),
     ) -> Option<u32> {
+        if !self.make_room(ended) {
+            return None;
+        }
+        let flow = Flow {
+            key,
+            flow_id: flow_id(&key, pkt.pcap_cnt),
+            client_is_lo: src_is_lo,
+            first_ts: pkt.ts,
+            last_ts: pkt.ts,
+            first_pcap_cnt: pkt.pcap_cnt,
+            last_pcap_cnt: pkt.pcap_cnt,
+            ..Flow::default()
+        };
+        let proto = key.tuple.proto;
+        let index = self.insert(flow, E::default(), hash);
+        let c = &mut self.counters;
+        c.total += 1;
+        *match proto {
+            PROTO_TCP => &mut c.tcp,
+            PROTO_UDP => &mut c.udp,
+            PROTO_ICMP => &mut c.icmpv4,
+            PROTO_ICMPV6 => &mut c.icmpv6,
+            _ => &mut c.other,
+        } += 1;
+        Some(index)
+    }
+
+    /// Below the memcap, or brought below it by evicting flows (emergency mode): false when
+    /// nothing could be evicted.
+    fn make_room(&mut self, ended: &mut impl FnMut(FlowRecord<E>)) -> bool {
         if self.at_memcap() {
             self.counters.memcap += 1;
             if !self.emergency {
@@ -495,26 +545,23 @@ impl<E: Default> FlowTable<E> {
             }
             if evicted == 0 {
                 self.counters.memcap_drop += 1;
-                return None;
+                return false;
             }
         }
+        true
+    }
 
-        let flow = Flow {
-            key,
-            flow_id: flow_id(&key, pkt.pcap_cnt),
-            client_is_lo: src_is_lo,
-            first_ts: pkt.ts,
-            last_ts: pkt.ts,
-            first_pcap_cnt: pkt.pcap_cnt,
-            last_pcap_cnt: pkt.pcap_cnt,
-            ..Flow::default()
-        };
+    /// Puts `flow` into a free slot, the hash index and the wheel, and counts it active.
+    fn insert(&mut self, flow: Flow, ext: E, hash: u64) -> u32 {
+        let state = flow.state();
+        let proto = flow.key.tuple.proto;
         let index = match self.free.pop() {
             Some(index) => {
                 let slot = &mut self.slots[index as usize];
                 slot.flow = flow;
+                slot.ext = ext;
                 slot.in_use = true;
-                slot.scheduled_state = FlowState::New;
+                slot.scheduled_state = state;
                 index
             }
             None => {
@@ -529,10 +576,10 @@ impl<E: Default> FlowTable<E> {
                 }
                 self.slots.push(Slot {
                     flow,
-                    ext: E::default(),
+                    ext,
                     in_use: true,
                     generation: 0,
-                    scheduled_state: FlowState::New,
+                    scheduled_state: state,
                     due_sec: 0,
                     wheel_pos: 0,
                     ext_bytes: 0,
@@ -548,17 +595,79 @@ impl<E: Default> FlowTable<E> {
 
         let held = self.held_bytes();
         let c = &mut self.counters;
-        c.total += 1;
         c.active += 1;
         c.memuse = held;
-        match key.tuple.proto {
-            PROTO_TCP => (c.tcp += 1, c.active_tcp += 1),
-            PROTO_UDP => (c.udp += 1, c.active_udp += 1),
-            PROTO_ICMP => (c.icmpv4 += 1, c.active_icmpv4 += 1),
-            PROTO_ICMPV6 => (c.icmpv6 += 1, c.active_icmpv6 += 1),
-            _ => (c.other += 1, c.active_other += 1),
-        };
-        Some(index)
+        *match proto {
+            PROTO_TCP => &mut c.active_tcp,
+            PROTO_UDP => &mut c.active_udp,
+            PROTO_ICMP => &mut c.active_icmpv4,
+            PROTO_ICMPV6 => &mut c.active_icmpv6,
+            _ => &mut c.active_other,
+        } += 1;
+        index
+    }
+
+    /// Takes every flow `moving` selects out of the table, with its extension, for another
+    /// table to [`adopt`](Self::adopt_flows): the flows do not end (no record, no end
+    /// counters), they leave `flow.active` here and join it there.
+    pub fn take_flows(&mut self, mut moving: impl FnMut(&Flow) -> bool) -> Vec<MovedFlow<E>> {
+        let chosen: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| self.slots[i as usize].in_use && moving(&self.slots[i as usize].flow))
+            .collect();
+        let mut out = Vec::with_capacity(chosen.len());
+        for index in chosen {
+            self.unschedule(index);
+            let hash = key_hash_seeded(&self.slots[index as usize].flow.key, self.hash_seed);
+            if let Ok(entry) = self.index.find_entry(hash, |&i| i == index) {
+                entry.remove();
+            }
+            let slot = &mut self.slots[index as usize];
+            slot.in_use = false;
+            slot.generation = slot.generation.wrapping_add(1);
+            let ext_bytes = mem::take(&mut slot.ext_bytes);
+            self.ext_bytes -= ext_bytes;
+            self.free.push(index);
+            let moved = MovedFlow { flow: mem::take(&mut slot.flow), ext: mem::take(&mut slot.ext), ext_bytes };
+            let c = &mut self.counters;
+            c.active -= 1;
+            *match moved.flow.key.tuple.proto {
+                PROTO_TCP => &mut c.active_tcp,
+                PROTO_UDP => &mut c.active_udp,
+                PROTO_ICMP => &mut c.active_icmpv4,
+                PROTO_ICMPV6 => &mut c.active_icmpv6,
+                _ => &mut c.active_other,
+            } -= 1;
+            out.push(moved);
+        }
+        self.counters.memuse = self.held_bytes();
+        out
+    }
+
+    /// Takes in flows another table gave up ([`take_flows`](Self::take_flows)), state and
+    /// deadlines intact. Room is made under the memcap as for a new flow; a flow that still
+    /// finds none ends at once (reason "forced") and goes to `ended`. A flow whose key is
+    /// already here (it cannot be, when every packet of a flow carries the same bucket)
+    /// replaces nothing: it ends, forced, too.
+    pub fn adopt_flows(&mut self, flows: Vec<MovedFlow<E>>, ended: &mut impl FnMut(FlowRecord<E>)) {
+        for moved in flows {
+            let hash = key_hash_seeded(&moved.flow.key, self.hash_seed);
+            let fits = self.lookup(hash, &moved.flow.key).is_none() && self.make_room(ended);
+            let index = self.insert(moved.flow, moved.ext, hash);
+            self.slots[index as usize].ext_bytes = moved.ext_bytes;
+            self.ext_bytes += moved.ext_bytes;
+            if !fits {
+                let record = self.remove(index, FlowEndReason::Forced);
+                ended(record);
+            }
+        }
+        self.counters.memuse = self.held_bytes();
+    }
+
+    /// Records the dispatch bucket of the flow (see [`Flow::bucket`]).
+    pub fn set_bucket(&mut self, handle: FlowHandle, bucket: u16) {
+        if let Some(slot) = self.live_slot_mut(handle) {
+            slot.flow.bucket = bucket;
+        }
     }
 
     /// A closed flow if the sample holds one, else the sampled flow seen least recently.
@@ -591,12 +700,16 @@ impl<E: Default> FlowTable<E> {
         best.map(|(i, _)| i)
     }
 
-    /// Second of the wheel bucket for the flow's current deadline: strictly after it.
+    /// Second of the wheel bucket for the flow's current deadline: the deadline's own
+    /// second. The check in that second ends the flow if the clock is past the deadline,
+    /// else moves it to the next second. So when a flow ends depends only on its deadline
+    /// and the clock, not on which bucket it waited in before (a flow handed over from
+    /// another worker is scheduled afresh and must end when it would have there).
     fn due_sec(&self, index: u32) -> u64 {
         let flow = &self.slots[index as usize].flow;
         let timeout = self.timeout_of(flow);
         let deadline = flow.last_ts.0.saturating_add(timeout.saturating_mul(NANOS));
-        deadline / NANOS + 1
+        deadline / NANOS
     }
 
     /// Seconds the flow may stay idle: its state's timeout, or `bypassed` once bypassed.

@@ -16,12 +16,19 @@ use crate::stream::{Direction, HeldStream, ReassemblyMemory, StreamChunk};
 /// Where events go: the sink and the sort key of the packet (or tick) being handled.
 pub(super) struct Out<'o> {
     pub key: u64,
+    /// Order among events under the same clock or shutdown key (see
+    /// [`EventSink::event_sub`]); 0 for a packet's own events.
+    pub sub: u64,
     pub sink: &'o mut dyn EventSink,
 }
 
-impl Out<'_> {
+impl<'o> Out<'o> {
+    pub fn new(key: u64, sink: &'o mut dyn EventSink) -> Self {
+        Out { key, sub: 0, sink }
+    }
+
     pub fn emit(&mut self, event: Event<'_>) {
-        self.sink.event(self.key, &event);
+        self.sink.event_sub(self.key, self.sub, &event);
     }
 }
 
@@ -309,6 +316,11 @@ impl Detection {
 
     /// A flow has ended: inspect what its streams still hold, then report the flow.
     pub(super) fn end_flow(&mut self, mut rec: FlowRecord<FlowExt>, mem: &mut ReassemblyMemory, out: &mut Out<'_>) {
+        // Under a clock or shutdown key (odd), flows ending together sort by first packet.
+        let outer_sub = out.sub;
+        if out.key & 1 == 1 {
+            out.sub = rec.first_pcap_cnt;
+        }
         let bypass = rec.ext.bypass;
         if bypass.mode == super::BypassMode::Capture {
             let k = bypass.kernel;
@@ -340,6 +352,7 @@ impl Detection {
             app.release(&mut self.app_counters);
         }
         out.emit(Event::Flow(&rec));
+        out.sub = outer_sub;
     }
 
     /// Suricata's flow-end pseudo packets: the data each direction still holds (including

@@ -34,6 +34,15 @@ pub const SHUTDOWN_KEY: u64 = u64::MAX;
 /// ([`packet_key`], [`clock_key`] or [`SHUTDOWN_KEY`]).
 pub trait EventSink {
     fn event(&mut self, key: u64, event: &Event<'_>);
+
+    /// An event under a clock or shutdown key with its order among the events sharing that
+    /// key: `sub` is the first packet of the flow it belongs to (0 under a packet key), so
+    /// that flows ending at the same moment come out in the same order whichever worker
+    /// held them. Sinks that keep one stream in arrival order need not care.
+    fn event_sub(&mut self, key: u64, sub: u64, event: &Event<'_>) {
+        let _ = sub;
+        self.event(key, event)
+    }
 }
 
 /// One thing the inspector found.

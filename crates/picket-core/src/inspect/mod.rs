@@ -45,6 +45,7 @@ use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
 use crate::detectors::{Detectors, FlowEvent as DetectorFlowEvent, PacketFacts, Tallies};
+use crate::flow::table::MovedFlow;
 use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
 use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeouts, StreamInline};
@@ -252,6 +253,21 @@ pub struct FlowExt {
     pub handshake_reported: bool,
 }
 
+/// Flows on their way from one worker to another: the dispatcher moved their bucket.
+pub struct FlowHandover {
+    flows: Vec<MovedFlow<FlowExt>>,
+}
+
+impl FlowHandover {
+    /// Flows handed over.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+}
+
 pub struct Inspector {
     flows: FlowTable<FlowExt>,
     decode_opts: DecodeOptions,
@@ -375,8 +391,10 @@ impl Inspector {
     /// returned verdict says whether the packet may go on (inline modes act on it).
     pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {
         let meta = pkt.meta;
-        let out = &mut Out { key: packet_key(meta.pcap_cnt), sink };
-        self.advance_clock(meta.ts, out);
+        // Flows this packet's time expires end just before it, under the key the
+        // dispatcher's clock tick for this packet gives them on every other worker.
+        self.advance_clock(meta.ts, &mut Out::new(clock_key(meta.pcap_cnt.saturating_sub(1)), sink));
+        let out = &mut Out::new(packet_key(meta.pcap_cnt), sink);
         self.decoder.pkts += 1;
         self.decoder.bytes += meta.wire_len as u64;
         match meta.link {
@@ -408,6 +426,9 @@ impl Inspector {
             let run = self.detection.run(&wire, None, None, None, None, out);
             return self.detection.conclude(&wire, &run, None, out);
         };
+        if verdict.created && meta.bucket != 0 {
+            self.flows.set_bucket(verdict.handle, meta.bucket);
+        }
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
         if verdict.established
             && !ext.handshake_reported
@@ -610,15 +631,56 @@ impl Inspector {
         }
     }
 
+    /// Takes the flows of the dispatch buckets `moving` selects out of this worker, with all
+    /// their state (TCP reassembly, app layer, flowbits), for the worker the dispatcher now
+    /// sends those buckets to ([`Inspector::import_flows`]). What they hold leaves this
+    /// worker's stream and HTTP memory counts.
+    pub fn export_flows(&mut self, moving: impl Fn(u16) -> bool) -> FlowHandover {
+        let mut flows = self.flows.take_flows(|f| moving(f.bucket));
+        for moved in &mut flows {
+            let ext = moved.ext_mut();
+            if let Some(stream) = &ext.stream {
+                stream.uncharge_from(&mut self.stream_mem);
+            }
+            if let Some(app) = &ext.app {
+                app.uncharge_from(&mut self.detection.app_counters);
+            }
+        }
+        FlowHandover { flows }
+    }
+
+    /// Adopts flows another worker exported. A flow the flow memcap has no room for ends
+    /// here at once (reason "forced", under the clock key of packet `after`).
+    pub fn import_flows(&mut self, mut handover: FlowHandover, after: u64, sink: &mut dyn EventSink) {
+        for moved in &mut handover.flows {
+            let ext = moved.ext_mut();
+            if let Some(stream) = &ext.stream {
+                stream.charge_to(&mut self.stream_mem);
+            }
+            if let Some(app) = &ext.app {
+                app.charge_to(&mut self.detection.app_counters);
+            }
+        }
+        let ended = &mut self.ended;
+        self.flows.adopt_flows(handover.flows, &mut |rec| ended.push(rec));
+        let out = &mut Out::new(clock_key(after), sink);
+        for rec in self.ended.drain(..) {
+            self.detection.end_flow(rec, &mut self.stream_mem, out);
+        }
+    }
+
     /// The dispatcher's clock: expire flows even when this worker gets no packets.
     pub fn clock(&mut self, tick: ClockTick, sink: &mut dyn EventSink) {
-        self.advance_clock(tick.ts, &mut Out { key: clock_key(tick.pcap_cnt), sink });
+        // The tick follows packet `tick.pcap_cnt`, whose worker expired flows just before
+        // inspecting it (see `packet`): the same key here, so the output does not depend
+        // on which worker a flow was on.
+        self.advance_clock(tick.ts, &mut Out::new(clock_key(tick.pcap_cnt.saturating_sub(1)), sink));
     }
 
     /// End of input: every flow still open is reported with reason "shutdown".
     pub fn finish(&mut self, sink: &mut dyn EventSink) {
         let (det, mem) = (&mut self.detection, &mut self.stream_mem);
-        let out = &mut Out { key: SHUTDOWN_KEY, sink };
+        let out = &mut Out::new(SHUTDOWN_KEY, sink);
         self.flows.flush_all(&mut |rec| det.end_flow(rec, mem, out));
     }
 

@@ -680,7 +680,7 @@ impl StreamHalf {
         self.accounted = now;
     }
 
-    #[cfg(test)]
+    /// What this direction is charged to its worker's reassembly memcap now.
     pub fn accounted(&self) -> u64 {
         self.accounted
     }

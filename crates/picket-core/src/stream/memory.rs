@@ -105,6 +105,10 @@ impl ReassemblyMemory {
         self.session_used += cost;
         true
     }
+    /// Charges session state that exists already (a flow handed over from another worker).
+    pub(crate) fn force_session(&mut self, cost: u64) {
+        self.session_used += cost;
+    }
     pub(crate) fn refund_session(&mut self, cost: u64) {
         self.session_used = self.session_used.saturating_sub(cost);
     }

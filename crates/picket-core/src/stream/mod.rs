@@ -711,6 +711,29 @@ impl TcpReassembly {
         }
     }
 
+    /// What this stream is charged to its worker's budgets: (segment bytes, session).
+    fn charges(&self) -> (u64, u64) {
+        let segments = self.halves.iter().map(|h| h.accounted()).sum();
+        let session = if self.session_charge == SessionCharge::Charged { SESSION_COST } else { 0 };
+        (segments, session)
+    }
+
+    /// The flow leaves this worker (its dispatch bucket moved): its charges leave this
+    /// worker's budget, to be taken up by the next one with [`TcpReassembly::charge_to`].
+    pub fn uncharge_from(&self, mem: &mut ReassemblyMemory) {
+        let (segments, session) = self.charges();
+        mem.adjust(segments, 0);
+        mem.refund_session(session);
+    }
+
+    /// The flow arrives at this worker: what it holds is charged here, past the memcaps if
+    /// need be (the memory exists already; the next allocations see the cap).
+    pub fn charge_to(&self, mem: &mut ReassemblyMemory) {
+        let (segments, session) = self.charges();
+        mem.adjust(0, segments);
+        mem.force_session(session);
+    }
+
     /// Returns all memory to the worker's budget. Call before dropping the flow.
     pub fn release(&mut self, mem: &mut ReassemblyMemory) {
         for h in &mut self.halves {
