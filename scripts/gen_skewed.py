@@ -19,7 +19,7 @@ What the capture holds (classic pcap, Ethernet, microsecond timestamps):
     connections (some with the curl and Go-http-client user agents that ET Open alerts
     on), TLS ClientHello with SNI + ServerHello + encrypted records, and ICMP echo;
     --ipv6 of the normal flows use IPv6. --inject-rate puts content that picket's bundled
-    rules (rules/default.rules) alert on into that share of the HTTP transactions.
+    rules (rules/default.rules) alert on into that share of the HTTP connections.
 
 Every TCP connection is consistent (three-way handshake with MSS/SACK/timestamp/window
 scale options, exact seq/ack numbers, timestamps that only grow, FIN teardown), and every
@@ -337,9 +337,9 @@ class Stats:
 INJECTIONS = ("cgi_id", "uid0_response", "dosexec")
 
 
-def http_exchange(rng, pool, host, stats, inject_rate):
-    """One HTTP/1.1 request and its response, as bytes."""
-    inject = rng.choice(INJECTIONS) if rng.random() < inject_rate else None
+def http_exchange(rng, pool, host, stats, inject):
+    """One HTTP/1.1 request and its response, as bytes; `inject` names the rule-triggering
+    content to carry, if any."""
     r = rng.random()
     if r < 0.05:
         agent = TOOL_AGENTS[0]
@@ -388,8 +388,12 @@ def build_http(g, t, out):
     rtt = g.rtt()
     host = domain(rng)
     tcp_open(tcp, clock, rtt, out)
-    for _ in range(1 + (rng.random() < 0.3) + (rng.random() < 0.15)):
-        request, response = http_exchange(rng, g.pool, host, g.stats, g.inject_rate)
+    # An injected connection carries that one transaction only: the bundled rules anchor
+    # their content at the start of the response, so it must open the stream.
+    inject = rng.choice(INJECTIONS) if rng.random() < g.inject_rate else None
+    exchanges = 1 if inject else 1 + (rng.random() < 0.3) + (rng.random() < 0.15)
+    for _ in range(exchanges):
+        request, response = http_exchange(rng, g.pool, host, g.stats, inject)
         tcp_send(tcp, clock, rtt, 0, request, out)
         tcp_send(tcp, clock, rtt, 1, response, out)
         clock.t += rng.random() * 0.05
@@ -885,7 +889,7 @@ def parse_args(argv):
     p.add_argument("--clients", type=int, default=3000, help="client addresses (default 3000)")
     p.add_argument("--ipv6", type=float, default=0.05, help="share of normal flows over IPv6 (default 0.05)")
     p.add_argument("--inject-rate", type=float, default=0.01,
-                   help="share of HTTP transactions carrying content picket's bundled rules alert on "
+                   help="share of HTTP connections carrying content picket's bundled rules alert on "
                         "(a CGI `;id` request, `uid=0(root)` output, an x-dosexec download; default 0.01)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary on stdout")
     args = p.parse_args(argv)
