@@ -98,8 +98,11 @@ class Host:
 
 
 def client_host(rng, index):
-    """Clients sit in 10.0.0.0/8 and fd00::/8, inside the default $HOME_NET."""
-    ip4 = bytes((10, (index >> 16) & 0x3F, (index >> 8) & 0xFF, 2 + (index & 0xFF) % 250))
+    """Clients sit in 10.0.0.0/8 (inside the default $HOME_NET) and fd00::/8 (outside it:
+    the default $HOME_NET lists IPv4 ranges only, so rules with $HOME_NET skip IPv6 flows)."""
+    # 250 hosts (.2 to .251) per /24, so every client index has its own address.
+    net, host = divmod(index, 250)
+    ip4 = bytes((10, (net >> 8) & 0x3F, net & 0xFF, 2 + host))
     ip6 = bytes.fromhex("fd00000000000001") + struct.pack("!Q", rng.getrandbits(64))
     mac = b"\x02\x00" + ip4
     return Host(ip4, ip6, mac)
@@ -874,14 +877,16 @@ def parse_args(argv):
     p.add_argument("--duration", type=float, default=30.0, help="capture seconds (default 30)")
     p.add_argument("--heavy-tcp", type=int, default=6, help="heavy TCP bulk downloads (default 6)")
     p.add_argument("--heavy-udp", type=int, default=2, help="heavy RTP-like UDP streams (default 2)")
-    p.add_argument("--heavy-share", type=float, default=0.55,
-                   help="share of all packets carried by the heavy flows (default 0.55)")
+    p.add_argument("--heavy-share", type=float, default=0.75,
+                   help="share of all packets carried by the heavy flows (default 0.75; with the default "
+                        "weights the top flow carries about 19%%, so a perfect balancer can still even out "
+                        "4 workers)")
     p.add_argument("--heavy-weights", default="",
                    help="comma-separated relative weights of the heavy flows, e.g. 4,2,1,1 "
                         "(default: Zipf law, see --heavy-zipf)")
-    p.add_argument("--heavy-zipf", type=float, default=1.0,
+    p.add_argument("--heavy-zipf", type=float, default=0.6,
                    help="Zipf exponent of the heavy flows' weights when --heavy-weights is not given: "
-                        "flow i gets 1/i^s (default 1.0; 0 = all equal)")
+                        "flow i gets 1/i^s (default 0.6; 0 = all equal)")
     p.add_argument("--hot-servers", type=int, default=4, help="hot server addresses (default 4)")
     p.add_argument("--hot-share", type=float, default=0.4,
                    help="share of the normal flows that go to the hot servers (default 0.4)")
@@ -903,6 +908,8 @@ def parse_args(argv):
         p.error("--duration must be positive")
     if min(args.heavy_tcp, args.heavy_udp, args.hot_servers) < 0 or args.servers < 1 or args.clients < 1:
         p.error("flow and host counts must not be negative (servers and clients at least 1)")
+    if args.clients > 4000000:
+        p.error("--clients must be at most 4000000 (10.0.0.0/10 with 250 hosts per /24)")
     if args.heavy_share > 0 and args.heavy_tcp + args.heavy_udp == 0:
         p.error("--heavy-share needs --heavy-tcp or --heavy-udp")
     return args
