@@ -383,14 +383,20 @@ def http_exchange(rng, pool, host, stats, inject):
     return request, head + body
 
 
-def build_http(g, t, out):
-    rng = g.rng
+def start_tcp(g, t, server_port, out):
+    """A new TCP flow to server_port, opened at time t: its Tcp, clock and RTT."""
     wire, cport = g.endpoints(PROTO_TCP)
-    tcp = Tcp(rng, wire, cport, 80)
+    tcp = Tcp(g.rng, wire, cport, server_port)
     clock = Clock(t)
     rtt = g.rtt()
-    host = domain(rng)
     tcp_open(tcp, clock, rtt, out)
+    return tcp, clock, rtt
+
+
+def build_http(g, t, out):
+    rng = g.rng
+    tcp, clock, rtt = start_tcp(g, t, 80, out)
+    host = domain(rng)
     # An injected connection carries that one transaction only: the bundled rules anchor
     # their content at the start of the response, so it must open the stream.
     inject = rng.choice(INJECTIONS) if rng.random() < g.inject_rate else None
@@ -450,13 +456,9 @@ def tls_records(rng, size):
 
 def build_tls(g, t, out):
     rng = g.rng
-    wire, cport = g.endpoints(PROTO_TCP)
-    tcp = Tcp(rng, wire, cport, 443)
-    clock = Clock(t)
-    rtt = g.rtt()
+    tcp, clock, rtt = start_tcp(g, t, 443, out)
     # picket sid 9000021 alerts on this name.
     sni = "secure.example.org" if rng.random() < 0.02 else domain(rng)
-    tcp_open(tcp, clock, rtt, out)
     hello = tls_client_hello(rng, sni)
     tcp_send(tcp, clock, rtt, 0, hello, out)
     session_id = hello[44:76]

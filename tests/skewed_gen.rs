@@ -13,12 +13,14 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen_skewed.py")
 }
 
-fn python_missing() -> bool {
+/// A scratch directory for the test, or None (after printing why) without python3.
+fn scratch() -> Option<tempfile::TempDir> {
     let ok = Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
     if !ok {
         eprintln!("SKIPPED: python3 not installed");
+        return None;
     }
-    !ok
+    Some(tempfile::tempdir().unwrap())
 }
 
 /// Runs the generator and returns its JSON summary (read from OUT.json).
@@ -37,9 +39,11 @@ fn generate(out: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&std::fs::read_to_string(summary_path).expect("summary written")).expect("summary is JSON")
 }
 
-/// Runs picket over a capture with the bundled rules, checksum validation on, and returns
-/// the eve events.
-fn picket_eve(pcap: &Path, logs: &Path, extra: &[&str]) -> Vec<Value> {
+/// Runs picket over a capture with the bundled rules, checksum validation on, logging to
+/// a new `logs` directory next to the capture, and returns the eve events.
+fn picket_eve(pcap: &Path, extra: &[&str]) -> Vec<Value> {
+    let logs = pcap.with_file_name("logs");
+    std::fs::create_dir(&logs).unwrap();
     let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules/default.rules");
     let out = Command::new(env!("CARGO_BIN_EXE_picket"))
         .arg("-r")
@@ -47,7 +51,7 @@ fn picket_eve(pcap: &Path, logs: &Path, extra: &[&str]) -> Vec<Value> {
         .arg("-S")
         .arg(rules)
         .arg("-l")
-        .arg(logs)
+        .arg(&logs)
         .args(["-k", "all", "--workers", "2"])
         .args(extra)
         .output()
@@ -58,6 +62,17 @@ fn picket_eve(pcap: &Path, logs: &Path, extra: &[&str]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad eve line {l}: {e}")))
         .collect()
+}
+
+/// Packets per flow record (both directions), largest first.
+fn flow_sizes(events: &[Value]) -> Vec<u64> {
+    let mut sizes: Vec<u64> = events
+        .iter()
+        .filter(|e| e["event_type"] == "flow")
+        .map(|f| u(&f["flow"]["pkts_toserver"]) + u(&f["flow"]["pkts_toclient"]))
+        .collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    sizes
 }
 
 fn u(v: &Value) -> u64 {
@@ -82,10 +97,7 @@ fn nonzero(prefix: &str, v: &Value, found: &mut Vec<String>) {
 
 #[test]
 fn same_seed_same_bytes_other_seed_other_bytes() {
-    if python_missing() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    let Some(dir) = scratch() else { return };
     let (a, b, c) = (dir.path().join("a.pcap"), dir.path().join("b.pcap"), dir.path().join("c.pcap"));
     let args = ["--packets", "20000", "--seed", "11"];
     let summary = generate(&a, &args);
@@ -102,17 +114,12 @@ fn same_seed_same_bytes_other_seed_other_bytes() {
 
 #[test]
 fn picket_reads_a_skewed_capture_cleanly_with_the_promised_shares() {
-    if python_missing() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    let Some(dir) = scratch() else { return };
     let pcap = dir.path().join("skewed.pcap");
     let summary = generate(&pcap, &["--packets", "40000", "--seed", "3", "--inject-rate", "0.2", "--ipv6", "0.1"]);
-    let logs = dir.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
     // The heavy downloads pass the default 1 MiB stream depth, and a response cut by the
     // depth is an HTTP anomaly (truncated); without a depth nothing may be anomalous.
-    let events = picket_eve(&pcap, &logs, &["--set", "stream.reassembly.depth=0"]);
+    let events = picket_eve(&pcap, &["--set", "stream.reassembly.depth=0"]);
     let stats = &events.last().expect("events")["stats"];
 
     // Decoder: every packet decoded, every checksum right, no decoder event.
@@ -176,9 +183,7 @@ fn picket_reads_a_skewed_capture_cleanly_with_the_promised_shares() {
     assert_eq!(apps.get("tls").copied(), Some(u(&kinds["tls"])), "{apps:?}");
 
     // The heaviest flows in picket's records carry the promised share, flow by flow.
-    let mut sizes: Vec<u64> =
-        flows.iter().map(|f| u(&f["flow"]["pkts_toserver"]) + u(&f["flow"]["pkts_toclient"])).collect();
-    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let sizes = flow_sizes(&events);
     let total = u(&decoder["pkts"]) as f64;
     let top: Vec<u64> = summary["top_flows"].as_array().unwrap().iter().map(|f| u(&f["packets"])).collect();
     assert_eq!(top.len(), 8, "6 heavy TCP + 2 heavy UDP by default");
@@ -209,22 +214,11 @@ fn picket_reads_a_skewed_capture_cleanly_with_the_promised_shares() {
 
 #[test]
 fn explicit_heavy_weights_set_each_heavy_flow_share() {
-    if python_missing() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    let Some(dir) = scratch() else { return };
     let pcap = dir.path().join("weights.pcap");
     let args = ["--packets", "20000", "--seed", "4", "--heavy-tcp", "2", "--heavy-udp", "2"];
     let summary = generate(&pcap, &[&args[..], &["--heavy-share", "0.4", "--heavy-weights", "4,2,1,1"]].concat());
-    let logs = dir.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let events = picket_eve(&pcap, &logs, &[]);
-    let mut sizes: Vec<u64> = events
-        .iter()
-        .filter(|e| e["event_type"] == "flow")
-        .map(|f| u(&f["flow"]["pkts_toserver"]) + u(&f["flow"]["pkts_toclient"]))
-        .collect();
-    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let sizes = flow_sizes(&picket_eve(&pcap, &[]));
     assert_eq!(u(&summary["packets"]), 20000);
     for (i, want) in [0.2, 0.1, 0.05, 0.05].iter().enumerate() {
         let share = sizes[i] as f64 / 20000.0;
