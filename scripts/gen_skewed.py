@@ -36,6 +36,7 @@ Example:
 
 import argparse
 import heapq
+import ipaddress
 import json
 import math
 import random
@@ -332,6 +333,7 @@ class Stats:
         self.injected = {}
         self.tool_agents = {a: 0 for a in TOOL_AGENTS}
         self.ipv6_flows = 0
+        self.hot_flows = 0
 
     def flow(self, kind):
         self.flows[kind] = self.flows.get(kind, 0) + 1
@@ -688,6 +690,7 @@ class Generator:
             while self.hot_cum[k] < x:
                 k += 1
             server = self.hot[k]
+            self.stats.hot_flows += 1
         else:
             server = rng.choice(self.servers)
         if proto == PROTO_ICMPV6:
@@ -757,10 +760,12 @@ class Generator:
                     k = 0
                     while cum[k] < x:
                         k += 1
+                    counts = (self.stats.ipv6_flows, self.stats.hot_flows)
                     builders[kinds[k]](self, next_arrival, built)
                     if len(built) > remaining - 2:
                         # This flow would overshoot the packet count: drop it, fill instead.
                         self.stats.flows[kinds[k]] -= 1
+                        self.stats.ipv6_flows, self.stats.hot_flows = counts
                         built = []
                 if not built:
                     fill(self, next_arrival, remaining, built)
@@ -950,6 +955,9 @@ def main(argv):
         "packets_by_protocol": counter.proto,
         "ipv6_packets": counter.ipv6,
         "ipv6_flows": stats.ipv6_flows,
+        "hot_server_flows": stats.hot_flows,
+        "hot_server_share": round(stats.hot_flows / normal_flows, 4) if normal_flows else 0.0,
+        "hot_server_addresses": [str(ipaddress.ip_address(a)) for h in gen.hot for a in (h.ip4, h.ip6)],
         "http_transactions": stats.http_tx,
         "tool_user_agents": stats.tool_agents,
         "injected": dict(sorted(stats.injected.items())),

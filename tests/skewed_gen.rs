@@ -182,6 +182,23 @@ fn picket_reads_a_skewed_capture_cleanly_with_the_promised_shares() {
     assert_eq!(apps.get("http").copied(), Some(u(&kinds["http"]) + u(&kinds["heavy_tcp"])), "{apps:?}");
     assert_eq!(apps.get("tls").copied(), Some(u(&kinds["tls"])), "{apps:?}");
 
+    // Hot servers (their IPv4 and IPv6 addresses) take the promised share of the normal
+    // flows, and each of them far more than any other server.
+    let hot: Vec<&str> =
+        summary["hot_server_addresses"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(hot.len(), 8);
+    let mut per_server: BTreeMap<&str, u64> = BTreeMap::new();
+    for f in &flows {
+        *per_server.entry(f["dest_ip"].as_str().unwrap()).or_default() += 1;
+    }
+    let to_hot: u64 = hot.iter().map(|a| per_server.get(a).copied().unwrap_or(0)).sum();
+    assert_eq!(to_hot, u(&summary["hot_server_flows"]));
+    let hot_share = to_hot as f64 / u(&summary["normal_flows"]) as f64;
+    assert!((hot_share - 0.4).abs() < 0.05, "hot servers take {hot_share} of the normal flows, default 0.4");
+    let coldest_hot = hot.iter().step_by(2).map(|a| per_server[a]).min().unwrap();
+    let busiest_other = per_server.iter().filter(|(a, _)| !hot.contains(a)).map(|(_, n)| *n).max().unwrap();
+    assert!(busiest_other * 4 < coldest_hot, "other servers: at most {busiest_other} flows, hot ones {coldest_hot}");
+
     // The heaviest flows in picket's records carry the promised share, flow by flow.
     let sizes = flow_sizes(&events);
     let total = u(&decoder["pkts"]) as f64;
