@@ -841,8 +841,8 @@ class Counter:
         self.proto = {"tcp": 0, "udp": 0, "icmp": 0, "icmpv6": 0}
         self.ipv6 = 0
         self.last = 0.0
-        # Whole-capture packet counts per flow would cost a dict update per packet; the
-        # heavy flows' counts are known exactly, the normal flows are small.
+        # Records are written in chunks. (No per-flow packet counts here: a dict update per
+        # packet costs time, and the heavy flows' counts are known exactly anyway.)
         self.buffer = []
 
     def write(self, t, frame):
