@@ -26,8 +26,9 @@ pub const SINKS: usize = 2;
 ///
 /// A line's order is (key, sub). `sub` tells apart the events that share a clock or
 /// shutdown key: flows ending at the same moment sort by their first packet, so the merged
-/// file does not depend on which worker held which flow. Lines are pushed in key order;
-/// within one key they may come in any sub order ([`EventBuf::settle`] sorts them).
+/// file does not depend on which worker held which flow. Lines may be pushed out of order
+/// (within one key, or a worker inspecting packets it held back for flows handed to it);
+/// [`EventBuf::settle`] puts them in order.
 #[derive(Default)]
 pub struct EventBuf {
     bytes: Vec<u8>,
@@ -50,13 +51,13 @@ impl EventBuf {
     /// Appends a line ordered by (key, sub).
     pub fn push_sub(&mut self, sink: Sink, key: u64, sub: u64, write: impl FnOnce(&mut Vec<u8>)) {
         if let Some(&(last_key, last_sub, _, _)) = self.lines.last() {
-            self.unsettled |= last_key == key && sub < last_sub;
+            self.unsettled |= (key, sub) < (last_key, last_sub);
         }
         write(&mut self.bytes);
         self.lines.push((key, sub, self.bytes.len(), sink));
     }
 
-    /// Puts lines that share a key in sub order (stable: one event's lines keep theirs).
+    /// Puts the lines in (key, sub) order (stable: one event's lines keep theirs).
     pub fn settle(&mut self) {
         if !std::mem::take(&mut self.unsettled) {
             return;

@@ -7,14 +7,17 @@
 //!
 //! Hand-over: the dispatcher puts the round's moves ([`BucketMoves`]) on the next batch of
 //! every worker involved. A worker giving buckets away exports their flows after that
-//! batch and sends them to the receiving worker's inbox; a worker receiving buckets waits
-//! for the flows of every giver of the round before its next batch, whose packets are the
-//! first of those buckets it sees. Exports never wait, so a worker that both gives and
-//! receives in one round cannot deadlock.
+//! batch and sends them to the receiving worker's inbox. A worker receiving buckets goes on
+//! with its other packets and holds back (stashes) those of the new buckets until the
+//! givers' flows are in; it waits for them only when it must: before anything that expires
+//! flows (a new capture second, a clock tick), when its stash is full, before the next
+//! round, and at the end. Its output is held meanwhile and put back in capture order, so
+//! the merged eve.json is that of `flow` dispatch. Exports never wait, so a worker that
+//! both gives and receives cannot deadlock.
 
 use crate::dispatch::adaptive::{BucketMove, BUCKETS};
 use crate::inspect::{FlowHandover, Inspector};
-use crate::packet::BucketMoves;
+use crate::packet::{BucketMoves, PacketBatch, PacketRef};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use picket_core::inspect::EventSink;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -130,6 +133,18 @@ pub(super) fn marker(round: u64, after: u64, moves: &[BucketMove]) -> BucketMove
 /// Flows in transit: (round, giving worker, flows).
 type Parcel = (u64, usize, FlowHandover);
 
+/// Packets a worker holds back at most while flows handed to it are on their way; past
+/// this it waits for them.
+const STASH_PACKETS: usize = 4096;
+
+/// Buckets a worker was given, waiting for their flows.
+struct Incoming {
+    round: u64,
+    after: u64,
+    givers: Vec<usize>,
+    held: [bool; BUCKETS],
+}
+
 /// A worker's side of adaptive dispatch.
 pub(super) struct WorkerHandover {
     index: usize,
@@ -144,6 +159,12 @@ pub(super) struct WorkerHandover {
     early: Vec<Parcel>,
     /// A worker failed: do not wait for parcels that may never come.
     failed: Arc<AtomicBool>,
+    /// Buckets given to this worker whose flows have not been adopted yet.
+    incoming: Option<Incoming>,
+    /// Packets of those buckets, held back until their flows are here.
+    stash: PacketBatch,
+    /// Packets held back over the run.
+    pub stashed: u64,
     pub flows_given: u64,
     pub flows_taken: u64,
     pub waited: Duration,
@@ -165,6 +186,9 @@ pub(super) fn wire(workers: usize, board: &Arc<LoadBoard>, failed: &Arc<AtomicBo
             inbox,
             early: Vec::new(),
             failed: failed.clone(),
+            incoming: None,
+            stash: PacketBatch::default(),
+            stashed: 0,
             flows_given: 0,
             flows_taken: 0,
             waited: Duration::ZERO,
@@ -194,9 +218,9 @@ impl WorkerHandover {
         }
     }
 
-    /// Acts on a round's moves: gives away this worker's moving buckets, then takes in the
-    /// buckets coming to it (waiting for their givers).
-    pub fn apply(&mut self, moves: &BucketMoves, inspector: &mut Inspector, sink: &mut dyn EventSink) {
+    /// A round's moves, first part: exports the flows of the buckets this worker gives
+    /// away (never waits). The buckets it receives are then [`expect`](Self::expect)ed.
+    pub fn give(&mut self, moves: &BucketMoves, inspector: &mut Inspector) {
         let me = self.index as u16;
         let mut receivers: Vec<u16> = moves.moves.iter().filter(|m| m.1 == me).map(|m| m.2).collect();
         receivers.sort_unstable();
@@ -211,14 +235,64 @@ impl WorkerHandover {
             // A receiver that is gone has failed; the run ends with its error.
             let _ = self.peers[to as usize].send((moves.round, self.index, flows));
         }
-        let mut givers: Vec<u16> = moves.moves.iter().filter(|m| m.2 == me).map(|m| m.1).collect();
+    }
+
+    /// A round's moves, second part: the buckets coming to this worker. Their packets are
+    /// held back (stashed) until the givers' flows are here ([`settle`](Self::settle)), so
+    /// the worker goes on with its other buckets instead of waiting.
+    pub fn expect(&mut self, moves: &BucketMoves) {
+        let me = self.index as u16;
+        let mut givers: Vec<usize> = moves.moves.iter().filter(|m| m.2 == me).map(|m| m.1 as usize).collect();
+        if givers.is_empty() {
+            return;
+        }
         givers.sort_unstable();
         givers.dedup();
-        for from in givers {
-            let Some(flows) = self.receive(moves.round, from as usize) else { return };
-            self.flows_taken += flows.len() as u64;
-            inspector.import_flows(flows, moves.after, sink);
+        let mut held = [false; BUCKETS];
+        for &(b, _, _) in moves.moves.iter().filter(|m| m.2 == me) {
+            held[b as usize % BUCKETS] = true;
         }
+        self.incoming = Some(Incoming { round: moves.round, after: moves.after, givers, held });
+    }
+
+    /// Flows are on their way here: packets of their buckets must wait.
+    pub fn pending(&self) -> bool {
+        self.incoming.is_some()
+    }
+
+    /// Whether a packet of `bucket` must be held back now, and can be (the stash is
+    /// bounded: past it the worker waits for the flows instead).
+    pub fn holds(&self, bucket: u16) -> bool {
+        self.incoming.as_ref().is_some_and(|i| i.held[bucket as usize % BUCKETS])
+    }
+
+    pub fn stash_full(&self) -> bool {
+        self.stash.len() >= STASH_PACKETS
+    }
+
+    pub fn stash(&mut self, pkt: PacketRef<'_>) {
+        let m = pkt.meta;
+        self.stash.push(m.pcap_cnt, m.ts, m.link, m.wire_len, pkt.data);
+        self.stash.set_last_bucket(m.bucket);
+        self.stashed += 1;
+    }
+
+    /// Waits for the flows still expected, adopts them, and returns the packets held back
+    /// meanwhile, to inspect now in their order (then hand the batch back with
+    /// [`return_stash`](Self::return_stash)).
+    pub fn settle(&mut self, inspector: &mut Inspector, sink: &mut dyn EventSink) -> Option<PacketBatch> {
+        let incoming = self.incoming.take()?;
+        for from in incoming.givers {
+            let Some(flows) = self.receive(incoming.round, from) else { break };
+            self.flows_taken += flows.len() as u64;
+            inspector.import_flows(flows, incoming.after, sink);
+        }
+        Some(std::mem::take(&mut self.stash))
+    }
+
+    pub fn return_stash(&mut self, mut stash: PacketBatch) {
+        stash.clear();
+        self.stash = stash;
     }
 
     /// This worker failed: the others stop waiting for its parcels.

@@ -11,7 +11,7 @@ mod handover;
 pub mod live;
 mod worker;
 
-pub use worker::{FLOWS_HANDED_OVER, FLOWS_TAKEN_OVER, HANDOVER_WAIT_US};
+pub use worker::{FLOWS_HANDED_OVER, FLOWS_TAKEN_OVER, HANDOVER_STASHED, HANDOVER_WAIT_US};
 
 use crate::capture::bpf::{BpfError, BpfFilter};
 use crate::capture::{CaptureError, PacketSource, RawPacket};

@@ -12,7 +12,7 @@ use crate::inspect::Inspector;
 use crate::output::merge::{clock_key, OutputChunk};
 use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
-use crate::packet::PacketBatch;
+use crate::packet::{PacketBatch, PacketRef};
 use crossbeam_channel::Sender;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -25,6 +25,46 @@ pub const FLOWS_HANDED_OVER: &str = "dispatch.flows_handed_over";
 pub const FLOWS_TAKEN_OVER: &str = "dispatch.flows_taken_over";
 /// Time this worker waited for flows handed to it, in microseconds (not counted busy).
 pub const HANDOVER_WAIT_US: &str = "dispatch.handover_wait_us";
+/// Packets held back until the flows of their (newly received) bucket arrived.
+pub const HANDOVER_STASHED: &str = "dispatch.stash_packets";
+
+/// What inspecting one packet touches.
+struct Cx<'a> {
+    inspector: &'a mut Inspector,
+    events: &'a mut LogSink,
+    report: &'a mut WorkerReport,
+    /// When the previous packet was done (per-bucket cost).
+    last: Instant,
+}
+
+impl Cx<'_> {
+    fn inspect(&mut self, pkt: PacketRef<'_>, handover: &mut Option<WorkerHandover>) {
+        fault::check(pkt.meta.pcap_cnt);
+        self.report.packets += 1;
+        self.report.bytes += pkt.meta.wire_len as u64;
+        self.inspector.packet(pkt, self.events);
+        if let Some(h) = handover {
+            // What each bucket costs, for the adaptive controller's choice.
+            let now = Instant::now();
+            h.charge(pkt.meta.bucket, (now - self.last).as_nanos() as u64);
+            self.last = now;
+        }
+    }
+}
+
+/// Adopts the flows handed to this worker (waiting for them if they are not in yet) and
+/// inspects the packets held back for them.
+fn settle(handover: &mut Option<WorkerHandover>, cx: &mut Cx<'_>) {
+    let Some(stash) = handover.as_mut().and_then(|h| h.settle(cx.inspector, cx.events)) else { return };
+    // Waiting is not this packet's cost.
+    cx.last = Instant::now();
+    for pkt in stash.iter() {
+        cx.inspect(pkt, handover);
+    }
+    if let Some(h) = handover {
+        h.return_stash(stash);
+    }
+}
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
@@ -42,6 +82,8 @@ pub(super) fn run(
     let mut idle_spins = 0u32;
     // Alerts already added to `progress`.
     let mut alerts_reported = 0u64;
+    // The latest clock watermark not yet sent (output is held while packets are).
+    let mut held_watermark = 0u64;
     loop {
         let mut batch = match input.pop() {
             Ok(b) => b,
@@ -57,25 +99,33 @@ pub(super) fn run(
         let mut watermark = 0;
         let waited_before = handover.as_ref().map_or(Duration::ZERO, |h| h.waited);
         let inspected = catch_unwind(AssertUnwindSafe(|| {
-            let mut last = started;
+            let mut cx = Cx { inspector: &mut inspector, events: &mut events, report: &mut report, last: started };
             for pkt in batch.iter() {
-                fault::check(pkt.meta.pcap_cnt);
-                report.packets += 1;
-                report.bytes += pkt.meta.wire_len as u64;
-                inspector.packet(pkt, &mut events);
-                if let Some(h) = &mut handover {
-                    // What each bucket costs, for the adaptive controller's choice.
-                    let now = Instant::now();
-                    h.charge(pkt.meta.bucket, (now - last).as_nanos() as u64);
-                    last = now;
+                if let Some(h) = handover.as_mut().filter(|h| h.pending()) {
+                    if h.holds(pkt.meta.bucket) && !h.stash_full() {
+                        h.stash(pkt);
+                        continue;
+                    }
+                    if h.holds(pkt.meta.bucket) || cx.inspector.expires_at(pkt.meta.ts) {
+                        settle(&mut handover, &mut cx);
+                    }
                 }
+                cx.inspect(pkt, &mut handover);
             }
             if let Some(tick) = batch.clock {
-                inspector.clock(tick, &mut events);
+                // Flows handed over must be here before the clock can expire them.
+                if cx.inspector.expires_at(tick.ts) {
+                    settle(&mut handover, &mut cx);
+                }
+                cx.inspector.clock(tick, cx.events);
                 watermark = clock_key(tick.pcap_cnt);
             }
             if let (Some(h), Some(moves)) = (&mut handover, &batch.moves) {
-                h.apply(moves, &mut inspector, &mut events);
+                h.give(moves, cx.inspector);
+                settle(&mut handover, &mut cx);
+                if let Some(h) = &mut handover {
+                    h.expect(moves);
+                }
             }
         }));
         // Waiting for another worker's flows is not work.
@@ -97,7 +147,12 @@ pub(super) fn run(
                 alerts_reported = events.alerts;
             }
         }
-        if !events.events.is_empty() || watermark != 0 {
+        // Output waits while packets are held back: theirs must come first, and the
+        // clock's promise (nothing later below its key) holds only once they are done.
+        held_watermark = held_watermark.max(watermark);
+        let holding = handover.as_ref().is_some_and(WorkerHandover::pending);
+        if (!events.events.is_empty() || held_watermark != 0) && !holding {
+            let watermark = std::mem::take(&mut held_watermark);
             // A closed output means the merger failed; keep consuming so the
             // dispatcher is never blocked, the error surfaces from the merger.
             let _ = output.send(OutputChunk { events: events.take(), watermark });
@@ -109,7 +164,12 @@ pub(super) fn run(
     drop(input);
     if failure.is_none() {
         let started = Instant::now();
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| inspector.finish(&mut events))) {
+        let finished = catch_unwind(AssertUnwindSafe(|| {
+            let mut cx = Cx { inspector: &mut inspector, events: &mut events, report: &mut report, last: started };
+            settle(&mut handover, &mut cx);
+            inspector.finish(&mut events)
+        }));
+        if let Err(payload) = finished {
             failure = Some(WorkerFailure { worker: report.name.clone(), message: fault::panic_message(&*payload) });
         }
         report.busy += started.elapsed();
@@ -122,6 +182,7 @@ pub(super) fn run(
         report.counters.add(FLOWS_HANDED_OVER, h.flows_given);
         report.counters.add(FLOWS_TAKEN_OVER, h.flows_taken);
         report.counters.add(HANDOVER_WAIT_US, h.waited.as_micros() as u64);
+        report.counters.add(HANDOVER_STASHED, h.stashed);
     }
     (report, failure)
 }

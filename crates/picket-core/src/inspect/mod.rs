@@ -669,6 +669,13 @@ impl Inspector {
         }
     }
 
+    /// Whether a packet or clock tick stamped `ts` would run flow expiry (the first of a
+    /// new capture second): a worker still waiting for flows handed to it must have them
+    /// before that, or they would miss their timeout.
+    pub fn expires_at(&self, ts: Timestamp) -> bool {
+        ts > self.now && ts.secs() > self.last_expiry_sec
+    }
+
     /// The dispatcher's clock: expire flows even when this worker gets no packets.
     pub fn clock(&mut self, tick: ClockTick, sink: &mut dyn EventSink) {
         // The tick follows packet `tick.pcap_cnt`, whose worker expired flows just before
