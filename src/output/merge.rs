@@ -228,6 +228,35 @@ mod tests {
     }
 
     #[test]
+    fn settle_puts_lines_in_key_and_sub_order_keeping_each_events_lines() {
+        let mut b = EventBuf::default();
+        let mut line = |b: &mut EventBuf, sink, key, sub, text: &str| {
+            b.push_sub(sink, key, sub, |out| {
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'\n')
+            })
+        };
+        // Flows ending at one tick in table order, then a held-back packet's alert.
+        line(&mut b, Sink::Eve, clock_key(4), 9, "flow9");
+        line(&mut b, Sink::Eve, clock_key(4), 2, "alert2");
+        line(&mut b, Sink::FastLog, clock_key(4), 2, "fast2");
+        line(&mut b, Sink::Eve, clock_key(4), 2, "flow2");
+        line(&mut b, Sink::Eve, packet_key(7), 0, "p7");
+        line(&mut b, Sink::Eve, packet_key(5), 0, "p5");
+        b.settle();
+        let got: Vec<_> = b.lines().map(|(_, sink, l)| (sink, String::from_utf8(l.to_vec()).unwrap())).collect();
+        let want = [
+            (Sink::Eve, "alert2\n"),
+            (Sink::FastLog, "fast2\n"),
+            (Sink::Eve, "flow2\n"),
+            (Sink::Eve, "flow9\n"),
+            (Sink::Eve, "p5\n"),
+            (Sink::Eve, "p7\n"),
+        ];
+        assert_eq!(got, want.map(|(s, l)| (s, l.to_string())));
+    }
+
+    #[test]
     fn buf_lines_round_trip() {
         let c = chunk(&[(1, "x"), (2, "yy")], 0);
         let got: Vec<_> = c.events.lines().map(|(k, _, l)| (k, l.to_vec())).collect();
