@@ -6,7 +6,8 @@
 //! Every packet a worker inspects is charged to its bucket
 //! ([`picket_core::flow::fanout_hash::fanout_bucket`], the same bucket the kernel's program
 //! chose): packets and nanoseconds. Every `interval` the main thread's [`Rebalancer`]
-//! takes the deltas of each worker's busy time and of the bucket costs, and when the
+//! takes the deltas of the bucket costs (a worker's load is the sum of its buckets'), and
+//! when the
 //! busiest worker is more than `threshold` above the mean it moves buckets (the costliest
 //! that fit in half the gap first) from the busiest worker to the least busy one by
 //! rewriting their table entries. After a move it waits one interval before judging
@@ -28,10 +29,10 @@ use std::time::{Duration, Instant};
 /// Default time between two looks at the workers' load.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(200);
 /// Default imbalance (max / mean busy time, x100) above which buckets move.
-pub const DEFAULT_THRESHOLD_PCT: u64 = 110;
+pub const DEFAULT_THRESHOLD_PCT: u64 = 105;
 /// An interval in which the workers were busy for less than this (in total) is not
 /// judged: at idle, a few packets make any ratio.
-const MIN_BUSY: Duration = Duration::from_millis(2);
+const MIN_BUSY: Duration = Duration::from_micros(500);
 /// At most this many buckets move per interval.
 const MAX_MOVES: usize = 32;
 
@@ -70,7 +71,12 @@ pub struct WorkerBuckets {
     /// Buckets touched since the last publish, one bit each (publishing all of them per
     /// batch would be waste).
     dirty: [u64; FANOUT_BUCKETS / 64],
+    /// Moving average of a packet's inspection time (1/64 per packet).
+    mean_ns: u64,
 }
+
+/// A packet is charged at most 8 times the mean, and never capped below this.
+const MIN_CAP_NS: u64 = 20_000;
 
 impl Default for WorkerBuckets {
     fn default() -> Self {
@@ -78,6 +84,7 @@ impl Default for WorkerBuckets {
             packets: vec![0; FANOUT_BUCKETS],
             busy_ns: vec![0; FANOUT_BUCKETS],
             dirty: [0; FANOUT_BUCKETS / 64],
+            mean_ns: 0,
         }
     }
 }
@@ -85,6 +92,10 @@ impl Default for WorkerBuckets {
 impl WorkerBuckets {
     /// Charges one packet of `bucket` that took `ns` to inspect.
     pub fn record(&mut self, bucket: u16, ns: u64) {
+        // A packet during which the thread was preempted would charge its bucket a whole
+        // time slice: cap a packet at a multiple of the recent mean (or MIN_CAP_NS).
+        let ns = ns.min((self.mean_ns * 8).max(MIN_CAP_NS));
+        self.mean_ns = (self.mean_ns * 63 + ns) / 64;
         let b = bucket as usize % FANOUT_BUCKETS;
         self.dirty[b / 64] |= 1 << (b % 64);
         self.packets[b] += 1;
@@ -235,10 +246,16 @@ pub struct Rebalancer {
     interval: Duration,
     threshold_pct: u64,
     last: Instant,
-    last_busy: Vec<u64>,
     last_cost: Vec<Vec<u64>>,
     /// The previous interval moved buckets: the next one is not judged.
     settling: bool,
+    /// Per bucket, the moving average of its cost per interval.
+    smooth_cost: Vec<u64>,
+    /// Per worker, inspection time until the first move, and since the last one.
+    before: Vec<u64>,
+    since_move: Vec<u64>,
+    /// Moving average of an interval's total inspection time.
+    typical: u64,
 }
 
 impl Rebalancer {
@@ -250,63 +267,82 @@ impl Rebalancer {
             interval,
             threshold_pct,
             last: Instant::now(),
-            last_busy: vec![0; workers],
             last_cost: vec![vec![0; FANOUT_BUCKETS]; workers],
             settling: false,
+            smooth_cost: vec![0; FANOUT_BUCKETS],
+            before: vec![0; workers],
+            since_move: vec![0; workers],
+            typical: 0,
         }
     }
 
     /// When the interval is over: measures, and moves buckets if the load is uneven.
-    /// `busy_ns[w]` is worker w's running busy total.
-    pub fn poll(&mut self, busy_ns: &[u64]) {
+    ///
+    /// A worker's load is the time it spent inspecting packets (the sum of its bucket
+    /// costs): the rest of its busy time (reading the ring, publishing counters) comes per
+    /// batch, not per packet, and does not move with a bucket.
+    pub fn poll(&mut self) {
         if self.last.elapsed() < self.interval {
             return;
         }
         self.last = Instant::now();
-        let workers = self.shared.loads.len().min(busy_ns.len());
-        let busy: Vec<u64> = (0..workers).map(|w| busy_ns[w].saturating_sub(self.last_busy[w])).collect();
-        self.last_busy[..workers].copy_from_slice(&busy_ns[..workers]);
-        // A bucket's cost: its own inspection time on its worker, scaled so that a
-        // worker's buckets add up to its busy time (which also holds per-batch work).
+        let workers = self.shared.loads.len();
+        let mut busy = vec![0u64; workers];
         let mut cost = vec![0u64; FANOUT_BUCKETS];
-        for (w, (load, last_cost)) in self.shared.loads.iter().zip(&mut self.last_cost).enumerate().take(workers) {
-            let deltas: Vec<u64> = (0..FANOUT_BUCKETS)
-                .map(|b| {
-                    let now = load.busy_ns[b].load(Ordering::Relaxed);
-                    let delta = now.saturating_sub(last_cost[b]);
-                    last_cost[b] = now;
-                    delta
-                })
-                .collect();
-            let sum: u64 = deltas.iter().sum();
-            if sum == 0 {
-                continue;
-            }
-            for (b, d) in deltas.iter().enumerate() {
-                // Only the owner's share counts: packets queued before a move still show
-                // up at the old owner for a moment.
+        for (w, (load, last_cost)) in self.shared.loads.iter().zip(&mut self.last_cost).enumerate() {
+            for (b, last) in last_cost.iter_mut().enumerate() {
+                let now = load.busy_ns[b].load(Ordering::Relaxed);
+                let delta = now.saturating_sub(*last);
+                *last = now;
+                busy[w] += delta;
+                // Only the owner's share is the bucket's cost: packets queued before a
+                // move still show up at the old owner for a moment.
                 if self.table.owner(b) as usize == w {
-                    cost[b] += (*d as u128 * busy[w] as u128 / sum as u128) as u64;
+                    cost[b] += delta;
                 }
             }
         }
-        if busy.iter().sum::<u64>() < MIN_BUSY.as_nanos() as u64 {
+        // An interval much quieter than usual (traffic ending, a lull) is not judged: its
+        // few packets make any ratio.
+        let total: u64 = busy.iter().sum();
+        let typical = self.typical;
+        self.typical = (self.typical * 3 + total) / 4;
+        if total < MIN_BUSY.as_nanos() as u64 || total < typical / 4 {
             return;
         }
         let counters = &self.shared.counters;
-        let imbalance = imbalance_pct(&busy);
-        counters.imbalance_after_pct.store(imbalance, Ordering::Relaxed);
+        // Before: the load as the hash alone spread it, until the first move. After: the
+        // load since the last move (steady state once the table settled).
+        let moved_yet = counters.buckets_moved.load(Ordering::Relaxed) > 0;
+        if !moved_yet {
+            self.before.iter_mut().zip(&busy).for_each(|(sum, b)| *sum += b);
+        }
+        self.since_move.iter_mut().zip(&busy).for_each(|(sum, b)| *sum += b);
+        if moved_yet {
+            counters.imbalance_after_pct.store(imbalance_pct(&self.since_move), Ordering::Relaxed);
+        }
+        // Decisions go by a moving average of the bucket costs (half the weight on this
+        // interval): one interval of a few thousand packets on a shared machine is noisy.
+        // A worker's load is what its buckets cost, so it moves with them.
+        for (smooth, now) in self.smooth_cost.iter_mut().zip(&cost) {
+            *smooth = (*smooth + now) / 2;
+        }
         if std::mem::take(&mut self.settling) {
             return;
         }
         counters.rebalances.fetch_add(1, Ordering::Relaxed);
-        let moves = plan_moves(&busy, &cost, self.table.owners(), self.threshold_pct);
+        let mut load = vec![0u64; workers];
+        for (b, c) in self.smooth_cost.iter().enumerate() {
+            load[self.table.owner(b) as usize % workers] += c;
+        }
+        let moves = plan_moves(&load, &self.smooth_cost, self.table.owners(), self.threshold_pct);
         if moves.is_empty() {
             return;
         }
-        if counters.imbalance_before_pct.load(Ordering::Relaxed) == 0 {
-            counters.imbalance_before_pct.store(imbalance, Ordering::Relaxed);
+        if !moved_yet {
+            counters.imbalance_before_pct.store(imbalance_pct(&self.before), Ordering::Relaxed);
         }
+        self.since_move.iter_mut().for_each(|sum| *sum = 0);
         for m in &moves {
             match self.table.assign(m.bucket as usize, m.to) {
                 Ok(()) => counters.buckets_moved.fetch_add(1, Ordering::Relaxed),

@@ -220,7 +220,7 @@ pub fn run_live(
         let mut stats_log_error = None;
         while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(100).min(TICK));
-            rebalance(opts, &gauges);
+            rebalance(opts);
             let second = Instant::now();
             forward_extra_events(opts, &events_tx);
             let global = global_counters(opts, &gauges);
@@ -246,7 +246,7 @@ pub fn run_live(
             // are answered within the 50 ms slice, not at the next second.
             while second.elapsed() < TICK - Duration::from_millis(100) && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
-                rebalance(opts, &gauges);
+                rebalance(opts);
                 if let Some(control) = opts.control.as_ref().filter(|c| !c.commands.is_empty()) {
                     answer_commands(control, &gauges, &shared, &global_counters(opts, &gauges), &stop, start);
                 }
@@ -292,11 +292,10 @@ pub fn run_live(
 
 /// `--fanout adaptive`: lets the controller look at the workers' load (it acts once per
 /// its interval).
-fn rebalance(opts: &LiveOptions, gauges: &LiveGauges) {
+fn rebalance(opts: &LiveOptions) {
     let Some(adaptive) = &opts.adaptive else { return };
-    let busy: Vec<u64> = gauges.workers.iter().map(|(_, g)| g.busy_ns.load(Ordering::Relaxed)).collect();
     if let Ok(mut rebalancer) = adaptive.rebalancer.lock() {
-        rebalancer.poll(&busy);
+        rebalancer.poll();
     }
 }
 

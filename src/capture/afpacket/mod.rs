@@ -265,9 +265,7 @@ impl AfPacketConfig {
                 return invalid("fanout_mode", format!("eBPF program descriptor {fd} is not a valid descriptor"));
             }
         }
-        if self.fanout_mode == FanoutMode::Adaptive && self.fanout_program.is_none() {
-            return invalid("fanout_mode", "cluster_adaptive without its loaded eBPF fanout program".into());
-        }
+
         Ok(())
     }
 }
@@ -599,6 +597,13 @@ impl AfPacketSocket {
         let program = match (cfg.fanout_mode, &cfg.fanout_program) {
             (FanoutMode::Ebpf(program), _) => Some(program),
             (FanoutMode::Adaptive, Some(program)) => Some(program.as_raw_fd()),
+            (FanoutMode::Adaptive, None) => {
+                // The caller loads the program (`adaptive::FanoutProgram`) before opening.
+                return Err(AfPacketError::InvalidConfig {
+                    field: "fanout_mode",
+                    reason: "cluster_adaptive without its loaded eBPF fanout program".into(),
+                });
+            }
             _ => None,
         };
         if let Some(program) = program {
