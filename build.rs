@@ -1,8 +1,10 @@
-//! Builds the XDP program and AF_PACKET socket filter (bpf/picket_xdp.c) with Debian's
-//! clang for the BPF target. The object is embedded in the binary (src/xdp/mod.rs).
+//! Builds the XDP program and AF_PACKET socket filter (bpf/picket_xdp.c) and the adaptive
+//! fanout program (bpf/fanout.c) with Debian's clang for the BPF target. The objects are
+//! embedded in the binary (src/xdp/mod.rs, src/capture/afpacket/adaptive.rs).
 //!
-//! Without clang or libbpf's headers the rest of picket still builds: the object is left
-//! empty, and `--ddos` / `--af-xdp` then say at start-up that this build has no XDP program.
+//! Without clang or libbpf's headers the rest of picket still builds: the objects are left
+//! empty, and `--ddos` / `--af-xdp` / `--fanout adaptive` then say at start-up that this
+//! build has no eBPF program.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,31 +12,43 @@ use std::process::Command;
 /// libbpf's helper declarations, which the program includes.
 const BPF_HELPERS: &str = "/usr/include/bpf/bpf_helpers.h";
 
+/// The eBPF objects: (source, object in OUT_DIR, what it is for the messages).
+const OBJECTS: [(&str, &str, &str); 2] =
+    [("bpf/picket_xdp.c", "picket_xdp.o", "XDP program"), ("bpf/fanout.c", "picket_fanout.o", "eBPF fanout program")];
+
 fn main() {
     record_build_facts();
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("picket_xdp.o");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     println!("cargo:rerun-if-changed=bpf");
     println!("cargo:rerun-if-env-changed=PICKET_CLANG");
     let clang = std::env::var("PICKET_CLANG").unwrap_or_else(|_| "clang".into());
+    for (source, object, what) in OBJECTS {
+        build_object(&clang, source, &out_dir.join(object), what);
+    }
+}
+
+/// Builds one object; without clang or libbpf's headers it is left empty, and the part of
+/// picket that needs it says so at start-up.
+fn build_object(clang: &str, source: &str, out: &Path, what: &str) {
     // libbpf's headers (bpf_helpers.h) come with Debian's libbpf-dev; without them the
     // program cannot build, which is the same case as no clang.
     if !Path::new(BPF_HELPERS).exists() {
-        println!("cargo:warning=no {BPF_HELPERS}: building without the XDP program (apt install clang libbpf-dev)");
-        std::fs::write(&out, b"").expect("write an empty XDP object");
+        println!("cargo:warning=no {BPF_HELPERS}: building without the {what} (apt install clang libbpf-dev)");
+        std::fs::write(out, b"").expect("write an empty eBPF object");
         return;
     }
-    let status = Command::new(&clang)
+    let status = Command::new(clang)
         .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
-        .arg("bpf/picket_xdp.c")
+        .arg(source)
         .arg("-o")
-        .arg(&out)
+        .arg(out)
         .status();
     match status {
         Ok(s) if s.success() => {}
-        Ok(s) => panic!("{clang} failed to build bpf/picket_xdp.c ({s}); see its messages above"),
+        Ok(s) => panic!("{clang} failed to build {source} ({s}); see its messages above"),
         Err(e) => {
-            println!("cargo:warning=no {clang} ({e}): building without the XDP program (apt install clang libbpf-dev)");
-            std::fs::write(&out, b"").expect("write an empty XDP object");
+            println!("cargo:warning=no {clang} ({e}): building without the {what} (apt install clang libbpf-dev)");
+            std::fs::write(out, b"").expect("write an empty eBPF object");
         }
     }
 }

@@ -80,7 +80,8 @@ pub struct LiveArgs {
     #[arg(long = "af-packet", value_name = "IFACE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub af_packet: Vec<String>,
     /// Live capture: how the kernel spreads packets over the workers: hash (flow, the
-    /// default), lb (round robin), cpu, rnd or qm; or Suricata's cluster_* names.
+    /// default), lb (round robin), cpu, rnd, qm, or adaptive (flow hash through picket's
+    /// eBPF bucket table, rebalanced by measured load); or Suricata's cluster_* names.
     #[arg(long, value_name = "MODE")]
     pub fanout: Option<String>,
     /// Live capture: leave the interfaces out of promiscuous mode.

@@ -8,7 +8,8 @@
 
 use super::args::RunArgs;
 use super::resolve::{load_rules, resolve, warn, CliError};
-use crate::capture::afpacket::AfPacketConfig;
+use crate::capture::afpacket::adaptive::FanoutProgram;
+use crate::capture::afpacket::{AfPacketConfig, FanoutMode};
 use crate::capture::bridge::{self, BridgeSpec, CopyMode};
 use crate::capture::nfqueue::NfQueueConfig;
 use crate::capture::LivePort;
@@ -405,6 +406,30 @@ fn start_ddos(args: &RunArgs, config: &Config, input: &mut LiveInput) -> Result<
     Ok(Some(layer))
 }
 
+/// `--fanout adaptive` / `cluster-type: cluster_adaptive`: loads picket's eBPF fanout
+/// program for `workers` workers and gives it to every capture that asks for it (one
+/// program and one bucket table for all interfaces, so a flow crossing two interfaces
+/// stays on one worker). Returns the program (kept for the run) and the controller.
+fn start_adaptive_fanout(
+    input: &mut LiveInput,
+    workers: usize,
+) -> Result<(Option<FanoutProgram>, Option<live::LiveAdaptive>), CliError> {
+    let LiveInput::AfPacket(captures) = input else { return Ok((None, None)) };
+    if !captures.iter().any(|c| c.fanout_mode == FanoutMode::Adaptive) {
+        return Ok((None, None));
+    }
+    let (program, table) = FanoutProgram::load(workers).map_err(|e| CliError(format!("--fanout adaptive: {e}")))?;
+    for capture in captures.iter_mut().filter(|c| c.fanout_mode == FanoutMode::Adaptive) {
+        capture.fanout_program = Some(program.fd());
+    }
+    let adaptive = live::LiveAdaptive::new(
+        table,
+        crate::pipeline::adaptive_live::DEFAULT_INTERVAL,
+        crate::pipeline::adaptive_live::DEFAULT_THRESHOLD_PCT,
+    );
+    Ok((Some(program), Some(adaptive)))
+}
+
 /// `picket -i IFACE ... | -q N ... | --bridge IF_A,IF_B`: a live run until SIGINT/SIGTERM.
 pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     if args.read.is_some() {
@@ -527,6 +552,8 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         }
         _ => None,
     };
+    // --fanout adaptive: picket's eBPF fanout program goes to every capture socket's group.
+    let (_fanout_program, adaptive) = start_adaptive_fanout(&mut input, workers)?;
     let ports = input.open(workers, ddos.as_mut())?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
@@ -560,6 +587,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
             sources.extend(controller.as_ref().map(|c| c.global_counters()));
             sources.extend(targets.counter_sources());
             sources.extend(reloader.as_ref().map(|r| r.counter_source()));
+            sources.extend(adaptive.as_ref().map(|a| a.counter_source()));
             sources
         },
         detector_tallies: controller.as_ref().map(|c| c.tallies.clone()),
@@ -576,6 +604,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
             },
         }),
         engine_slot,
+        adaptive,
     };
     eprintln!(
         "picket: {} {}{} with {workers} workers, logs in {}{}; stop with Ctrl-C",
@@ -606,6 +635,10 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     );
     let mut out = std::io::stdout().lock();
     let _ = live::write_live_load_table(&mut out, &summary.workers, summary.wall);
+    if let Some(adaptive) = &opts.adaptive {
+        use std::io::Write;
+        let _ = writeln!(out, "{}", adaptive.shared.counters.summary());
+    }
     if let Some(failure) = summary.workers.iter().find_map(|w| w.failure.as_ref()) {
         return Err(CliError(format!("{failure}; the run stopped (stats written for what was inspected)")));
     }

@@ -22,12 +22,15 @@ pub fn parse_fanout(name: &str) -> Result<FanoutMode, String> {
         "cluster_cpu" | "cpu" => Ok(FanoutMode::Cpu),
         "cluster_random" | "rnd" | "random" => Ok(FanoutMode::Rnd),
         "cluster_qm" | "qm" => Ok(FanoutMode::Qm),
+        "cluster_adaptive" | "adaptive" => Ok(FanoutMode::Adaptive),
         "cluster_ebpf" | "ebpf" => {
-            Err("cluster_ebpf needs an eBPF load-balancing program, which picket cannot load yet".into())
+            Err("cluster_ebpf needs an eBPF load-balancing program, which picket cannot load yet; \
+                 picket's own eBPF program is cluster_adaptive"
+                .into())
         }
         other => Err(format!(
-            "unknown fanout '{other}' (cluster_flow, cluster_round_robin, cluster_cpu, cluster_random, cluster_qm; \
-             or hash, lb, cpu, rnd, qm)"
+            "unknown fanout '{other}' (cluster_flow, cluster_round_robin, cluster_cpu, cluster_random, cluster_qm, \
+             cluster_adaptive; or hash, lb, cpu, rnd, qm, adaptive)"
         )),
     }
 }
@@ -529,6 +532,8 @@ mod tests {
         assert_eq!(parse_fanout("hash").unwrap(), FanoutMode::Hash);
         assert_eq!(parse_fanout("cluster_random").unwrap(), FanoutMode::Rnd);
         assert_eq!(parse_fanout("rnd").unwrap(), FanoutMode::Rnd);
+        assert_eq!(parse_fanout("cluster_adaptive").unwrap(), FanoutMode::Adaptive);
+        assert_eq!(parse_fanout("adaptive").unwrap(), FanoutMode::Adaptive);
         assert!(parse_fanout("bogus").is_err());
     }
 

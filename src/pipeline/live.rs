@@ -21,6 +21,8 @@
 //! thread turns them into picket-stats.json (every second), eve `stats` events and
 //! stats.log records (every `stats.interval`), and the final stats at exit.
 
+pub use super::adaptive_live::LiveAdaptive;
+use super::adaptive_live::WorkerBuckets;
 use crate::capture::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket};
 use crate::capture::{KernelCounts, LivePort, PortMode, RawPacket};
 use crate::counters::CounterSet;
@@ -30,7 +32,7 @@ use crate::output::merge::{EventBuf, SINKS};
 use crate::output::metrics::{LiveGauges, WorkerGauges};
 use crate::output::sink::LogSink;
 use crate::output::stats::{stats_event_with_engines, worker_name, write_stats_log, WorkerReport};
-use crate::packet::{ClockTick, PacketMeta, PacketRef, Timestamp};
+use crate::packet::{ClockTick, LinkType, PacketMeta, PacketRef, Timestamp};
 use crate::tools::snapshot::{write_snapshot_with_global, IpsSnapshot, WorkerSnapshot};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::io::{self, Write};
@@ -80,6 +82,9 @@ pub struct LiveOptions {
     /// takes it at start and again, between two batches, when its generation moved. `None`:
     /// workers run with `inspect.detect` for the whole run.
     pub engine_slot: Option<Arc<crate::service::reload::EngineSlot>>,
+    /// `--fanout adaptive`: workers charge each packet to its fanout bucket, and the main
+    /// thread moves buckets between workers (`super::adaptive_live`).
+    pub adaptive: Option<LiveAdaptive>,
 }
 
 pub use crate::counters::CounterSource;
@@ -173,6 +178,7 @@ pub fn run_live(
             let eve = LogSink::new(opts.eve.clone());
             let (gauges, shared, stop, events_tx) = (&gauges.workers[i].1, &shared[i], &*stop, events_tx.clone());
             let flow_bypass = opts.flow_bypass;
+            let adaptive = opts.adaptive.as_ref().map(|a| Arc::clone(&a.shared));
             let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
@@ -182,6 +188,7 @@ pub fn run_live(
                     maps.open().map_err(|e| eprintln!("picket: worker {i}: no flow bypass: {e}")).ok()
                 });
                 worker.tallies_tx = opts.detector_tallies.clone();
+                worker.core.buckets = adaptive.map(|shared| (WorkerBuckets::default(), shared));
                 worker.engine_slot = engine_slot;
                 // A panic stops the whole run (the other workers see `stop`), and the
                 // report keeps what this worker counted before it.
@@ -213,6 +220,7 @@ pub fn run_live(
         let mut stats_log_error = None;
         while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(100).min(TICK));
+            rebalance(opts);
             let second = Instant::now();
             forward_extra_events(opts, &events_tx);
             let global = global_counters(opts, &gauges);
@@ -238,6 +246,7 @@ pub fn run_live(
             // are answered within the 50 ms slice, not at the next second.
             while second.elapsed() < TICK - Duration::from_millis(100) && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
+                rebalance(opts);
                 if let Some(control) = opts.control.as_ref().filter(|c| !c.commands.is_empty()) {
                     answer_commands(control, &gauges, &shared, &global_counters(opts, &gauges), &stop, start);
                 }
@@ -279,6 +288,15 @@ pub fn run_live(
         }
         Ok(LiveSummary { workers, wall, events_written })
     })
+}
+
+/// `--fanout adaptive`: lets the controller look at the workers' load (it acts once per
+/// its interval).
+fn rebalance(opts: &LiveOptions) {
+    let Some(adaptive) = &opts.adaptive else { return };
+    if let Ok(mut rebalancer) = adaptive.rebalancer.lock() {
+        rebalancer.poll();
+    }
 }
 
 /// Answers what the control channel holds (see `crate::service`). A rule reload runs here,
@@ -503,6 +521,9 @@ struct WorkerCore {
     rejected: u64,
     /// The XDP flow bypass tables (`--ddos`).
     bypass: Option<crate::xdp::bypass::FlowBypassTable>,
+    /// `--fanout adaptive`: per-bucket costs, kept here and published per batch into
+    /// this worker's slot of the shared loads.
+    buckets: Option<(WorkerBuckets, Arc<super::adaptive_live::AdaptiveShared>)>,
 }
 
 impl WorkerCore {
@@ -515,7 +536,12 @@ impl WorkerCore {
         super::fault::check(self.pcap_cnt);
         self.bytes += raw.wire_len as u64;
         let meta = PacketMeta::standalone(self.pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
+        // Adaptive fanout charges the packet's time to its bucket: one more clock read.
+        let charge = self.buckets.is_some().then(|| (fanout_bucket_of(raw.link, raw.data), Instant::now()));
         let verdict = self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
+        if let (Some((bucket, started)), Some((buckets, _))) = (charge, &mut self.buckets) {
+            buckets.record(bucket, started.elapsed().as_nanos() as u64);
+        }
         if let Some(bypass) = &mut self.bypass {
             bypass.after_packet(&mut self.inspector);
         }
@@ -566,6 +592,7 @@ impl<'a> LiveWorker<'a> {
                 accepted: 0,
                 rejected: 0,
                 bypass: None,
+                buckets: None,
             },
             poll_errors: 0,
             output_waits: 0,
@@ -665,6 +692,11 @@ impl<'a> LiveWorker<'a> {
         g.packets.store(self.core.pcap_cnt, Ordering::Release);
         g.bytes.store(self.core.bytes, Ordering::Relaxed);
         g.busy_ns.store(self.core.busy.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        if let Some((buckets, shared)) = &mut self.core.buckets {
+            if let Some(load) = shared.loads.get(self.index) {
+                buckets.publish(load);
+            }
+        }
         self.send_events();
     }
 
@@ -796,6 +828,20 @@ impl<'a> LiveWorker<'a> {
             (last, KernelCounts::default())
         });
         self.report(counters, kernel, Some(failure))
+    }
+}
+
+/// The fanout bucket of a captured frame, as the kernel's program chose it
+/// (`crate::flow::fanout_hash`). Raw IP links have no EtherType: the version nibble says.
+fn fanout_bucket_of(link: LinkType, data: &[u8]) -> u16 {
+    use crate::flow::fanout_hash::{bucket_at_network, fanout_bucket};
+    match link {
+        LinkType::Ethernet => fanout_bucket(data),
+        _ => match data.first().map(|b| b >> 4) {
+            Some(4) => bucket_at_network(0x0800, data),
+            Some(6) => bucket_at_network(0x86dd, data),
+            _ => 0,
+        },
     }
 }
 

@@ -6,6 +6,7 @@
 //! back to the dispatcher over a second ring, so steady state allocates nothing. A full ring
 //! makes the dispatcher wait (offline input must not lose packets) and is counted.
 
+pub mod adaptive_live;
 pub mod fault;
 mod handover;
 pub mod live;

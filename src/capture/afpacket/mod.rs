@@ -18,6 +18,7 @@
 //! All system calls and `unsafe` code are in `sys.rs`; `block.rs` parses a block with
 //! bounds-checked safe code.
 
+pub mod adaptive;
 mod block;
 mod sys;
 #[cfg(test)]
@@ -57,6 +58,10 @@ pub enum FanoutMode {
     /// An eBPF program (loaded by the caller, kept open until `open` returns) returns
     /// the socket index.
     Ebpf(RawFd),
+    /// picket's own eBPF program (`adaptive.rs`): a symmetric flow hash through a bucket
+    /// table that picket rewrites to even out the workers' load. The program comes in
+    /// [`AfPacketConfig::fanout_program`].
+    Adaptive,
 }
 
 impl FanoutMode {
@@ -67,7 +72,7 @@ impl FanoutMode {
             FanoutMode::Cpu => libc::PACKET_FANOUT_CPU,
             FanoutMode::Rnd => libc::PACKET_FANOUT_RND,
             FanoutMode::Qm => libc::PACKET_FANOUT_QM,
-            FanoutMode::Ebpf(_) => libc::PACKET_FANOUT_EBPF,
+            FanoutMode::Ebpf(_) | FanoutMode::Adaptive => libc::PACKET_FANOUT_EBPF,
         }
     }
 
@@ -80,6 +85,7 @@ impl FanoutMode {
             FanoutMode::Rnd => "cluster_random",
             FanoutMode::Qm => "cluster_qm",
             FanoutMode::Ebpf(_) => "cluster_ebpf",
+            FanoutMode::Adaptive => "cluster_adaptive",
         }
     }
 }
@@ -132,6 +138,9 @@ pub struct AfPacketConfig {
     /// which hides what XDP passed through or bypassed), attached before bind like
     /// `bpf_filter`. A socket has one filter: the two exclude each other.
     pub socket_filter: Option<Arc<OwnedFd>>,
+    /// The loaded [`adaptive::FanoutProgram`] for [`FanoutMode::Adaptive`], handed to the
+    /// fanout group with PACKET_FANOUT_DATA.
+    pub fanout_program: Option<Arc<OwnedFd>>,
 }
 
 impl Default for AfPacketConfig {
@@ -152,6 +161,7 @@ impl Default for AfPacketConfig {
             ignore_outgoing: false,
             tpacket_v3: true,
             socket_filter: None,
+            fanout_program: None,
         }
     }
 }
@@ -255,6 +265,7 @@ impl AfPacketConfig {
                 return invalid("fanout_mode", format!("eBPF program descriptor {fd} is not a valid descriptor"));
             }
         }
+
         Ok(())
     }
 }
@@ -581,7 +592,21 @@ impl AfPacketSocket {
             sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &fanout_arg(fanout_type))
                 .map_err(setup(fanout_step))?;
         }
-        if let FanoutMode::Ebpf(program) = cfg.fanout_mode {
+        // The program goes to the group after joining (PACKET_FANOUT_DATA acts on the
+        // socket's group); each member sets the same program, the first one counts.
+        let program = match (cfg.fanout_mode, &cfg.fanout_program) {
+            (FanoutMode::Ebpf(program), _) => Some(program),
+            (FanoutMode::Adaptive, Some(program)) => Some(program.as_raw_fd()),
+            (FanoutMode::Adaptive, None) => {
+                // The caller loads the program (`adaptive::FanoutProgram`) before opening.
+                return Err(AfPacketError::InvalidConfig {
+                    field: "fanout_mode",
+                    reason: "cluster_adaptive without its loaded eBPF fanout program".into(),
+                });
+            }
+            _ => None,
+        };
+        if let Some(program) = program {
             let program: u32 = program as u32;
             sys::set_option(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT_DATA, &program)
                 .map_err(setup(SetupStep::AttachFanoutProgram))?;

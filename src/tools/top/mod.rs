@@ -177,8 +177,25 @@ pub struct TopView {
     /// The XDP program's counters per reason (`picket.xdp.*` of the snapshot), when the
     /// DDoS layer runs.
     pub xdp: Vec<XdpRate>,
+    /// Adaptive fanout (`dispatch.*` of the snapshot): buckets moved and the imbalance
+    /// before/after, one line; `None` when the run does not rebalance.
+    pub dispatch: Option<String>,
     /// Lines or files the parsers could not read in the latest sample.
     pub anomalies: u64,
+}
+
+/// The adaptive fanout line of `picket top` from a snapshot's global counters.
+fn dispatch_line(global: &std::collections::BTreeMap<String, u64>) -> Option<String> {
+    use crate::pipeline::adaptive_live::{BUCKETS_MOVED, FLOWS_HANDED_OVER, IMBALANCE_AFTER, IMBALANCE_BEFORE};
+    let moved = *global.get(BUCKETS_MOVED)?;
+    let get = |name: &str| global.get(name).copied().unwrap_or(0);
+    let ratio = |pct: u64| if pct == 0 { "-".to_string() } else { format!("{:.2}", pct as f64 / 100.0) };
+    Some(format!(
+        "adaptive fanout: {moved} buckets moved, {} flows handed over, imbalance (max/mean) before {} after {}",
+        get(FLOWS_HANDED_OVER),
+        ratio(get(IMBALANCE_BEFORE)),
+        ratio(get(IMBALANCE_AFTER))
+    ))
 }
 
 /// Carries what rates need between refreshes: the previous sample, and the last two
@@ -201,6 +218,7 @@ impl TopState {
         let secs = elapsed.as_secs_f64();
         let workers = self.worker_view(&current, now_ns, secs);
         let xdp = self.xdp_rates();
+        let dispatch = self.snapshot_newer.as_ref().and_then(|s| dispatch_line(&s.global));
         let previous = std::mem::replace(&mut self.previous, current);
         let current = &self.previous;
 
@@ -258,6 +276,7 @@ impl TopState {
             ifaces_not_shown: current.ifaces_not_shown,
             workers,
             xdp,
+            dispatch,
             anomalies: current.anomalies,
         }
     }
@@ -367,4 +386,21 @@ pub fn cpu_load(
     load.softirq = pct(before.softirq, now.softirq);
     load.idle = pct(before.idle.saturating_add(before.iowait), now.idle.saturating_add(now.iowait));
     load
+}
+
+#[cfg(test)]
+mod dispatch_tests {
+    use super::dispatch_line;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn dispatch_line_shows_moves_and_imbalance() {
+        let mut global = BTreeMap::new();
+        assert_eq!(dispatch_line(&global), None);
+        global.insert("dispatch.buckets_moved".to_string(), 37);
+        global.insert("dispatch.imbalance_before_pct".to_string(), 131);
+        global.insert("dispatch.imbalance_after_pct".to_string(), 104);
+        let line = dispatch_line(&global).unwrap();
+        assert!(line.contains("37 buckets moved") && line.contains("before 1.31 after 1.04"), "{line}");
+    }
 }

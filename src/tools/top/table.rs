@@ -181,6 +181,10 @@ pub fn write_view(out: &mut dyn Write, view: &TopView) -> io::Result<()> {
         writeln!(out, "Kernel fast path (XDP)")?;
         write_table(out, XDP_HEADER, &xdp)?;
     }
+    if let Some(line) = &view.dispatch {
+        writeln!(out)?;
+        writeln!(out, "{line}")?;
+    }
     if view.anomalies > 0 {
         writeln!(out, "\n{} unreadable lines or files in the sources", view.anomalies)?;
     }

@@ -124,6 +124,9 @@ pub fn render(frame: &mut Frame, view: Option<&TopView>, interval: Duration) {
     .areas(area);
 
     let mut title = format!("picket top   every {:.1} s   q: quit", view.interval_secs);
+    if let Some(line) = &view.dispatch {
+        title.push_str(&format!("   {line}"));
+    }
     if view.anomalies > 0 {
         title.push_str(&format!("   ({} unreadable lines/files)", view.anomalies));
     }
@@ -258,6 +261,7 @@ mod tests {
                 packets: 77,
                 bytes: 4620,
             }],
+            dispatch: Some("adaptive fanout: 12 buckets moved".into()),
             anomalies: 0,
         };
         let text = screen(Some(&view));
@@ -269,6 +273,7 @@ mod tests {
         assert!(text.contains("██████████"), "{text}"); // 95 % busy: a full bar
         assert!(text.contains("eth7") && text.contains("2.00M"), "{text}");
         assert!(text.contains("W#01"), "{text}");
+        assert!(text.contains("12 buckets moved"), "{text}");
         assert!(screen(None).contains("sampling"));
     }
 }

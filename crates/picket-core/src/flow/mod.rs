@@ -17,6 +17,7 @@
 //! same two hosts therefore share one flow.
 
 pub mod counters;
+pub mod fanout_hash;
 pub mod hash;
 pub mod table;
 pub mod tcp;

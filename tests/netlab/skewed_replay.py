@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Skewed UDP traffic for the adaptive fanout test (tests/adaptive_fanout_netns.rs).
+
+  skewed_replay.py write OUT.pcap [--seed N] [--packets N]
+      one heavy flow carrying HEAVY_SHARE of the packets, plus LIGHT_FLOWS light flows,
+      interleaved at random (seeded); every 50th heavy packet and the 5th packet of each
+      light flow carry a marker a rule matches, and every packet the same filler.
+  skewed_replay.py send IN.pcap DEV --rate PPS
+      sends the pcap's frames on DEV through an AF_PACKET socket, paced to PPS.
+
+Bounded: the number of packets is fixed, the sender stops at the end of the file.
+"""
+import random
+import socket
+import struct
+import sys
+import time
+
+HEAVY_SHARE = 0.35
+LIGHT_FLOWS = 60
+# The same bytes in every packet, so that inspecting a packet of any flow costs about the
+# same (the test's scan rule reads all of it).
+FILLER = b"z" * 900
+SRC_MAC = bytes.fromhex("020000000001")
+DST_MAC = bytes.fromhex("020000000002")
+
+
+def checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def udp_frame(src, dst, sport, dport, payload):
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 17, len(udp))
+    csum = checksum(pseudo + udp) or 0xFFFF
+    udp = udp[:6] + struct.pack("!H", csum) + udp[8:]
+    return DST_MAC + SRC_MAC + b"\x08\x00" + ip + udp
+
+
+def write(path, seed, total):
+    rng = random.Random(seed)
+    heavy = int(total * HEAVY_SHARE)
+    per_light = (total - heavy) // LIGHT_FLOWS
+    order = ["h"] * heavy + [i for i in range(LIGHT_FLOWS) for _ in range(per_light)]
+    rng.shuffle(order)
+    sent = {}
+    frames = []
+    for item in order:
+        n = sent.get(item, 0)
+        sent[item] = n + 1
+        if item == "h":
+            mark = b"PICKET-HEAVY-MARK" if n % 50 == 0 else b"heavy"
+            payload = mark + b" %08d " % n + FILLER
+            frames.append(udp_frame("10.98.7.1", "10.98.7.2", 40000, 5001, payload))
+        else:
+            mark = b"PICKET-LIGHT-MARK" if n == 4 else b"light"
+            payload = mark + b" %04d %04d " % (item, n) + FILLER
+            client = "10.98.%d.%d" % (8 + item // 200, 1 + item % 200)
+            frames.append(udp_frame(client, "10.98.7.2", 20000 + item, 6000 + item % 50, payload))
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, frame in enumerate(frames):
+            ts = 1_700_000_000 * 1_000_000 + i * 50
+            f.write(struct.pack("<IIII", ts // 1_000_000, ts % 1_000_000, len(frame), len(frame)))
+            f.write(frame)
+
+
+def frames_of(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    off = 24
+    while off + 16 <= len(data):
+        caplen = struct.unpack_from("<I", data, off + 8)[0]
+        yield data[off + 16 : off + 16 + caplen]
+        off += 16 + caplen
+
+
+def send(path, dev, rate):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((dev, 0))
+    start = time.monotonic()
+    for i, frame in enumerate(frames_of(path)):
+        s.send(frame)
+        if i % 64 == 63:
+            ahead = (i + 1) / rate - (time.monotonic() - start)
+            if ahead > 0:
+                time.sleep(ahead)
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] == "write":
+        seed = int(argv[argv.index("--seed") + 1]) if "--seed" in argv else 1
+        total = int(argv[argv.index("--packets") + 1]) if "--packets" in argv else 60000
+        write(argv[1], seed, total)
+    elif len(argv) >= 3 and argv[0] == "send":
+        rate = float(argv[argv.index("--rate") + 1]) if "--rate" in argv else 10000
+        send(argv[1], argv[2], rate)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
