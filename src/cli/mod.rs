@@ -250,6 +250,9 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     }
     let loaded = load_rules(&config, &engine, sources, false, false)?;
     println!("{}", loaded.summary());
+    if let Some(cache) = &loaded.mpm_cache {
+        println!("{}", cache.summary());
+    }
     println!("loaded  {}", loaded.build.rules_loaded);
     println!("skipped {}", loaded.skipped());
     println!("failed  {}", loaded.failed());
