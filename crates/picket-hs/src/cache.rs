@@ -18,9 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use picket_core::detect::mpm::{
-    empty_matcher, validate_patterns, MatcherBuilder, MpmAlgo, MpmError, MultiPatternMatcher, Pattern,
-};
+use picket_core::detect::mpm::{MatcherBuilder, MpmAlgo, MpmError, MultiPatternMatcher, Pattern};
 use sha2::{Digest, Sha256};
 
 use crate::{ffi, HsMatcher, MAX_FALLBACK_PATTERNS};
@@ -98,8 +96,29 @@ impl CachedHsBuilder {
 
     /// The cache file of `patterns`.
     pub fn path_for(&self, patterns: &[Pattern]) -> PathBuf {
+        self.dir.join(file_name(&cache_key(patterns)))
+    }
+
+    /// The matcher of a non-empty, valid `patterns`: from its cache file, or compiled and
+    /// stored.
+    fn load_or_compile(&self, patterns: &[Pattern]) -> Result<HsMatcher, MpmError> {
         let key = cache_key(patterns);
-        self.dir.join(format!("{}.hs", hex(&key)))
+        let path = self.dir.join(file_name(&key));
+        match self.load(&path, &key, patterns) {
+            Ok(Some(matcher)) => {
+                CacheStats::bump(&self.stats.loaded);
+                return Ok(matcher);
+            }
+            Ok(None) => {}
+            Err(_) => CacheStats::bump(&self.stats.rejected),
+        }
+        let matcher = HsMatcher::build(patterns)?;
+        CacheStats::bump(&self.stats.compiled);
+        match self.store(&path, &key, &matcher) {
+            Ok(()) => CacheStats::bump(&self.stats.stored),
+            Err(_) => CacheStats::bump(&self.stats.store_failed),
+        }
+        Ok(matcher)
     }
 
     /// The cached matcher of `patterns`, if its file is there and sound. `Err` when a file is
@@ -142,27 +161,7 @@ impl MatcherBuilder for CachedHsBuilder {
     }
 
     fn build(&self, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
-        validate_patterns(patterns)?;
-        if patterns.is_empty() {
-            return Ok(empty_matcher(MpmAlgo::Hyperscan));
-        }
-        let key = cache_key(patterns);
-        let path = self.dir.join(format!("{}.hs", hex(&key)));
-        match self.load(&path, &key, patterns) {
-            Ok(Some(matcher)) => {
-                CacheStats::bump(&self.stats.loaded);
-                return Ok(Box::new(matcher));
-            }
-            Ok(None) => {}
-            Err(_) => CacheStats::bump(&self.stats.rejected),
-        }
-        let matcher = HsMatcher::build(patterns)?;
-        CacheStats::bump(&self.stats.compiled);
-        match self.store(&path, &key, &matcher) {
-            Ok(()) => CacheStats::bump(&self.stats.stored),
-            Err(_) => CacheStats::bump(&self.stats.store_failed),
-        }
-        Ok(Box::new(matcher))
+        crate::build_checked(patterns, |patterns| self.load_or_compile(patterns))
     }
 }
 
@@ -215,8 +214,10 @@ fn cache_key(patterns: &[Pattern]) -> [u8; 32] {
     hash.finalize().into()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// `<key in hex>.hs`.
+fn file_name(key: &[u8; 32]) -> String {
+    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}.hs")
 }
 
 #[cfg(test)]

@@ -44,6 +44,19 @@ fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
     Some((u32::from_le_bytes(*head), rest))
 }
 
+/// `MatcherBuilder::build` of the Hyperscan builders: validates `patterns`, gives an empty
+/// set the matcher that never matches, and hands the rest to `make`.
+fn build_checked(
+    patterns: &[Pattern],
+    make: impl FnOnce(&[Pattern]) -> Result<HsMatcher, MpmError>,
+) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
+    validate_patterns(patterns)?;
+    if patterns.is_empty() {
+        return Ok(empty_matcher(MpmAlgo::Hyperscan));
+    }
+    Ok(Box::new(make(patterns)?))
+}
+
 /// Compiles pattern sets into Hyperscan literal databases.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HsBuilder;
@@ -54,11 +67,7 @@ impl MatcherBuilder for HsBuilder {
     }
 
     fn build(&self, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
-        validate_patterns(patterns)?;
-        if patterns.is_empty() {
-            return Ok(empty_matcher(MpmAlgo::Hyperscan));
-        }
-        Ok(Box::new(HsMatcher::build(patterns)?))
+        build_checked(patterns, HsMatcher::build)
     }
 }
 
