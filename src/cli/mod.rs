@@ -205,6 +205,11 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     drop(eve);
     drop(fast);
     report_to_terminal(source.as_ref(), &resolved, &summary);
+    // The process exits after this: the parsed rules and the engine (hundreds of MB of
+    // small allocations with ET Open) are left to the exit instead of being freed one by
+    // one, which took ~0.2 s of serial time at the end of every run.
+    leave_to_exit(resolved.options.inspect.detect.take());
+    leave_to_exit(rules.load);
     if let Some(failure) = summary.worker_failures.first() {
         return Err(CliError(format!(
             "{failure}; the run stopped after {} packets (stats written for what was inspected)",
@@ -231,6 +236,12 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
         return Ok(OfflineEnd::InputSkipped);
     }
     Ok(OfflineEnd::Complete)
+}
+
+/// Keeps `value` alive until the process exits instead of freeing it: for large structures
+/// built once (rule sets, engines) right before `main` returns, where freeing is pure cost.
+fn leave_to_exit<T>(value: T) {
+    std::mem::forget(value);
 }
 
 /// `picket rules check` and `-T`.
@@ -283,7 +294,9 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     // Like Suricata's `-T`, any failed rule fails the check. Skipped rules (valid Suricata
     // with a keyword picket does not implement) do not: Suricata would load them, and the
     // table above names them.
-    match loaded.failed() {
+    let failed = loaded.failed();
+    leave_to_exit(loaded);
+    match failed {
         0 => Ok(()),
         n => Err(CliError(format!("{n} rule(s) failed to load"))),
     }
