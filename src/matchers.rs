@@ -60,6 +60,47 @@ pub fn builder_with_threads(algo: MpmAlgo, threads: Option<usize>) -> Result<Arc
     }
 }
 
+/// Where compiled Hyperscan databases are cached (`detect.sgh-mpm-caching-path`), and what
+/// the cache did during a build.
+#[derive(Clone, Debug)]
+pub struct MpmCache {
+    pub dir: std::path::PathBuf,
+    #[cfg(feature = "hyperscan")]
+    stats: Arc<hs::cache::CacheStats>,
+}
+
+impl MpmCache {
+    /// `mpm cache DIR: N loaded, M compiled, K stored`.
+    pub fn summary(&self) -> String {
+        #[cfg(feature = "hyperscan")]
+        {
+            self.stats.summary(&self.dir)
+        }
+        #[cfg(not(feature = "hyperscan"))]
+        {
+            format!("mpm cache {}: unused", self.dir.display())
+        }
+    }
+}
+
+/// [`builder_with_threads`], with Hyperscan databases cached in `cache_dir` (an existing,
+/// writable directory) when the backend is Hyperscan. The cache is `None` for other backends.
+pub fn builder_with_cache(
+    algo: MpmAlgo,
+    threads: Option<usize>,
+    cache_dir: Option<std::path::PathBuf>,
+) -> Result<(Arc<dyn MatcherBuilder>, Option<MpmCache>), MpmError> {
+    match (resolve(algo), cache_dir) {
+        #[cfg(feature = "hyperscan")]
+        (MpmAlgo::Hyperscan, Some(dir)) if hyperscan_usable() => {
+            let cached = hs::cache::CachedHsBuilder::new(dir.clone());
+            let cache = MpmCache { dir, stats: cached.stats() };
+            Ok((Arc::new(parallel(cached, threads)), Some(cache)))
+        }
+        _ => Ok((builder_with_threads(algo, threads)?, None)),
+    }
+}
+
 fn parallel<B: MatcherBuilder>(inner: B, threads: Option<usize>) -> Parallel<B> {
     match threads {
         Some(n) => Parallel::with_threads(inner, n),

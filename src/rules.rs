@@ -29,6 +29,8 @@ pub struct LoadedRules {
     /// Problems that did not stop the load (missing configured files, bad variables, ...).
     pub warnings: Vec<String>,
     pub elapsed: Duration,
+    /// The Hyperscan database cache used by the build (`detect.sgh-mpm-caching`), if any.
+    pub mpm_cache: Option<crate::matchers::MpmCache>,
 }
 
 impl LoadedRules {
@@ -175,14 +177,18 @@ fn load_inner(
             files,
             warnings,
             elapsed: started.elapsed(),
+            mpm_cache: None,
         });
     }
     let algo: MpmAlgo = match settings.mpm_algo.as_deref() {
         Some(a) => a.parse().map_err(|e: UnknownMpmAlgo| e.to_string())?,
         None => MpmAlgo::Auto,
     };
+    let cache_dir = mpm_cache_dir(config, algo, &mut warnings)?;
+    let (matchers, mpm_cache) =
+        crate::matchers::builder_with_cache(algo, threads, cache_dir).map_err(|e| e.to_string())?;
     let cfg = DetectConfig {
-        matchers: crate::matchers::builder_with_threads(algo, threads).map_err(|e| e.to_string())?,
+        matchers,
         classification,
         thresholds,
         packet_alert_max: settings.packet_alert_max,
@@ -221,7 +227,62 @@ fn load_inner(
             build.mpm_algo
         ));
     }
-    Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed() })
+    Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed(), mpm_cache })
+}
+
+/// Where Suricata 8 caches compiled Hyperscan databases by default is
+/// `/var/lib/suricata/cache/hs`; picket's own directory.
+pub const DEFAULT_MPM_CACHE_DIR: &str = "/var/lib/picket/cache/hs";
+
+/// The directory for compiled Hyperscan databases: `detect.sgh-mpm-caching` (default yes) and
+/// `detect.sgh-mpm-caching-path` (default [`DEFAULT_MPM_CACHE_DIR`]). A directory that cannot
+/// be created or written falls back, with a warning, to the user's cache directory
+/// (`$XDG_CACHE_HOME/picket/hs` or `~/.cache/picket/hs`), and to no cache if that fails too.
+/// `None` also when the backend is not Hyperscan.
+fn mpm_cache_dir(config: &Config, algo: MpmAlgo, warnings: &mut Vec<String>) -> Result<Option<PathBuf>, String> {
+    if crate::matchers::resolve(algo) != MpmAlgo::Hyperscan {
+        return Ok(None);
+    }
+    if config.get_bool("detect.sgh-mpm-caching").map_err(|e| e.to_string())? == Some(false) {
+        return Ok(None);
+    }
+    let configured = config.get_str("detect.sgh-mpm-caching-path").unwrap_or_else(|| DEFAULT_MPM_CACHE_DIR.into());
+    let configured = PathBuf::from(configured);
+    #[cfg(feature = "hyperscan")]
+    {
+        let prepare = crate::matchers::hs::cache::prepare_dir;
+        let problem = match prepare(&configured) {
+            Ok(()) => return Ok(Some(configured)),
+            Err(e) => e,
+        };
+        let fallback = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+            .map(|base| base.join("picket").join("hs"));
+        match fallback {
+            Some(dir) if prepare(&dir).is_ok() => {
+                warnings.push(format!(
+                    "detect.sgh-mpm-caching-path {}: {problem}; caching Hyperscan databases in {} instead",
+                    configured.display(),
+                    dir.display()
+                ));
+                Ok(Some(dir))
+            }
+            _ => {
+                warnings.push(format!(
+                    "detect.sgh-mpm-caching-path {}: {problem}; Hyperscan databases are not cached",
+                    configured.display()
+                ));
+                Ok(None)
+            }
+        }
+    }
+    #[cfg(not(feature = "hyperscan"))]
+    {
+        let _ = (configured, warnings);
+        Ok(None)
+    }
 }
 
 /// [`read_rules_file`] handing each parsed rule to `sink` (`RuleSetLoad::load_str_into`).

@@ -210,6 +210,11 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     drop(eve);
     drop(fast);
     report_to_terminal(source.as_ref(), &resolved, &summary);
+    // The process exits after this: the parsed rules and the engine (hundreds of MB of
+    // small allocations with ET Open) are left to the exit instead of being freed one by
+    // one, which took ~0.2 s of serial time at the end of every run.
+    leave_to_exit(resolved.options.inspect.detect.take());
+    leave_to_exit(rules.load);
     if let Some(failure) = summary.worker_failures.first() {
         return Err(CliError(format!(
             "{failure}; the run stopped after {} packets (stats written for what was inspected)",
@@ -238,6 +243,12 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     Ok(OfflineEnd::Complete)
 }
 
+/// Keeps `value` alive until the process exits instead of freeing it: for large structures
+/// built once (rule sets, engines) right before `main` returns, where freeing is pure cost.
+fn leave_to_exit<T>(value: T) {
+    std::mem::forget(value);
+}
+
 /// `picket rules check` and `-T`.
 fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) -> Result<(), CliError> {
     let (config, warnings) = Config::load(config, sets)?;
@@ -255,6 +266,9 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     }
     let loaded = load_rules(&config, &engine, sources, false, false)?;
     println!("{}", loaded.summary());
+    if let Some(cache) = &loaded.mpm_cache {
+        println!("{}", cache.summary());
+    }
     println!("loaded  {}", loaded.build.rules_loaded);
     println!("skipped {}", loaded.skipped());
     println!("failed  {}", loaded.failed());
@@ -285,7 +299,9 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     // Like Suricata's `-T`, any failed rule fails the check. Skipped rules (valid Suricata
     // with a keyword picket does not implement) do not: Suricata would load them, and the
     // table above names them.
-    match loaded.failed() {
+    let failed = loaded.failed();
+    leave_to_exit(loaded);
+    match failed {
         0 => Ok(()),
         n => Err(CliError(format!("{n} rule(s) failed to load"))),
     }

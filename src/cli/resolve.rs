@@ -167,6 +167,9 @@ pub fn load_rules(
     }
     if announce && !loaded.files.is_empty() {
         eprintln!("picket: {}", loaded.summary());
+        if let Some(cache) = &loaded.mpm_cache {
+            eprintln!("picket: {}", cache.summary());
+        }
         if verbose {
             for (keyword, n) in loaded.skipped_table() {
                 eprintln!("picket:   skipped {n:>6}  {keyword}");

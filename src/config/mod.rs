@@ -97,6 +97,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "default-log-dir",
     "pcap-file.checksum-checks",
     "detect.*",
+    "detect.sgh-mpm-caching",
+    "detect.sgh-mpm-caching-path",
     "app-layer.*",
     "app-layer.protocols.http.memcap",
     "decoder.*",

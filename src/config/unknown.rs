@@ -116,8 +116,6 @@ pub const SURICATA_KEYS: &[&str] = &[
     "detect.profile",
     "detect.custom-values.*",
     "detect.sgh-mpm-context",
-    "detect.sgh-mpm-caching",
-    "detect.sgh-mpm-caching-path",
     "detect.inspection-recursion-limit",
     "detect.delayed-detect",
     "detect.prefilter.*",

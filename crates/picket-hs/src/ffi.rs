@@ -61,6 +61,27 @@ pub(super) fn platform_supported() -> bool {
     unsafe { sys::hs_valid_platform() == sys::HS_SUCCESS as c_int }
 }
 
+/// libhs's version string and this host's platform (tuning and CPU features), which a
+/// serialized database depends on: part of the on-disk cache's key.
+pub(super) fn version_and_platform() -> String {
+    // SAFETY: `hs_version` returns a pointer to a static NUL-terminated string (or null).
+    let version = unsafe {
+        let v = sys::hs_version();
+        if v.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(v).to_string_lossy().into_owned()
+        }
+    };
+    let mut platform = sys::hs_platform_info { tune: 0, cpu_features: 0, reserved1: 0, reserved2: 0 };
+    // SAFETY: `platform` is a valid, writable platform record.
+    let code = unsafe { sys::hs_populate_platform(&mut platform) };
+    if code != sys::HS_SUCCESS as c_int {
+        platform = sys::hs_platform_info { tune: 0, cpu_features: 0, reserved1: 0, reserved2: 0 };
+    }
+    format!("{version}; tune {}; features {:#x}", platform.tune, platform.cpu_features)
+}
+
 fn error_name(code: c_int) -> &'static str {
     match code {
         sys::HS_INVALID => "invalid parameter",
@@ -121,6 +142,46 @@ impl Database {
                 .ok_or_else(|| plain("hs_compile_lit_multi returned no database"));
         }
         Err(take_compile_error(code, compile_error))
+    }
+
+    /// The database as bytes (`hs_serialize_database`), for the on-disk cache: the bytes
+    /// name the Hyperscan version and platform they were built for, and
+    /// [`Database::deserialize`] refuses them elsewhere.
+    pub(super) fn serialize(&self) -> Result<Vec<u8>, &'static str> {
+        let mut bytes: *mut c_char = ptr::null_mut();
+        let mut length = 0usize;
+        // SAFETY: `self.0` is a live database; both out-pointers are valid locals.
+        let code = unsafe { sys::hs_serialize_database(self.0.as_ptr(), &mut bytes, &mut length) };
+        if code != sys::HS_SUCCESS as c_int {
+            return Err(error_name(code));
+        }
+        if bytes.is_null() {
+            return Err("hs_serialize_database returned no bytes");
+        }
+        // SAFETY: on success libhs hands us `length` initialised bytes at `bytes`, allocated with
+        // its default allocator (malloc, as picket never sets another); we copy them and free
+        // the buffer exactly once.
+        unsafe {
+            let copy = std::slice::from_raw_parts(bytes.cast::<u8>(), length).to_vec();
+            libc::free(bytes.cast());
+            Ok(copy)
+        }
+    }
+
+    /// A database from bytes made by [`Database::serialize`]. Bytes from another Hyperscan
+    /// version or a platform this CPU cannot run, or damaged ones, are an error (libhs checks
+    /// the header, version, platform and the bytecode's CRC).
+    pub(super) fn deserialize(bytes: &[u8]) -> Result<Database, &'static str> {
+        let mut database: *mut sys::hs_database_t = ptr::null_mut();
+        // SAFETY: `bytes` is a live slice of `bytes.len()` bytes; libhs only reads it and
+        // validates it before use. The out-pointer is a valid local.
+        let code = unsafe { sys::hs_deserialize_database(bytes.as_ptr().cast(), bytes.len(), &mut database) };
+        if code != sys::HS_SUCCESS as c_int {
+            return Err(error_name(code));
+        }
+        NonNull::new(database)
+            .map(|db| Database(db, NEXT_DATABASE.fetch_add(1, Ordering::Relaxed)))
+            .ok_or("hs_deserialize_database returned no database")
     }
 
     /// Bytes of the compiled database.

@@ -11,6 +11,7 @@
 // All FFI lives in ffi.rs, which alone opts back in.
 #![deny(unsafe_code)]
 
+pub mod cache;
 mod ffi;
 
 use self::ffi::{Database, HsScratch, Literal};
@@ -24,6 +25,38 @@ pub fn platform_supported() -> bool {
     ffi::platform_supported()
 }
 
+/// A pattern's literal: what Hyperscan compiles one entry for.
+fn literal_key(pattern: &Pattern) -> (Vec<u8>, bool) {
+    (pattern.bytes.clone(), pattern.nocase)
+}
+
+fn same_literal(a: &Pattern, b: &Pattern) -> bool {
+    a.nocase == b.nocase && a.bytes == b.bytes
+}
+
+fn compile_error(message: String) -> MpmError {
+    MpmError::Compile { algo: MpmAlgo::Hyperscan, message }
+}
+
+/// A little-endian u32 off the front of `bytes`, and the rest.
+fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
+    let (head, rest) = bytes.split_first_chunk::<4>()?;
+    Some((u32::from_le_bytes(*head), rest))
+}
+
+/// `MatcherBuilder::build` of the Hyperscan builders: validates `patterns`, gives an empty
+/// set the matcher that never matches, and hands the rest to `make`.
+fn build_checked(
+    patterns: &[Pattern],
+    make: impl FnOnce(&[Pattern]) -> Result<HsMatcher, MpmError>,
+) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
+    validate_patterns(patterns)?;
+    if patterns.is_empty() {
+        return Ok(empty_matcher(MpmAlgo::Hyperscan));
+    }
+    Ok(Box::new(make(patterns)?))
+}
+
 /// Compiles pattern sets into Hyperscan literal databases.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HsBuilder;
@@ -34,11 +67,7 @@ impl MatcherBuilder for HsBuilder {
     }
 
     fn build(&self, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
-        validate_patterns(patterns)?;
-        if patterns.is_empty() {
-            return Ok(empty_matcher(MpmAlgo::Hyperscan));
-        }
-        Ok(Box::new(HsMatcher::build(patterns)?))
+        build_checked(patterns, HsMatcher::build)
     }
 }
 
@@ -82,6 +111,8 @@ pub struct HsMatcher {
     hs: Option<HsDatabase>,
     fallback: Option<Box<dyn MultiPatternMatcher>>,
     fallback_ids: Vec<u32>,
+    /// Positions in the built set of the patterns in `fallback` (what the cache stores).
+    fallback_positions: Vec<u32>,
     pattern_count: usize,
     /// `hs_scan` takes a 32-bit length; longer haystacks are scanned in overlapping windows.
     max_window: usize,
@@ -95,27 +126,30 @@ impl HsMatcher {
 
     /// `max_window` is a parameter so tests can exercise the >4 GiB windowing with small inputs.
     pub fn build_with_window(patterns: &[Pattern], max_window: usize) -> Result<HsMatcher, MpmError> {
-        let compile_error = |message: String| MpmError::Compile { algo: MpmAlgo::Hyperscan, message };
+        let (database, fallback) = Self::compile(patterns)?;
+        Self::assemble(patterns, database, fallback, max_window)
+    }
+
+    /// Compiles the literals of `patterns` with libhs. Returns the database (`None` when every
+    /// pattern fell back) and the patterns Hyperscan refused, which go to Aho-Corasick.
+    fn compile(patterns: &[Pattern]) -> Result<(Option<Database>, Vec<Pattern>), MpmError> {
         if !platform_supported() {
             return Err(compile_error("this CPU lacks the SSSE3 instructions Hyperscan needs".into()));
         }
         let mut left: Vec<Pattern> = patterns.to_vec();
         let mut fallback: Vec<Pattern> = Vec::new();
-        let hs = loop {
+        loop {
             if left.is_empty() {
-                break None;
+                return Ok((None, fallback));
             }
-            let (ids, groups) = IdTable::group_by(&left, |p| (p.bytes.clone(), p.nocase));
+            let (_, groups) = IdTable::group_by(&left, literal_key);
             let literals: Vec<Literal<'_>> = groups
                 .iter()
                 .enumerate()
                 .map(|(group, (bytes, nocase))| Literal { bytes, caseless: *nocase, id: group as u32 })
                 .collect();
             match Database::compile_literals(&literals) {
-                Ok(database) => {
-                    let longest = groups.iter().map(|(bytes, _)| bytes.len()).max().unwrap_or(1);
-                    break Some(HsDatabase { database, ids, longest });
-                }
+                Ok(database) => return Ok((Some(database), fallback)),
                 // libhs names the literal it refuses: that literal (every pattern with its
                 // bytes) falls back, the rest is compiled again.
                 Err(e) => match e.literal.and_then(|i| groups.get(i)) {
@@ -128,8 +162,29 @@ impl HsMatcher {
                     _ => return Err(compile_error(e.message)),
                 },
             }
-        };
+        }
+    }
+
+    /// The matcher from a compiled (or cached) `database` of the patterns not in `fallback`:
+    /// their literal groups are numbered as [`HsMatcher::compile`] numbered them.
+    fn assemble(
+        patterns: &[Pattern],
+        database: Option<Database>,
+        fallback: Vec<Pattern>,
+        max_window: usize,
+    ) -> Result<HsMatcher, MpmError> {
+        let hs = database.map(|database| {
+            let left: Vec<Pattern> =
+                patterns.iter().filter(|p| !fallback.iter().any(|f| same_literal(f, p))).cloned().collect();
+            let (ids, groups) = IdTable::group_by(&left, literal_key);
+            let longest = groups.iter().map(|(bytes, _)| bytes.len()).max().unwrap_or(1);
+            HsDatabase { database, ids, longest }
+        });
         let fallback_ids = fallback.iter().map(|p| p.id).collect();
+        let fallback_positions = (0..patterns.len())
+            .filter(|&i| fallback.iter().any(|f| same_literal(f, &patterns[i])))
+            .map(|i| i as u32)
+            .collect();
         let fallback = match fallback.is_empty() {
             true => None,
             false => Some(AcBuilder.build(&fallback)?),
@@ -138,9 +193,48 @@ impl HsMatcher {
             hs,
             fallback,
             fallback_ids,
+            fallback_positions,
             pattern_count: patterns.len(),
             max_window: max_window.clamp(1, u32::MAX as usize),
         })
+    }
+
+    /// What the on-disk cache stores of this matcher (see [`cache`]): the positions of the
+    /// patterns that fell back in the set it was built from, then the serialized database.
+    fn cache_payload(&self) -> Result<Vec<u8>, &'static str> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&(self.fallback_positions.len() as u32).to_le_bytes());
+        for i in &self.fallback_positions {
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        match &self.hs {
+            Some(hs) => {
+                out.push(1);
+                out.extend_from_slice(&hs.database.serialize()?);
+            }
+            None => out.push(0),
+        }
+        Ok(out)
+    }
+
+    /// The matcher back from [`HsMatcher::cache_payload`] bytes, for the same `patterns`.
+    fn from_cache_payload(patterns: &[Pattern], payload: &[u8]) -> Result<HsMatcher, String> {
+        let (count, rest) = take_u32(payload).ok_or("truncated")?;
+        let mut rest = rest;
+        let mut fallback = Vec::new();
+        for _ in 0..count {
+            let (i, tail) = take_u32(rest).ok_or("truncated")?;
+            let pattern = patterns.get(i as usize).ok_or("fallback position out of range")?;
+            fallback.push(pattern.clone());
+            rest = tail;
+        }
+        let (&has_db, db_bytes) = rest.split_first().ok_or("truncated")?;
+        let database = match has_db {
+            0 if db_bytes.is_empty() => None,
+            1 => Some(Database::deserialize(db_bytes)?),
+            _ => return Err("bad database marker".into()),
+        };
+        Self::assemble(patterns, database, fallback, u32::MAX as usize).map_err(|e| e.to_string())
     }
 
     fn scan_error(message: &str) -> MpmError {

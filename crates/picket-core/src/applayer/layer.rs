@@ -125,6 +125,21 @@ impl AppLayer {
         own as u64 + state
     }
 
+    /// The part of [`AppLayer::heap_bytes`] charged to `flow.memcap`: what grows with the
+    /// traffic (buffers, transactions and their headers, queues, what probing keeps), not
+    /// the fixed-size structures every flow with an app layer has (this struct and the
+    /// parser's own). Those are bounded by the number of flows, which `flow.memcap` bounds
+    /// through the flow slot, as Suricata's flow memcap covers its flows and not their
+    /// app-layer state; charging them as well made an ordinary capture with 40k concurrent
+    /// flows evict flows that Suricata keeps.
+    pub fn charged_bytes(&self) -> u64 {
+        let parser = match &self.state {
+            State::Parsing(p) => std::mem::size_of_val(&**p),
+            State::Probing { .. } | State::Idle => 0,
+        };
+        self.heap_bytes().saturating_sub((std::mem::size_of::<AppLayer>() + parser) as u64)
+    }
+
     /// Hands the parser every byte of `dir` the stream releases now, and consumes it so
     /// the stream can free memory. `ports` is (client port, server port).
     pub(crate) fn feed(
@@ -460,6 +475,29 @@ mod tests {
         }
     }
 
+    /// An HTTP flow idle after an exchange with large headers charges `flow.memcap` for what
+    /// it still holds (one transaction's lines and headers), not for line buffers sized for
+    /// the headers it parsed nor for empty transaction slots: 40k such flows fit the
+    /// default 32 MiB with their flow slots.
+    #[test]
+    fn idle_http_flow_charges_what_it_still_holds() {
+        let mut c = AppCounters::default();
+        let mut app = AppLayer::default();
+        let cookie = "k".repeat(3000);
+        let request = format!("GET /a HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n");
+        app.on_data(Direction::ToServer, request.as_bytes(), (40000, 80), &mut c);
+        let response = format!("HTTP/1.1 200 OK\r\nSet-Cookie: {cookie}\r\nContent-Length: 2\r\n\r\nok");
+        app.on_data(Direction::ToClient, response.as_bytes(), (40000, 80), &mut c);
+        let tx = http_tx(&app, 0).expect("transaction kept until inspected");
+        let tx_heap = tx.heap_bytes_without_bodies();
+        assert!(tx_heap >= 6000, "the headers are held: {tx_heap}");
+        // The transaction itself, its headers, and a little bookkeeping: no 3 KB line buffer
+        // per direction, no three empty 650-byte transaction slots.
+        let charged = app.charged_bytes();
+        assert!(charged >= tx_heap + std::mem::size_of::<HttpTx>() as u64, "{charged}");
+        assert!(charged <= tx_heap + std::mem::size_of::<HttpTx>() as u64 + 1024, "{charged} vs {tx_heap}");
+    }
+
     #[test]
     fn http_bodies_are_charged_at_their_size_and_given_back_when_flows_end() {
         let mut c = AppCounters::default();
@@ -469,6 +507,9 @@ mod tests {
             assert_eq!(http_tx(app, 0).map(|t| t.request_body.len()), Some(10_000));
             // The parser's state and its transaction are charged with the flow.
             assert!(app.heap_bytes() >= (std::mem::size_of::<AppLayer>() + std::mem::size_of::<HttpTx>()) as u64);
+            // Of which the transaction (and its lines and headers) counts against flow.memcap.
+            assert!(app.charged_bytes() >= std::mem::size_of::<HttpTx>() as u64);
+            assert!(app.charged_bytes() < app.heap_bytes());
         }
         let held: u64 = apps.iter().map(|a| http_tx(a, 0).unwrap().request_body.capacity() as u64).sum();
         assert_eq!(c.http_mem.memuse, held);

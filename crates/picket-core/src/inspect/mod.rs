@@ -564,10 +564,12 @@ impl Inspector {
                 ext.bypass.mode = BypassMode::Local;
             }
         }
-        // The app layer's state and the flowbits/flowints count against `flow.memcap`
-        // (HTTP bodies against the HTTP memcap); TCP reassembly (its box and segments) is
-        // charged to the stream memcaps by the stream itself, so nothing is charged twice.
-        let app_heap = app.as_deref().map_or(0, AppLayer::heap_bytes) + detect.vars.heap_bytes();
+        // What the app layer's state grows to and the flowbits/flowints count against
+        // `flow.memcap` (HTTP bodies against the HTTP memcap; the fixed-size app-layer
+        // structures are bounded by the flow count: `AppLayer::charged_bytes`); TCP
+        // reassembly (its box and segments) is charged to the stream memcaps by the stream
+        // itself, so nothing is charged twice.
+        let app_heap = app.as_deref().map_or(0, AppLayer::charged_bytes) + detect.vars.heap_bytes();
         let FlowExt { drop_logged, .. } = ext;
         let log = FlowDropLog {
             flow_id: flow.flow_id,

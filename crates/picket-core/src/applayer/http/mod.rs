@@ -467,12 +467,17 @@ impl Half {
             self.consumed += self.pos as u64;
             self.pos = 0;
         }
-        // Don't keep a large allocation around after a big line.
-        if self.buf.is_empty() && self.buf.capacity() > 64 * 1024 {
+        // Nothing pending: give the buffer back. A flow mostly waits between messages, and
+        // an idle HTTP flow holding a header block's worth of capacity per direction was most
+        // of its memory (charged to flow.memcap). Small buffers stay for the next line.
+        if self.buf.is_empty() && self.buf.capacity() > IDLE_BUFFER_KEEP {
             self.buf = Vec::new();
         }
     }
 }
+
+/// Capacity a direction's line buffer keeps when it runs empty; larger ones are freed.
+const IDLE_BUFFER_KEEP: usize = 256;
 
 /// HTTP/1.x parser for one flow.
 pub struct HttpParser {
@@ -816,6 +821,11 @@ impl HttpParser {
         let id = self.next_tx_id;
         self.next_tx_id += 1;
         self.counters.transactions += 1;
+        // One transaction at a time is the common case: grow the queue one slot at a time
+        // instead of VecDeque's first allocation of four (a transaction is ~650 bytes).
+        if self.txs.len() == self.txs.capacity() {
+            self.txs.reserve_exact(1);
+        }
         self.txs.push_back(HttpTx { id, ..HttpTx::default() });
         id
     }

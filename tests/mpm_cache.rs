@@ -1,0 +1,116 @@
+//! The Hyperscan database cache (`detect.sgh-mpm-caching`): a warm start loads what a cold
+//! start compiled and alerts the same; a changed rule set compiles what changed; damaged
+//! cache files are ignored and written again; `sgh-mpm-caching: no` leaves the directory
+//! alone.
+
+#![cfg(feature = "hyperscan")]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One run on the sample capture: the alerts (sid, pcap_cnt) and the start-up cache line.
+fn run(rules: &Path, cache: &Path, extra: &[&str]) -> (Vec<(u64, u64)>, String) {
+    let logs = tempfile::tempdir().expect("logs");
+    let cache_path = format!("detect.sgh-mpm-caching-path={}", cache.display());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_picket"));
+    command
+        .arg("-r")
+        .arg(repo().join("data/sample.pcap"))
+        .arg("-S")
+        .arg(rules)
+        .arg("-l")
+        .arg(logs.path())
+        .args(["-k", "none", "--set", "mpm-algo=hs", "--set", &cache_path])
+        .args(extra);
+    let output = command.output().expect("picket runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "picket failed: {stderr}");
+    let mut alerts: Vec<(u64, u64)> = std::fs::read_to_string(logs.path().join("eve.json"))
+        .expect("eve.json")
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("eve line"))
+        .filter(|e| e["event_type"] == "alert")
+        .map(|e| (e["alert"]["signature_id"].as_u64().unwrap_or(0), e["pcap_cnt"].as_u64().unwrap_or(0)))
+        .collect();
+    alerts.sort_unstable();
+    let line = stderr.lines().find(|l| l.contains("mpm cache")).unwrap_or_default().to_string();
+    (alerts, line)
+}
+
+fn cache_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|entries| entries.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// `N loaded, M compiled` of the cache line.
+fn loaded_compiled(line: &str) -> (u64, u64) {
+    let number_before = |word: &str| -> u64 {
+        let at = line.find(word).unwrap_or_else(|| panic!("no '{word}' in {line:?}"));
+        line[..at].split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or(u64::MAX)
+    };
+    (number_before(" loaded"), number_before(" compiled"))
+}
+
+#[test]
+fn warm_start_loads_the_databases_and_alerts_the_same() {
+    if !picket::matchers::hyperscan_usable() {
+        eprintln!("skipping: Hyperscan cannot run on this CPU");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let cache = dir.path().join("cache/hs");
+    let rules = repo().join("rules/default.rules");
+
+    let (cold, line) = run(&rules, &cache, &[]);
+    assert!(!cold.is_empty(), "the sample alerts with the default rules");
+    let (loaded, compiled) = loaded_compiled(&line);
+    assert_eq!(loaded, 0, "{line}");
+    assert!(compiled > 0, "{line}");
+    let files = cache_files(&cache);
+    assert_eq!(files.len() as u64, compiled, "one file per compiled set: {files:?}");
+
+    let (warm, line) = run(&rules, &cache, &[]);
+    assert_eq!(warm, cold);
+    assert_eq!(loaded_compiled(&line), (compiled, 0), "{line}");
+
+    // One more rule with a new content: its groups compile, the others load.
+    let changed = dir.path().join("changed.rules");
+    let mut text = std::fs::read_to_string(&rules).expect("rules");
+    text.push_str("alert tcp any any -> any any (msg:\"new\"; content:\"zz-not-in-sample-zz\"; sid:9900001;)\n");
+    std::fs::write(&changed, text).expect("write rules");
+    let (with_new, line) = run(&changed, &cache, &[]);
+    assert_eq!(with_new, cold);
+    let (loaded, recompiled) = loaded_compiled(&line);
+    assert!(recompiled > 0 && loaded > 0, "{line}");
+
+    // Every file damaged: all ignored, compiled and written again, same alerts.
+    for file in cache_files(&cache) {
+        let mut bytes = std::fs::read(&file).expect("read");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xa5;
+        std::fs::write(&file, &bytes).expect("damage");
+    }
+    let (repaired, line) = run(&rules, &cache, &[]);
+    assert_eq!(repaired, cold);
+    assert_eq!(loaded_compiled(&line), (0, compiled), "{line}");
+    assert!(line.contains("replaced"), "{line}");
+    let (warm_again, line) = run(&rules, &cache, &[]);
+    assert_eq!(warm_again, cold);
+    assert_eq!(loaded_compiled(&line), (compiled, 0), "{line}");
+}
+
+#[test]
+fn caching_off_writes_nothing() {
+    let dir = tempfile::tempdir().expect("dir");
+    let cache = dir.path().join("hs");
+    let (_, line) = run(&repo().join("rules/default.rules"), &cache, &["--set", "detect.sgh-mpm-caching=no"]);
+    assert!(line.is_empty(), "{line}");
+    assert!(!cache.exists());
+}
