@@ -28,6 +28,11 @@ pub const HANDOVER_WAIT_US: &str = "dispatch.handover_wait_us";
 /// Packets held back until the flows of their (newly received) bucket arrived.
 pub const HANDOVER_STASHED: &str = "dispatch.stash_packets";
 
+/// A worker sends its output to the merger at least every this many batches...
+const CHUNK_BATCHES: usize = 16;
+/// ...or once it holds this many lines, or when its ring is empty.
+const CHUNK_LINES: usize = 512;
+
 /// What inspecting one packet touches.
 struct Cx<'a> {
     inspector: &'a mut Inspector,
@@ -84,6 +89,7 @@ pub(super) fn run(
     let mut alerts_reported = 0u64;
     // The latest clock watermark not yet sent (output is held while packets are).
     let mut held_watermark = 0u64;
+    let mut unsent_batches = 0usize;
     loop {
         let mut batch = match input.pop() {
             Ok(b) => b,
@@ -150,8 +156,14 @@ pub(super) fn run(
         // Output waits while packets are held back: theirs must come first, and the
         // clock's promise (nothing later below its key) holds only once they are done.
         held_watermark = held_watermark.max(watermark);
+        unsent_batches += 1;
         let holding = handover.as_ref().is_some_and(WorkerHandover::pending);
-        if (!events.events.is_empty() || held_watermark != 0) && !holding {
+        // Chunks go out every few batches, not every one: a wake-up of the merger per
+        // batch cost as much CPU as the merge itself. Caught up with its ring, the worker
+        // sends what it has, so an idle worker never holds the merge back.
+        let due = unsent_batches >= CHUNK_BATCHES || events.events.len() >= CHUNK_LINES || input.is_empty();
+        if (!events.events.is_empty() || held_watermark != 0) && !holding && due {
+            unsent_batches = 0;
             let watermark = std::mem::take(&mut held_watermark);
             // A closed output means the merger failed; keep consuming so the
             // dispatcher is never blocked, the error surfaces from the merger.
