@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn settle_puts_lines_in_key_and_sub_order_keeping_each_events_lines() {
         let mut b = EventBuf::default();
-        let mut line = |b: &mut EventBuf, sink, key, sub, text: &str| {
+        let line = |b: &mut EventBuf, sink, key, sub, text: &str| {
             b.push_sub(sink, key, sub, |out| {
                 out.extend_from_slice(text.as_bytes());
                 out.push(b'\n')
