@@ -22,7 +22,7 @@ mod netlab;
 
 use netlab::{skip_reason, Lab};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -40,7 +40,9 @@ alert udp any any -> any any (msg:\"scan, never matches\"; content:\"zzzz\"; pcr
 ";
 
 /// Alerts as (sid, src, sport, dst, dport) with their counts: what must match offline.
-fn alerts(eve: &Path) -> BTreeMap<(u64, String, u64, String, u64), usize> {
+type Alerts = BTreeMap<(u64, String, u64, String, u64), usize>;
+
+fn alerts(eve: &Path) -> Alerts {
     let mut out = BTreeMap::new();
     let text = std::fs::read_to_string(eve).unwrap_or_default();
     for line in text.lines() {
@@ -60,12 +62,33 @@ fn alerts(eve: &Path) -> BTreeMap<(u64, String, u64, String, u64), usize> {
     out
 }
 
+/// Writes the skewed pcap (`extra`: generator options) and the rules into `dir`, and runs
+/// `picket -r` on them: returns the pcap, the rules and the alerts to expect live.
+fn prepare(dir: &Path, extra: &[&str], rules_text: &str) -> (PathBuf, PathBuf, Alerts) {
+    let pcap = dir.join("skewed.pcap");
+    let made = Command::new("python3")
+        .args([SCRIPT, "write", pcap.to_str().unwrap(), "--seed", "7", "--packets", PACKETS])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let rules = dir.join("skew.rules");
+    std::fs::write(&rules, rules_text).unwrap();
+    let offline_logs = dir.join("logs-offline");
+    std::fs::create_dir_all(&offline_logs).unwrap();
+    let offline =
+        Command::new(PICKET).arg("-r").arg(&pcap).arg("-S").arg(&rules).arg("-l").arg(&offline_logs).output().unwrap();
+    assert!(offline.status.success(), "{}", String::from_utf8_lossy(&offline.stderr));
+    let expected = alerts(&offline_logs.join("eve.json"));
+    (pcap, rules, expected)
+}
+
 /// What one live run reported: per-worker packets, kernel drops, and the summary lines.
 struct LiveRun {
     packets: Vec<u64>,
     drops: u64,
     stdout: String,
-    alerts: BTreeMap<(u64, String, u64, String, u64), usize>,
+    alerts: Alerts,
 }
 
 fn live_run(lab: &Lab, sender: &str, ids: &str, dir: &Path, pcap: &Path, rules: &Path, fanout: &str) -> LiveRun {
@@ -119,22 +142,7 @@ fn adaptive_fanout_evens_out_skewed_traffic_with_the_same_alerts() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let pcap = dir.path().join("skewed.pcap");
-    let made = Command::new("python3")
-        .args([SCRIPT, "write", pcap.to_str().unwrap(), "--seed", "7", "--packets", PACKETS])
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let rules = dir.path().join("skew.rules");
-    std::fs::write(&rules, RULES).unwrap();
-
-    // Offline: the alerts to expect.
-    let offline_logs = dir.path().join("logs-offline");
-    std::fs::create_dir_all(&offline_logs).unwrap();
-    let offline =
-        Command::new(PICKET).arg("-r").arg(&pcap).arg("-S").arg(&rules).arg("-l").arg(&offline_logs).output().unwrap();
-    assert!(offline.status.success(), "{}", String::from_utf8_lossy(&offline.stderr));
-    let expected = alerts(&offline_logs.join("eve.json"));
+    let (pcap, rules, expected) = prepare(dir.path(), &[], RULES);
     assert!(expected.len() > 10, "{expected:?}");
 
     let mut lab = Lab::new("afan");
@@ -166,6 +174,17 @@ alert tcp any any -> any any (msg:\"light mark, established\"; flow:established,
 alert tcp any any -> any any (msg:\"marker split across two segments\"; flow:established,to_server; content:\"PICKET-SPLIT-MARK\"; sid:9100014; rev:1;)
 ";
 
+/// The `dispatch` counters of the last eve `stats` event (printed: stash and overflow).
+fn dispatch_stats(eve: &Path) -> String {
+    let text = std::fs::read_to_string(eve).unwrap_or_default();
+    let last = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event_type"] == "stats");
+    last.map(|v| v["stats"]["dispatch"].to_string()).unwrap_or_default()
+}
+
 /// The number before `what` in a summary line ("... 12 flows handed over ...").
 fn count_before(line: &str, what: &str) -> u64 {
     let at = line.find(what).unwrap_or_else(|| panic!("no '{what}' in {line}"));
@@ -180,21 +199,7 @@ fn adaptive_fanout_hands_tcp_flows_over_with_their_state() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let pcap = dir.path().join("skewed-tcp.pcap");
-    let made = Command::new("python3")
-        .args([SCRIPT, "write", pcap.to_str().unwrap(), "--seed", "7", "--packets", PACKETS, "--tcp"])
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let rules = dir.path().join("skew-tcp.rules");
-    std::fs::write(&rules, RULES_TCP).unwrap();
-
-    let offline_logs = dir.path().join("logs-offline");
-    std::fs::create_dir_all(&offline_logs).unwrap();
-    let offline =
-        Command::new(PICKET).arg("-r").arg(&pcap).arg("-S").arg(&rules).arg("-l").arg(&offline_logs).output().unwrap();
-    assert!(offline.status.success(), "{}", String::from_utf8_lossy(&offline.stderr));
-    let expected = alerts(&offline_logs.join("eve.json"));
+    let (pcap, rules, expected) = prepare(dir.path(), &["--tcp"], RULES_TCP);
     // The state-dependent alerts are there offline: late markers after the login (60 light
     // connections, 7 each) and the marker split across segments.
     let of_sid = |sid: u64| expected.iter().filter(|(k, _)| k.0 == sid).map(|(_, n)| n).sum::<usize>();
@@ -206,6 +211,7 @@ fn adaptive_fanout_hands_tcp_flows_over_with_their_state() {
     let flow = live_run(&lab, &sender, &ids, dir.path(), &pcap, &rules, "flow");
     let adaptive = live_run(&lab, &sender, &ids, dir.path(), &pcap, &rules, "adaptive");
     eprintln!("flow:\n{}\nadaptive:\n{}", flow.stdout, adaptive.stdout);
+    eprintln!("adaptive dispatch counters: {}", dispatch_stats(&dir.path().join("logs-adaptive/eve.json")));
     let total: u64 = PACKETS.parse().unwrap();
     for run in [&flow, &adaptive] {
         assert_eq!(run.drops, 0, "kernel drops: {}", run.stdout);
@@ -213,7 +219,7 @@ fn adaptive_fanout_hands_tcp_flows_over_with_their_state() {
     }
     let line = adaptive.stdout.lines().find(|l| l.starts_with("dispatch: cluster_adaptive")).unwrap();
     assert!(count_before(line, "buckets moved") > 0, "{line}");
-    assert!(count_before(line, "flows handed over") > 0, "{line}");
     assert_eq!(flow.alerts, expected, "flow fanout alerts differ from offline");
     assert_eq!(adaptive.alerts, expected, "adaptive fanout alerts differ from offline (flow state lost in a move?)");
+    assert!(count_before(line, "flows handed over") > 0, "{line}");
 }
