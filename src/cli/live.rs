@@ -413,6 +413,7 @@ fn start_ddos(args: &RunArgs, config: &Config, input: &mut LiveInput) -> Result<
 fn start_adaptive_fanout(
     input: &mut LiveInput,
     workers: usize,
+    config: &crate::config::Config,
 ) -> Result<(Option<FanoutProgram>, Option<live::LiveAdaptive>), CliError> {
     let LiveInput::AfPacket(captures) = input else { return Ok((None, None)) };
     if !captures.iter().any(|c| c.fanout_mode == FanoutMode::Adaptive) {
@@ -422,11 +423,14 @@ fn start_adaptive_fanout(
     for capture in captures.iter_mut().filter(|c| c.fanout_mode == FanoutMode::Adaptive) {
         capture.fanout_program = Some(program.fd());
     }
-    let adaptive = live::LiveAdaptive::new(
-        table,
-        crate::pipeline::adaptive_live::DEFAULT_INTERVAL,
-        crate::pipeline::adaptive_live::DEFAULT_THRESHOLD_PCT,
-    );
+    let mut settings = super::resolve::adaptive_settings(config)?;
+    if config.get_str("threading.adaptive.interval-ms").is_none() {
+        settings.interval = crate::pipeline::adaptive_live::LIVE_INTERVAL;
+    }
+    // A packet the kernel queued under the old table shows up when its ring block retires.
+    let retire_ms = captures.iter().map(|c| c.retire_timeout_ms).max().unwrap_or(0) as u64;
+    let grace = std::time::Duration::from_millis(retire_ms + 2);
+    let adaptive = live::LiveAdaptive::new(table, &settings, grace);
     Ok((Some(program), Some(adaptive)))
 }
 
@@ -553,7 +557,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
         _ => None,
     };
     // --fanout adaptive: picket's eBPF fanout program goes to every capture socket's group.
-    let (_fanout_program, adaptive) = start_adaptive_fanout(&mut input, workers)?;
+    let (_fanout_program, adaptive) = start_adaptive_fanout(&mut input, workers, &resolved.config)?;
     let ports = input.open(workers, ddos.as_mut())?;
     let gauges = Arc::new(LiveGauges::new((0..workers).map(worker_name)));
     let metrics_server = match metrics_addr {
@@ -637,7 +641,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let _ = live::write_live_load_table(&mut out, &summary.workers, summary.wall);
     if let Some(adaptive) = &opts.adaptive {
         use std::io::Write;
-        let _ = writeln!(out, "{}", adaptive.shared.counters.summary());
+        let _ = writeln!(out, "{}", adaptive.counters.summary());
     }
     if let Some(failure) = summary.workers.iter().find_map(|w| w.failure.as_ref()) {
         return Err(CliError(format!("{failure}; the run stopped (stats written for what was inspected)")));

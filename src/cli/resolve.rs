@@ -111,7 +111,7 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
 }
 
 /// `threading.adaptive.*`: how the adaptive dispatch controller measures and moves.
-fn adaptive_settings(config: &Config) -> Result<AdaptiveSettings, CliError> {
+pub(crate) fn adaptive_settings(config: &Config) -> Result<AdaptiveSettings, CliError> {
     let mut s = AdaptiveSettings::default();
     let number = |key: &str| -> Result<Option<f64>, CliError> {
         match config.get_str(key) {

@@ -1,40 +1,51 @@
 //! Adaptive fanout, live (`--fanout adaptive`): the controller that evens out the
 //! workers' load by moving buckets of the eBPF fanout program's indirection table
-//! (`crate::capture::afpacket::adaptive`), and the per-bucket cost accounting the workers
-//! feed it.
+//! (`crate::capture::afpacket::adaptive`), and the live side of the flow hand-over.
 //!
-//! Every packet a worker inspects is charged to its bucket
-//! ([`picket_core::flow::fanout_hash::fanout_bucket`], the same bucket the kernel's program
-//! chose): packets and nanoseconds. Every `interval` the main thread's [`Rebalancer`]
-//! takes the deltas of the bucket costs (a worker's load is the sum of its buckets'), and
-//! when the
-//! busiest worker is more than `threshold` above the mean it moves buckets (the costliest
-//! that fit in half the gap first) from the busiest worker to the least busy one by
-//! rewriting their table entries. After a move it waits one interval before judging
-//! again: that interval still holds packets queued under the old table.
+//! Every packet a worker inspects carries its bucket (`PacketMeta.bucket`, the bucket the
+//! kernel's program chose, recomputed by [`picket_core::flow::fanout_hash`]) and is
+//! charged to it in the shared [`LoadBoard`]. Every `threading.adaptive.interval-ms` the
+//! main thread's [`LiveController`] reads the board through a [`LoadMeter`] and asks the
+//! shared planner ([`crate::dispatch::adaptive::Rebalancer`], the same as offline) for
+//! moves. A round of moves (bucket b: worker A -> B) goes:
 //!
-//! TODO(flow hand-over): a moved bucket's flows start afresh on their new worker (their
-//! state stays behind on the old one and times out there). The hand-over protocol (new
-//! owner holds the bucket's packets, old owner drains its ring and exports the flows,
-//! new owner imports them, then inspects what it held) waits for the core's
-//! `Inspector::export_flows` / `import_flows`.
+//! 1. B is told to expect b from A ([`Control::Expect`]) and acknowledges between two
+//!    blocks; from then on it holds back (stashes, bounded) packets of b and goes on with
+//!    its other buckets.
+//! 2. The controller rewrites b's entry in the kernel table.
+//! 3. A is told to give b ([`Control::Give`]) not before a grace period: the ring's block
+//!    retire timeout plus 2 ms, so that every packet of b the kernel put in A's ring
+//!    before the write is visible to A. A then inspects every frame still in its ring,
+//!    exports b's flows and sends them to B (never waiting).
+//! 4. B, once the parcel is in (checked between blocks), or when it has waited too long,
+//!    its stash is full (`dispatch.stash_overflow`), a flow expiry is due, or it stops,
+//!    imports the flows and inspects the stash, then goes on.
+//!
+//! So a flow's state follows it: alerts that depend on earlier packets (stream
+//! reassembly, flowbits, `flow:established`) are those of one worker per flow. Workers
+//! that take part in no round never wait; a worker that fails sets the shared flag so
+//! that no other waits for its parcel.
 
+use super::handover::{self, LoadBoard, LoadMeter, WorkerHandover};
 use crate::capture::afpacket::adaptive::FanoutTable;
 use crate::counters::CounterSet;
+use crate::dispatch::adaptive::{AdaptiveSettings, IndirectionTable, Rebalancer};
 use crate::flow::fanout_hash::FANOUT_BUCKETS;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::packet::BucketMoves;
+use crossbeam_channel::{Receiver, Sender};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Default time between two looks at the workers' load.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(200);
-/// Default imbalance (max / mean busy time, x100) above which buckets move.
-pub const DEFAULT_THRESHOLD_PCT: u64 = 105;
-/// An interval in which the workers were busy for less than this (in total) is not
-/// judged: at idle, a few packets make any ratio.
-const MIN_BUSY: Duration = Duration::from_micros(500);
-/// At most this many buckets move per interval.
-const MAX_MOVES: usize = 32;
+/// `threading.adaptive.interval-ms` default live: 100 ms (the offline default) holds too
+/// few packets at live rates to judge, and a round's hand-over lasts a block timeout.
+pub const LIVE_INTERVAL: Duration = Duration::from_millis(200);
+/// How long a worker holds packets of a bucket handed to it, past the giver's grace,
+/// before it waits for the flows.
+const SETTLE_AFTER: Duration = Duration::from_millis(50);
+/// How long the controller waits for a receiver to acknowledge a round before it writes
+/// the table anyway (a worker answers between two blocks, within a poll wait).
+const ACK_WAIT: Duration = Duration::from_millis(500);
 
 /// Counter names (picket's own; the offline adaptive dispatch uses the same).
 pub const BUCKETS_MOVED: &str = "dispatch.buckets_moved";
@@ -47,72 +58,6 @@ pub const STASH_OVERFLOW: &str = "dispatch.stash_overflow";
 pub const REBALANCES: &str = "dispatch.rebalances";
 /// Table writes the kernel refused (the bucket stays where it was).
 pub const MAP_ERRORS: &str = "dispatch.map_errors";
-
-/// What one worker's packets cost per bucket, running totals the worker publishes once
-/// per batch and the controller reads.
-pub struct BucketLoad {
-    packets: Vec<AtomicU64>,
-    busy_ns: Vec<AtomicU64>,
-}
-
-impl Default for BucketLoad {
-    fn default() -> Self {
-        BucketLoad {
-            packets: (0..FANOUT_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
-            busy_ns: (0..FANOUT_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-}
-
-/// The worker's side: totals kept locally per packet, published per batch.
-pub struct WorkerBuckets {
-    packets: Vec<u64>,
-    busy_ns: Vec<u64>,
-    /// Buckets touched since the last publish, one bit each (publishing all of them per
-    /// batch would be waste).
-    dirty: [u64; FANOUT_BUCKETS / 64],
-    /// Moving average of a packet's inspection time (1/64 per packet).
-    mean_ns: u64,
-}
-
-/// A packet is charged at most 8 times the mean, and never capped below this.
-const MIN_CAP_NS: u64 = 20_000;
-
-impl Default for WorkerBuckets {
-    fn default() -> Self {
-        WorkerBuckets {
-            packets: vec![0; FANOUT_BUCKETS],
-            busy_ns: vec![0; FANOUT_BUCKETS],
-            dirty: [0; FANOUT_BUCKETS / 64],
-            mean_ns: 0,
-        }
-    }
-}
-
-impl WorkerBuckets {
-    /// Charges one packet of `bucket` that took `ns` to inspect.
-    pub fn record(&mut self, bucket: u16, ns: u64) {
-        // A packet during which the thread was preempted would charge its bucket a whole
-        // time slice: cap a packet at a multiple of the recent mean (or MIN_CAP_NS).
-        let ns = ns.min((self.mean_ns * 8).max(MIN_CAP_NS));
-        self.mean_ns = (self.mean_ns * 63 + ns) / 64;
-        let b = bucket as usize % FANOUT_BUCKETS;
-        self.dirty[b / 64] |= 1 << (b % 64);
-        self.packets[b] += 1;
-        self.busy_ns[b] += ns;
-    }
-
-    pub fn publish(&mut self, to: &BucketLoad) {
-        for (word, bits) in self.dirty.iter_mut().enumerate() {
-            while *bits != 0 {
-                let b = word * 64 + bits.trailing_zeros() as usize;
-                *bits &= *bits - 1;
-                to.packets[b].store(self.packets[b], Ordering::Relaxed);
-                to.busy_ns[b].store(self.busy_ns[b], Ordering::Relaxed);
-            }
-        }
-    }
-}
 
 /// The controller's counters, shared with the stats outputs.
 #[derive(Default)]
@@ -156,198 +101,246 @@ impl AdaptiveCounters {
     }
 }
 
-/// What the workers and the controller share for one run.
-pub struct AdaptiveShared {
-    pub loads: Vec<BucketLoad>,
-    pub counters: Arc<AdaptiveCounters>,
+/// A round of moves as a worker hears of it.
+pub(super) enum Control {
+    /// Hold back packets of the round's buckets coming to you; acknowledge.
+    Expect(Arc<BucketMoves>),
+    /// Give the flows of the round's buckets leaving you, not before the instant.
+    Give(Arc<BucketMoves>, Instant),
 }
 
-impl AdaptiveShared {
-    pub fn new(workers: usize) -> Arc<AdaptiveShared> {
-        Arc::new(AdaptiveShared {
-            loads: (0..workers).map(|_| BucketLoad::default()).collect(),
-            counters: Arc::new(AdaptiveCounters::default()),
-        })
+/// A live worker's side of adaptive fanout: its hand-over, its control inbox, and what is
+/// due.
+pub(super) struct LiveHandover {
+    pub h: WorkerHandover,
+    control: Receiver<Control>,
+    counters: Arc<AdaptiveCounters>,
+    acked: Arc<AtomicU64>,
+    /// Gives not due yet, in round order.
+    gives: std::collections::VecDeque<(Instant, Arc<BucketMoves>)>,
+    /// When the flows expected must be adopted even if not all are in.
+    settle_by: Option<Instant>,
+    grace: Duration,
+    /// Moving average of a packet's inspection time: a packet during which the thread was
+    /// preempted is charged at most 8 times it.
+    mean_ns: u64,
+    reported: (u64, u64),
+}
+
+/// A packet is never capped below this.
+const MIN_CAP_NS: u64 = 20_000;
+
+impl LiveHandover {
+    /// Charges one packet of `bucket` that took `ns` to inspect.
+    pub fn charge(&mut self, bucket: u16, ns: u64) {
+        let ns = ns.min((self.mean_ns * 8).max(MIN_CAP_NS));
+        self.mean_ns = (self.mean_ns * 63 + ns) / 64;
+        self.h.charge(bucket, ns);
+    }
+
+    /// Between blocks: takes the controller's messages. Expects are returned for the
+    /// caller to apply after settling the previous round (see [`expect`](Self::expect)).
+    pub fn take_control(&mut self) -> Vec<Arc<BucketMoves>> {
+        let mut expects = Vec::new();
+        for msg in self.control.try_iter() {
+            match msg {
+                Control::Expect(moves) => expects.push(moves),
+                Control::Give(moves, at) => self.gives.push_back((at, moves)),
+            }
+        }
+        expects
+    }
+
+    /// Starts holding packets of the buckets coming here (the previous round settled).
+    pub fn expect(&mut self, moves: &BucketMoves) {
+        self.h.expect(moves);
+        self.settle_by = Some(Instant::now() + self.grace + SETTLE_AFTER);
+        self.acked.store(moves.round, Ordering::Release);
+    }
+
+    /// The next give that is due (all when `stopping`).
+    pub fn due_give(&mut self, stopping: bool) -> Option<Arc<BucketMoves>> {
+        let now = Instant::now();
+        if self.gives.front().is_some_and(|(at, _)| stopping || now >= *at) {
+            return self.gives.pop_front().map(|(_, m)| m);
+        }
+        None
+    }
+
+    /// Whether the flows expected should be adopted now: all are in, or it is time.
+    pub fn should_settle(&mut self, stopping: bool) -> bool {
+        if !self.h.pending() {
+            return false;
+        }
+        stopping || self.settle_by.is_some_and(|t| Instant::now() >= t) || self.h.ready()
+    }
+
+    pub fn settled(&mut self) {
+        self.settle_by = None;
+    }
+
+    /// A full stash: the worker waits for the flows instead of holding more.
+    pub fn overflowed(&self) {
+        self.counters.stash_overflow.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Per batch: costs to the board, hand-over totals to the counters.
+    pub fn publish(&mut self) {
+        self.h.publish();
+        let (given, stashed) = (self.h.flows_given, self.h.stashed);
+        let c = &self.counters;
+        c.flows_handed_over.fetch_add(given - self.reported.0, Ordering::Relaxed);
+        c.stash_packets.fetch_add(stashed - self.reported.1, Ordering::Relaxed);
+        self.reported = (given, stashed);
     }
 }
 
-/// Adaptive fanout for a live run: what the workers feed and the controller that reads it.
+/// Adaptive fanout for a live run: the controller and the workers' sides, handed out at
+/// start.
 pub struct LiveAdaptive {
-    pub shared: Arc<AdaptiveShared>,
-    pub rebalancer: std::sync::Mutex<Rebalancer>,
+    pub counters: Arc<AdaptiveCounters>,
+    pub(super) controller: Mutex<LiveController>,
+    workers: Mutex<Vec<Option<LiveHandover>>>,
 }
 
 impl LiveAdaptive {
-    pub fn new(table: FanoutTable, interval: Duration, threshold_pct: u64) -> LiveAdaptive {
-        let shared = AdaptiveShared::new(table.workers());
-        let rebalancer = Rebalancer::new(table, Arc::clone(&shared), interval, threshold_pct);
-        LiveAdaptive { shared, rebalancer: std::sync::Mutex::new(rebalancer) }
+    /// `grace`: how long after a table write a packet may still show up in the old
+    /// owner's ring (the capture's block retire timeout, plus a little).
+    pub fn new(table: FanoutTable, settings: &AdaptiveSettings, grace: Duration) -> LiveAdaptive {
+        let n = table.workers();
+        let counters = Arc::new(AdaptiveCounters::default());
+        let board = LoadBoard::new(n);
+        let failed = Arc::new(AtomicBool::new(false));
+        let acked: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let (controls, inboxes): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
+        let workers = handover::wire(n, &board, &failed)
+            .into_iter()
+            .zip(inboxes)
+            .zip(&acked)
+            .map(|((h, control), acked)| {
+                Some(LiveHandover {
+                    h,
+                    control,
+                    counters: Arc::clone(&counters),
+                    acked: Arc::clone(acked),
+                    gives: Default::default(),
+                    settle_by: None,
+                    grace,
+                    mean_ns: 0,
+                    reported: (0, 0),
+                })
+            })
+            .collect();
+        let mut mirror = IndirectionTable::new(n);
+        for (b, &w) in table.owners().iter().enumerate() {
+            mirror.set(b as u16, w as usize);
+        }
+        let controller = LiveController {
+            meter: LoadMeter::live(board, settings.interval),
+            planner: Rebalancer::new(settings),
+            mirror,
+            table,
+            counters: Arc::clone(&counters),
+            controls,
+            acked,
+            failed,
+            grace,
+            round: 0,
+            settling: false,
+            typical: 0,
+        };
+        LiveAdaptive { counters, controller: Mutex::new(controller), workers: Mutex::new(workers) }
+    }
+
+    /// Worker `i`'s side (once).
+    pub(super) fn take_worker(&self, i: usize) -> Option<LiveHandover> {
+        self.workers.lock().ok()?.get_mut(i)?.take()
     }
 
     /// A source of the controller's counters for the stats outputs.
     pub fn counter_source(&self) -> crate::counters::CounterSource {
-        let counters = Arc::clone(&self.shared.counters);
+        let counters = Arc::clone(&self.counters);
         Box::new(move |set: &mut CounterSet| counters.add_to(set))
     }
 }
 
-/// One bucket move: `bucket` goes from worker `from` to worker `to`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Move {
-    pub bucket: u16,
-    pub from: u16,
-    pub to: u16,
+fn pct(ratio: Option<f64>) -> u64 {
+    ratio.map_or(0, |r| (r * 100.0).round() as u64)
 }
 
-/// Max over mean of `busy`, x100 (100 = even); 0 when nothing was busy.
-pub fn imbalance_pct(busy: &[u64]) -> u64 {
-    let total: u64 = busy.iter().sum();
-    if total == 0 || busy.is_empty() {
-        return 0;
-    }
-    let max = busy.iter().copied().max().unwrap_or(0);
-    ((max as u128 * 100 * busy.len() as u128 + total as u128 / 2) / total as u128) as u64
-}
-
-/// Plans the moves of one interval: from the busiest worker to the least busy one, the
-/// costliest buckets that fit in half the gap between them (a bucket bigger than that
-/// would only move the imbalance to the other side). `busy[w]` is worker w's busy time,
-/// `cost[b]` bucket b's, `owners[b]` its worker.
-///
-/// Local stand-in for the shared planner (`crate::dispatch::adaptive`) while that is
-/// written; same inputs and output.
-pub fn plan_moves(busy: &[u64], cost: &[u64], owners: &[u16], threshold_pct: u64) -> Vec<Move> {
-    if busy.len() < 2 || imbalance_pct(busy) <= threshold_pct {
-        return Vec::new();
-    }
-    let (hot, _) = busy.iter().enumerate().max_by_key(|(_, b)| **b).unwrap_or((0, &0));
-    let (cold, _) = busy.iter().enumerate().min_by_key(|(_, b)| **b).unwrap_or((0, &0));
-    let mut room = (busy[hot] - busy[cold]) / 2;
-    let mut candidates: Vec<usize> =
-        (0..owners.len().min(cost.len())).filter(|&b| owners[b] as usize == hot && cost[b] > 0).collect();
-    candidates.sort_by_key(|&b| std::cmp::Reverse(cost[b]));
-    let mut moves = Vec::new();
-    for b in candidates {
-        if moves.len() == MAX_MOVES {
-            break;
-        }
-        if cost[b] <= room {
-            room -= cost[b];
-            moves.push(Move { bucket: b as u16, from: hot as u16, to: cold as u16 });
-        }
-    }
-    moves
-}
-
-/// The controller, run from the live main thread's loop ([`Rebalancer::poll`]).
-pub struct Rebalancer {
+/// The controller, run from the live main thread's loop ([`LiveController::poll`]).
+pub(super) struct LiveController {
+    meter: LoadMeter,
+    planner: Rebalancer,
+    /// The planner's copy of the kernel table.
+    mirror: IndirectionTable,
     table: FanoutTable,
-    shared: Arc<AdaptiveShared>,
-    interval: Duration,
-    threshold_pct: u64,
-    last: Instant,
-    last_cost: Vec<Vec<u64>>,
-    /// The previous interval moved buckets: the next one is not judged.
+    counters: Arc<AdaptiveCounters>,
+    controls: Vec<Sender<Control>>,
+    acked: Vec<Arc<AtomicU64>>,
+    failed: Arc<AtomicBool>,
+    grace: Duration,
+    round: u64,
+    /// The previous interval moved buckets: the next one is not judged (it still holds
+    /// packets queued under the old table).
     settling: bool,
-    /// Per bucket, the moving average of its cost per interval.
-    smooth_cost: Vec<u64>,
-    /// Per worker, inspection time until the first move, and since the last one.
-    before: Vec<u64>,
-    since_move: Vec<u64>,
-    /// Moving average of an interval's total inspection time.
+    /// Moving average of an interval's total load.
     typical: u64,
 }
 
-impl Rebalancer {
-    pub fn new(table: FanoutTable, shared: Arc<AdaptiveShared>, interval: Duration, threshold_pct: u64) -> Self {
-        let workers = shared.loads.len();
-        Rebalancer {
-            table,
-            shared,
-            interval,
-            threshold_pct,
-            last: Instant::now(),
-            last_cost: vec![vec![0; FANOUT_BUCKETS]; workers],
-            settling: false,
-            smooth_cost: vec![0; FANOUT_BUCKETS],
-            before: vec![0; workers],
-            since_move: vec![0; workers],
-            typical: 0,
-        }
-    }
-
-    /// When the interval is over: measures, and moves buckets if the load is uneven.
-    ///
-    /// A worker's load is the time it spent inspecting packets (the sum of its bucket
-    /// costs): the rest of its busy time (reading the ring, publishing counters) comes per
-    /// batch, not per packet, and does not move with a bucket.
+impl LiveController {
+    /// When the interval is over: measures, and moves buckets (with their flows) if the
+    /// load is uneven.
     pub fn poll(&mut self) {
-        if self.last.elapsed() < self.interval {
-            return;
-        }
-        self.last = Instant::now();
-        let workers = self.shared.loads.len();
-        let mut busy = vec![0u64; workers];
-        let mut cost = vec![0u64; FANOUT_BUCKETS];
-        for (w, (load, last_cost)) in self.shared.loads.iter().zip(&mut self.last_cost).enumerate() {
-            for (b, last) in last_cost.iter_mut().enumerate() {
-                let now = load.busy_ns[b].load(Ordering::Relaxed);
-                let delta = now.saturating_sub(*last);
-                *last = now;
-                busy[w] += delta;
-                // Only the owner's share is the bucket's cost: packets queued before a
-                // move still show up at the old owner for a moment.
-                if self.table.owner(b) as usize == w {
-                    cost[b] += delta;
-                }
-            }
-        }
+        let Some(cost) = self.meter.poll() else { return };
+        let workers = self.table.workers();
         // An interval much quieter than usual (traffic ending, a lull) is not judged: its
         // few packets make any ratio.
-        let total: u64 = busy.iter().sum();
+        let total: u64 = cost.iter().sum();
         let typical = self.typical;
         self.typical = (self.typical * 3 + total) / 4;
-        if total < MIN_BUSY.as_nanos() as u64 || total < typical / 4 {
+        if total < typical / 4 || std::mem::take(&mut self.settling) {
             return;
         }
-        let counters = &self.shared.counters;
-        // Before: the load as the hash alone spread it, until the first move. After: the
-        // load since the last move (steady state once the table settled).
-        let moved_yet = counters.buckets_moved.load(Ordering::Relaxed) > 0;
-        if !moved_yet {
-            self.before.iter_mut().zip(&busy).for_each(|(sum, b)| *sum += b);
-        }
-        self.since_move.iter_mut().zip(&busy).for_each(|(sum, b)| *sum += b);
-        if moved_yet {
-            counters.imbalance_after_pct.store(imbalance_pct(&self.since_move), Ordering::Relaxed);
-        }
-        // Decisions go by a moving average of the bucket costs (half the weight on this
-        // interval): one interval of a few thousand packets on a shared machine is noisy.
-        // A worker's load is what its buckets cost, so it moves with them.
-        for (smooth, now) in self.smooth_cost.iter_mut().zip(&cost) {
-            *smooth = (*smooth + now) / 2;
-        }
-        if std::mem::take(&mut self.settling) {
-            return;
-        }
-        counters.rebalances.fetch_add(1, Ordering::Relaxed);
-        let mut load = vec![0u64; workers];
-        for (b, c) in self.smooth_cost.iter().enumerate() {
-            load[self.table.owner(b) as usize % workers] += c;
-        }
-        let moves = plan_moves(&load, &self.smooth_cost, self.table.owners(), self.threshold_pct);
+        let moves = self.planner.plan(&mut self.mirror, workers, &cost[..FANOUT_BUCKETS.min(cost.len())]);
+        let stats = self.planner.stats;
+        let c = &self.counters;
+        c.rebalances.store(stats.intervals, Ordering::Relaxed);
+        c.imbalance_before_pct.store(pct(stats.imbalance_before), Ordering::Relaxed);
+        c.imbalance_after_pct.store(pct(stats.imbalance_after), Ordering::Relaxed);
         if moves.is_empty() {
             return;
         }
-        if !moved_yet {
-            counters.imbalance_before_pct.store(imbalance_pct(&self.before), Ordering::Relaxed);
+        self.round += 1;
+        let round = Arc::new(handover::marker(self.round, 0, &moves));
+        let mut receivers: Vec<usize> = moves.iter().map(|m| m.to).collect();
+        let mut givers: Vec<usize> = moves.iter().map(|m| m.from).collect();
+        receivers.sort_unstable();
+        receivers.dedup();
+        givers.sort_unstable();
+        givers.dedup();
+        // 1. Receivers hold the buckets' packets before any can reach them.
+        for &r in &receivers {
+            let _ = self.controls[r].send(Control::Expect(Arc::clone(&round)));
         }
-        self.since_move.iter_mut().for_each(|sum| *sum = 0);
+        let deadline = Instant::now() + ACK_WAIT;
+        while receivers.iter().any(|&r| self.acked[r].load(Ordering::Acquire) < self.round)
+            && Instant::now() < deadline
+            && !self.failed.load(Ordering::Relaxed)
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        // 2. The kernel table.
         for m in &moves {
-            match self.table.assign(m.bucket as usize, m.to) {
-                Ok(()) => counters.buckets_moved.fetch_add(1, Ordering::Relaxed),
-                Err(_) => counters.map_errors.fetch_add(1, Ordering::Relaxed),
+            match self.table.assign(m.bucket as usize, m.to as u16) {
+                Ok(()) => c.buckets_moved.fetch_add(1, Ordering::Relaxed),
+                Err(_) => c.map_errors.fetch_add(1, Ordering::Relaxed),
             };
+        }
+        // 3. Givers export once what the kernel queued under the old table is in view.
+        let at = Instant::now() + self.grace;
+        for &g in &givers {
+            let _ = self.controls[g].send(Control::Give(Arc::clone(&round), at));
         }
         self.settling = true;
     }
@@ -357,34 +350,12 @@ impl Rebalancer {
 mod tests {
     use super::*;
 
+    /// A round on the kernel's real table: worker 0 carries ten busy buckets, worker 1 one
+    /// light one. The receiver is told to expect before the table changes (the controller
+    /// waits for its acknowledgement), then holds the moved buckets; the giver is told to
+    /// give the same round. Needs root and a build with the program; SKIPPED otherwise.
     #[test]
-    fn imbalance_is_max_over_mean() {
-        assert_eq!(imbalance_pct(&[100, 100]), 100);
-        assert_eq!(imbalance_pct(&[150, 50]), 150);
-        assert_eq!(imbalance_pct(&[0, 0]), 0);
-        assert_eq!(imbalance_pct(&[300, 100, 100, 100]), 200);
-    }
-
-    #[test]
-    fn planner_moves_what_fits_from_busiest_to_idlest() {
-        // Worker 0 holds buckets 0..4 (costs 50, 30, 10, 10); worker 1 bucket 4 (cost 20).
-        let owners = [0u16, 0, 0, 0, 1];
-        let cost = [50u64, 30, 10, 10, 20];
-        let busy = [100u64, 20];
-        let moves = plan_moves(&busy, &cost, &owners, 110);
-        // Half the gap is 40: bucket 0 (50) does not fit, 30 and one 10 do.
-        assert_eq!(moves, vec![Move { bucket: 1, from: 0, to: 1 }, Move { bucket: 2, from: 0, to: 1 }], "{moves:?}");
-        // Even enough: nothing moves.
-        assert!(plan_moves(&[105, 100], &cost, &owners, 110).is_empty());
-        // One worker: nothing to move to.
-        assert!(plan_moves(&[100], &cost, &owners, 110).is_empty());
-    }
-
-    /// The controller on a real table (the kernel's map): worker 0 carries a heavy bucket
-    /// and ten medium ones, worker 1 eleven light ones; light-enough buckets move to worker
-    /// 1, the heavy one stays. Needs root and a build with the program; SKIPPED otherwise.
-    #[test]
-    fn rebalancer_moves_buckets_in_the_kernel_table() {
+    fn a_round_expects_then_moves_in_the_kernel_table_then_gives() {
         use crate::capture::afpacket::adaptive::FanoutProgram;
         let (_program, table) = match FanoutProgram::load(2) {
             Ok(loaded) => loaded,
@@ -393,43 +364,38 @@ mod tests {
                 return;
             }
         };
-        let shared = AdaptiveShared::new(2);
-        let mut rebalancer = Rebalancer::new(table, Arc::clone(&shared), Duration::ZERO, 105);
-        let set = |w: usize, b: usize, ns: u64| shared.loads[w].busy_ns[b].store(ns, Ordering::Relaxed);
+        let settings = AdaptiveSettings { interval: Duration::ZERO, threshold: 1.05, max_moves: 8 };
+        let adaptive = LiveAdaptive::new(table, &settings, Duration::from_millis(1));
+        let (mut w0, mut w1) = (adaptive.take_worker(0).unwrap(), adaptive.take_worker(1).unwrap());
+        assert!(adaptive.take_worker(0).is_none(), "a worker's side is handed out once");
         // The table starts as bucket % 2: even buckets on worker 0, odd on worker 1.
-        set(0, 0, 1_000_000);
         for b in (2..=20).step_by(2) {
-            set(0, b, 100_000);
+            (0..100).for_each(|_| w0.charge(b, 10_000));
         }
-        for b in (1..=21).step_by(2) {
-            set(1, b, 50_000);
+        (0..50).for_each(|_| w1.charge(1, 10_000));
+        w0.publish();
+        w1.publish();
+        let receiver = std::thread::spawn(move || loop {
+            if let Some(round) = w1.take_control().pop() {
+                w1.expect(&round);
+                return (w1, round);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        });
+        adaptive.controller.lock().unwrap().poll();
+        let (w1, round) = receiver.join().unwrap();
+        let moved = adaptive.counters.buckets_moved.load(Ordering::Relaxed);
+        assert!(moved > 0 && moved as usize == round.moves.len(), "{moved} {:?}", round.moves);
+        let controller = adaptive.controller.lock().unwrap();
+        for &(b, from, to) in &round.moves {
+            assert_eq!((from, to), (0, 1));
+            assert_eq!(controller.table.owner(b as usize), 1, "bucket {b} moved in the kernel");
+            assert!(w1.h.holds(b), "the receiver holds bucket {b}");
         }
-        rebalancer.poll();
-        let counters = &shared.counters;
-        // 2 ms against 0.55 ms: max/mean 1.57. Half the (smoothed) gap fits 7 medium buckets.
-        assert_eq!(counters.imbalance_before_pct.load(Ordering::Relaxed), 157);
-        assert_eq!(counters.buckets_moved.load(Ordering::Relaxed), 7);
-        let owners = rebalancer.table.owners();
-        assert_eq!(owners[0], 0, "the heavy bucket is more than half the gap");
-        assert_eq!((2..=20).step_by(2).filter(|&b| owners[b] == 1).count(), 7);
-        // An interval without new work is not judged: nothing more moves.
-        rebalancer.poll();
-        assert_eq!(counters.buckets_moved.load(Ordering::Relaxed), 7);
-    }
-
-    #[test]
-    fn worker_buckets_publish_running_totals() {
-        let load = BucketLoad::default();
-        let mut mine = WorkerBuckets::default();
-        mine.record(7, 100);
-        mine.record(7, 50);
-        mine.record(300, 1); // out of range wraps into the table
-        mine.publish(&load);
-        assert_eq!(load.packets[7].load(Ordering::Relaxed), 2);
-        assert_eq!(load.busy_ns[7].load(Ordering::Relaxed), 150);
-        assert_eq!(load.packets[300 % FANOUT_BUCKETS].load(Ordering::Relaxed), 1);
-        mine.record(7, 10);
-        mine.publish(&load);
-        assert_eq!(load.busy_ns[7].load(Ordering::Relaxed), 160);
+        assert!(!w1.h.holds(1), "its own buckets are not held");
+        assert!(adaptive.counters.imbalance_before_pct.load(Ordering::Relaxed) > 130);
+        w0.take_control();
+        let give = w0.due_give(true).expect("the giver is told");
+        assert_eq!(give.moves, round.moves);
     }
 }

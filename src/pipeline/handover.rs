@@ -72,6 +72,9 @@ pub(super) struct LoadMeter {
     per_packet: Vec<f64>,
     /// Smoothed load per bucket.
     load: Vec<f64>,
+    /// Live capture: the kernel dispatches, so what the workers did is what was
+    /// dispatched (the packets per bucket come from the board, not from [`count`](Self::count)).
+    counts_done: bool,
 }
 
 impl LoadMeter {
@@ -85,7 +88,13 @@ impl LoadMeter {
             dispatched: vec![0; BUCKETS],
             per_packet: vec![0.0; BUCKETS],
             load: vec![0.0; BUCKETS],
+            counts_done: false,
         }
+    }
+
+    /// A meter for live capture, where no dispatcher counts packets (see `counts_done`).
+    pub fn live(board: Arc<LoadBoard>, interval: Duration) -> Self {
+        LoadMeter { counts_done: true, ..LoadMeter::new(board, interval) }
     }
 
     /// One packet went to `bucket`.
@@ -107,6 +116,9 @@ impl LoadMeter {
             let pkts = now.1[b].saturating_sub(self.last.1[b]);
             spent += ns;
             done += pkts;
+            if self.counts_done {
+                self.dispatched[b] = pkts;
+            }
             if pkts > 0 {
                 let sample = ns as f64 / pkts as f64;
                 let avg = &mut self.per_packet[b];
@@ -253,6 +265,15 @@ impl WorkerHandover {
             held[b as usize % BUCKETS] = true;
         }
         self.incoming = Some(Incoming { round: moves.round, after: moves.after, givers, held });
+    }
+
+    /// Whether every parcel still expected is in (never waits): then
+    /// [`settle`](Self::settle) will not wait either.
+    pub fn ready(&mut self) -> bool {
+        let Some(incoming) = &self.incoming else { return true };
+        self.early.extend(self.inbox.try_iter());
+        let failed = self.failed.load(Ordering::Relaxed);
+        failed || incoming.givers.iter().all(|&g| self.early.iter().any(|p| p.0 == incoming.round && p.1 == g))
     }
 
     /// Flows are on their way here: packets of their buckets must wait.

@@ -22,7 +22,7 @@
 //! stats.log records (every `stats.interval`), and the final stats at exit.
 
 pub use super::adaptive_live::LiveAdaptive;
-use super::adaptive_live::WorkerBuckets;
+use super::adaptive_live::LiveHandover;
 use crate::capture::afpacket::{AfPacketConfig, AfPacketError, AfPacketSocket};
 use crate::capture::{KernelCounts, LivePort, PortMode, RawPacket};
 use crate::counters::CounterSet;
@@ -178,7 +178,7 @@ pub fn run_live(
             let eve = LogSink::new(opts.eve.clone());
             let (gauges, shared, stop, events_tx) = (&gauges.workers[i].1, &shared[i], &*stop, events_tx.clone());
             let flow_bypass = opts.flow_bypass;
-            let adaptive = opts.adaptive.as_ref().map(|a| Arc::clone(&a.shared));
+            let adaptive = opts.adaptive.as_ref().and_then(|a| a.take_worker(i));
             let spawned = std::thread::Builder::new().name(worker_name(i)).spawn_scoped(scope, move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
@@ -188,7 +188,7 @@ pub fn run_live(
                     maps.open().map_err(|e| eprintln!("picket: worker {i}: no flow bypass: {e}")).ok()
                 });
                 worker.tallies_tx = opts.detector_tallies.clone();
-                worker.core.buckets = adaptive.map(|shared| (WorkerBuckets::default(), shared));
+                worker.core.adaptive = adaptive;
                 worker.engine_slot = engine_slot;
                 // A panic stops the whole run (the other workers see `stop`), and the
                 // report keeps what this worker counted before it.
@@ -294,8 +294,8 @@ pub fn run_live(
 /// its interval).
 fn rebalance(opts: &LiveOptions) {
     let Some(adaptive) = &opts.adaptive else { return };
-    if let Ok(mut rebalancer) = adaptive.rebalancer.lock() {
-        rebalancer.poll();
+    if let Ok(mut controller) = adaptive.controller.lock() {
+        controller.poll();
     }
 }
 
@@ -521,9 +521,9 @@ struct WorkerCore {
     rejected: u64,
     /// The XDP flow bypass tables (`--ddos`).
     bypass: Option<crate::xdp::bypass::FlowBypassTable>,
-    /// `--fanout adaptive`: per-bucket costs, kept here and published per batch into
-    /// this worker's slot of the shared loads.
-    buckets: Option<(WorkerBuckets, Arc<super::adaptive_live::AdaptiveShared>)>,
+    /// `--fanout adaptive`: per-bucket costs (published per batch) and the flow
+    /// hand-over (`super::adaptive_live`).
+    adaptive: Option<LiveHandover>,
 }
 
 impl WorkerCore {
@@ -535,13 +535,56 @@ impl WorkerCore {
         self.pcap_cnt += 1;
         super::fault::check(self.pcap_cnt);
         self.bytes += raw.wire_len as u64;
-        let meta = PacketMeta::standalone(self.pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
-        // Adaptive fanout charges the packet's time to its bucket: one more clock read.
-        let charge = self.buckets.is_some().then(|| (fanout_bucket_of(raw.link, raw.data), Instant::now()));
-        let verdict = self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
-        if let (Some((bucket, started)), Some((buckets, _))) = (charge, &mut self.buckets) {
-            buckets.record(bucket, started.elapsed().as_nanos() as u64);
+        let mut meta = PacketMeta::standalone(self.pcap_cnt, raw.ts, raw.link, raw.wire_len, raw.data.len());
+        let Some(adaptive) = &mut self.adaptive else {
+            let verdict = self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
+            return self.after_inspect(verdict);
+        };
+        // Adaptive fanout: the flow remembers its bucket (it may move with it), and the
+        // packet's time is charged to the bucket (one more clock read).
+        meta.bucket = fanout_bucket_of(raw.link, raw.data);
+        if adaptive.h.pending() {
+            let held = adaptive.h.holds(meta.bucket);
+            // A bucket handed to this worker: its flows are not here yet. Inline, a verdict
+            // is due now, so the worker waits for them; otherwise the packet waits.
+            if held && !self.inline && !adaptive.h.stash_full() {
+                adaptive.h.stash(PacketRef { meta: &meta, data: raw.data });
+                return Verdict::Pass;
+            }
+            if held && !self.inline {
+                adaptive.overflowed();
+            }
+            // Flows handed over must be here before expiry could end them elsewhere.
+            if held || self.inspector.expires_at(raw.ts) {
+                self.settle();
+            }
         }
+        let started = Instant::now();
+        let verdict = self.inspector.packet(PacketRef { meta: &meta, data: raw.data }, &mut self.events);
+        if let Some(adaptive) = &mut self.adaptive {
+            adaptive.charge(meta.bucket, started.elapsed().as_nanos() as u64);
+        }
+        self.after_inspect(verdict)
+    }
+
+    /// Adopts the flows handed to this worker (waiting for those not in yet) and inspects
+    /// the packets held back for them.
+    fn settle(&mut self) {
+        let Some(adaptive) = &mut self.adaptive else { return };
+        let Some(stash) = adaptive.h.settle(&mut self.inspector, &mut self.events) else { return };
+        adaptive.settled();
+        for pkt in stash.iter() {
+            let started = Instant::now();
+            self.inspector.packet(pkt, &mut self.events);
+            adaptive.charge(pkt.meta.bucket, started.elapsed().as_nanos() as u64);
+            if let Some(bypass) = &mut self.bypass {
+                bypass.after_packet(&mut self.inspector);
+            }
+        }
+        adaptive.h.return_stash(stash);
+    }
+
+    fn after_inspect(&mut self, verdict: Verdict) -> Verdict {
         if let Some(bypass) = &mut self.bypass {
             bypass.after_packet(&mut self.inspector);
         }
@@ -592,7 +635,7 @@ impl<'a> LiveWorker<'a> {
                 accepted: 0,
                 rejected: 0,
                 bypass: None,
-                buckets: None,
+                adaptive: None,
             },
             poll_errors: 0,
             output_waits: 0,
@@ -618,6 +661,7 @@ impl<'a> LiveWorker<'a> {
                     ready
                 }
             };
+            self.hand_over(false);
             if visited > 0 {
                 self.publish_batch();
             }
@@ -637,7 +681,38 @@ impl<'a> LiveWorker<'a> {
                 self.poll_errors += 1;
             }
         }
+        // Gives still due go out (a peer may wait for them), then the flows handed here.
+        self.hand_over(true);
         self.tick();
+    }
+
+    /// Between blocks, adaptive fanout's hand-over (`super::adaptive_live`): rounds to
+    /// expect, gives that are due (after inspecting what the ring still holds), flows
+    /// handed here that are in (or waited for long enough). `stopping`: everything now.
+    fn hand_over(&mut self, stopping: bool) {
+        let Some(adaptive) = &mut self.core.adaptive else { return };
+        let expects = adaptive.take_control();
+        for round in expects {
+            // One round at a time: the previous one's flows first.
+            self.core.settle();
+            if let Some(adaptive) = &mut self.core.adaptive {
+                adaptive.expect(&round);
+            }
+        }
+        while let Some(round) = self.core.adaptive.as_mut().and_then(|a| a.due_give(stopping)) {
+            // Every packet of the bucket the kernel queued here before the table changed
+            // is in view by now (the grace): inspect them before the flows leave.
+            let deadline = Instant::now() + STOP_DRAIN;
+            for s in 0..self.sockets.len() {
+                while self.poll(s, Duration::ZERO) > 0 && Instant::now() < deadline {}
+            }
+            if let Some(adaptive) = &mut self.core.adaptive {
+                adaptive.h.give(&round, &mut self.core.inspector);
+            }
+        }
+        if self.core.adaptive.as_mut().is_some_and(|a| a.should_settle(stopping)) {
+            self.core.settle();
+        }
     }
 
     /// Between two batches: a reloaded engine is taken when the slot's generation moved
@@ -692,10 +767,8 @@ impl<'a> LiveWorker<'a> {
         g.packets.store(self.core.pcap_cnt, Ordering::Release);
         g.bytes.store(self.core.bytes, Ordering::Relaxed);
         g.busy_ns.store(self.core.busy.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
-        if let Some((buckets, shared)) = &mut self.core.buckets {
-            if let Some(load) = shared.loads.get(self.index) {
-                buckets.publish(load);
-            }
+        if let Some(adaptive) = &mut self.core.adaptive {
+            adaptive.publish();
         }
         self.send_events();
     }
@@ -722,6 +795,10 @@ impl<'a> LiveWorker<'a> {
     /// kernel ring statistics, and the full counter set for the stats outputs.
     fn tick(&mut self) {
         let tick = ClockTick { ts: now_timestamp(), pcap_cnt: self.core.pcap_cnt };
+        // Flows handed here must be in before the clock can expire them.
+        if self.core.adaptive.as_ref().is_some_and(|a| a.h.pending()) && self.core.inspector.expires_at(tick.ts) {
+            self.core.settle();
+        }
         if let Some(bypass) = &mut self.core.bypass {
             bypass.refresh(&mut self.core.inspector, tick.ts);
         }
@@ -787,6 +864,10 @@ impl<'a> LiveWorker<'a> {
         if let Some(bypass) = &mut self.core.bypass {
             bypass.refresh(&mut self.core.inspector, now_timestamp());
         }
+        // This worker sends no more flows: a round begun as it stopped is not waited for.
+        if let Some(adaptive) = &self.core.adaptive {
+            adaptive.h.fail();
+        }
         self.core.inspector.finish(&mut self.core.events);
         if let Some(bypass) = &mut self.core.bypass {
             bypass.after_packet(&mut self.core.inspector);
@@ -821,6 +902,10 @@ impl<'a> LiveWorker<'a> {
     /// The report of a worker whose inspector panicked: its open flows are not logged
     /// (their state may be half-updated), its counters are, as far as they can be read.
     fn after_panic(mut self, failure: super::fault::WorkerFailure) -> LiveWorkerReport {
+        // No other worker waits for flows from this one.
+        if let Some(adaptive) = &self.core.adaptive {
+            adaptive.h.fail();
+        }
         self.core.events.take();
         let published = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.publish_counters()));
         let (counters, kernel) = published.unwrap_or_else(|_| {

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Skewed UDP traffic for the adaptive fanout test (tests/adaptive_fanout_netns.rs).
 
-  skewed_replay.py write OUT.pcap [--seed N] [--packets N]
+  skewed_replay.py write OUT.pcap [--seed N] [--packets N] [--tcp]
       one heavy flow carrying HEAVY_SHARE of the packets, plus LIGHT_FLOWS light flows,
       interleaved at random (seeded); every 50th heavy packet and the 5th packet of each
       light flow carry a marker a rule matches, and every packet the same filler.
+      --tcp: the light flows are TCP connections (handshake, data from the client, an
+      ACK from the server every 10th packet) whose alerts depend on flow state: a login
+      marker early sets a flowbit that late markers check, and a marker split across
+      two segments.
   skewed_replay.py send IN.pcap DEV --rate PPS
       sends the pcap's frames on DEV through an AF_PACKET socket, paced to PPS.
 
@@ -44,7 +48,59 @@ def udp_frame(src, dst, sport, dport, payload):
     return DST_MAC + SRC_MAC + b"\x08\x00" + ip + udp
 
 
-def write(path, seed, total):
+def tcp_frame(src, dst, sport, dport, seq, ack, flags, payload):
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0, 64, 6, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(tcp))
+    tcp = tcp[:16] + struct.pack("!H", checksum(pseudo + tcp)) + tcp[18:]
+    return DST_MAC + SRC_MAC + b"\x08\x00" + ip + tcp
+
+
+SYN, ACK, PSH = 0x02, 0x10, 0x08
+TCP_FILLER = b"y" * 600
+
+
+class TcpLight:
+    """One light TCP connection, a packet per call, in order."""
+
+    def __init__(self, item, per_flow):
+        self.client = "10.98.%d.%d" % (8 + item // 200, 1 + item % 200)
+        self.sport, self.dport = 30000 + item, 7000 + item % 50
+        self.cseq, self.sseq = 1000 + item * 7919, 5000 + item * 104729
+        self.per_flow = per_flow
+        self.item = item
+
+    def frame(self, n):
+        c, s = (self.client, "10.98.7.2", self.sport, self.dport), ("10.98.7.2", self.client, self.dport, self.sport)
+        if n == 0:
+            self.cseq += 1
+            return tcp_frame(*c, self.cseq - 1, 0, SYN, b"")
+        if n == 1:
+            self.sseq += 1
+            return tcp_frame(*s, self.sseq - 1, self.cseq, SYN | ACK, b"")
+        if n == 2 or n % 10 == 9:
+            who = c if n == 2 else s
+            seq, ack = (self.cseq, self.sseq) if n == 2 else (self.sseq, self.cseq)
+            return tcp_frame(*who, seq, ack, ACK, b"")
+        if n == 3:
+            body = b"PICKET-LOGIN user%04d " % self.item
+        elif n == 4:
+            body = b"PICKET-LIGHT-MARK %04d " % self.item
+        elif n >= self.per_flow // 2 and n % 100 == 50:
+            body = b"PICKET-LATE-MARK %04d %04d " % (self.item, n)
+        elif n >= self.per_flow // 2 and n % 100 == 70:
+            body = b"%04d %04d PICKET-SPL" % (self.item, n)
+        elif n >= self.per_flow // 2 and n % 100 == 71:
+            body = b"IT-MARK %04d %04d " % (self.item, n)
+        else:
+            body = b"data %04d %04d " % (self.item, n)
+        payload = body + TCP_FILLER if not body.endswith(b"SPL") else TCP_FILLER + body
+        self.cseq += len(payload)
+        return tcp_frame(*c, self.cseq - len(payload), self.sseq, ACK | PSH, payload)
+
+
+def write(path, seed, total, tcp=False):
     rng = random.Random(seed)
     heavy = int(total * HEAVY_SHARE)
     per_light = (total - heavy) // LIGHT_FLOWS
@@ -52,6 +108,7 @@ def write(path, seed, total):
     rng.shuffle(order)
     sent = {}
     frames = []
+    conns = {i: TcpLight(i, per_light) for i in range(LIGHT_FLOWS)} if tcp else {}
     for item in order:
         n = sent.get(item, 0)
         sent[item] = n + 1
@@ -59,6 +116,8 @@ def write(path, seed, total):
             mark = b"PICKET-HEAVY-MARK" if n % 50 == 0 else b"heavy"
             payload = mark + b" %08d " % n + FILLER
             frames.append(udp_frame("10.98.7.1", "10.98.7.2", 40000, 5001, payload))
+        elif tcp:
+            frames.append(conns[item].frame(n))
         else:
             mark = b"PICKET-LIGHT-MARK" if n == 4 else b"light"
             payload = mark + b" %04d %04d " % (item, n) + FILLER
@@ -98,7 +157,7 @@ def main(argv):
     if len(argv) >= 2 and argv[0] == "write":
         seed = int(argv[argv.index("--seed") + 1]) if "--seed" in argv else 1
         total = int(argv[argv.index("--packets") + 1]) if "--packets" in argv else 60000
-        write(argv[1], seed, total)
+        write(argv[1], seed, total, "--tcp" in argv)
     elif len(argv) >= 3 and argv[0] == "send":
         rate = float(argv[argv.index("--rate") + 1]) if "--rate" in argv else 10000
         send(argv[1], argv[2], rate)
