@@ -597,13 +597,7 @@ impl<E: Default> FlowTable<E> {
         let c = &mut self.counters;
         c.active += 1;
         c.memuse = held;
-        *match proto {
-            PROTO_TCP => &mut c.active_tcp,
-            PROTO_UDP => &mut c.active_udp,
-            PROTO_ICMP => &mut c.active_icmpv4,
-            PROTO_ICMPV6 => &mut c.active_icmpv6,
-            _ => &mut c.active_other,
-        } += 1;
+        *active_of(c, proto) += 1;
         index
     }
 
@@ -616,28 +610,9 @@ impl<E: Default> FlowTable<E> {
             .collect();
         let mut out = Vec::with_capacity(chosen.len());
         for index in chosen {
-            self.unschedule(index);
-            let hash = key_hash_seeded(&self.slots[index as usize].flow.key, self.hash_seed);
-            if let Ok(entry) = self.index.find_entry(hash, |&i| i == index) {
-                entry.remove();
-            }
+            let ext_bytes = self.release_slot(index);
             let slot = &mut self.slots[index as usize];
-            slot.in_use = false;
-            slot.generation = slot.generation.wrapping_add(1);
-            let ext_bytes = mem::take(&mut slot.ext_bytes);
-            self.ext_bytes -= ext_bytes;
-            self.free.push(index);
-            let moved = MovedFlow { flow: mem::take(&mut slot.flow), ext: mem::take(&mut slot.ext), ext_bytes };
-            let c = &mut self.counters;
-            c.active -= 1;
-            *match moved.flow.key.tuple.proto {
-                PROTO_TCP => &mut c.active_tcp,
-                PROTO_UDP => &mut c.active_udp,
-                PROTO_ICMP => &mut c.active_icmpv4,
-                PROTO_ICMPV6 => &mut c.active_icmpv6,
-                _ => &mut c.active_other,
-            } -= 1;
-            out.push(moved);
+            out.push(MovedFlow { flow: mem::take(&mut slot.flow), ext: mem::take(&mut slot.ext), ext_bytes });
         }
         self.counters.memuse = self.held_bytes();
         out
@@ -828,7 +803,10 @@ impl<E: Default> FlowTable<E> {
         }
     }
 
-    fn remove(&mut self, index: u32, reason: FlowEndReason) -> FlowRecord<E> {
+    /// Takes a live slot out of the wheel and the index and frees it (the flow and its
+    /// extension stay in it for the caller to take); counts the flow no longer active.
+    /// Returns the heap its extension was charged.
+    fn release_slot(&mut self, index: u32) -> u64 {
         self.unschedule(index);
         let hash = key_hash_seeded(&self.slots[index as usize].flow.key, self.hash_seed);
         if let Ok(entry) = self.index.find_entry(hash, |&i| i == index) {
@@ -837,8 +815,19 @@ impl<E: Default> FlowTable<E> {
         let slot = &mut self.slots[index as usize];
         slot.in_use = false;
         slot.generation = slot.generation.wrapping_add(1);
-        self.ext_bytes -= mem::take(&mut slot.ext_bytes);
+        let ext_bytes = mem::take(&mut slot.ext_bytes);
+        let proto = slot.flow.key.tuple.proto;
+        self.ext_bytes -= ext_bytes;
         self.free.push(index);
+        let c = &mut self.counters;
+        c.active -= 1;
+        *active_of(c, proto) -= 1;
+        ext_bytes
+    }
+
+    fn remove(&mut self, index: u32, reason: FlowEndReason) -> FlowRecord<E> {
+        self.release_slot(index);
+        let slot = &mut self.slots[index as usize];
 
         let flow = &slot.flow;
         let state = flow.state();
@@ -870,15 +859,7 @@ impl<E: Default> FlowTable<E> {
         let held = self.held_bytes();
         let in_use = self.memory_in_use();
         let c = &mut self.counters;
-        c.active -= 1;
         c.memuse = held;
-        match record.tuple.proto {
-            PROTO_TCP => c.active_tcp -= 1,
-            PROTO_UDP => c.active_udp -= 1,
-            PROTO_ICMP => c.active_icmpv4 -= 1,
-            PROTO_ICMPV6 => c.active_icmpv6 -= 1,
-            _ => c.active_other -= 1,
-        }
         match reason {
             FlowEndReason::Timeout => c.end_timeout += 1,
             FlowEndReason::Forced => c.end_forced += 1,
@@ -898,5 +879,16 @@ impl<E: Default> FlowTable<E> {
             c.emerg_mode_over += 1;
         }
         record
+    }
+}
+
+/// The `flow.active.*` counter of a protocol.
+fn active_of(c: &mut FlowCounters, proto: u8) -> &mut u64 {
+    match proto {
+        PROTO_TCP => &mut c.active_tcp,
+        PROTO_UDP => &mut c.active_udp,
+        PROTO_ICMP => &mut c.active_icmpv4,
+        PROTO_ICMPV6 => &mut c.active_icmpv6,
+        _ => &mut c.active_other,
     }
 }
