@@ -251,9 +251,10 @@ fn mpm_cache_dir(config: &Config, algo: MpmAlgo, warnings: &mut Vec<String>) -> 
     #[cfg(feature = "hyperscan")]
     {
         let prepare = crate::matchers::hs::cache::prepare_dir;
+        // The kind alone ("permission denied"): the OS error number adds nothing here.
         let problem = match prepare(&configured) {
             Ok(()) => return Ok(Some(configured)),
-            Err(e) => e,
+            Err(e) => e.kind(),
         };
         let fallback = std::env::var_os("XDG_CACHE_HOME")
             .filter(|v| !v.is_empty())
