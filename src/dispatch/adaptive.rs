@@ -52,10 +52,6 @@ impl IndirectionTable {
         }
         counts
     }
-
-    pub fn as_slice(&self) -> &[u16] {
-        &self.owner
-    }
 }
 
 /// How the controller works (YAML `threading.adaptive.*`).
@@ -127,20 +123,20 @@ pub struct Rebalancer {
 
 impl Default for Rebalancer {
     fn default() -> Self {
-        Rebalancer {
-            threshold: 1.05,
-            max_moves: 8,
-            cooldown: 4,
-            min_busy_ns: 2_000_000,
-            resting: vec![0; BUCKETS],
-            stats: RebalanceStats::default(),
-        }
+        Rebalancer::new(&AdaptiveSettings::default())
     }
 }
 
 impl Rebalancer {
     pub fn new(settings: &AdaptiveSettings) -> Self {
-        Rebalancer { threshold: settings.threshold, max_moves: settings.max_moves, ..Rebalancer::default() }
+        Rebalancer {
+            threshold: settings.threshold,
+            max_moves: settings.max_moves,
+            cooldown: 4,
+            min_busy_ns: 2_000_000,
+            resting: vec![0; BUCKETS],
+            stats: RebalanceStats::default(),
+        }
     }
 
     /// One interval: `cost[b]` is the work bucket b brought in it (nanoseconds); a worker's
