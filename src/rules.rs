@@ -100,16 +100,15 @@ pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
 }
 
 /// Loads the rules and builds the engine. A missing `-S`/`-s` file is an error; a bad rule
-/// is not (it is in `load.errors` with file and line, the rest load).
+/// is not (it is in `load.errors` with file and line, the rest load). Each rule compiles as
+/// soon as it is parsed (`LoadedRules::load.rules` stays empty).
 pub fn load(config: &Config, settings: &EngineSettings, sources: &RuleSources) -> Result<LoadedRules, String> {
     load_inner(config, settings, sources, None, None)
 }
 
-/// [`load`] for a rule reload: patterns compile on at most `threads` threads, and each rule
-/// compiles as soon as it is parsed, so the parsed rule set is never held whole
-/// (`LoadedRules::load.rules` stays empty): a reload runs beside a working engine, and its
-/// peak memory matters more than a parsed copy. Rules unchanged from `running` share what
-/// eve logs of them (text, metadata) with it.
+/// [`load`] for a rule reload: patterns compile on at most `threads` threads (a reload runs
+/// beside working workers). Rules unchanged from `running` share what eve logs of them
+/// (text, metadata) with it.
 pub fn load_with_threads(
     config: &Config,
     settings: &EngineSettings,
@@ -145,11 +144,6 @@ fn load_inner(
     }
     let vars = rule_vars(config, &mut warnings);
     let mut load = RuleSetLoad::new();
-    if threads.is_none() {
-        for f in &files {
-            read_rules_file(&mut load, f, &vars);
-        }
-    }
     let classification = match &settings.classification_file {
         Some(path) if path.is_file() => read_config_file(path, ClassificationTable::parse, &mut warnings),
         Some(path) => {
@@ -197,31 +191,24 @@ fn load_inner(
         host: table_config(config, "host", TableConfig::HOST)?,
         ippair: table_config(config, "ippair", TableConfig::IPPAIR)?,
     };
-    let (engine, build) = if threads.is_some() {
-        // A reload: each rule compiles as soon as it is parsed (peak memory).
-        let mut builder = match running {
-            Some(running) => EngineBuilder::replacing(&cfg, running),
-            None => EngineBuilder::new(&cfg),
-        };
-        for f in &files {
-            read_rules_file_into(&mut load, f, &vars, &mut |slot, rule| builder.add(slot, rule));
-        }
-        builder.finish()?
-    } else {
-        DetectEngine::build(load.rules.clone(), &cfg)?
+    // Each rule compiles as soon as it is parsed: the parsed form of the rule set (about
+    // 5 KB a rule with ET Open) is never held whole, neither at start-up nor during the run.
+    let mut builder = match running {
+        Some(running) => EngineBuilder::replacing(&cfg, running),
+        None => EngineBuilder::new(&cfg),
     };
+    for f in &files {
+        read_rules_file_into(&mut load, f, &vars, &mut |slot, rule| builder.add(slot, rule));
+    }
+    let (engine, build) = builder.finish()?;
     // A rule the engine cannot compile failed like a malformed one (Suricata has no third
     // kind): it is reported with its file and line and counts as failed, not skipped.
     for (sid, reason) in &build.rules_rejected {
         load.rejected_by_engine(*sid, reason);
     }
     for &sid in &build.prefilter_fallback_sids {
-        let place = load
-            .rules
-            .iter()
-            .find(|r| r.sid == sid)
-            .and_then(|r| r.file.as_ref().map(|f| format!(" ({f}:{})", r.line)))
-            .unwrap_or_default();
+        let place =
+            load.location(sid).and_then(|(file, line)| file.map(|f| format!(" ({f}:{line})"))).unwrap_or_default();
         warnings.push(format!(
             "rule sid {sid}{place}: {} cannot compile its fast pattern, prefiltered with Aho-Corasick instead",
             build.mpm_algo
@@ -357,8 +344,8 @@ mod tests {
         load
     }
 
-    /// Loads `path` as start-up does (parsed set kept) and as a reload does (each rule
-    /// streamed into the engine, replacing the first load's engine).
+    /// Loads `path` as start-up does and as a reload does (replacing the first load's
+    /// engine); both stream each parsed rule into the engine.
     fn load_both_ways(path: PathBuf) -> (LoadedRules, LoadedRules) {
         let (config, _) = Config::load(None, &[]).unwrap();
         let (settings, _) = EngineSettings::from_config(&config).unwrap();
@@ -382,7 +369,7 @@ mod tests {
         )
         .unwrap();
         let (whole, streamed) = load_both_ways(path);
-        assert!(streamed.load.rules.is_empty(), "the parsed rules went into the engine");
+        assert!(whole.load.rules.is_empty() && streamed.load.rules.is_empty(), "the parsed rules went into the engine");
         for loaded in [&whole, &streamed] {
             assert_eq!(loaded.build.rules_loaded, 3);
             assert_eq!(loaded.load.duplicates.len(), 2);

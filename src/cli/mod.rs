@@ -210,7 +210,7 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     drop(eve);
     drop(fast);
     report_to_terminal(source.as_ref(), &resolved, &summary);
-    // The process exits after this: the parsed rules and the engine (hundreds of MB of
+    // The process exits after this: the engine and the rule-load report (hundreds of MB of
     // small allocations with ET Open) are left to the exit instead of being freed one by
     // one, which took ~0.2 s of serial time at the end of every run.
     leave_to_exit(resolved.options.inspect.detect.take());

@@ -244,20 +244,24 @@ impl RuleSetLoad {
     /// Records that the engine could not compile the rule with `sid` (after the parser took
     /// it): a failed rule like a malformed one, located at the rule's file and line.
     pub fn rejected_by_engine(&mut self, sid: u32, reason: &str) {
-        let kept = self.rules.iter().find(|r| r.sid == sid).map(|r| (r.file.clone(), r.line));
-        let located = kept.or_else(|| {
-            self.by_sid
-                .iter()
-                .filter(|((_, s), _)| *s == sid)
-                .find_map(|(_, &idx)| self.streamed.get(idx))
-                .map(|(file, line, _)| (file.clone(), *line))
-        });
-        let (file, line) = located.unwrap_or((None, 0));
+        let (file, line) = self.location(sid).unwrap_or((None, 0));
         self.errors.push(LocatedError {
             file: file.as_deref().unwrap_or("").to_string(),
             line,
             error: RuleError::Rejected { reason: format!("sid {sid}: {reason}") },
         });
+    }
+
+    /// File and line of the loaded rule with `sid`, whether it was kept or handed to a sink.
+    pub fn location(&self, sid: u32) -> Option<(Option<Arc<str>>, usize)> {
+        let kept = self.rules.iter().find(|r| r.sid == sid).map(|r| (r.file.clone(), r.line));
+        kept.or_else(|| {
+            self.by_sid
+                .iter()
+                .filter(|((_, s), _)| *s == sid)
+                .find_map(|(_, &idx)| self.streamed.get(idx))
+                .map(|(file, line, _)| (file.clone(), *line))
+        })
     }
 
     /// Rules handed to a sink so far (distinct gid:sid).
