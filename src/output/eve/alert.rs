@@ -9,6 +9,7 @@ use picket_core::inspect::{AlertEvent, AppTx, FlowBits, WirePacket};
 use picket_core::packet::LinkType;
 use picket_core::stream::HeldStream;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// One eve `alert` line for `a`.
 pub fn write_alert(buf: &mut Vec<u8>, a: &AlertEvent<'_>, opts: &AlertLogOptions) {
@@ -175,11 +176,11 @@ fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOp
 }
 
 /// `alert.metadata`: each key of the rule's `metadata:` with its values in rule order.
-fn write_rule_metadata(o: &mut JsonObject<'_>, pairs: &[(String, String)]) {
+fn write_rule_metadata(o: &mut JsonObject<'_>, pairs: &[(Arc<str>, Arc<str>)]) {
     o.open("metadata");
     let mut done: Vec<&str> = Vec::new();
     for (key, _) in pairs {
-        if done.contains(&key.as_str()) {
+        if done.contains(&&**key) {
             continue;
         }
         done.push(key);
@@ -319,7 +320,7 @@ mod tests {
     #[test]
     fn rule_metadata_groups_values_by_key() {
         let pairs =
-            [("tag", "a"), ("created_at", "2018-01-30"), ("tag", "b\"q")].map(|(k, v)| (k.to_string(), v.to_string()));
+            [("tag", "a"), ("created_at", "2018-01-30"), ("tag", "b\"q")].map(|(k, v)| (Arc::from(k), Arc::from(v)));
         let got = json(|o| write_rule_metadata(o, &pairs));
         assert_eq!(got, r#"{"metadata":{"tag":["a","b\"q"],"created_at":["2018-01-30"]}}"#);
     }

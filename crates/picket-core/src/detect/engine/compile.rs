@@ -259,18 +259,37 @@ impl CompiledRule {
 /// A rule's `metadata:` pairs and its text, for eve's `alert.metadata` and `alert.rule`.
 #[derive(Debug, Default)]
 pub struct RuleLog {
-    /// (key, value) in rule order; a key may repeat.
-    pub metadata: Vec<(String, String)>,
+    /// (key, value) in rule order; a key may repeat. The strings are shared between the
+    /// rules of an engine ([`Names::shared_str`]): ET Open has ~10 pairs a rule but few
+    /// distinct keys and values, and one copy each was ~13 MB.
+    pub metadata: Box<[(Arc<str>, Arc<str>)]>,
     /// The rule as written.
     pub text: String,
 }
 
-/// Interned names of flowbits, flowints and xbits.
+/// Interned names of flowbits, flowints and xbits, and the strings rules share while an
+/// engine is built.
 #[derive(Default)]
 pub(crate) struct Names {
     pub flowbits: HashMap<String, u32>,
     pub flowints: HashMap<String, u32>,
     pub xbits: HashMap<String, u32>,
+    /// Metadata keys and values and classtype descriptions: one allocation for each
+    /// distinct string, shared by every rule using it (dropped with the builder; the rules
+    /// keep their `Arc`s).
+    pub strings: std::collections::HashSet<Arc<str>>,
+}
+
+impl Names {
+    /// The shared copy of `s`.
+    pub(crate) fn shared_str(&mut self, s: &str) -> Arc<str> {
+        if let Some(shared) = self.strings.get(s) {
+            return Arc::clone(shared);
+        }
+        let shared: Arc<str> = Arc::from(s);
+        self.strings.insert(Arc::clone(&shared));
+        shared
+    }
 }
 
 fn intern(map: &mut HashMap<String, u32>, name: &str) -> u32 {
@@ -553,16 +572,17 @@ fn app_fast_pattern(
 }
 
 /// What eve logs about the rule besides its ids.
-fn rule_log(rule: &Rule) -> RuleLog {
+fn rule_log(rule: &Rule, names: &mut Names) -> RuleLog {
     RuleLog {
         metadata: rule
             .options
             .iter()
             .filter_map(|o| match o {
-                RuleOption::Metadata(pairs) => Some(pairs.iter().cloned()),
+                RuleOption::Metadata(pairs) => Some(pairs.iter()),
                 _ => None,
             })
             .flatten()
+            .map(|(k, v)| (names.shared_str(k), names.shared_str(v)))
             .collect(),
         text: rule.text.clone(),
     }
@@ -624,13 +644,15 @@ pub(crate) fn compile_rule(
         && !matches!(header.protocol, Protocol::App(_));
     let action_scope = action_scope(&build, payload.is_some(), !app_buffers.is_empty());
     let bits_use = build.bits_use();
+    let rule_log = Arc::new(rule_log(rule, build.names));
+    let category = build.names.shared_str(class.map(|c| c.description.as_str()).unwrap_or(""));
     Ok(CompiledRule {
         gid: rule.gid,
         sid: rule.sid,
         rev: rule.rev,
         msg: Arc::from(rule.msg.as_str()),
-        rule_log: Arc::new(rule_log(rule)),
-        category: Arc::from(class.map(|c| c.description.as_str()).unwrap_or("")),
+        rule_log,
+        category,
         severity: rule.effective_priority(classes),
         priority: rule.effective_priority(classes),
         action: header.action,

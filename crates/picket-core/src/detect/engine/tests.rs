@@ -548,7 +548,7 @@ alert tcp any any -> any any (msg:"n"; content:"B"; flowbits:set,unused; sid:2;)
         Some(&mut flow),
     );
     assert_eq!(a.len(), 1);
-    let pairs: Vec<(&str, &str)> = a[0].rule_log.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = a[0].rule_log.metadata.iter().map(|(k, v)| (&**k, &**v)).collect();
     assert_eq!(pairs, vec![("tag", "t1"), ("tag", "t2")]);
     assert!(a[0].rule_log.text.contains("traffic/id/curl"));
     let mut bits: Vec<&str> = e.flowbits_set(&flow).collect();
