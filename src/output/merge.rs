@@ -3,8 +3,8 @@
 //! Each event carries a sort key derived from the packet that caused it, so the merged file
 //! is in capture order and identical run to run whatever the thread timing. A worker's
 //! stream is already sorted; alongside its events a worker reports a *watermark*: every
-//! event it sends later has a key at least that large. The merger writes an event once its
-//! key is below every worker's watermark.
+//! event it sends later has an order (key, sub) at least that large. The merger writes an
+//! event once its order is below every worker's watermark.
 
 use crossbeam_channel::{Receiver, Select};
 use std::collections::VecDeque;
@@ -84,6 +84,10 @@ impl EventBuf {
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }
+    /// (key, sub) of the line pushed last.
+    pub fn last_order(&self) -> Option<Order> {
+        self.lines.last().map(|&(key, sub, _, _)| (key, sub))
+    }
     pub fn len(&self) -> usize {
         self.lines.len()
     }
@@ -97,21 +101,30 @@ impl EventBuf {
     }
 }
 
+/// Where a line sorts: (key, sub) (see [`EventBuf`]).
+pub type Order = (u64, u64);
+
+/// The watermark of a worker that sends nothing more.
+pub const END_WATERMARK: Order = (u64::MAX, u64::MAX);
+
 /// What a worker sends to the merger.
 pub struct OutputChunk {
     pub events: EventBuf,
-    /// Later chunks from this worker hold only keys >= watermark.
-    pub watermark: u64,
+    /// Later chunks from this worker hold only lines ordered at or after the watermark.
+    /// A clock watermark is `(clock_key(n), 0)`; while a worker ends its flows at shutdown
+    /// (in first-packet order) it is `(SHUTDOWN_KEY, first packet of the next flow)`, so
+    /// that those lines are written as they come rather than held until the worker ends.
+    pub watermark: Order,
 }
 
 struct Stream {
     chunks: VecDeque<(EventBuf, usize)>,
-    watermark: u64,
+    watermark: Order,
     open: bool,
 }
 
 impl Stream {
-    fn head_key(&self) -> Option<(u64, u64)> {
+    fn head_key(&self) -> Option<Order> {
         let (buf, next) = self.chunks.front()?;
         let (key, sub, _, _) = buf.lines[*next];
         Some((key, sub))
@@ -121,7 +134,7 @@ impl Stream {
 /// Runs until every sender has hung up; returns the number of lines written.
 pub fn merge_ordered(inputs: Vec<Receiver<OutputChunk>>, out: &mut [&mut dyn Write; SINKS]) -> io::Result<u64> {
     let mut streams: Vec<Stream> =
-        inputs.iter().map(|_| Stream { chunks: VecDeque::new(), watermark: 0, open: true }).collect();
+        inputs.iter().map(|_| Stream { chunks: VecDeque::new(), watermark: (0, 0), open: true }).collect();
     let mut written = 0u64;
     while streams.iter().any(|s| s.open) {
         let mut sel = Select::new();
@@ -143,27 +156,28 @@ pub fn merge_ordered(inputs: Vec<Receiver<OutputChunk>>, out: &mut [&mut dyn Wri
             }
             Err(_) => {
                 streams[i].open = false;
-                streams[i].watermark = u64::MAX;
+                streams[i].watermark = END_WATERMARK;
             }
         }
-        let limit = streams.iter().map(|s| s.watermark).min().unwrap_or(u64::MAX);
+        let limit = streams.iter().map(|s| s.watermark).min().unwrap_or(END_WATERMARK);
         written += drain_below(&mut streams, limit, out)?;
     }
     // Every worker has finished: the rest, shutdown events included, in key order.
-    written += drain_below(&mut streams, u64::MAX, out)?;
+    written += drain_below(&mut streams, END_WATERMARK, out)?;
     written += drain_all(&mut streams, out)?;
     Ok(written)
 }
 
-/// Writes, smallest (key, sub) first (ties by worker index), every buffered line with key < limit.
-fn drain_below(streams: &mut [Stream], limit: u64, out: &mut [&mut dyn Write; SINKS]) -> io::Result<u64> {
+/// Writes, smallest (key, sub) first (ties by worker index), every buffered line ordered
+/// before `limit`.
+fn drain_below(streams: &mut [Stream], limit: Order, out: &mut [&mut dyn Write; SINKS]) -> io::Result<u64> {
     let mut n = 0;
     loop {
         let best = streams
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.head_key().map(|k| (k, i)))
-            .filter(|&((k, _), _)| k < limit)
+            .filter(|&(order, _)| order < limit)
             .min();
         let Some((_, i)) = best else { return Ok(n) };
         pop_line(&mut streams[i], out)?;
@@ -198,9 +212,13 @@ mod tests {
     use crossbeam_channel::bounded;
 
     fn chunk(lines: &[(u64, &str)], watermark: u64) -> OutputChunk {
+        chunk_sub(&lines.iter().map(|&(k, s)| (k, 0, s)).collect::<Vec<_>>(), (watermark, 0))
+    }
+
+    fn chunk_sub(lines: &[(u64, u64, &str)], watermark: Order) -> OutputChunk {
         let mut events = EventBuf::default();
-        for &(k, s) in lines {
-            events.push(k, |b| {
+        for &(k, sub, s) in lines {
+            events.push_sub(Sink::Eve, k, sub, |b| {
                 b.extend_from_slice(s.as_bytes());
                 b.push(b'\n')
             });
@@ -225,6 +243,43 @@ mod tests {
         t1.send(chunk(&[(SHUTDOWN_KEY, "b-end")], 0)).unwrap();
         drop((t0, t1));
         assert_eq!(h.join().unwrap(), "a1\nb2\na3t\nb5\na7\na-end\nb-end\n");
+    }
+
+    /// Shutdown lines under a (SHUTDOWN_KEY, sub) watermark are written as they come (not
+    /// held until the worker hangs up), still merged across workers by first packet.
+    #[test]
+    fn shutdown_lines_are_written_before_the_workers_end_in_sub_order() {
+        let (t0, r0) = bounded(8);
+        let (t1, r1) = bounded(8);
+        let (written_tx, written_rx) = bounded::<usize>(8);
+        /// Reports the bytes written so far after every write.
+        struct Probe(Vec<u8>, crossbeam_channel::Sender<usize>);
+        impl Write for Probe {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.extend_from_slice(b);
+                let _ = self.1.send(self.0.len());
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let h = std::thread::spawn(move || {
+            let (mut eve, mut fast) = (Probe(Vec::new(), written_tx), Vec::new());
+            merge_ordered(vec![r0, r1], &mut [&mut eve, &mut fast]).unwrap();
+            String::from_utf8(eve.0).unwrap()
+        });
+        t0.send(chunk_sub(&[(SHUTDOWN_KEY, 1, "f1"), (SHUTDOWN_KEY, 4, "f4")], (SHUTDOWN_KEY, 6))).unwrap();
+        t1.send(chunk_sub(&[(SHUTDOWN_KEY, 2, "g2"), (SHUTDOWN_KEY, 5, "g5")], (SHUTDOWN_KEY, 5))).unwrap();
+        // Both workers are still open: everything ordered before (SHUTDOWN_KEY, 5) is out.
+        let mut seen = 0;
+        while seen < "f1\ng2\nf4\n".len() {
+            seen = written_rx.recv_timeout(std::time::Duration::from_secs(10)).expect("written before the end");
+        }
+        t1.send(chunk_sub(&[(SHUTDOWN_KEY, 7, "g7")], END_WATERMARK)).unwrap();
+        t0.send(chunk_sub(&[(SHUTDOWN_KEY, 6, "f6")], END_WATERMARK)).unwrap();
+        drop((t0, t1));
+        assert_eq!(h.join().unwrap(), "f1\ng2\nf4\ng5\nf6\ng7\n");
     }
 
     #[test]

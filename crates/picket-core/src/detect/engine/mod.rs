@@ -962,7 +962,9 @@ impl DetectEngine {
     ) -> Result<(DetectEngine, BuildReport), String> {
         apply_threshold_config(&mut compiled, &cfg.thresholds, &mut report);
         compiled.sort_by_key(|(load, r)| (cfg.action_order.rank(r.action), r.bits_use, r.priority, *load));
-        let rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
+        let mut rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
+        // The vector reuses the builder's, grown slot by slot (up to twice the rules).
+        rules.shrink_to_fit();
         let has_transactional = rules.iter().any(|r| r.transactional);
         report.rules_loaded = rules.len();
 
