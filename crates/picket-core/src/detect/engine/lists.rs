@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::program::{ByteRead, ContentOp, Needle, PayloadOp, PcreOp, Program, Val, MAX_VARS};
+use super::program::{ByteRead, ContentOp, LazyJitRegex, Needle, PayloadOp, PcreOp, Program, Val, MAX_VARS};
 use super::InspectionLimits;
 use crate::detect::rule::options::{
     Base64Decode, ByteExtract, ByteJump, ByteMath, ByteTest, Content, Endian, FastPattern, Isdataat, NumBase, Pcre,
@@ -216,7 +216,7 @@ pub(crate) fn pcre_limit_prefix(match_limit: u32, depth_limit: u32) -> String {
 
 /// Compiles a rule's pcre with its limits: the configured ones, a `pcre_limit` override, or
 /// none with the `O` flag (Suricata's "override the configured match limit").
-fn build_regex(p: &Pcre, limits: (u32, u32)) -> Result<pcre2::bytes::Regex, String> {
+fn build_regex(p: &Pcre, limits: (u32, u32)) -> Result<LazyJitRegex, String> {
     let f = &p.flags;
     let mut pattern = String::new();
     if !f.no_match_limit {
@@ -238,8 +238,8 @@ fn build_regex(p: &Pcre, limits: (u32, u32)) -> Result<pcre2::bytes::Regex, Stri
         pattern.push_str(&p.pattern);
     }
     let mut builder = pcre2::bytes::RegexBuilder::new();
-    builder.caseless(f.caseless).dotall(f.dotall).multi_line(f.multiline).extended(f.extended).jit_if_available(true);
-    builder.build(&pattern).map_err(|e| format!("pcre: {e}"))
+    builder.caseless(f.caseless).dotall(f.dotall).multi_line(f.multiline).extended(f.extended);
+    LazyJitRegex::new(builder, &pattern).map_err(|e| format!("pcre: {e}"))
 }
 
 /// The fast pattern candidate of a content: its bytes (or the `fast_pattern:offset,length`

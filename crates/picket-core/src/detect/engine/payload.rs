@@ -220,7 +220,7 @@ impl<'b, 's> Inspection<'b, 's> {
             // Like Suricata, the subject starts at the search position, so `^`
             // anchors there for relative pcre.
             let Some(subject) = self.buf.get(from..) else { return Outcome::NoMatch };
-            let found = match p.regex.find(subject) {
+            let found = match p.regex.get().find(subject) {
                 Ok(m) => m.map(|m| (from + m.start(), from + m.end())),
                 Err(e) if PCRE2_LIMIT_ERRORS.contains(&e.code()) => {
                     self.pcre_limit_hits = self.pcre_limit_hits.saturating_add(1);
