@@ -137,6 +137,24 @@ fn header_nested_negated_groups() {
     assert_eq!(v.resolve_address(&deep).unwrap_err(), GroupError::TooDeep { group: Group::Address });
 }
 
+/// Resolved specifications are remembered by text; setting a variable (or a variable it
+/// refers to) forgets them, and an error is remembered as the same error.
+#[test]
+fn resolved_specs_follow_variable_changes() {
+    let mut v = RuleVars::default();
+    let home = v.resolve_address("$EXTERNAL_NET").unwrap();
+    assert!(!home.contains(ip("10.1.1.1")) && home.contains(ip("8.8.8.8")));
+    v.set_address("HOME_NET", "8.8.8.0/24");
+    let external = v.resolve_address("$EXTERNAL_NET").unwrap();
+    assert!(external.contains(ip("10.1.1.1")) && !external.contains(ip("8.8.8.8")));
+    assert_eq!(v.clone().resolve_address("$EXTERNAL_NET").unwrap(), external);
+    let port_error = v.resolve_port("$NOPE").unwrap_err();
+    assert_eq!(v.resolve_port("$NOPE").unwrap_err(), port_error);
+    v.set_port("HTTP_PORTS", "8080");
+    assert!(v.resolve_port("$HTTP_PORTS").unwrap().contains(8080));
+    assert!(!v.resolve_port("$HTTP_PORTS").unwrap().contains(80));
+}
+
 #[test]
 fn header_ports() {
     let v = vars();
