@@ -463,11 +463,21 @@ impl RuleVars {
 
     /// Compiles an address specification (`any`, `!1.2.3.4`, `[$HOME_NET,!10.0.0.0/8]`...).
     pub fn resolve_address(&self, spec: &str) -> Result<AddressSet, GroupError> {
-        if let Some(known) = self.resolved().addresses.get(spec) {
+        self.remembered(|r| &mut r.addresses, spec, || self.resolve_address_uncached(spec))
+    }
+
+    /// `spec` resolved before, or resolved now by `resolve` and remembered in `map`.
+    fn remembered<T: Clone>(
+        &self,
+        map: impl Fn(&mut ResolvedSpecs) -> &mut HashMap<String, Result<T, GroupError>>,
+        spec: &str,
+        resolve: impl FnOnce() -> Result<T, GroupError>,
+    ) -> Result<T, GroupError> {
+        if let Some(known) = map(&mut self.resolved()).get(spec) {
             return known.clone();
         }
-        let resolved = self.resolve_address_uncached(spec);
-        self.resolved().addresses.insert(spec.to_string(), resolved.clone());
+        let resolved = resolve();
+        map(&mut self.resolved()).insert(spec.to_string(), resolved.clone());
         resolved
     }
 
@@ -482,12 +492,7 @@ impl RuleVars {
 
     /// Compiles a port specification (`any`, `80`, `!80`, `[1024:,!8080]`, `$HTTP_PORTS`...).
     pub fn resolve_port(&self, spec: &str) -> Result<PortSet, GroupError> {
-        if let Some(known) = self.resolved().ports.get(spec) {
-            return known.clone();
-        }
-        let resolved = self.resolve_port_uncached(spec);
-        self.resolved().ports.insert(spec.to_string(), resolved.clone());
-        resolved
+        self.remembered(|r| &mut r.ports, spec, || self.resolve_port_uncached(spec))
     }
 
     fn resolve_port_uncached(&self, spec: &str) -> Result<PortSet, GroupError> {
