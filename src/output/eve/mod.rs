@@ -19,24 +19,55 @@ pub mod verdict;
 
 pub use options::{AlertLogOptions, DropLogOptions, EveTypes, XffOptions};
 
-use super::json::JsonObject;
+use super::json::{push_padded, push_u64, JsonObject};
 use crate::packet::Timestamp;
+use std::borrow::Cow;
+use std::io::Write as _;
 use std::net::IpAddr;
 
 /// Formats a capture timestamp the way Suricata's eve.json does:
 /// `2009-11-24T21:27:09.534255+0000` (microseconds, UTC offset spelled out).
 pub fn format_timestamp(ts: Timestamp) -> String {
+    let mut out = Vec::with_capacity(32);
+    write_timestamp(&mut out, ts);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Appends [`format_timestamp`]'s text to `out` without building a `String` (every event
+/// writes one or more timestamps).
+pub fn write_timestamp(out: &mut Vec<u8>, ts: Timestamp) {
     let secs = ts.secs() as i64;
     let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
+    let rem = secs.rem_euclid(86_400) as u64;
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}+0000",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60,
-        ts.subsec_nanos() / 1000
-    )
+    // `secs` comes from a u64, so the year is never negative.
+    push_padded(out, y.max(0) as u64, 4);
+    for (sep, value) in
+        [(b'-', m as u64), (b'-', d as u64), (b'T', rem / 3600), (b':', (rem / 60) % 60), (b':', rem % 60)]
+    {
+        out.push(sep);
+        push_padded(out, value, 2);
+    }
+    out.push(b'.');
+    push_padded(out, u64::from(ts.subsec_nanos() / 1000), 6);
+    out.extend_from_slice(b"+0000");
+}
+
+/// Appends an address as `IpAddr`'s `Display` writes it; IPv4 (most events) by hand.
+pub fn write_ip(out: &mut Vec<u8>, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(v4) => {
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                push_u64(out, octet.into());
+            }
+        }
+        IpAddr::V6(v6) => {
+            let _ = write!(out, "{v6}");
+        }
+    }
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -54,7 +85,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 }
 
 /// Suricata's `proto` string for an IP protocol number.
-pub fn proto_name(proto: u8) -> String {
+pub fn proto_name(proto: u8) -> Cow<'static, str> {
     match proto {
         1 => "ICMP".into(),
         6 => "TCP".into(),
@@ -64,7 +95,7 @@ pub fn proto_name(proto: u8) -> String {
         47 => "GRE".into(),
         50 => "ESP".into(),
         51 => "AH".into(),
-        other => other.to_string(),
+        other => other.to_string().into(),
     }
 }
 
@@ -86,7 +117,7 @@ pub struct EventHeader {
 impl EventHeader {
     pub fn write<'a>(&self, out: &'a mut Vec<u8>) -> JsonObject<'a> {
         let mut o = JsonObject::begin(out);
-        o.str("timestamp", &format_timestamp(self.ts));
+        o.str_plain("timestamp", |out| write_timestamp(out, self.ts));
         if let Some(id) = self.flow_id {
             o.u64("flow_id", id);
         }
@@ -94,11 +125,11 @@ impl EventHeader {
             o.u64("pcap_cnt", cnt);
         }
         o.str("event_type", self.event_type);
-        o.str("src_ip", &self.src_ip.to_string());
+        o.str_plain("src_ip", |out| write_ip(out, self.src_ip));
         if self.icmp.is_none() {
             o.u64("src_port", self.src_port.into());
         }
-        o.str("dest_ip", &self.dest_ip.to_string());
+        o.str_plain("dest_ip", |out| write_ip(out, self.dest_ip));
         if self.icmp.is_none() {
             o.u64("dest_port", self.dest_port.into());
         }
@@ -111,8 +142,9 @@ impl EventHeader {
 }
 
 /// Two-digit lowercase hex, as Suricata writes TCP flag bytes.
-pub fn tcp_flags_hex(flags: u8) -> String {
-    format!("{flags:02x}")
+pub fn write_tcp_flags_hex(out: &mut Vec<u8>, flags: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(&[HEX[usize::from(flags >> 4)], HEX[usize::from(flags & 0xf)]]);
 }
 
 #[cfg(test)]
@@ -127,6 +159,25 @@ mod tests {
         assert_eq!(format_timestamp(Timestamp(0)), "1970-01-01T00:00:00.000000+0000");
         // Leap day.
         assert_eq!(format_timestamp(Timestamp::from_parts(951_782_400, 0)), "2000-02-29T00:00:00.000000+0000");
+    }
+
+    /// The hand-written writers agree with the std formatting they replace, for both
+    /// address families, the latest representable timestamp and the tcp flag bytes.
+    #[test]
+    fn writers_match_std_formatting() {
+        for ip in ["0.0.0.0", "255.255.255.255", "10.1.22.133", "::1", "2001:db8::ff00:42:8329", "::ffff:1.2.3.4"] {
+            let ip: IpAddr = ip.parse().unwrap();
+            let mut out = Vec::new();
+            write_ip(&mut out, ip);
+            assert_eq!(out, ip.to_string().as_bytes());
+        }
+        // The latest instant a nanosecond u64 holds.
+        assert_eq!(format_timestamp(Timestamp(u64::MAX)), "2554-07-21T23:34:33.709551+0000");
+        for flags in [0u8, 0x02, 0x1b, 0xff] {
+            let mut out = Vec::new();
+            write_tcp_flags_hex(&mut out, flags);
+            assert_eq!(out, format!("{flags:02x}").as_bytes());
+        }
     }
 
     #[test]
