@@ -532,12 +532,13 @@ fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
 
 /// Appends `data` to a stored body, respecting its limit and the memory room. The body's
 /// allocation grows by doubling, but never past the limit nor the room: what it allocates
-/// is charged to `mem` at its real capacity.
-fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8], mem: &mut BodyMemory) {
+/// is charged to `mem` at its real capacity. Returns whether the body takes more bytes
+/// (`false` once it is cut), so that a decoder can stop producing bytes nobody stores.
+fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8], mem: &mut BodyMemory) -> bool {
     // A body cut once (limit or memcap) stays a prefix: appending after a hole would let
     // patterns match across it.
     if *truncated {
-        return;
+        return false;
     }
     let within_limit = data.len().min(limit.saturating_sub(body.len()));
     let mut take = within_limit;
@@ -560,6 +561,7 @@ fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8
         *truncated = true;
     }
     body.extend_from_slice(&data[..take]);
+    !*truncated
 }
 
 /// Content codings from a Content-Encoding value, in header order, as libhtp reads them:
@@ -1391,21 +1393,24 @@ impl HttpParser {
             )
         };
         // Counted before content decoding, as libhtp's message length (Suricata's eve
-        // `length`): decoding stops at the body limit, and how much it had produced by then
-        // depends on how the stream was cut.
+        // `length`): decoding stops at the body limit (at the decoded byte that crosses it,
+        // whatever the cut of the stream), so the decoded size says little.
         *total += data.len() as u64;
         let was_truncated = *truncated;
         let mut bomb = false;
         match half.decoder.as_mut() {
             // Past the body limit nothing reads the decoded bytes: inflating them would be
-            // wasted work (the message's end is found from the encoded framing).
+            // wasted work (the message's end is found from the encoded framing). The decoder
+            // also stops inside a piece, as soon as `store_body` is full.
             Some(_) if was_truncated => {}
             Some(decoder) => {
                 let was_bomb = decoder.bomb_detected();
                 decoder.write(data, &mut |piece| store_body(body, truncated, limit, piece, mem));
                 bomb = !was_bomb && decoder.bomb_detected();
             }
-            None => store_body(body, truncated, limit, data, mem),
+            None => {
+                store_body(body, truncated, limit, data, mem);
+            }
         }
         if *truncated && !was_truncated {
             if idx == 0 {

@@ -386,6 +386,37 @@ fn encoded_body_length_does_not_depend_on_the_cut() {
     }
 }
 
+/// Decoding stops at the body limit inside a piece (nothing reads further): the stored
+/// prefix, the truncation flag and counter and the encoded length are the same whatever the
+/// cut, for a body that is all compressed in one segment and for gzip inside chunks.
+#[test]
+fn decoding_stops_at_the_body_limit_with_the_same_result_whatever_the_cut() {
+    let plain: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8 ^ b"picket"[i as usize % 6]).collect();
+    let encoded = gzip(&plain);
+    let mut chunked = Vec::new();
+    for piece in encoded.chunks(1000) {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let by_length =
+        response_with_body(&format!("Content-Encoding: gzip\r\nContent-Length: {}\r\n", encoded.len()), &encoded);
+    let by_chunks = response_with_body("Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", &chunked);
+    let cfg = HttpConfig { response_body_limit: 10_000, ..HttpConfig::default() };
+    for resp in [by_length, by_chunks] {
+        for step in [usize::MAX, 1460, 7, 1] {
+            let (p, _) = run(GET, &resp, step, cfg);
+            let tx = p.tx(0).unwrap();
+            assert_eq!(tx.response_body, plain[..10_000], "step {step}");
+            assert!(tx.response_body_truncated, "step {step}");
+            assert_eq!(tx.response_body_len, encoded.len() as u64, "step {step}");
+            assert_eq!(p.counters().response_body_truncated, 1, "step {step}");
+            assert_eq!(tx.response_progress, Progress::Complete, "step {step}");
+        }
+    }
+}
+
 /// Found by the fuzz target `http`: a trailer line longer than `field_limit` was accepted
 /// when it arrived whole (the response completed) but ended the direction in pieces (the
 /// response stayed in `Trailers`). Trailers are now held to the limit headers are.
