@@ -334,10 +334,17 @@ impl HttpTx {
         }
     }
 
+    /// Length of every header of `dir` as `Name: value\r\n`: the buffers below are sized
+    /// once instead of growing (and copying) several times per inspected transaction.
+    fn header_lines_len(&self, dir: Direction) -> usize {
+        self.headers(dir).iter().map(|h| h.name.len() + h.value.len() + 4).sum()
+    }
+
     /// `http.header`: `Name: value\r\n` per header, without Cookie (requests) or
     /// Set-Cookie (responses), which have their own buffers.
     pub fn header_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
         out.clear();
+        out.reserve(self.header_lines_len(dir));
         let skip = match dir {
             Direction::ToServer => "cookie",
             Direction::ToClient => "set-cookie",
@@ -353,6 +360,7 @@ impl HttpTx {
     /// `http.header_names`: `\r\n` + each name followed by `\r\n`, then a final `\r\n`.
     pub fn header_names_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
         out.clear();
+        out.reserve(4 + self.headers(dir).iter().map(|h| h.name.len() + 2).sum::<usize>());
         out.extend_from_slice(b"\r\n");
         for h in self.headers(dir) {
             out.extend_from_slice(&h.name);
@@ -365,10 +373,12 @@ impl HttpTx {
     /// and the closing `\r\n`.
     pub fn start_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
         out.clear();
-        out.extend_from_slice(match dir {
+        let line = match dir {
             Direction::ToServer => &self.request_line,
             Direction::ToClient => &self.response_line,
-        });
+        };
+        out.reserve(line.len() + 4 + self.header_lines_len(dir));
+        out.extend_from_slice(line);
         out.extend_from_slice(b"\r\n");
         for h in self.headers(dir) {
             out.extend_from_slice(&h.name);
