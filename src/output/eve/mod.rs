@@ -19,7 +19,7 @@ pub mod verdict;
 
 pub use options::{AlertLogOptions, DropLogOptions, EveTypes, XffOptions};
 
-use super::json::{push_padded, push_u64, JsonObject};
+use super::json::JsonObject;
 use crate::packet::Timestamp;
 use std::borrow::Cow;
 use std::io::Write as _;
@@ -40,29 +40,55 @@ pub fn write_timestamp(out: &mut Vec<u8>, ts: Timestamp) {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400) as u64;
     let (y, m, d) = civil_from_days(days);
-    // `secs` comes from a u64, so the year is never negative.
-    push_padded(out, y.max(0) as u64, 4);
-    for (sep, value) in
-        [(b'-', m as u64), (b'-', d as u64), (b'T', rem / 3600), (b':', (rem / 60) % 60), (b':', rem % 60)]
-    {
-        out.push(sep);
-        push_padded(out, value, 2);
+    // A nanosecond u64 reaches the year 2554, so four digits always do; the general path
+    // stays for safety.
+    if !(0..=9999).contains(&y) {
+        let (h, min, sec, us) = (rem / 3600, (rem / 60) % 60, rem % 60, ts.subsec_nanos() / 1000);
+        let _ = write!(out, "{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{sec:02}.{us:06}+0000");
+        return;
     }
-    out.push(b'.');
-    push_padded(out, u64::from(ts.subsec_nanos() / 1000), 6);
-    out.extend_from_slice(b"+0000");
+    // Digits go into a fixed template, written with one copy.
+    let mut text = *b"0000-00-00T00:00:00.000000+0000";
+    put_digits(&mut text[0..4], y as u64);
+    put_digits(&mut text[5..7], m.into());
+    put_digits(&mut text[8..10], d.into());
+    put_digits(&mut text[11..13], rem / 3600);
+    put_digits(&mut text[14..16], (rem / 60) % 60);
+    put_digits(&mut text[17..19], rem % 60);
+    put_digits(&mut text[20..26], u64::from(ts.subsec_nanos() / 1000));
+    out.extend_from_slice(&text);
+}
+
+/// Fills `slot` with the last `slot.len()` decimal digits of `value`, zero-padded.
+fn put_digits(slot: &mut [u8], mut value: u64) {
+    for digit in slot.iter_mut().rev() {
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
 }
 
 /// Appends an address as `IpAddr`'s `Display` writes it; IPv4 (most events) by hand.
 pub fn write_ip(out: &mut Vec<u8>, ip: IpAddr) {
     match ip {
         IpAddr::V4(v4) => {
+            let mut text = [0u8; 15];
+            let mut n = 0;
             for (i, octet) in v4.octets().into_iter().enumerate() {
                 if i > 0 {
-                    out.push(b'.');
+                    text[n] = b'.';
+                    n += 1;
                 }
-                push_u64(out, octet.into());
+                let width = if octet >= 100 {
+                    3
+                } else if octet >= 10 {
+                    2
+                } else {
+                    1
+                };
+                put_digits(&mut text[n..n + width], octet.into());
+                n += width;
             }
+            out.extend_from_slice(&text[..n]);
         }
         IpAddr::V6(v6) => {
             let _ = write!(out, "{v6}");
