@@ -203,8 +203,15 @@ pub fn push_padded(out: &mut Vec<u8>, mut value: u64, width: usize) {
 }
 
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    // Keys and most values need no escaping: one scan and one copy.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut plain_from = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {
@@ -231,6 +238,17 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Strings with and without characters to escape read back as themselves.
+    #[test]
+    fn strings_round_trip() {
+        for text in ["", "plain", "back\\slash", "quote\"", "tab\tcr\rnl\n", "\u{0}\u{1f}", "caf\u{e9} \u{7f}"] {
+            let mut out = Vec::new();
+            write_str(&mut out, text);
+            let back: String = serde_json::from_slice(&out).unwrap();
+            assert_eq!(back, text);
+        }
+    }
 
     /// The hand-written digit writers agree with the formatting machinery they replace.
     #[test]
