@@ -713,7 +713,8 @@ impl HttpParser {
         match half.state {
             State::Tunnel | State::Lost => {}
             _ => {
-                half.buf.extend_from_slice(data);
+                let rest = self.body_without_buffering(dir, data);
+                self.halves[dir.index()].buf.extend_from_slice(rest);
                 self.run(dir);
             }
         }
@@ -1451,6 +1452,36 @@ impl HttpParser {
 
     fn set_body_state(&mut self, dir: Direction, body: BodyState) {
         self.halves[dir.index()].state = State::Body(body);
+    }
+
+    /// Body bytes that arrive while nothing is buffered go to the body straight from `data`
+    /// (the common case for a body spanning many segments), sparing a copy into the line
+    /// buffer and its allocation per segment. Returns what is left for the buffered path,
+    /// which then proceeds exactly as if every byte had been buffered.
+    fn body_without_buffering<'d>(&mut self, dir: Direction, data: &'d [u8]) -> &'d [u8] {
+        let half = &mut self.halves[dir.index()];
+        if !half.buf.is_empty() {
+            return data;
+        }
+        let State::Body(body) = half.state else { return data };
+        let (n, next) = match body {
+            BodyState::Length { left } | BodyState::ChunkData { left } if left > 0 => {
+                let n = (data.len() as u64).min(left) as usize;
+                let left = left - n as u64;
+                let next = match body {
+                    BodyState::Length { .. } => BodyState::Length { left },
+                    _ => BodyState::ChunkData { left },
+                };
+                (n, next)
+            }
+            BodyState::UntilClose => (data.len(), BodyState::UntilClose),
+            _ => return data,
+        };
+        // The bytes count as consumed from the buffer's front, as if buffered and parsed.
+        half.consumed += n as u64;
+        self.deliver_body(dir, &data[..n]);
+        self.set_body_state(dir, next);
+        &data[n..]
     }
 
     fn body(&mut self, dir: Direction, body: BodyState) -> bool {
