@@ -1,7 +1,7 @@
 //! eve `alert` records, as Suricata writes them.
 
 use super::options::AlertLogOptions;
-use super::{format_timestamp, proto_name, EventHeader};
+use super::{proto_name, write_ip, write_timestamp, EventHeader};
 use crate::output::json::JsonObject;
 use picket_core::decode::{ip_addr, is_icmp};
 use picket_core::decode::{Decoded, FiveTuple};
@@ -138,9 +138,9 @@ fn write_flow_object(o: &mut JsonObject<'_>, a: &AlertEvent<'_>) {
         .u64("pkts_toclient", f.info.pkts_toclient)
         .u64("bytes_toserver", f.info.bytes_toserver)
         .u64("bytes_toclient", f.info.bytes_toclient)
-        .str("start", &format_timestamp(f.start))
-        .str("src_ip", &ip_addr(&f.client.0, v4).to_string())
-        .str("dest_ip", &ip_addr(&f.server.0, v4).to_string());
+        .str_plain("start", |out| write_timestamp(out, f.start))
+        .str_plain("src_ip", |out| write_ip(out, ip_addr(&f.client.0, v4)))
+        .str_plain("dest_ip", |out| write_ip(out, ip_addr(&f.server.0, v4)));
     if icmp_type_code(&a.tuple).is_none() {
         o.u64("src_port", f.client.1.into()).u64("dest_port", f.server.1.into());
     }

@@ -6,7 +6,7 @@
 //! flow's totals.
 
 use super::alert::write_vlan;
-use super::{format_timestamp, tcp_flags_hex, EventHeader};
+use super::{write_tcp_flags_hex, write_timestamp, EventHeader};
 use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
 use picket_core::inspect::{BypassCounts, BypassMode, FlowExt};
@@ -52,8 +52,8 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
             .close();
     }
     let state = if bypass.mode.skips_inspection() { "bypassed" } else { rec.state.as_str() };
-    o.str("start", &format_timestamp(rec.start))
-        .str("end", &format_timestamp(rec.end))
+    o.str_plain("start", |out| write_timestamp(out, rec.start))
+        .str_plain("end", |out| write_timestamp(out, rec.end))
         .u64("age", rec.end.secs().saturating_sub(rec.start.secs()))
         .str("state", state)
         .str("reason", rec.reason.as_str())
@@ -71,9 +71,9 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
     o.close();
     if let Some(tcp) = &rec.tcp {
         o.open("tcp")
-            .str("tcp_flags", &tcp_flags_hex(tcp.tcp_flags))
-            .str("tcp_flags_ts", &tcp_flags_hex(tcp.tcp_flags_ts))
-            .str("tcp_flags_tc", &tcp_flags_hex(tcp.tcp_flags_tc));
+            .str_plain("tcp_flags", |out| write_tcp_flags_hex(out, tcp.tcp_flags))
+            .str_plain("tcp_flags_ts", |out| write_tcp_flags_hex(out, tcp.tcp_flags_ts))
+            .str_plain("tcp_flags_tc", |out| write_tcp_flags_hex(out, tcp.tcp_flags_tc));
         for (bit, name) in [
             (0x02, "syn"),
             (0x01, "fin"),

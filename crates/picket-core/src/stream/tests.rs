@@ -200,6 +200,28 @@ fn identical_retransmission_is_ignored_but_counted_as_overlap() {
     assert_eq!((c.mem.stats().overlap, c.mem.stats().overlap_diff_data), (1, 0));
 }
 
+/// Segments appended in order take a shortcut past the overlap checks; what they leave
+/// behind must still be found by later retransmissions: an identical copy of the second
+/// segment adds nothing (no memory, no new record), and a changed copy spanning both
+/// segments counts as an overlap with different data.
+#[test]
+fn in_order_segments_are_still_seen_by_later_retransmissions() {
+    let mut c = Conn::handshake(cfg(), 1, 1000);
+    assert_eq!(c.send(TS, 0, 0, ACK, b"GOOD").data, Some(InsertResult::Inserted));
+    assert_eq!(c.send(TS, 4, 0, ACK, b"MORE").data, Some(InsertResult::Inserted));
+    assert_eq!(c.mem.stats().overlap, 0, "in-order data overlaps nothing");
+    let used = c.mem.used();
+    let out = c.send(TS, 4, 0, ACK, b"MORE");
+    assert_eq!(out.data, Some(InsertResult::NothingNew));
+    assert!(out.overlap && !out.overlap_different_data);
+    assert_eq!(c.mem.used(), used, "the duplicate record is not charged twice");
+    let out = c.send(TS, 2, 0, ACK, b"XXXX");
+    assert_eq!(out.data, Some(InsertResult::NothingNew));
+    assert!(out.overlap && out.overlap_different_data);
+    assert_eq!(c.stream(TS).len(), 8);
+    assert_eq!((c.mem.stats().overlap, c.mem.stats().overlap_diff_data), (2, 1));
+}
+
 /// Replays the segments of a scenario under `policy` and returns the stream bytes.
 fn overlap_result(policy: OverlapPolicy, held: &[(u32, &[u8])], new: (u32, &[u8])) -> Vec<u8> {
     let mut c = Conn::handshake(StreamConfig { policy, ..cfg() }, 100, 200);

@@ -12,6 +12,10 @@
 //!
 //! Bomb protection: once the decoded size exceeds `bomb_limit` *and* `bomb_ratio` times the
 //! encoded size, decoding stops for this body.
+//!
+//! The receiver can stop decoding too: a sink returns `false` once it takes no more bytes
+//! (the body limit is reached), and the chain stops inflating right there instead of
+//! decoding the rest of the piece it was given into bytes nobody reads.
 
 use flate2::{Decompress, FlushDecompress, Status};
 
@@ -136,40 +140,47 @@ impl Layer {
         self.gzip_header_done = false;
     }
 
-    /// Decodes `input`, handing every produced piece to `sink`.
-    fn write(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8])) {
+    /// Decodes `input`, handing every produced piece to `sink`. Returns `false` once the
+    /// sink wants no more (the rest of `input` is then left undecoded).
+    fn write(&mut self, input: &[u8], sink: Sink<'_>) -> bool {
         match self.state {
             LayerState::Passthrough => sink(input),
-            LayerState::Done => {}
+            LayerState::Done => true,
             LayerState::Decoding => {
                 let mut stored = 0;
                 if !self.produced_output && self.replay.len() < REPLAY_LIMIT {
                     stored = input.len().min(REPLAY_LIMIT - self.replay.len());
                     self.replay.extend_from_slice(&input[..stored]);
                 }
-                if self.decode(input, sink).is_err() {
-                    self.on_error(sink);
-                    // Given up on decoding: the replay passed through what it kept of this
-                    // call; the rest passes through too, as it would had it arrived in a
-                    // later call (the output must not depend on where the body was cut).
-                    if self.state == LayerState::Passthrough {
-                        sink(input.get(stored..).unwrap_or_default());
+                match self.decode(input, sink) {
+                    Ok(more) => more,
+                    Err(()) => {
+                        if !self.on_error(sink) {
+                            return false;
+                        }
+                        // Given up on decoding: the replay passed through what it kept of this
+                        // call; the rest passes through too, as it would had it arrived in a
+                        // later call (the output must not depend on where the body was cut).
+                        if self.state == LayerState::Passthrough {
+                            return sink(input.get(stored..).unwrap_or_default());
+                        }
+                        true
                     }
                 }
             }
         }
     }
 
-    fn on_error(&mut self, sink: &mut dyn FnMut(&[u8])) {
+    /// Restarts with the next codec (or gives up); `false` if the sink wants no more.
+    fn on_error(&mut self, sink: Sink<'_>) -> bool {
         if self.produced_output {
             self.state = LayerState::Done;
-            return;
+            return true;
         }
         if self.restarts >= MAX_RESTARTS {
             self.state = LayerState::Passthrough;
             let replay = std::mem::take(&mut self.replay);
-            sink(&replay);
-            return;
+            return sink(&replay);
         }
         self.restarts += 1;
         let next = self.codec.next_on_failure();
@@ -179,12 +190,14 @@ impl Layer {
         if !self.produced_output {
             self.replay = replay;
         }
-        if result.is_err() {
-            self.on_error(sink);
+        match result {
+            Ok(more) => more,
+            Err(()) => self.on_error(sink),
         }
     }
 
-    fn decode(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8])) -> Result<(), ()> {
+    /// `Ok(false)`: the sink wants no more, decoding stopped early.
+    fn decode(&mut self, input: &[u8], sink: Sink<'_>) -> Result<bool, ()> {
         let mut input = input;
         // The gzip header is collected separately (it may arrive in pieces).
         let header_tail: Vec<u8>;
@@ -196,7 +209,7 @@ impl Layer {
                     if self.gzip_header.len() > GZIP_HEADER_LIMIT {
                         return Err(());
                     }
-                    return Ok(());
+                    return Ok(true);
                 }
                 GzipHeader::Complete(len) => {
                     self.gzip_header_done = true;
@@ -219,16 +232,18 @@ impl Layer {
             if produced > 0 {
                 self.produced_output = true;
                 self.replay = Vec::new();
-                sink(&out[..produced]);
+                if !sink(&out[..produced]) {
+                    return Ok(false);
+                }
             }
             let status = result.map_err(|_| ())?;
             match status {
                 Status::StreamEnd => {
                     self.state = LayerState::Done;
-                    return Ok(());
+                    return Ok(true);
                 }
-                _ if consumed == 0 && produced == 0 => return Ok(()),
-                _ if input.is_empty() && produced < out.len() => return Ok(()),
+                _ if consumed == 0 && produced == 0 => return Ok(true),
+                _ if input.is_empty() && produced < out.len() => return Ok(true),
                 _ => {}
             }
         }
@@ -252,6 +267,8 @@ pub struct BodyDecoder {
     encoded_len: u64,
     decoded_len: u64,
     bomb: bool,
+    /// The receiver took no more (body limit): nothing further is decoded.
+    full: bool,
 }
 
 impl BodyDecoder {
@@ -263,6 +280,7 @@ impl BodyDecoder {
             encoded_len: 0,
             decoded_len: 0,
             bomb: false,
+            full: false,
         }
     }
 
@@ -275,9 +293,11 @@ impl BodyDecoder {
         self.decoded_len
     }
 
-    /// Decodes one piece of the encoded body.
-    pub fn write(&mut self, data: &[u8], out: &mut dyn FnMut(&[u8])) {
-        if self.bomb {
+    /// Decodes one piece of the encoded body, handing the decoded bytes to `out`, which
+    /// returns `false` once it takes no more: decoding stops there, for good (the rest of
+    /// the body is not decoded, as nothing would read it).
+    pub fn write(&mut self, data: &[u8], out: Sink<'_>) {
+        if self.bomb || self.full {
             return;
         }
         self.encoded_len += data.len() as u64;
@@ -287,21 +307,27 @@ impl BodyDecoder {
         let bomb = &mut self.bomb;
         let mut guarded = |piece: &[u8]| {
             if *bomb {
-                return;
+                return false;
             }
             *decoded_len += piece.len() as u64;
             let ratio_exceeded = *decoded_len > encoded_len.saturating_mul(limits.bomb_ratio);
             if *decoded_len > limits.bomb_limit && ratio_exceeded {
                 *bomb = true;
-                return;
+                return false;
             }
-            out(piece);
+            out(piece)
         };
-        push(&mut self.layers, data, &mut guarded);
+        if !push(&mut self.layers, data, &mut guarded) && !self.bomb {
+            self.full = true;
+        }
     }
 }
 
-fn push(layers: &mut [Layer], data: &[u8], out: &mut dyn FnMut(&[u8])) {
+/// Where a layer's decoded pieces go: returns `false` once it takes no more.
+pub type Sink<'s> = &'s mut dyn FnMut(&[u8]) -> bool;
+
+/// Feeds `data` through the layers; `false` once the final receiver takes no more.
+fn push(layers: &mut [Layer], data: &[u8], out: Sink<'_>) -> bool {
     match layers.split_first_mut() {
         None => out(data),
         Some((first, rest)) => first.write(data, &mut |piece: &[u8]| push(rest, piece, out)),
@@ -317,9 +343,39 @@ mod cut_tests {
         let mut decoder = BodyDecoder::new(&[Codec::Deflate], limits);
         let mut out = Vec::new();
         for chunk in body.chunks(piece) {
-            decoder.write(chunk, &mut |b| out.extend_from_slice(b));
+            decoder.write(chunk, &mut |b| {
+                out.extend_from_slice(b);
+                true
+            });
         }
         out
+    }
+
+    /// A receiver that takes no more stops the decoding inside the piece it was handed:
+    /// a 4 MiB body of zeros arriving whole is inflated only as far as the first chunk past
+    /// what the receiver took, not to its end, and later pieces are not decoded at all.
+    #[test]
+    fn decoding_stops_when_the_receiver_is_full() {
+        let plain = vec![0u8; 4 << 20];
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut enc, &plain).unwrap();
+        let body = enc.finish().unwrap();
+        let limits = DecompressLimits { bomb_limit: u64::MAX, bomb_ratio: u64::MAX };
+        let mut decoder = BodyDecoder::new(&[Codec::Deflate], limits);
+        let (mut taken, mut calls_after_full) = (0usize, 0);
+        let mut sink = |piece: &[u8]| {
+            if taken >= 1000 {
+                calls_after_full += 1;
+            }
+            taken += piece.len();
+            taken < 1000
+        };
+        let (first, rest) = body.split_at(body.len() / 2);
+        decoder.write(first, &mut sink);
+        decoder.write(rest, &mut sink);
+        assert_eq!(calls_after_full, 0, "no piece after the receiver said it was full");
+        assert!(decoder.decoded_len() <= (1000 + OUT_CHUNK) as u64, "decoded {}", decoder.decoded_len());
+        assert!(!decoder.bomb_detected());
     }
 
     /// A body labelled deflate that no codec decodes, longer than the replay buffer: once

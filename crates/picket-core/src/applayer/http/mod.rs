@@ -334,10 +334,17 @@ impl HttpTx {
         }
     }
 
+    /// Length of every header of `dir` as `Name: value\r\n`: the buffers below are sized
+    /// once instead of growing (and copying) several times per inspected transaction.
+    fn header_lines_len(&self, dir: Direction) -> usize {
+        self.headers(dir).iter().map(|h| h.name.len() + h.value.len() + 4).sum()
+    }
+
     /// `http.header`: `Name: value\r\n` per header, without Cookie (requests) or
     /// Set-Cookie (responses), which have their own buffers.
     pub fn header_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
         out.clear();
+        out.reserve(self.header_lines_len(dir));
         let skip = match dir {
             Direction::ToServer => "cookie",
             Direction::ToClient => "set-cookie",
@@ -353,6 +360,7 @@ impl HttpTx {
     /// `http.header_names`: `\r\n` + each name followed by `\r\n`, then a final `\r\n`.
     pub fn header_names_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
         out.clear();
+        out.reserve(4 + self.headers(dir).iter().map(|h| h.name.len() + 2).sum::<usize>());
         out.extend_from_slice(b"\r\n");
         for h in self.headers(dir) {
             out.extend_from_slice(&h.name);
@@ -365,10 +373,12 @@ impl HttpTx {
     /// and the closing `\r\n`.
     pub fn start_buffer(&self, dir: Direction, out: &mut Vec<u8>) {
         out.clear();
-        out.extend_from_slice(match dir {
+        let line = match dir {
             Direction::ToServer => &self.request_line,
             Direction::ToClient => &self.response_line,
-        });
+        };
+        out.reserve(line.len() + 4 + self.header_lines_len(dir));
+        out.extend_from_slice(line);
         out.extend_from_slice(b"\r\n");
         for h in self.headers(dir) {
             out.extend_from_slice(&h.name);
@@ -532,12 +542,13 @@ fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
 
 /// Appends `data` to a stored body, respecting its limit and the memory room. The body's
 /// allocation grows by doubling, but never past the limit nor the room: what it allocates
-/// is charged to `mem` at its real capacity.
-fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8], mem: &mut BodyMemory) {
+/// is charged to `mem` at its real capacity. Returns whether the body takes more bytes
+/// (`false` once it is cut), so that a decoder can stop producing bytes nobody stores.
+fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8], mem: &mut BodyMemory) -> bool {
     // A body cut once (limit or memcap) stays a prefix: appending after a hole would let
     // patterns match across it.
     if *truncated {
-        return;
+        return false;
     }
     let within_limit = data.len().min(limit.saturating_sub(body.len()));
     let mut take = within_limit;
@@ -560,6 +571,7 @@ fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8
         *truncated = true;
     }
     body.extend_from_slice(&data[..take]);
+    !*truncated
 }
 
 /// Content codings from a Content-Encoding value, in header order, as libhtp reads them:
@@ -701,7 +713,8 @@ impl HttpParser {
         match half.state {
             State::Tunnel | State::Lost => {}
             _ => {
-                half.buf.extend_from_slice(data);
+                let rest = self.body_without_buffering(dir, data);
+                self.halves[dir.index()].buf.extend_from_slice(rest);
                 self.run(dir);
             }
         }
@@ -1391,21 +1404,24 @@ impl HttpParser {
             )
         };
         // Counted before content decoding, as libhtp's message length (Suricata's eve
-        // `length`): decoding stops at the body limit, and how much it had produced by then
-        // depends on how the stream was cut.
+        // `length`): decoding stops at the body limit (at the decoded byte that crosses it,
+        // whatever the cut of the stream), so the decoded size says little.
         *total += data.len() as u64;
         let was_truncated = *truncated;
         let mut bomb = false;
         match half.decoder.as_mut() {
             // Past the body limit nothing reads the decoded bytes: inflating them would be
-            // wasted work (the message's end is found from the encoded framing).
+            // wasted work (the message's end is found from the encoded framing). The decoder
+            // also stops inside a piece, as soon as `store_body` is full.
             Some(_) if was_truncated => {}
             Some(decoder) => {
                 let was_bomb = decoder.bomb_detected();
                 decoder.write(data, &mut |piece| store_body(body, truncated, limit, piece, mem));
                 bomb = !was_bomb && decoder.bomb_detected();
             }
-            None => store_body(body, truncated, limit, data, mem),
+            None => {
+                store_body(body, truncated, limit, data, mem);
+            }
         }
         if *truncated && !was_truncated {
             if idx == 0 {
@@ -1436,6 +1452,36 @@ impl HttpParser {
 
     fn set_body_state(&mut self, dir: Direction, body: BodyState) {
         self.halves[dir.index()].state = State::Body(body);
+    }
+
+    /// Body bytes that arrive while nothing is buffered go to the body straight from `data`
+    /// (the common case for a body spanning many segments), sparing a copy into the line
+    /// buffer and its allocation per segment. Returns what is left for the buffered path,
+    /// which then proceeds exactly as if every byte had been buffered.
+    fn body_without_buffering<'d>(&mut self, dir: Direction, data: &'d [u8]) -> &'d [u8] {
+        let half = &mut self.halves[dir.index()];
+        if !half.buf.is_empty() {
+            return data;
+        }
+        let State::Body(body) = half.state else { return data };
+        let (n, next) = match body {
+            BodyState::Length { left } | BodyState::ChunkData { left } if left > 0 => {
+                let n = (data.len() as u64).min(left) as usize;
+                let left = left - n as u64;
+                let next = match body {
+                    BodyState::Length { .. } => BodyState::Length { left },
+                    _ => BodyState::ChunkData { left },
+                };
+                (n, next)
+            }
+            BodyState::UntilClose => (data.len(), BodyState::UntilClose),
+            _ => return data,
+        };
+        // The bytes count as consumed from the buffer's front, as if buffered and parsed.
+        half.consumed += n as u64;
+        self.deliver_body(dir, &data[..n]);
+        self.set_body_state(dir, next);
+        &data[n..]
     }
 
     fn body(&mut self, dir: Direction, body: BodyState) -> bool {

@@ -377,12 +377,54 @@ fn encoded_body_length_does_not_depend_on_the_cut() {
     let encoded = deflate_raw(&plain);
     let resp = response_with_body("Content-Encoding: deflate\r\nConnection: close\r\n", &encoded);
     let cfg = HttpConfig { response_body_limit: 100, ..HttpConfig::default() };
-    for step in [usize::MAX, 1, 2, 64] {
-        let (p, _) = run(GET, &resp, step, cfg);
+    parse_truncated_body(&resp, cfg, &plain, encoded.len(), &[usize::MAX, 1, 2, 64]);
+}
+
+/// Parses `resp` (after a GET) fed `step` bytes at a time for each step, checks that the
+/// stored response body is `plain` cut at `cfg.response_body_limit` and flagged so, and
+/// that the length counts the `encoded_len` bytes on the wire; returns each step's parser.
+fn parse_truncated_body(
+    resp: &[u8],
+    cfg: HttpConfig,
+    plain: &[u8],
+    encoded_len: usize,
+    steps: &[usize],
+) -> Vec<(usize, HttpParser)> {
+    let mut parsers = Vec::new();
+    for &step in steps {
+        let (p, _) = run(GET, resp, step, cfg);
         let tx = p.tx(0).unwrap();
-        assert_eq!(tx.response_body, plain[..100], "step {step}");
+        assert_eq!(tx.response_body, plain[..cfg.response_body_limit], "step {step}");
         assert!(tx.response_body_truncated, "step {step}");
-        assert_eq!(tx.response_body_len, encoded.len() as u64, "step {step}");
+        assert_eq!(tx.response_body_len, encoded_len as u64, "step {step}");
+        parsers.push((step, p));
+    }
+    parsers
+}
+
+/// Decoding stops at the body limit inside a piece (nothing reads further): the stored
+/// prefix, the truncation flag and counter and the encoded length are the same whatever the
+/// cut, for a body that is all compressed in one segment and for gzip inside chunks.
+#[test]
+fn decoding_stops_at_the_body_limit_with_the_same_result_whatever_the_cut() {
+    let plain: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8 ^ b"picket"[i as usize % 6]).collect();
+    let encoded = gzip(&plain);
+    let mut chunked = Vec::new();
+    for piece in encoded.chunks(1000) {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let by_length =
+        response_with_body(&format!("Content-Encoding: gzip\r\nContent-Length: {}\r\n", encoded.len()), &encoded);
+    let by_chunks = response_with_body("Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", &chunked);
+    let cfg = HttpConfig { response_body_limit: 10_000, ..HttpConfig::default() };
+    for resp in [by_length, by_chunks] {
+        for (step, p) in parse_truncated_body(&resp, cfg, &plain, encoded.len(), &[usize::MAX, 1460, 7, 1]) {
+            assert_eq!(p.counters().response_body_truncated, 1, "step {step}");
+            assert_eq!(p.tx(0).unwrap().response_progress, Progress::Complete, "step {step}");
+        }
     }
 }
 

@@ -525,19 +525,27 @@ fn u16_list(bytes: &[u8]) -> Vec<u16> {
 }
 
 fn dash_join(values: impl Iterator<Item = u32>) -> String {
+    use std::fmt::Write as _;
     let mut s = String::new();
     for (i, v) in values.enumerate() {
         if i > 0 {
             s.push('-');
         }
-        s.push_str(&v.to_string());
+        // Written in place: a String per value was most of a ClientHello's parse cost.
+        let _ = write!(s, "{v}");
     }
     s
 }
 
 fn md5_hex(s: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Md5::digest(s.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(2 * digest.len());
+    for b in digest {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// Parses a ClientHello body (after the 4-byte handshake header).
