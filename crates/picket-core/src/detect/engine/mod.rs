@@ -254,6 +254,21 @@ fn buffer_instances<'a>(source: &'a dyn BufferSource, buffer: Buffer) -> impl It
     (0..MAX_BUFFER_INSTANCES).map_while(move |index| source.get_nth(buffer, index))
 }
 
+/// App buffers a source may hand out as the very same bytes: HTTP's `file.data` is the body
+/// that `http.request_body` / `http.response_body` also hold. Their fast patterns share one
+/// prefilter, which scans each distinct instance once instead of once per buffer name.
+const SHARED_BYTES_BUFFERS: &[&str] = &["file.data", "http.request_body", "http.response_body"];
+
+/// The name app fast patterns of `buffer` are grouped under: its own, or the class of
+/// [`SHARED_BYTES_BUFFERS`].
+fn prefilter_class(buffer: Buffer) -> &'static str {
+    if SHARED_BYTES_BUFFERS.contains(&buffer.name) {
+        "file.data+http bodies"
+    } else {
+        buffer.name
+    }
+}
+
 /// Buffers that some app-layer parser fills; rules on other buffers load but cannot match.
 fn buffer_has_source(buffer: Buffer) -> bool {
     matches!(buffer.app_proto, Some("http" | "dns" | "tls")) || matches!(buffer.name, "file.data")
@@ -276,6 +291,9 @@ pub struct DetectFlow {
 pub struct DetectCounters {
     pub packets: u64,
     pub prefilter_scans: u64,
+    /// App buffer instances not scanned because their prefilter had just scanned the very
+    /// same bytes under another buffer name (`file.data` and `http.response_body`).
+    pub prefilter_shared_skips: u64,
     pub prefilter_errors: u64,
     pub candidates: u64,
     /// Candidates whose rule header (protocol, addresses, ports) does not fit the packet.
@@ -312,6 +330,8 @@ pub struct DetectCtx {
     transform_scratch: [Vec<u8>; 2],
     /// Output of `base64_decode`, reused across packets.
     decode_scratch: Vec<u8>,
+    /// (address, length) of the buffer instances one shared prefilter scanned for this packet.
+    scanned_spans: Vec<(usize, usize)>,
 }
 
 /// One alert to log.
@@ -364,9 +384,10 @@ struct Group {
     app_mpm: Vec<AppPrefilter>,
 }
 
-/// The prefilter of one app buffer as some rules transform it (most have no transforms).
+/// The prefilter of one app buffer as some rules transform it (most have no transforms); of
+/// several buffers when they may be the same bytes ([`SHARED_BYTES_BUFFERS`]).
 struct AppPrefilter {
-    buffer: Buffer,
+    buffers: Vec<Buffer>,
     transforms: Vec<TransformStep>,
     mpm: Arc<dyn MultiPatternMatcher>,
 }
@@ -729,15 +750,15 @@ fn apply_threshold_config(compiled: &mut [(usize, CompiledRule)], config: &Thres
     }
 }
 
-/// App-layer fast patterns of one group: buffer and transforms (as a key) -> (buffer,
-/// transforms, patterns).
-type AppPatterns = BTreeMap<String, (Buffer, Vec<Transform>, Vec<Pattern>)>;
+/// App-layer fast patterns of one group: buffer class and transforms (as a key) -> (the
+/// buffers of the class some rule uses, transforms, patterns).
+type AppPatterns = BTreeMap<String, (Vec<Buffer>, Vec<Transform>, Vec<Pattern>)>;
 
 /// Where a group's pattern sets are in the list of all sets.
 struct GroupSets {
     all: usize,
     packet_only: usize,
-    app: Vec<(Buffer, Vec<Transform>, usize)>,
+    app: Vec<(Vec<Buffer>, Vec<Transform>, usize)>,
 }
 
 /// Where each rule goes: the prefilter patterns and always-checked rules of every
@@ -832,11 +853,15 @@ impl GroupPlan {
                         continue;
                     }
                     match &rule.app_fast_pattern {
-                        Some(fp) => self.app_patterns[t][d]
-                            .entry(format!("{}{:?}", fp.buffer.name, fp.transforms))
-                            .or_insert_with(|| (fp.buffer, fp.transforms.clone(), Vec::new()))
-                            .2
-                            .push(Pattern::new(idx, fp.bytes.clone(), fp.nocase)),
+                        Some(fp) => {
+                            let (buffers, _, patterns) = self.app_patterns[t][d]
+                                .entry(format!("{}{:?}", prefilter_class(fp.buffer), fp.transforms))
+                                .or_insert_with(|| (Vec::new(), fp.transforms.clone(), Vec::new()));
+                            if !buffers.contains(&fp.buffer) {
+                                buffers.push(fp.buffer);
+                            }
+                            patterns.push(Pattern::new(idx, fp.bytes.clone(), fp.nocase));
+                        }
                         None => self.app_always[t][d].push(idx),
                     }
                 } else if let Some((bytes, nocase)) = &rule.fast_pattern {
@@ -866,7 +891,7 @@ impl GroupPlan {
                 let packet_only = add(std::mem::take(&mut self.packet_only_patterns[t][d]));
                 let app = std::mem::take(&mut self.app_patterns[t][d])
                     .into_values()
-                    .map(|(buffer, transforms, set)| (buffer, transforms, add(set)))
+                    .map(|(buffers, transforms, set)| (buffers, transforms, add(set)))
                     .collect();
                 GroupSets { all, packet_only, app }
             };
@@ -902,9 +927,9 @@ impl GroupPlan {
         matchers: &[Arc<dyn MultiPatternMatcher>],
     ) -> Result<Group, String> {
         let mut app_mpm = Vec::with_capacity(sets.app.len());
-        for (buffer, transforms, i) in sets.app {
+        for (buffers, transforms, i) in sets.app {
             let transforms = transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
-            app_mpm.push(AppPrefilter { buffer, transforms, mpm: matchers[i].clone() });
+            app_mpm.push(AppPrefilter { buffers, transforms, mpm: matchers[i].clone() });
         }
         Ok(Group {
             mpm: matchers[sets.all].clone(),
@@ -1152,7 +1177,7 @@ impl DetectEngine {
     /// or an app-layer buffer, and those checked without one.
     fn add_prefilter_candidates(&self, ctx: &mut DetectCtx, pkt: &DetectPacket<'_>, facts: &PacketFacts, stamp: u32) {
         let group = &self.groups[facts.transport][facts.dir];
-        let DetectCtx { candidates, seen, scratch, counters, transform_scratch, .. } = ctx;
+        let DetectCtx { candidates, seen, scratch, counters, transform_scratch, scanned_spans, .. } = ctx;
         let mut on_match = |id: u32| {
             if let Some(s) = seen.get_mut(id as usize) {
                 if *s != stamp {
@@ -1182,7 +1207,19 @@ impl DetectEngine {
                 on_match(id);
             }
             for prefilter in &group.app_mpm {
-                for data in buffer_instances(source, prefilter.buffer) {
+                scanned_spans.clear();
+                let shared = prefilter.buffers.len() > 1;
+                for data in prefilter.buffers.iter().flat_map(|&buffer| buffer_instances(source, buffer)) {
+                    if shared {
+                        // The very same bytes under another name of this prefilter: scanning
+                        // them again would only find the same patterns.
+                        let span = (data.as_ptr() as usize, data.len());
+                        if scanned_spans.contains(&span) {
+                            counters.prefilter_shared_skips += 1;
+                            continue;
+                        }
+                        scanned_spans.push(span);
+                    }
                     let Some(data) = apply_transforms(&prefilter.transforms, data, transform_scratch) else { continue };
                     if data.is_empty() {
                         continue;
@@ -1402,6 +1439,7 @@ impl DetectEngine {
         vec![
             ("detect.packets", c.packets),
             ("detect.prefilter_scans", c.prefilter_scans),
+            ("detect.prefilter_shared_skips", c.prefilter_shared_skips),
             ("detect.prefilter_errors", c.prefilter_errors),
             ("detect.candidates", c.candidates),
             ("detect.candidates_header_mismatch", c.candidates_header_mismatch),

@@ -883,3 +883,25 @@ fn transform_and_bsize_placement_rules() {
     let (_, report) = DetectEngine::build(load.rules, &DetectConfig::default()).unwrap();
     assert_eq!(report.rules_inactive.get("base64_data without base64_decode"), Some(&1));
 }
+
+#[test]
+fn body_buffers_holding_the_same_bytes_are_scanned_once() {
+    let e = engine(
+        r#"alert http any any -> any any (file.data; content:"evil"; sid:1;)
+alert http any any -> any any (http.response_body; content:"bad"; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    // HTTP hands out the response body under both names: one scan finds both rules.
+    let body: &'static [u8] = b"an evil and bad body";
+    let tx = FakeTx(vec![("file.data", vec![body]), ("http.response_body", vec![body])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1, 2]);
+    assert_eq!((ctx.counters.prefilter_scans, ctx.counters.prefilter_shared_skips), (1, 1));
+    // Different bytes under the two names are each scanned, and each rule is verified on
+    // its own buffer: the other buffer's pattern makes it a candidate, not a match.
+    let tx = FakeTx(vec![("file.data", vec![b"only bad here"]), ("http.response_body", vec![b"only evil here"])]);
+    assert!(tx_sids(&e, &mut ctx, &tx, b"x").is_empty());
+    assert_eq!((ctx.counters.prefilter_scans, ctx.counters.prefilter_shared_skips), (3, 1));
+    assert_eq!(ctx.counters.candidates, 2 + 2);
+    let tx = FakeTx(vec![("file.data", vec![b"evil"]), ("http.response_body", vec![b"bad"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1, 2]);
+}
