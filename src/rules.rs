@@ -5,7 +5,7 @@
 //! This is where files are read: the rule parser and the engine only see their contents.
 
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
-use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder, TableConfig};
+use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder, PortGroupLimits, TableConfig};
 use crate::detect::mpm::{MpmAlgo, UnknownMpmAlgo};
 use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleSink, RuleVars, ThresholdConfig};
 use std::path::{Path, PathBuf};
@@ -85,6 +85,29 @@ fn table_config(config: &Config, section: &str, defaults: TableConfig) -> Result
         cfg.memcap = v;
     }
     Ok(cfg)
+}
+
+/// `detect.profile` (low, medium, high or custom; Suricata's default medium) and, for
+/// `custom`, `detect.custom-values.toserver-groups` / `toclient-groups`: how many port
+/// groups the TCP and UDP prefilter has per direction (Suricata's names and defaults).
+fn port_group_limits(config: &Config) -> Result<PortGroupLimits, String> {
+    let profile = config.get_str("detect.profile");
+    let mut limits = match profile.as_deref() {
+        None => PortGroupLimits::default(),
+        Some(name) => PortGroupLimits::of_profile(name)
+            .ok_or_else(|| format!("detect.profile: '{name}' is not low, medium, high or custom"))?,
+    };
+    if profile.as_deref() == Some("custom") {
+        for (name, field) in [("toserver-groups", &mut limits.toserver), ("toclient-groups", &mut limits.toclient)] {
+            let key = format!("detect.custom-values.{name}");
+            match config.get_u64(&key).map_err(|e| e.to_string())? {
+                None => {}
+                Some(n) if (1..=u64::from(PortGroupLimits::MAX)).contains(&n) => *field = n as u16,
+                Some(n) => return Err(format!("{key}: {n} is not a number from 1 to {}", PortGroupLimits::MAX)),
+            }
+        }
+    }
+    Ok(limits)
 }
 
 pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
@@ -196,6 +219,7 @@ fn load_inner(
         limits: settings.inspection_limits,
         host: table_config(config, "host", TableConfig::HOST)?,
         ippair: table_config(config, "ippair", TableConfig::IPPAIR)?,
+        port_groups: port_group_limits(config)?,
     };
     let (engine, build) = if threads.is_some() {
         // A reload: each rule compiles as soon as it is parsed (peak memory).
