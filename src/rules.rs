@@ -438,6 +438,21 @@ mod tests {
     }
 
     #[test]
+    fn detect_profile_sets_the_port_group_limits() {
+        let limits = |yaml: &str| port_group_limits(&Config::from_yaml_str(yaml).unwrap());
+        assert_eq!(limits("x: 1\n"), Ok(PortGroupLimits { toserver: 40, toclient: 20 }));
+        assert_eq!(limits("detect:\n  profile: low\n"), Ok(PortGroupLimits { toserver: 25, toclient: 15 }));
+        assert_eq!(limits("detect:\n  profile: high\n"), Ok(PortGroupLimits { toserver: 75, toclient: 75 }));
+        // custom-values count only with profile custom, as in Suricata.
+        let custom = "detect:\n  profile: PROFILE\n  custom-values:\n    toserver-groups: 5\n    toclient-groups: 2\n";
+        assert_eq!(limits(&custom.replace("PROFILE", "custom")), Ok(PortGroupLimits { toserver: 5, toclient: 2 }));
+        assert_eq!(limits(&custom.replace("PROFILE", "medium")), Ok(PortGroupLimits::MEDIUM));
+        assert!(limits("detect:\n  profile: huge\n").unwrap_err().contains("huge"));
+        let zero = "detect:\n  profile: custom\n  custom-values:\n    toclient-groups: 0\n";
+        assert!(limits(zero).unwrap_err().contains("toclient-groups"));
+    }
+
+    #[test]
     fn unreadable_file_is_one_error() {
         let load = read(Path::new("/nonexistent/x.rules"));
         assert_eq!(load.errors.len(), 1);
