@@ -5,7 +5,7 @@
 //! This is where files are read: the rule parser and the engine only see their contents.
 
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
-use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder, TableConfig};
+use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder, PortGroupLimits, TableConfig};
 use crate::detect::mpm::{MpmAlgo, UnknownMpmAlgo};
 use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleSink, RuleVars, ThresholdConfig};
 use std::path::{Path, PathBuf};
@@ -85,6 +85,29 @@ fn table_config(config: &Config, section: &str, defaults: TableConfig) -> Result
         cfg.memcap = v;
     }
     Ok(cfg)
+}
+
+/// `detect.profile` (low, medium, high or custom; Suricata's default medium) and, for
+/// `custom`, `detect.custom-values.toserver-groups` / `toclient-groups`: how many port
+/// groups the TCP and UDP prefilter has per direction (Suricata's names and defaults).
+fn port_group_limits(config: &Config) -> Result<PortGroupLimits, String> {
+    let profile = config.get_str("detect.profile");
+    let mut limits = match profile.as_deref() {
+        None => PortGroupLimits::default(),
+        Some(name) => PortGroupLimits::of_profile(name)
+            .ok_or_else(|| format!("detect.profile: '{name}' is not low, medium, high or custom"))?,
+    };
+    if profile.as_deref() == Some("custom") {
+        for (name, field) in [("toserver-groups", &mut limits.toserver), ("toclient-groups", &mut limits.toclient)] {
+            let key = format!("detect.custom-values.{name}");
+            match config.get_u64(&key).map_err(|e| e.to_string())? {
+                None => {}
+                Some(n) if (1..=u64::from(PortGroupLimits::MAX)).contains(&n) => *field = n as u16,
+                Some(n) => return Err(format!("{key}: {n} is not a number from 1 to {}", PortGroupLimits::MAX)),
+            }
+        }
+    }
+    Ok(limits)
 }
 
 pub fn rule_vars(config: &Config, warnings: &mut Vec<String>) -> RuleVars {
@@ -190,6 +213,7 @@ fn load_inner(
         limits: settings.inspection_limits,
         host: table_config(config, "host", TableConfig::HOST)?,
         ippair: table_config(config, "ippair", TableConfig::IPPAIR)?,
+        port_groups: port_group_limits(config)?,
     };
     // Each rule compiles as soon as it is parsed: the parsed form of the rule set (over
     // 100 MB with ET Open) is never held whole, neither at start-up nor during the run.
@@ -398,6 +422,21 @@ mod tests {
             assert!(error.ends_with("r.rules:2: sid 2: transforms need a sticky buffer"), "{error}");
             assert!(loaded.summary().contains("1 skipped (unsupported keyword), 1 failed"));
         }
+    }
+
+    #[test]
+    fn detect_profile_sets_the_port_group_limits() {
+        let limits = |yaml: &str| port_group_limits(&Config::from_yaml_str(yaml).unwrap());
+        assert_eq!(limits("x: 1\n"), Ok(PortGroupLimits { toserver: 40, toclient: 20 }));
+        assert_eq!(limits("detect:\n  profile: low\n"), Ok(PortGroupLimits { toserver: 25, toclient: 15 }));
+        assert_eq!(limits("detect:\n  profile: high\n"), Ok(PortGroupLimits { toserver: 75, toclient: 75 }));
+        // custom-values count only with profile custom, as in Suricata.
+        let custom = "detect:\n  profile: PROFILE\n  custom-values:\n    toserver-groups: 5\n    toclient-groups: 2\n";
+        assert_eq!(limits(&custom.replace("PROFILE", "custom")), Ok(PortGroupLimits { toserver: 5, toclient: 2 }));
+        assert_eq!(limits(&custom.replace("PROFILE", "medium")), Ok(PortGroupLimits::MEDIUM));
+        assert!(limits("detect:\n  profile: huge\n").unwrap_err().contains("huge"));
+        let zero = "detect:\n  profile: custom\n  custom-values:\n    toclient-groups: 0\n";
+        assert!(limits(zero).unwrap_err().contains("toclient-groups"));
     }
 
     #[test]

@@ -113,7 +113,6 @@ pub const SURICATA_KEYS: &[&str] = &[
     "app-layer.protocols.tftp.*",
     "app-layer.protocols.dhcp.*",
     // detect
-    "detect.profile",
     "detect.custom-values.*",
     "detect.sgh-mpm-context",
     "detect.inspection-recursion-limit",

@@ -22,6 +22,7 @@ mod headers_tests;
 pub mod interest;
 mod lists;
 mod payload;
+mod ports;
 mod program;
 mod state;
 mod tables;
@@ -43,6 +44,7 @@ pub use carry::EngineCarry;
 pub use compile::RuleLog;
 use compile::{ActionScope, AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 use payload::Inspection;
+pub use ports::PortGroupLimits;
 use state::{FlowTrackers, FlowVars, Hosts, SharedState};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -68,6 +70,8 @@ pub struct DetectConfig {
     pub ippair: TableConfig,
     /// `pcre.match-limit`, `pcre.match-limit-recursion`, `detect.inspection-recursion-limit`.
     pub limits: InspectionLimits,
+    /// `detect.profile` / `detect.custom-values`: port groups of the TCP and UDP prefilter.
+    pub port_groups: PortGroupLimits,
 }
 
 /// Bounds on the work one payload inspection may do, so that no rule and packet pair can
@@ -110,6 +114,7 @@ impl Default for DetectConfig {
             limits: InspectionLimits::default(),
             host: TableConfig::HOST,
             ippair: TableConfig::IPPAIR,
+            port_groups: PortGroupLimits::default(),
         }
     }
 }
@@ -121,6 +126,8 @@ pub struct BuildReport {
     /// Rules the parser accepted but the engine cannot run, with the reason.
     pub rules_rejected: Vec<(u32, String)>,
     pub prefilter_patterns: usize,
+    /// Port groups of the packet and stream prefilter, over TCP and UDP and both directions.
+    pub prefilter_port_groups: usize,
     pub mpm_algo: String,
     pub memory_bytes: usize,
     /// Rules that load but cannot match yet, by reason (app-layer buffer, transform, ...).
@@ -254,6 +261,21 @@ fn buffer_instances<'a>(source: &'a dyn BufferSource, buffer: Buffer) -> impl It
     (0..MAX_BUFFER_INSTANCES).map_while(move |index| source.get_nth(buffer, index))
 }
 
+/// App buffers a source may hand out as the very same bytes: HTTP's `file.data` is the body
+/// that `http.request_body` / `http.response_body` also hold. Their fast patterns share one
+/// prefilter, which scans each distinct instance once instead of once per buffer name.
+const SHARED_BYTES_BUFFERS: &[&str] = &["file.data", "http.request_body", "http.response_body"];
+
+/// The name app fast patterns of `buffer` are grouped under: its own, or the class of
+/// [`SHARED_BYTES_BUFFERS`].
+fn prefilter_class(buffer: Buffer) -> &'static str {
+    if SHARED_BYTES_BUFFERS.contains(&buffer.name) {
+        "file.data+http bodies"
+    } else {
+        buffer.name
+    }
+}
+
 /// Buffers that some app-layer parser fills; rules on other buffers load but cannot match.
 fn buffer_has_source(buffer: Buffer) -> bool {
     matches!(buffer.app_proto, Some("http" | "dns" | "tls")) || matches!(buffer.name, "file.data")
@@ -276,6 +298,9 @@ pub struct DetectFlow {
 pub struct DetectCounters {
     pub packets: u64,
     pub prefilter_scans: u64,
+    /// App buffer instances not scanned because their prefilter had just scanned the very
+    /// same bytes under another buffer name (`file.data` and `http.response_body`).
+    pub prefilter_shared_skips: u64,
     pub prefilter_errors: u64,
     pub candidates: u64,
     /// Candidates whose rule header (protocol, addresses, ports) does not fit the packet.
@@ -312,6 +337,8 @@ pub struct DetectCtx {
     transform_scratch: [Vec<u8>; 2],
     /// Output of `base64_decode`, reused across packets.
     decode_scratch: Vec<u8>,
+    /// (address, length) of the buffer instances one shared prefilter scanned for this packet.
+    scanned_spans: Vec<(usize, usize)>,
 }
 
 /// One alert to log.
@@ -348,14 +375,13 @@ const T_ICMP4: usize = 2;
 const T_ICMP6: usize = 3;
 const T_OTHER: usize = 4;
 
-/// Rules of one (transport, flow direction): a prefilter over their fast patterns plus the
-/// rules that must always be checked.
+/// Rules of one (transport, flow direction): prefilters over their fast patterns (per port
+/// group for the packet and stream, per buffer for app-layer rules) plus the rules that must
+/// always be checked.
 struct Group {
-    mpm: Arc<dyn MultiPatternMatcher>,
-    /// The fast patterns of the rules that inspect packets only (`dsize`, `no_stream`,
-    /// `tcp-pkt`): a payload that already went into the TCP stream is scanned with this one,
-    /// since the other rules see those bytes in the reassembled stream (Suricata does the same).
-    mpm_packet_only: Arc<dyn MultiPatternMatcher>,
+    /// Which of `port_groups` a packet uses, by its server port (`ports::key_port`).
+    port_map: ports::PortMap,
+    port_groups: Vec<PortPrefilter>,
     always: PortIndexed,
     /// App-layer rules without a usable fast pattern, checked whenever a `BufferSource` is given.
     app_always: Vec<u32>,
@@ -364,9 +390,19 @@ struct Group {
     app_mpm: Vec<AppPrefilter>,
 }
 
-/// The prefilter of one app buffer as some rules transform it (most have no transforms).
+/// The packet and stream prefilter of one port group.
+struct PortPrefilter {
+    mpm: Arc<dyn MultiPatternMatcher>,
+    /// The fast patterns of the rules that inspect packets only (`dsize`, `no_stream`,
+    /// `tcp-pkt`): a payload that already went into the TCP stream is scanned with this one,
+    /// since the other rules see those bytes in the reassembled stream (Suricata does the same).
+    mpm_packet_only: Arc<dyn MultiPatternMatcher>,
+}
+
+/// The prefilter of one app buffer as some rules transform it (most have no transforms); of
+/// several buffers when they may be the same bytes ([`SHARED_BYTES_BUFFERS`]).
 struct AppPrefilter {
-    buffer: Buffer,
+    buffers: Vec<Buffer>,
     transforms: Vec<TransformStep>,
     mpm: Arc<dyn MultiPatternMatcher>,
 }
@@ -729,22 +765,32 @@ fn apply_threshold_config(compiled: &mut [(usize, CompiledRule)], config: &Thres
     }
 }
 
-/// App-layer fast patterns of one group: buffer and transforms (as a key) -> (buffer,
-/// transforms, patterns).
-type AppPatterns = BTreeMap<String, (Buffer, Vec<Transform>, Vec<Pattern>)>;
+/// A packet/stream fast pattern of a group, before the group is split by port.
+struct PrefilterEntry {
+    pattern: Pattern,
+    /// The rule inspects packets only (see [`PortPrefilter::mpm_packet_only`]).
+    packet_only: bool,
+    /// The ports the rule needs on the side the group is keyed by; `None`: any.
+    ports: Option<Vec<(u16, u16)>>,
+}
+
+/// App-layer fast patterns of one group: buffer class and transforms (as a key) -> (the
+/// buffers of the class some rule uses, transforms, patterns).
+type AppPatterns = BTreeMap<String, (Vec<Buffer>, Vec<Transform>, Vec<Pattern>)>;
 
 /// Where a group's pattern sets are in the list of all sets.
 struct GroupSets {
-    all: usize,
-    packet_only: usize,
-    app: Vec<(Buffer, Vec<Transform>, usize)>,
+    port_map: ports::PortMap,
+    /// (all, packet-only) set of each port group.
+    port_groups: Vec<(usize, usize)>,
+    app: Vec<(Vec<Buffer>, Vec<Transform>, usize)>,
 }
 
 /// Where each rule goes: the prefilter patterns and always-checked rules of every
 /// [transport][direction] group, and the IP-only index.
 struct GroupPlan {
-    patterns: Vec<[Vec<Pattern>; 2]>,
-    packet_only_patterns: Vec<[Vec<Pattern>; 2]>,
+    patterns: Vec<[Vec<PrefilterEntry>; 2]>,
+    port_limits: PortGroupLimits,
     always: Vec<[PortIndexed; 2]>,
     app_always: Vec<[Vec<u32>; 2]>,
     app_patterns: Vec<[AppPatterns; 2]>,
@@ -755,10 +801,10 @@ struct GroupPlan {
 }
 
 impl GroupPlan {
-    fn new() -> Self {
+    fn new(port_limits: PortGroupLimits) -> Self {
         GroupPlan {
             patterns: (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect(),
-            packet_only_patterns: (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect(),
+            port_limits,
             always: (0..TRANSPORTS).map(|_| Default::default()).collect(),
             app_always: (0..TRANSPORTS).map(|_| [Vec::new(), Vec::new()]).collect(),
             app_patterns: (0..TRANSPORTS).map(|_| [BTreeMap::new(), BTreeMap::new()]).collect(),
@@ -832,18 +878,28 @@ impl GroupPlan {
                         continue;
                     }
                     match &rule.app_fast_pattern {
-                        Some(fp) => self.app_patterns[t][d]
-                            .entry(format!("{}{:?}", fp.buffer.name, fp.transforms))
-                            .or_insert_with(|| (fp.buffer, fp.transforms.clone(), Vec::new()))
-                            .2
-                            .push(Pattern::new(idx, fp.bytes.clone(), fp.nocase)),
+                        Some(fp) => {
+                            let (buffers, _, patterns) = self.app_patterns[t][d]
+                                .entry(format!("{}{:?}", prefilter_class(fp.buffer), fp.transforms))
+                                .or_insert_with(|| (Vec::new(), fp.transforms.clone(), Vec::new()));
+                            if !buffers.contains(&fp.buffer) {
+                                buffers.push(fp.buffer);
+                            }
+                            patterns.push(Pattern::new(idx, fp.bytes.clone(), fp.nocase));
+                        }
                         None => self.app_always[t][d].push(idx),
                     }
                 } else if let Some((bytes, nocase)) = &rule.fast_pattern {
-                    self.patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
-                    if rule.require_packet {
-                        self.packet_only_patterns[t][d].push(Pattern::new(idx, bytes.clone(), *nocase));
-                    }
+                    // TCP and UDP rules are grouped by the server port their direction is
+                    // looked up by; rules that may match with the sides swapped join every group.
+                    let side = if d == 0 { &rule.dst_ports } else { &rule.src_ports };
+                    let grouped = (t == T_TCP || t == T_UDP)
+                        && !(rule.ports_any || rule.bidirectional || rule.transactional || side.is_any());
+                    self.patterns[t][d].push(PrefilterEntry {
+                        pattern: Pattern::new(idx, bytes.clone(), *nocase),
+                        packet_only: rule.require_packet,
+                        ports: grouped.then(|| side.ranges.as_slice().to_vec()),
+                    });
                 } else {
                     self.always[t][d].insert(idx, rule);
                 }
@@ -862,13 +918,25 @@ impl GroupPlan {
                     sets.push(set);
                     sets.len() - 1
                 };
-                let all = add(std::mem::take(&mut self.patterns[t][d]));
-                let packet_only = add(std::mem::take(&mut self.packet_only_patterns[t][d]));
+                let entries = std::mem::take(&mut self.patterns[t][d]);
+                let keys: Vec<Option<&[(u16, u16)]>> = entries.iter().map(|e| e.ports.as_deref()).collect();
+                let plan = ports::plan(&keys, self.port_limits.of_dir(d));
+                let port_groups = plan
+                    .members
+                    .iter()
+                    .map(|members| {
+                        let of = |packet_only: bool| -> Vec<Pattern> {
+                            let chosen = members.iter().filter_map(|&i| entries.get(i));
+                            chosen.filter(|e| e.packet_only || !packet_only).map(|e| e.pattern.clone()).collect()
+                        };
+                        (add(of(false)), add(of(true)))
+                    })
+                    .collect();
                 let app = std::mem::take(&mut self.app_patterns[t][d])
                     .into_values()
-                    .map(|(buffer, transforms, set)| (buffer, transforms, add(set)))
+                    .map(|(buffers, transforms, set)| (buffers, transforms, add(set)))
                     .collect();
-                GroupSets { all, packet_only, app }
+                GroupSets { port_map: plan.map, port_groups, app }
             };
             layout.push([per_dir(0), per_dir(1)]);
         }
@@ -902,13 +970,21 @@ impl GroupPlan {
         matchers: &[Arc<dyn MultiPatternMatcher>],
     ) -> Result<Group, String> {
         let mut app_mpm = Vec::with_capacity(sets.app.len());
-        for (buffer, transforms, i) in sets.app {
+        for (buffers, transforms, i) in sets.app {
             let transforms = transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
-            app_mpm.push(AppPrefilter { buffer, transforms, mpm: matchers[i].clone() });
+            app_mpm.push(AppPrefilter { buffers, transforms, mpm: matchers[i].clone() });
         }
+        let port_groups = sets
+            .port_groups
+            .iter()
+            .map(|&(all, packet_only)| PortPrefilter {
+                mpm: matchers[all].clone(),
+                mpm_packet_only: matchers[packet_only].clone(),
+            })
+            .collect();
         Ok(Group {
-            mpm: matchers[sets.all].clone(),
-            mpm_packet_only: matchers[sets.packet_only].clone(),
+            port_map: sets.port_map,
+            port_groups,
             always: std::mem::take(&mut self.always[t][d]),
             app_always: std::mem::take(&mut self.app_always[t][d]),
             app_mpm,
@@ -968,7 +1044,7 @@ impl DetectEngine {
         let has_transactional = rules.iter().any(|r| r.transactional);
         report.rules_loaded = rules.len();
 
-        let mut plan = GroupPlan::new();
+        let mut plan = GroupPlan::new(cfg.port_groups);
         for (idx, rule) in rules.iter().enumerate() {
             plan.add(idx as u32, rule, &mut report);
         }
@@ -991,7 +1067,10 @@ impl DetectEngine {
         fallback.dedup();
         report.prefilter_fallback_sids = fallback;
         let (groups, ip_only) = plan.finish(layout, &matchers)?;
-        let memory = matchers_memory(&matchers) + rules_memory(&rules, &ip_only);
+        report.prefilter_port_groups =
+            groups[T_TCP].iter().chain(&groups[T_UDP]).map(|g: &Group| g.port_groups.len()).sum();
+        let port_maps: usize = groups.iter().flatten().map(|g| g.port_map.memory_bytes()).sum();
+        let memory = matchers_memory(&matchers) + rules_memory(&rules, &ip_only) + port_maps;
         report.mpm_algo = algo_used.to_string();
         report.memory_bytes = memory;
         report.build_micros = started.elapsed().as_micros() as u64;
@@ -1046,8 +1125,10 @@ impl DetectEngine {
         for pair in &self.groups {
             for g in pair {
                 // Sizing errors surface again (and are counted) on the first scan.
-                let _ = g.mpm.prepare_scratch(&mut ctx.scratch);
-                let _ = g.mpm_packet_only.prepare_scratch(&mut ctx.scratch);
+                for p in &g.port_groups {
+                    let _ = p.mpm.prepare_scratch(&mut ctx.scratch);
+                    let _ = p.mpm_packet_only.prepare_scratch(&mut ctx.scratch);
+                }
                 for m in g.app_mpm.iter().map(|p| &p.mpm) {
                     let _ = m.prepare_scratch(&mut ctx.scratch);
                 }
@@ -1154,7 +1235,7 @@ impl DetectEngine {
     /// or an app-layer buffer, and those checked without one.
     fn add_prefilter_candidates(&self, ctx: &mut DetectCtx, pkt: &DetectPacket<'_>, facts: &PacketFacts, stamp: u32) {
         let group = &self.groups[facts.transport][facts.dir];
-        let DetectCtx { candidates, seen, scratch, counters, transform_scratch, .. } = ctx;
+        let DetectCtx { candidates, seen, scratch, counters, transform_scratch, scanned_spans, .. } = ctx;
         let mut on_match = |id: u32| {
             if let Some(s) = seen.get_mut(id as usize) {
                 if *s != stamp {
@@ -1163,14 +1244,18 @@ impl DetectEngine {
                 }
             }
         };
-        if group.mpm.pattern_count() > 0 {
+        // Without ports only the rules without port requirements can match, and every group
+        // holds those.
+        let port = if facts.has_ports { ports::key_port(facts.dir, facts.sp, facts.dp) } else { 0 };
+        let port_group = group.port_groups.get(group.port_map.group_of(port));
+        if let Some(port_group) = port_group.filter(|g| g.mpm.pattern_count() > 0) {
             if let Some(chunk) = pkt.stream.as_ref().filter(|c| !c.data.is_empty()) {
                 counters.prefilter_scans += 1;
-                if group.mpm.scan(chunk.data, scratch, &mut on_match).is_err() {
+                if port_group.mpm.scan(chunk.data, scratch, &mut on_match).is_err() {
                     counters.prefilter_errors += 1;
                 }
             }
-            let payload_mpm = if pkt.payload_in_stream { &group.mpm_packet_only } else { &group.mpm };
+            let payload_mpm = if pkt.payload_in_stream { &port_group.mpm_packet_only } else { &port_group.mpm };
             if !pkt.payload.is_empty() && payload_mpm.pattern_count() > 0 {
                 counters.prefilter_scans += 1;
                 if payload_mpm.scan(pkt.payload, scratch, &mut on_match).is_err() {
@@ -1184,7 +1269,19 @@ impl DetectEngine {
                 on_match(id);
             }
             for prefilter in &group.app_mpm {
-                for data in buffer_instances(source, prefilter.buffer) {
+                scanned_spans.clear();
+                let shared = prefilter.buffers.len() > 1;
+                for data in prefilter.buffers.iter().flat_map(|&buffer| buffer_instances(source, buffer)) {
+                    if shared {
+                        // The very same bytes under another name of this prefilter: scanning
+                        // them again would only find the same patterns.
+                        let span = (data.as_ptr() as usize, data.len());
+                        if scanned_spans.contains(&span) {
+                            counters.prefilter_shared_skips += 1;
+                            continue;
+                        }
+                        scanned_spans.push(span);
+                    }
                     let Some(data) = apply_transforms(&prefilter.transforms, data, transform_scratch) else { continue };
                     if data.is_empty() {
                         continue;
@@ -1404,6 +1501,7 @@ impl DetectEngine {
         vec![
             ("detect.packets", c.packets),
             ("detect.prefilter_scans", c.prefilter_scans),
+            ("detect.prefilter_shared_skips", c.prefilter_shared_skips),
             ("detect.prefilter_errors", c.prefilter_errors),
             ("detect.candidates", c.candidates),
             ("detect.candidates_header_mismatch", c.candidates_header_mismatch),

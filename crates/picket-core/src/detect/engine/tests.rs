@@ -883,3 +883,76 @@ fn transform_and_bsize_placement_rules() {
     let (_, report) = DetectEngine::build(load.rules, &DetectConfig::default()).unwrap();
     assert_eq!(report.rules_inactive.get("base64_data without base64_decode"), Some(&1));
 }
+
+#[test]
+fn body_buffers_holding_the_same_bytes_are_scanned_once() {
+    let e = engine(
+        r#"alert http any any -> any any (file.data; content:"evil"; sid:1;)
+alert http any any -> any any (http.response_body; content:"bad"; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    // HTTP hands out the response body under both names: one scan finds both rules.
+    let body: &'static [u8] = b"an evil and bad body";
+    let tx = FakeTx(vec![("file.data", vec![body]), ("http.response_body", vec![body])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1, 2]);
+    assert_eq!((ctx.counters.prefilter_scans, ctx.counters.prefilter_shared_skips), (1, 1));
+    // Different bytes under the two names are each scanned, and each rule is verified on
+    // its own buffer: the other buffer's pattern makes it a candidate, not a match.
+    let tx = FakeTx(vec![("file.data", vec![b"only bad here"]), ("http.response_body", vec![b"only evil here"])]);
+    assert!(tx_sids(&e, &mut ctx, &tx, b"x").is_empty());
+    assert_eq!((ctx.counters.prefilter_scans, ctx.counters.prefilter_shared_skips), (3, 1));
+    assert_eq!(ctx.counters.candidates, 2 + 2);
+    let tx = FakeTx(vec![("file.data", vec![b"evil"]), ("http.response_body", vec![b"bad"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1, 2]);
+}
+
+#[test]
+fn prefilter_port_groups_only_offer_rules_the_server_port_can_meet() {
+    let e = engine(
+        r#"alert tcp any any -> any 445 (content:"abc"; sid:1;)
+alert tcp any any -> any any (content:"abc"; sid:2;)
+alert tcp any 80 -> any any (flow:to_client; content:"abc"; sid:3;)
+alert tcp any 445 <> any any (content:"abc"; sid:4;)
+alert udp any any -> any 53 (content:"abc"; sid:5;)"#,
+    );
+    let to_client = Some(FlowInfo { flow_id: 7, to_server: false, established: true, ..Default::default() });
+    let run = |ctx: &mut DetectCtx, frame: &[u8], flow: Option<FlowInfo>| -> Vec<u32> {
+        let mut got: Vec<u32> =
+            inspect_with(&e, ctx, frame, Opts { flow, ..Default::default() }, None).iter().map(|a| a.sid).collect();
+        got.sort_unstable();
+        got
+    };
+    let mut ctx = e.new_ctx();
+    // To port 80: the port-445 rule is not even a candidate; the `<>` rule is in every group.
+    assert_eq!(run(&mut ctx, &tcp(CLIENT, 5555, SERVER, 80, b"abc"), to_server()), [2]);
+    assert_eq!((ctx.counters.candidates, ctx.counters.candidates_header_mismatch), (2, 1));
+    assert_eq!(run(&mut ctx, &tcp(CLIENT, 5555, SERVER, 445, b"abc"), to_server()), [1, 2, 4]);
+    // The `<>` rule matches with the sides swapped, from whichever group.
+    assert_eq!(run(&mut ctx, &tcp(CLIENT, 445, SERVER, 80, b"abc"), to_server()), [2, 4]);
+    // To the client the group is picked by the source port: rules without a direction and
+    // with any source port (sid 1) are in every to-client group.
+    let before = ctx.counters.candidates;
+    assert_eq!(run(&mut ctx, &tcp(SERVER, 80, CLIENT, 5555, b"abc"), to_client), [2, 3]);
+    assert_eq!(run(&mut ctx, &tcp(SERVER, 8080, CLIENT, 5555, b"abc"), to_client), [2]);
+    assert_eq!(ctx.counters.candidates - before, 4 + 3);
+    assert_eq!(run(&mut ctx, &udp(CLIENT, 5555, SERVER, 53, b"abc"), None), [5]);
+    assert!(run(&mut ctx, &udp(CLIENT, 5555, SERVER, 54, b"abc"), None).is_empty());
+}
+
+#[test]
+fn one_port_group_per_direction_still_finds_every_rule() {
+    let rules = r#"alert tcp any any -> any 445 (content:"abc"; sid:1;)
+alert tcp any any -> any any (content:"abc"; sid:2;)
+alert tcp any any -> any 80 (content:"abc"; sid:3;)"#;
+    let load = load_rules_str("test.rules", rules, &RuleVars::default());
+    let port_groups = PortGroupLimits { toserver: 1, toclient: 1 };
+    let (e, report) = DetectEngine::build(load.rules, &DetectConfig { port_groups, ..Default::default() }).unwrap();
+    // TCP and UDP, two directions each: one group apiece.
+    assert_eq!(report.prefilter_port_groups, 4);
+    assert_eq!(sids(&e, &tcp(CLIENT, 5555, SERVER, 445, b"abc")), [1, 2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 5555, SERVER, 80, b"abc")), [2, 3]);
+    let default = engine(rules);
+    let mut ctx = default.new_ctx();
+    inspect_with(&default, &mut ctx, &tcp(CLIENT, 5555, SERVER, 80, b"abc"), Opts::default(), None);
+    assert_eq!(ctx.counters.candidates, 2);
+}
