@@ -1111,6 +1111,23 @@ impl DetectEngine {
         self.rules.len()
     }
 
+    /// JIT-compiles every rule's pcre that is not compiled yet and returns how many were.
+    /// A pcre is otherwise JIT-compiled the first time a packet reaches it (start-up stays
+    /// short); a live run calls this from a thread of its own after start-up, and a reload
+    /// before the new engine goes live, so that no packet waits for a JIT build.
+    pub fn jit_compile_pcre(&self) -> usize {
+        let programs = self.rules.iter().flat_map(|r| r.payload.iter().chain(r.app_buffers.iter().map(|b| &b.program)));
+        let mut compiled = 0;
+        for program in programs {
+            for step in &program.steps {
+                if let program::PayloadOp::Pcre(p) = &step.op {
+                    compiled += usize::from(p.regex.compile_jit());
+                }
+            }
+        }
+        compiled
+    }
+
     /// Heap bytes of the compiled engine (approximate).
     pub fn memory_bytes(&self) -> usize {
         self.report_memory

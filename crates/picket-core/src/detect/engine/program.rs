@@ -144,6 +144,16 @@ impl LazyJitRegex {
             .unwrap_or(&self.interpreted)
     }
 
+    /// Runs the JIT build now if it has not run; true if this call ran it.
+    pub(crate) fn compile_jit(&self) -> bool {
+        let mut ran = false;
+        self.jitted.get_or_init(|| {
+            ran = true;
+            self.jit_builder.build(self.interpreted.as_str()).ok()
+        });
+        ran
+    }
+
     /// Whether the JIT build has run (tests).
     #[cfg(test)]
     pub(crate) fn is_jitted(&self) -> bool {

@@ -157,6 +157,23 @@ alert tcp any any -> any any (msg:"s"; content:"a"; pcre:"/a.b/s"; sid:4;)"#,
 }
 
 #[test]
+fn pcre_jit_builds_ahead_of_packets_once() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"p"; content:"user"; pcre:"/USER\s+root/i"; sid:1;)
+alert http any any -> any any (msg:"u"; http.uri; content:"/a"; pcre:"/\/a\d+/"; sid:2;)
+alert tcp any any -> any any (msg:"c"; content:"x"; sid:3;)"#,
+    );
+    // One pcre in a packet program, one in an app-buffer program.
+    assert_eq!(e.jit_compile_pcre(), 2);
+    assert_eq!(e.jit_compile_pcre(), 0, "each pcre is JIT-compiled once");
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"user   ROOT")), vec![1]);
+    // A pcre a packet reached first is not built again.
+    let e = engine(r#"alert tcp any any -> any any (msg:"p"; content:"user"; pcre:"/USER\s+root/i"; sid:1;)"#);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"user   ROOT")), vec![1]);
+    assert_eq!(e.jit_compile_pcre(), 0);
+}
+
+#[test]
 fn byte_keywords() {
     let e = engine(
         r#"alert udp any any -> any any (msg:"bt be"; content:"|AA|"; byte_test:2,>,0x0100,0,relative; sid:1;)
