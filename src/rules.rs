@@ -87,8 +87,8 @@ fn table_config(config: &Config, section: &str, defaults: TableConfig) -> Result
     Ok(cfg)
 }
 
-/// `detect.profile` (low, medium, high or custom; unset: [`PortGroupLimits::COMPACT`], not
-/// Suricata's medium, for memory) and, for
+/// `detect.profile` (low, medium, high or custom; unset: [`PortGroupLimits::SINGLE`], not
+/// Suricata's medium, for memory and compile time) and, for
 /// `custom`, `detect.custom-values.toserver-groups` / `toclient-groups`: how many port
 /// groups the TCP and UDP prefilter has per direction (Suricata's names and defaults).
 fn port_group_limits(config: &Config) -> Result<PortGroupLimits, String> {
@@ -428,7 +428,7 @@ mod tests {
     #[test]
     fn detect_profile_sets_the_port_group_limits() {
         let limits = |yaml: &str| port_group_limits(&Config::from_yaml_str(yaml).unwrap());
-        assert_eq!(limits("x: 1\n"), Ok(PortGroupLimits { toserver: 8, toclient: 4 }));
+        assert_eq!(limits("x: 1\n"), Ok(PortGroupLimits { toserver: 1, toclient: 1 }));
         assert_eq!(limits("detect:\n  profile: medium\n"), Ok(PortGroupLimits { toserver: 40, toclient: 20 }));
         assert_eq!(limits("detect:\n  profile: low\n"), Ok(PortGroupLimits { toserver: 25, toclient: 15 }));
         assert_eq!(limits("detect:\n  profile: high\n"), Ok(PortGroupLimits { toserver: 75, toclient: 75 }));

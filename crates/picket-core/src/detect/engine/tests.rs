@@ -923,14 +923,22 @@ alert http any any -> any any (http.response_body; content:"bad"; sid:2;)"#,
     assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [1, 2]);
 }
 
+/// An engine whose TCP/UDP prefilter has at most `port_groups` groups per direction.
+fn engine_grouped(rules: &str, port_groups: PortGroupLimits) -> DetectEngine {
+    let load = load_rules_str("test.rules", rules, &RuleVars::default());
+    assert!(load.errors.is_empty(), "parse errors: {:?}", load.errors);
+    DetectEngine::build(load.rules, &DetectConfig { port_groups, ..Default::default() }).expect("build").0
+}
+
 #[test]
 fn prefilter_port_groups_only_offer_rules_the_server_port_can_meet() {
-    let e = engine(
+    let e = engine_grouped(
         r#"alert tcp any any -> any 445 (content:"abc"; sid:1;)
 alert tcp any any -> any any (content:"abc"; sid:2;)
 alert tcp any 80 -> any any (flow:to_client; content:"abc"; sid:3;)
 alert tcp any 445 <> any any (content:"abc"; sid:4;)
 alert udp any any -> any 53 (content:"abc"; sid:5;)"#,
+        PortGroupLimits::MEDIUM,
     );
     let to_client = Some(FlowInfo { flow_id: 7, to_server: false, established: true, ..Default::default() });
     let run = |ctx: &mut DetectCtx, frame: &[u8], flow: Option<FlowInfo>| -> Vec<u32> {
@@ -968,8 +976,13 @@ alert tcp any any -> any 80 (content:"abc"; sid:3;)"#;
     assert_eq!(report.prefilter_port_groups, 4);
     assert_eq!(sids(&e, &tcp(CLIENT, 5555, SERVER, 445, b"abc")), [1, 2]);
     assert_eq!(sids(&e, &tcp(CLIENT, 5555, SERVER, 80, b"abc")), [2, 3]);
-    let default = engine(rules);
-    let mut ctx = default.new_ctx();
-    inspect_with(&default, &mut ctx, &tcp(CLIENT, 5555, SERVER, 80, b"abc"), Opts::default(), None);
-    assert_eq!(ctx.counters.candidates, 2);
+    // One group (the default): all three rules are candidates to port 80; with port groups
+    // (medium) the port-445 rule is not.
+    for (limits, candidates) in [(PortGroupLimits::default(), 3), (PortGroupLimits::MEDIUM, 2)] {
+        let e = engine_grouped(rules, limits);
+        let mut ctx = e.new_ctx();
+        let got = inspect_with(&e, &mut ctx, &tcp(CLIENT, 5555, SERVER, 80, b"abc"), Opts::default(), None);
+        assert_eq!(got.len(), 2);
+        assert_eq!(ctx.counters.candidates, candidates, "{limits:?}");
+    }
 }
