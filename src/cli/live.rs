@@ -481,7 +481,6 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     // SIGUSR2 and `picket ctl reload-rules` load the same inputs again and swap the engine.
     let (engine_slot, reloader) = match inspect.detect.clone() {
         Some(engine) => {
-            crate::service::reload::EngineSlot::jit_in_background(&engine);
             let slot = crate::service::reload::EngineSlot::new(engine, workers);
             let inputs = crate::service::reload::RuleInputs {
                 config: args.config.clone(),

@@ -117,20 +117,6 @@ impl EngineSlot {
     }
 
     /// Makes `engine` current; returns its generation and the engine it replaces.
-    /// JIT-compiles the engine's pcres on a thread of its own, so that the first packets
-    /// reaching them do not wait for it; start-up does not (it compiles them without JIT:
-    /// the JIT builds were 14% of an ET Open start-up).
-    pub fn jit_in_background(engine: &Arc<DetectEngine>) {
-        let engine = Arc::clone(engine);
-        let spawned = std::thread::Builder::new().name("pcre-jit".into()).spawn(move || {
-            engine.jit_compile_pcre();
-        });
-        if let Err(e) = spawned {
-            // The pcres are then JIT-compiled as packets reach them.
-            eprintln!("picket: warning: pcre JIT thread not started ({}); patterns compile on first use", e.kind());
-        }
-    }
-
     fn publish(&self, engine: Arc<DetectEngine>) -> (u64, Arc<DetectEngine>) {
         let mut slot = self.engine.lock().unwrap_or_else(|e| e.into_inner());
         let generation = slot.0 + 1;
