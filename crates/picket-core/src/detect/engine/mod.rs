@@ -1113,8 +1113,8 @@ impl DetectEngine {
 
     /// JIT-compiles every rule's pcre that is not compiled yet and returns how many were.
     /// A pcre is otherwise JIT-compiled the first time a packet reaches it (start-up stays
-    /// short); a live run calls this from a thread of its own after start-up, and a reload
-    /// before the new engine goes live, so that no packet waits for a JIT build.
+    /// short); a reload calls this before the new engine goes live, so that no packet of
+    /// the new rules waits for a JIT build.
     pub fn jit_compile_pcre(&self) -> usize {
         let programs = self.rules.iter().flat_map(|r| r.payload.iter().chain(r.app_buffers.iter().map(|b| &b.program)));
         let mut compiled = 0;

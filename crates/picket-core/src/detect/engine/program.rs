@@ -135,23 +135,22 @@ impl LazyJitRegex {
         Ok(LazyJitRegex { interpreted, jit_builder: builder, jitted: std::sync::OnceLock::new() })
     }
 
+    /// The JIT build, run on the first call (`None` if it failed).
+    fn jit(&self) -> &Option<pcre2::bytes::Regex> {
+        self.jitted.get_or_init(|| self.jit_builder.build(self.interpreted.as_str()).ok())
+    }
+
     /// The regex to match with: JIT-compiled on the first call.
     #[inline]
     pub(crate) fn get(&self) -> &pcre2::bytes::Regex {
-        self.jitted
-            .get_or_init(|| self.jit_builder.build(self.interpreted.as_str()).ok())
-            .as_ref()
-            .unwrap_or(&self.interpreted)
+        self.jit().as_ref().unwrap_or(&self.interpreted)
     }
 
-    /// Runs the JIT build now if it has not run; true if this call ran it.
+    /// Runs the JIT build now if it has not run; true if it had not.
     pub(crate) fn compile_jit(&self) -> bool {
-        let mut ran = false;
-        self.jitted.get_or_init(|| {
-            ran = true;
-            self.jit_builder.build(self.interpreted.as_str()).ok()
-        });
-        ran
+        let pending = self.jitted.get().is_none();
+        self.jit();
+        pending
     }
 
     /// Whether the JIT build has run (tests).
