@@ -57,9 +57,7 @@ impl EventSink for LogSink {
                     lines.push_sub(Sink::Eve, key, sub, |buf| eve::flow::write_flow(buf, rec))
                 }
             }
-            // Protocol records (eve `http`, `dns`, `tls`) are not written yet: the eve-log
-            // `types:` list that asks for them is the next step of the eve output.
-            Event::Transaction(_) => {}
+            Event::Transaction(t) => eve::tx::write_transaction(lines, key, sub, t, &self.opts),
         }
     }
 }

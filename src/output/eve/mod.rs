@@ -6,15 +6,20 @@
 //! | `Event::Alert` | `alert` | [`alert`] |
 //! | `Event::Drop` | `drop` | [`drop`] |
 //! | `Event::Flow` | `flow` | [`flow`] |
+//! | `Event::Transaction` | `http`, `dns`, `tls` | [`tx`] (header), [`http`], [`dns`], [`tls`] |
 //!
 //! Protocol objects (`http`, `dns`, `tls`) are written by each protocol's `write_record`
 //! in picket-core through [`picket_core::record::RecordWriter`], which the JSON writer
 //! implements.
 
 pub mod alert;
+pub mod dns;
 pub mod drop;
 pub mod flow;
+pub mod http;
 pub mod options;
+pub mod tls;
+pub mod tx;
 pub mod verdict;
 
 pub use options::{AlertLogOptions, DropLogOptions, EveTypes, XffOptions};

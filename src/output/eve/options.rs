@@ -1,5 +1,8 @@
 //! What eve-log writes: the `alert:` options of Suricata's eve-log output and `xff:`.
 
+use super::dns::DnsLogOptions;
+use super::http::HttpLogOptions;
+use super::tls::TlsLogOptions;
 use picket_core::applayer::http::HttpTx;
 use std::net::IpAddr;
 
@@ -36,6 +39,10 @@ pub struct AlertLogOptions {
     pub drop: DropLogOptions,
     /// The event types eve.json gets (eve-log `types:`; all without a list).
     pub types: EveTypes,
+    /// The `http:`, `dns:` and `tls:` entries of `types:`.
+    pub http: HttpLogOptions,
+    pub dns: DnsLogOptions,
+    pub tls: TlsLogOptions,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -46,15 +53,18 @@ pub struct EveTypes {
     pub drop: bool,
     pub flow: bool,
     pub stats: bool,
+    pub http: bool,
+    pub dns: bool,
+    pub tls: bool,
 }
 
 impl EveTypes {
     pub const fn all() -> Self {
-        EveTypes { alert: true, drop: true, flow: true, stats: true }
+        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true }
     }
 
     pub const fn none() -> Self {
-        EveTypes { alert: false, drop: false, flow: false, stats: false }
+        EveTypes { alert: false, drop: false, flow: false, stats: false, http: false, dns: false, tls: false }
     }
 
     /// Turns on the type named `name` (a `types:` entry); false when picket does not
@@ -65,6 +75,9 @@ impl EveTypes {
             "drop" => &mut self.drop,
             "flow" => &mut self.flow,
             "stats" => &mut self.stats,
+            "http" => &mut self.http,
+            "dns" => &mut self.dns,
+            "tls" => &mut self.tls,
             _ => return false,
         };
         *slot = true;
@@ -132,6 +145,9 @@ impl Default for AlertLogOptions {
             verdict: false,
             drop: DropLogOptions::default(),
             types: EveTypes::all(),
+            http: HttpLogOptions::default(),
+            dns: DnsLogOptions::default(),
+            tls: TlsLogOptions::default(),
         }
     }
 }

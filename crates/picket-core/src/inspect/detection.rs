@@ -423,7 +423,7 @@ impl Detection {
         if let Some(app) = rec.ext.app.as_deref_mut() {
             let info = FlowInfo { to_server: true, ..info };
             let facts = FlowFacts { info, client, server, start: rec.start };
-            super::report_done(app, rec.end, 0, facts, out);
+            super::report_done(app, (rec.end, 0), (flow_tuple, rec.vlan), facts, out);
         }
     }
 }

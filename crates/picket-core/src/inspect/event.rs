@@ -65,6 +65,10 @@ pub struct TxEvent<'a> {
     /// The packet that completed it; 0 at flow end.
     pub pcap_cnt: u64,
     pub flow: FlowFacts,
+    /// The flow's addresses and ports from client to server (as app-layer records are
+    /// written), with its IP protocol and family.
+    pub tuple: FiveTuple,
+    pub vlan: [u16; 2],
     pub proto: Option<AppProto>,
     pub tx: AppTx<'a>,
 }

@@ -528,7 +528,8 @@ impl Inspector {
         }
         if let Some(al) = app_layer {
             run.merge(self.detection.run_pending(&wire, facts, al, dir, detect, out));
-            report_done(al, meta.ts, meta.pcap_cnt, facts, out);
+            let flow_tuple = if verdict.to_server { wire.tuple } else { wire.tuple.reversed() };
+            report_done(al, (meta.ts, meta.pcap_cnt), (flow_tuple, d.vlan), facts, out);
             al.prune(&mut self.detection.app_counters);
         }
         *alerted |= run.alerted;
@@ -835,10 +836,19 @@ fn detector_facts(tuple: &crate::decode::FiveTuple, d: &Decoded<'_>, meta: &crat
 }
 
 /// Reports the transactions the app layer finished, oldest first.
-fn report_done(app: &mut AppLayer, ts: Timestamp, pcap_cnt: u64, flow: FlowFacts, out: &mut Out<'_>) {
+/// `at` is the completing packet's (timestamp, pcap_cnt); `addr` the flow's client-to-server
+/// tuple and vlan.
+fn report_done(
+    app: &mut AppLayer,
+    at: (Timestamp, u64),
+    addr: (crate::decode::FiveTuple, [u16; 2]),
+    flow: FlowFacts,
+    out: &mut Out<'_>,
+) {
+    let ((ts, pcap_cnt), (tuple, vlan)) = (at, addr);
     while let Some(id) = app.take_done() {
         if let Some(tx) = app.tx(id) {
-            out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, proto: app.proto, tx }));
+            out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, tuple, vlan, proto: app.proto, tx }));
         }
     }
 }
