@@ -232,6 +232,9 @@ pub struct AppBufferInspection {
     pub buffer: Buffer,
     pub transforms: Vec<TransformStep>,
     pub program: Program,
+    /// `absent`: `Some(false)` the buffer must be missing; `Some(true)` (`or_else`) a
+    /// missing buffer matches, a present one runs `program`.
+    pub absent: Option<bool>,
 }
 
 impl AppBufferInspection {
@@ -376,6 +379,7 @@ impl<'n> RuleBuild<'n> {
             RuleOption::StickyBuffer { buffer, .. } => self.payload.sticky_buffer(buffer),
             RuleOption::PktData => self.payload.pkt_data(),
             RuleOption::Bsize(cmp) => self.payload.bsize(*cmp)?,
+            RuleOption::Absent { or_else } => self.payload.absent(*or_else)?,
             RuleOption::Urilen { cmp, raw } => self.payload.urilen(*cmp, *raw)?,
             RuleOption::Flow(f) => self.flow(f),
             RuleOption::Flags(f) => checks.push(PacketCheck::Flags(*f)),
@@ -510,6 +514,22 @@ impl<'n> RuleBuild<'n> {
         let mut payload = None;
         let mut app_buffers = Vec::new();
         for list in lists {
+            let name = list.buffer.map_or("pkt_data", |b| b.name);
+            match list.absent {
+                Some(false) if !list.ops.is_empty() => {
+                    return Err(format!(
+                        "absent on {name} cannot be combined with keywords inspecting it (use absent: or_else)"
+                    ))
+                }
+                Some(true) if list.ops.is_empty() => {
+                    return Err(format!("absent: or_else on {name} needs keywords inspecting the buffer after it"))
+                }
+                Some(_) if list.buffer.is_some_and(|b| HeaderBuffer::from_buffer(b).is_some()) => {
+                    return Err(format!("absent does not apply to the packet header buffer {name}"))
+                }
+                _ => {}
+            }
+            let absent = list.absent;
             let program = Program::new(list.ops);
             match list.buffer {
                 None => payload = Some(program),
@@ -526,7 +546,7 @@ impl<'n> RuleBuild<'n> {
                 Some(b) => {
                     let transforms =
                         list.transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
-                    app_buffers.push(AppBufferInspection { buffer: b, transforms, program })
+                    app_buffers.push(AppBufferInspection { buffer: b, transforms, program, absent })
                 }
             }
         }

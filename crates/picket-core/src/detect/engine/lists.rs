@@ -22,6 +22,9 @@ pub(crate) struct ListBuild {
     pub buffer: Option<Buffer>,
     pub transforms: Vec<Transform>,
     pub ops: Vec<PayloadOp>,
+    /// `absent` on this buffer: `Some(false)` it must be missing, `Some(true)` (`or_else`)
+    /// missing or matching `ops`.
+    pub absent: Option<bool>,
 }
 
 /// A content that could serve as a rule's fast pattern.
@@ -134,7 +137,7 @@ fn list_index(lists: &mut Vec<ListBuild>, buffer: Option<Buffer>, transforms: &[
     if let Some(i) = lists.iter().position(|l| same_buffer(l.buffer, buffer) && l.transforms == transforms) {
         return i;
     }
-    lists.push(ListBuild { buffer, transforms: transforms.to_vec(), ops: Vec::new() });
+    lists.push(ListBuild { buffer, transforms: transforms.to_vec(), ops: Vec::new(), absent: None });
     lists.len() - 1
 }
 
@@ -461,6 +464,24 @@ impl PayloadLists {
         Ok(())
     }
 
+    /// `absent` / `absent: or_else` on the sticky buffer. A buffer that may be missing
+    /// cannot give the rule its fast pattern: the prefilter would never pick the rule when
+    /// the buffer is missing.
+    pub(crate) fn absent(&mut self, or_else: bool) -> Result<(), String> {
+        let Some(buffer) = self.sticky else {
+            return Err("absent needs a sticky buffer".into());
+        };
+        let i = list_index(&mut self.lists, Some(buffer), &self.chain);
+        if self.lists[i].absent.is_some() {
+            return Err(format!("absent given twice on {}", buffer.name));
+        }
+        if !self.lists[i].ops.is_empty() {
+            return Err(format!("absent must come first on {}, before the keywords that inspect it", buffer.name));
+        }
+        self.lists[i].absent = Some(or_else);
+        Ok(())
+    }
+
     pub(crate) fn urilen(&mut self, cmp: UintCmp<u32>, raw: bool) -> Result<(), String> {
         let name = if raw { "http.uri.raw" } else { "http.uri" };
         let uri = crate::detect::rule::buffers::buffer_by_name(name).ok_or("urilen: no uri buffer")?;
@@ -490,6 +511,11 @@ impl PayloadLists {
             // Suricata needs both keywords; base64_data alone has nothing to inspect.
             never_matches.get_or_insert("base64_data without base64_decode");
         }
+        // Contents of a buffer that may be missing are no fast pattern (see `absent`).
+        let lists = &self.lists;
+        self.fp_candidates.retain(|c| {
+            !lists.iter().any(|l| l.absent.is_some() && same_buffer(l.buffer, c.buffer) && l.transforms == c.chain)
+        });
         (self.lists, self.fp_candidates)
     }
 }

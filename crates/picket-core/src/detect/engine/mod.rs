@@ -1456,7 +1456,13 @@ impl DetectEngine {
                 };
                 // A multi-instance buffer (one dns.query per question) matches when any
                 // instance satisfies the whole program, as Suricata's multi-buffers do.
-                if !buffer_instances(source, app.buffer).any(|data| self.inspect_app_buffer(ctx, app, data)) {
+                let mut instances = buffer_instances(source, app.buffer).peekable();
+                match (app.absent, instances.peek().is_none()) {
+                    (Some(_), true) => continue,
+                    (Some(false), false) => return None,
+                    _ => {}
+                }
+                if !instances.any(|data| self.inspect_app_buffer(ctx, app, data)) {
                     return None;
                 }
             }

@@ -986,3 +986,39 @@ alert tcp any any -> any 80 (content:"abc"; sid:3;)"#;
         assert_eq!(ctx.counters.candidates, candidates, "{limits:?}");
     }
 }
+
+#[test]
+fn absent_matches_a_missing_buffer_and_or_else_inspects_a_present_one() {
+    let e = engine(
+        r#"alert http any any -> any any (http.referer; absent; sid:1;)
+alert http any any -> any any (http.referer; absent: or_else; content:!"example"; sid:2;)
+alert http any any -> any any (http.referer; absent: or_else; content:"example"; sid:3;)
+alert http any any -> any any (http.uri; content:"/"; http.referer; content:!"example"; sid:4;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    // No referer: absent and or_else match; a negated content needs the buffer (sid 4).
+    assert_eq!(tx_sids(&e, &mut ctx, &FakeTx(vec![("http.uri", vec![b"/"])]), b"x"), [1, 2, 3]);
+    let tx = FakeTx(vec![("http.uri", vec![b"/"]), ("http.referer", vec![b"http://example.com/"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [3]);
+    let tx = FakeTx(vec![("http.uri", vec![b"/"]), ("http.referer", vec![b"http://other/"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"x"), [2, 4]);
+}
+
+#[test]
+fn absent_placement_is_checked_at_load() {
+    let rejected = |text: &str| {
+        let load = load_rules_str("t.rules", text, &RuleVars::default());
+        if !load.errors.is_empty() {
+            return 1;
+        }
+        let (_, report) = DetectEngine::build(load.rules, &DetectConfig::default()).unwrap();
+        report.rules_rejected.len()
+    };
+    // Without or_else nothing may inspect the buffer; with it, something must.
+    assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent; content:"a"; sid:1;)"#), 1);
+    assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent: or_else; sid:1;)"#), 1);
+    assert_eq!(rejected(r#"alert http any any -> any any (http.referer; content:"a"; absent; sid:1;)"#), 1);
+    assert_eq!(rejected(r#"alert tcp any any -> any any (absent; sid:1;)"#), 1);
+    assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent: maybe; sid:1;)"#), 1);
+    assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent; sid:1;)"#), 0);
+}

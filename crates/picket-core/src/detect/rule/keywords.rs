@@ -84,6 +84,12 @@ pub static KEYWORDS: &[KeywordDoc] = &[
         "decode base64 from the cursor into base64_data",
         "content:\"x\"; base64_decode:bytes 10,offset 0,relative;"
     ),
+    kw!(
+        "absent",
+        AppLayer,
+        "the sticky buffer does not exist (or_else: or the keywords after it match)",
+        "http.referer; absent;"
+    ),
     kw!("bsize", AppLayer, "length of the current sticky buffer compares to N", "http.uri; bsize:>10;"),
     kw!("bypass", State, "a match stops inspecting the rest of the flow", "bypass;"),
     kw!("byte_extract", Payload, "read a number from the payload into a variable", "byte_extract:2,0,len;"),

@@ -176,6 +176,11 @@ pub enum RuleOption {
     IcmpSeq(u16),
     Dsize(UintCmp<u16>),
     Bsize(UintCmp<u64>),
+    /// `absent`: the sticky buffer must not exist; with `or_else`, a missing buffer
+    /// matches and a present one is inspected by the keywords that follow.
+    Absent {
+        or_else: bool,
+    },
     /// A numeric app-layer keyword (`dns.opcode`, `dns.rrtype`, `tls.version`, ...).
     AppNumber {
         field: AppNumber,
@@ -619,6 +624,13 @@ fn app_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
     let number = |field: AppNumber, cmp: UintCmp<u64>| RuleOption::AppNumber { field, cmp };
     let parsed = match kw {
         "bsize" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Bsize),
+        "absent" => match arg.value.map(str::trim) {
+            None | Some("") => Ok(RuleOption::Absent { or_else: false }),
+            Some("or_else") => Ok(RuleOption::Absent { or_else: true }),
+            Some(other) => {
+                Err(OptionError::UnknownPart { keyword: kw.to_string(), part: "option", value: other.to_string() })
+            }
+        },
         "urilen" => value().and_then(|v| parse_urilen(v, kw)),
         "app-layer-protocol" => value().and_then(|v| {
             let (negated, v) = strip_bang(v);
