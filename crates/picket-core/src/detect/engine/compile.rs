@@ -13,8 +13,8 @@ use crate::detect::rule::options::{
     XbitsTrack,
 };
 use crate::detect::rule::{
-    Action, AddressSet, AppNumber, Buffer, ClassificationTable, Direction, NumOrVar, PortSet, Protocol, Rule,
-    RuleOption, Transform,
+    Action, AddressSet, AppNumber, Buffer, ClassificationTable, Direction, NumOrVar, NumberIndex, PortSet, Protocol,
+    Rule, RuleOption, Transform,
 };
 
 /// Keywords evaluated on the packet headers and flow, before any payload.
@@ -197,7 +197,7 @@ pub(crate) struct CompiledRule {
     pub app_buffers: Vec<AppBufferInspection>,
     /// Numeric app-layer keywords (`dns.opcode`, `tls.version`, ...), read through the
     /// `BufferSource` too.
-    pub app_numbers: Vec<(AppNumber, UintCmp<u64>)>,
+    pub app_numbers: Vec<(AppNumber, UintCmp<u64>, NumberIndex)>,
     /// Set when the rule uses something the engine cannot evaluate yet; it then never matches.
     pub never_matches: Option<&'static str>,
     pub require_packet: bool,
@@ -328,7 +328,7 @@ struct RuleBuild<'n> {
     payload: PayloadLists,
     packet_checks: Vec<PacketCheck>,
     header: HeaderRule,
-    app_numbers: Vec<(AppNumber, UintCmp<u64>)>,
+    app_numbers: Vec<(AppNumber, UintCmp<u64>, NumberIndex)>,
     flow: Option<Flow>,
     state_checks: Vec<StateCheck>,
     state_actions: Vec<StateAction>,
@@ -407,7 +407,7 @@ impl<'n> RuleBuild<'n> {
             RuleOption::AppLayerProtocol { negated, name } => {
                 checks.push(PacketCheck::AppProto { negated: *negated, name })
             }
-            RuleOption::AppNumber { field, cmp } => self.app_numbers.push((*field, *cmp)),
+            RuleOption::AppNumber { field, cmp, index } => self.app_numbers.push((*field, *cmp, *index)),
             RuleOption::Flowbits(f) => self.flowbits(f),
             RuleOption::Flowint(f) => self.flowint(f)?,
             RuleOption::Xbits(x) => self.xbits(x)?,

@@ -36,7 +36,7 @@ use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{AcBuilder, MatcherBuilder, MultiPatternMatcher, Pattern, Scratch};
 use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
 use crate::detect::rule::{
-    Action, AppNumber, Buffer, ClassificationTable, Rule, ThresholdConfig, ThresholdEntry, Transform,
+    Action, AppNumber, Buffer, ClassificationTable, NumberIndex, Rule, ThresholdConfig, ThresholdEntry, Transform,
 };
 use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
@@ -1466,13 +1466,20 @@ impl DetectEngine {
                     return None;
                 }
             }
-            for (field, cmp) in &rule.app_numbers {
+            for (field, cmp, index) in &rule.app_numbers {
                 let source = match other {
                     Some(o) if this_direction.number(*field, 0).is_none() => o,
                     _ => this_direction,
                 };
-                let mut values = (0..MAX_BUFFER_INSTANCES).map_while(|index| source.number(*field, index));
-                if !values.any(|value| cmp.matches(value)) {
+                let mut values = (0..MAX_BUFFER_INSTANCES).map_while(|i| source.number(*field, i));
+                let matched = if *index == NumberIndex::Any {
+                    values.any(|value| cmp.matches(value))
+                } else {
+                    let mut all = [0u64; MAX_BUFFER_INSTANCES];
+                    let n = values.by_ref().zip(all.iter_mut()).map(|(v, slot)| *slot = v).count();
+                    index.matches(cmp, &all[..n])
+                };
+                if !matched {
                     return None;
                 }
             }

@@ -37,6 +37,7 @@ pub use error::{LocatedError, OptionError, RuleError, Side};
 pub use header::{Action, Direction, Protocol, RuleHeader};
 pub use lexer::{rule_lines, rule_lines_bytes, RuleLine};
 pub use options::{Content, NumOrVar, RuleOption, UintCmp};
+pub use values::NumberIndex;
 pub use vars::{AddressSet, PortSet, RuleVars};
 
 /// Suricata's default priority for rules without classtype or priority.

@@ -18,6 +18,7 @@ use super::payload_keywords::{
 use super::threshold::{parse_threshold, parse_threshold_fields};
 use super::values::{
     bad_part, bad_value, parse_num_or_var, parse_u16, parse_u32, parse_u64_any_base, parse_uint_cmp, strip_bang,
+    NumberIndex,
 };
 
 // The option AST is spread over the files of its keyword families; `options` is where users
@@ -185,6 +186,8 @@ pub enum RuleOption {
     AppNumber {
         field: AppNumber,
         cmp: UintCmp<u64>,
+        /// Which of the field's values (`dns.rrtype:1,all;`); `Any` for single-valued fields.
+        index: NumberIndex,
     },
     /// `urilen`; `raw` when `,raw` was given (default: normalized URI).
     Urilen {
@@ -621,7 +624,7 @@ fn packet_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
 fn app_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
     let kw = arg.kw;
     let value = || arg.need();
-    let number = |field: AppNumber, cmp: UintCmp<u64>| RuleOption::AppNumber { field, cmp };
+    let number = |field: AppNumber, cmp: UintCmp<u64>| RuleOption::AppNumber { field, cmp, index: NumberIndex::Any };
     let parsed = match kw {
         "bsize" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Bsize),
         "absent" => match arg.value.map(str::trim) {
@@ -640,7 +643,22 @@ fn app_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
         }),
         "dns.opcode" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsOpcode, cmp)),
         "dns.rcode" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsRcode, cmp)),
-        "dns.rrtype" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsRrtype, cmp)),
+        "dns.rrtype" => value().and_then(|v| {
+            // One value per question or answer: an optional index part says which.
+            let (value, index) = match v.split_once(',') {
+                Some((value, index)) => (
+                    value,
+                    NumberIndex::parse(index).ok_or_else(|| OptionError::UnknownPart {
+                        keyword: kw.to_string(),
+                        part: "index",
+                        value: index.trim().to_string(),
+                    })?,
+                ),
+                None => (v, NumberIndex::Any),
+            };
+            let cmp = parse_dns_number(value, kw)?;
+            Ok(RuleOption::AppNumber { field: AppNumber::DnsRrtype, cmp, index })
+        }),
         "tls.version" => value().and_then(parse_tls_version).map(|v| number(AppNumber::TlsVersion, UintCmp::Eq(v))),
         "tls.cert_chain_len" => {
             value().and_then(|v| parse_uint_cmp(v, kw)).map(|cmp| number(AppNumber::TlsCertChainLen, cmp))

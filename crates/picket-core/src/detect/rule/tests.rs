@@ -892,7 +892,7 @@ fn flow_counter_keywords() {
 
 fn app_number(opts: &str) -> (AppNumber, UintCmp<u64>) {
     match first(opts) {
-        RuleOption::AppNumber { field, cmp } => (field, cmp),
+        RuleOption::AppNumber { field, cmp, .. } => (field, cmp),
         other => panic!("expected an app number, got {other:?}"),
     }
 }
@@ -1048,4 +1048,34 @@ fn quoted_values_close_where_they_end() {
     );
     assert_eq!(rule(r#"msg:"";"#).map(|r| r.msg), Ok(String::new()));
     assert_eq!(rule(r#"pcre:"/abc/i"#).unwrap_err(), RuleError::UnterminatedQuote { keyword: "pcre".into() });
+}
+
+#[test]
+fn number_index_selects_the_values_compared() {
+    use super::values::NumberIndex;
+    let eq1 = UintCmp::Eq(1u64);
+    let parse = |t: &str| NumberIndex::parse(t).unwrap();
+    assert_eq!(NumberIndex::parse("x"), None);
+    assert_eq!(parse(" oob_or -2"), NumberIndex::At { index: -2, oob_or: true });
+    for (index, values, want) in [
+        ("any", &[5u64, 1][..], true),
+        ("all", &[1, 1], true),
+        ("all", &[1, 5], false),
+        ("all", &[], false),
+        ("all_or_absent", &[], true),
+        ("or_absent", &[], true),
+        ("or_absent", &[5], false),
+        ("0", &[1, 5], true),
+        ("1", &[1, 5], false),
+        ("-1", &[5, 1], true),
+        ("-3", &[5, 1], false),
+        ("oob_or 3", &[5, 1], true),
+    ] {
+        assert_eq!(parse(index).matches(&eq1, values), want, "{index} {values:?}");
+    }
+    match first("dns.rrtype:1,-1;") {
+        RuleOption::AppNumber { index, .. } => assert_eq!(index, NumberIndex::At { index: -1, oob_or: false }),
+        other => panic!("{other:?}"),
+    }
+    assert!(invalid("dns.rrtype:1,sometimes;").contains("index"));
 }

@@ -11,6 +11,64 @@ pub enum NumOrVar {
     Var(String),
 }
 
+/// Which values of a multi-valued number a keyword compares (Suricata's index part, as in
+/// `dns.rrtype:1,all;`): any of them (the default), all, a position from the front or
+/// (negative) from the back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NumberIndex {
+    #[default]
+    Any,
+    /// Every value matches, and there is one at least.
+    All,
+    /// Every value matches, or there is none.
+    AllOrAbsent,
+    /// One value matches, or there is none.
+    OrAbsent,
+    /// The value at `index` matches; with `oob_or`, also when there is no such value.
+    At { index: i32, oob_or: bool },
+}
+
+impl NumberIndex {
+    /// Parses the index part: `any`, `all`, `all_or_absent`, `or_absent`, `N`, `-N`,
+    /// `oob_or N`.
+    pub fn parse(text: &str) -> Option<NumberIndex> {
+        Some(match text.trim() {
+            "any" => NumberIndex::Any,
+            "all" => NumberIndex::All,
+            "all_or_absent" => NumberIndex::AllOrAbsent,
+            "or_absent" => NumberIndex::OrAbsent,
+            other => {
+                let (oob_or, n) = match other.strip_prefix("oob_or") {
+                    Some(rest) => (true, rest.trim()),
+                    None => (false, other),
+                };
+                NumberIndex::At { index: n.parse().ok()?, oob_or }
+            }
+        })
+    }
+
+    /// Whether `values` (in order) satisfy `cmp` as this index asks.
+    pub fn matches<T: Copy + PartialOrd>(self, cmp: &UintCmp<T>, values: &[T]) -> bool {
+        match self {
+            NumberIndex::Any => values.iter().any(|&v| cmp.matches(v)),
+            NumberIndex::All => !values.is_empty() && values.iter().all(|&v| cmp.matches(v)),
+            NumberIndex::AllOrAbsent => values.iter().all(|&v| cmp.matches(v)),
+            NumberIndex::OrAbsent => values.is_empty() || values.iter().any(|&v| cmp.matches(v)),
+            NumberIndex::At { index, oob_or } => {
+                let at = if index < 0 {
+                    values.len().checked_sub(index.unsigned_abs() as usize)
+                } else {
+                    Some(index as usize)
+                };
+                match at.and_then(|i| values.get(i)) {
+                    Some(&v) => cmp.matches(v),
+                    None => oob_or,
+                }
+            }
+        }
+    }
+}
+
 /// Comparison forms shared by dsize, bsize, ttl, itype, icode, urilen, stream_size...
 /// Ranges are exclusive on both ends, as in Suricata (`2<>5` matches 3 and 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
