@@ -20,7 +20,7 @@ fn check_policy(path: &Path, workers: usize, kind: PolicyKind) -> usize {
     let mut policy = make_policy(kind, workers);
     let opts = DecodeOptions { validate_checksums: false, ..DecodeOptions::default() };
     // (source, source port, destination, destination port, protocol, VLANs) -> worker.
-    type Endpoints = ([u8; 16], u16, [u8; 16], u16, u8, [u16; 2]);
+    type Endpoints = ([u8; 16], u16, [u8; 16], u16, u8, [u16; 3]);
     let mut owner: HashMap<Endpoints, (usize, u16)> = HashMap::new();
     while let Ok(Some(raw)) = source.next_packet() {
         let w = policy.pick_bucket(raw.link, raw.data, workers);

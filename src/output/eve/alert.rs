@@ -77,7 +77,7 @@ pub(super) fn icmp_type_code(tuple: &FiveTuple) -> Option<(u8, u8)> {
     is_icmp(tuple.proto).then_some((tuple.src_port as u8, tuple.dst_port as u8))
 }
 
-pub(super) fn write_vlan(o: &mut JsonObject<'_>, vlan: &[u16; 2]) {
+pub(super) fn write_vlan(o: &mut JsonObject<'_>, vlan: &picket_core::decode::VlanIds) {
     if vlan.iter().any(|&v| v != 0) {
         o.open_list("vlan");
         for v in vlan.iter().filter(|&&v| v != 0) {
@@ -327,9 +327,10 @@ mod tests {
 
     #[test]
     fn vlan_list_skips_unset_ids() {
-        assert_eq!(json(|o| write_vlan(o, &[0, 0])), "{}");
-        assert_eq!(json(|o| write_vlan(o, &[10, 0])), r#"{"vlan":[10]}"#);
-        assert_eq!(json(|o| write_vlan(o, &[10, 20])), r#"{"vlan":[10,20]}"#);
+        assert_eq!(json(|o| write_vlan(o, &[0, 0, 0])), "{}");
+        assert_eq!(json(|o| write_vlan(o, &[10, 0, 0])), r#"{"vlan":[10]}"#);
+        assert_eq!(json(|o| write_vlan(o, &[10, 20, 0])), r#"{"vlan":[10,20]}"#);
+        assert_eq!(json(|o| write_vlan(o, &[10, 20, 30])), r#"{"vlan":[10,20,30]}"#);
     }
 
     #[test]

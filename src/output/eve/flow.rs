@@ -109,7 +109,7 @@ mod tests {
         FlowRecord {
             flow_id: 1,
             tuple: FiveTuple { src, dst, src_port: 40000, dst_port: 80, proto: 6, is_v4: true },
-            vlan: [0, 0],
+            vlan: [0, 0, 0],
             pkts_toserver: 10,
             pkts_toclient: 20,
             bytes_toserver: 1000,

@@ -22,8 +22,8 @@
 //!   inner header), the outer packet is returned with the inner events. Nesting is limited
 //!   by `DecodeOptions::max_layers` (`too_many_layers`). The outer packets are not
 //!   returned separately: rules on the outer headers of a tunnel do not see them.
-//! - **VLAN**: 0x8100, 0x88a8 and 0x9100 tags; the first two ids are kept, outermost
-//!   first. A third tag raises `vlan.too_many_layers` and decoding stops.
+//! - **VLAN**: 0x8100, 0x88a8 and 0x9100 tags; up to three ids are kept, outermost
+//!   first (as Suricata). A fourth tag raises `vlan.too_many_layers` and decoding stops.
 //! - **Lengths**: the transport layer is bounded by the IP total/payload length, so
 //!   Ethernet padding never reaches `payload`. A packet captured shorter than its IP
 //!   length (snaplen) raises `ipv4.trunc_pkt` / `ipv6.trunc_pkt` and is still decoded
@@ -89,7 +89,10 @@ const SLL_HEADER_LEN: usize = 16;
 const SLL2_HEADER_LEN: usize = 20;
 const NULL_HEADER_LEN: usize = 4;
 const VLAN_TAG_LEN: usize = 4;
-const MAX_VLAN_LAYERS: u8 = 2;
+const MAX_VLAN_LAYERS: u8 = 3;
+
+/// VLAN ids of a packet, outermost first (0: no tag at that layer).
+pub type VlanIds = [u16; MAX_VLAN_LAYERS as usize];
 
 /// Suricata's `decoder.vxlan.ports` default.
 pub const VXLAN_DEFAULT_PORT: u16 = 4789;
@@ -159,10 +162,10 @@ pub enum L4<'a> {
 /// that could be decoded, and `tunnel` the way there.
 #[derive(Clone, Copy, Debug)]
 pub struct Decoded<'a> {
-    /// VLAN ids, outermost first; only the first `min(vlan_depth, 2)` are set. Tags of
+    /// VLAN ids, outermost first; only the first `min(vlan_depth, 3)` are set. Tags of
     /// every layer count: outer Ethernet, ERSPAN headers, tunnelled Ethernet frames.
-    pub vlan: [u16; 2],
-    /// Number of VLAN tags seen (3 means "too many", decoding stopped).
+    pub vlan: VlanIds,
+    /// Number of VLAN tags seen (4 means "too many", decoding stopped).
     pub vlan_depth: u8,
     pub ip: Option<IpLayer<'a>>,
     pub l4: L4<'a>,
@@ -236,7 +239,7 @@ pub fn v4_mapped(addr: [u8; 4]) -> [u8; 16] {
 impl<'a> Decoded<'a> {
     fn empty() -> Self {
         Decoded {
-            vlan: [0; 2],
+            vlan: [0; 3],
             vlan_depth: 0,
             ip: None,
             l4: L4::None,
@@ -953,15 +956,15 @@ enum NetworkLayer<'a> {
 }
 
 enum Located<'a> {
-    Ip(NetworkLayer<'a>, [u16; 2]),
+    Ip(NetworkLayer<'a>, VlanIds),
     /// An encapsulation the plain parse leaves to `decode`.
     NeedsDecode,
     NoIp,
 }
 
 #[inline]
-fn vlan_word(vlan: [u16; 2]) -> u64 {
-    ((vlan[0] as u64) << 16) | vlan[1] as u64
+fn vlan_word(vlan: VlanIds) -> u64 {
+    ((vlan[0] as u64) << 32) | ((vlan[1] as u64) << 16) | vlan[2] as u64
 }
 
 fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
@@ -971,20 +974,20 @@ fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
         LinkType::LinuxSll2 => bytes::be_u16(data, 0).zip(data.get(SLL2_HEADER_LEN..)),
         LinkType::RawIp => {
             return match data.first().map(|b| b >> 4) {
-                Some(4) => Located::Ip(NetworkLayer::V4(data), [0; 2]),
-                Some(6) => Located::Ip(NetworkLayer::V6(data), [0; 2]),
+                Some(4) => Located::Ip(NetworkLayer::V4(data), [0; 3]),
+                Some(6) => Located::Ip(NetworkLayer::V6(data), [0; 3]),
                 _ => Located::NoIp,
             }
         }
-        LinkType::RawIpv4 => return Located::Ip(NetworkLayer::V4(data), [0; 2]),
-        LinkType::RawIpv6 => return Located::Ip(NetworkLayer::V6(data), [0; 2]),
+        LinkType::RawIpv4 => return Located::Ip(NetworkLayer::V4(data), [0; 3]),
+        LinkType::RawIpv6 => return Located::Ip(NetworkLayer::V6(data), [0; 3]),
         LinkType::Null | LinkType::Loop => {
             let Some(rest) = data.get(NULL_HEADER_LEN..) else {
                 return Located::NoIp;
             };
             return match null_family(link, data) {
-                Some(IpVersion::V4) => Located::Ip(NetworkLayer::V4(rest), [0; 2]),
-                Some(IpVersion::V6) => Located::Ip(NetworkLayer::V6(rest), [0; 2]),
+                Some(IpVersion::V4) => Located::Ip(NetworkLayer::V4(rest), [0; 3]),
+                Some(IpVersion::V6) => Located::Ip(NetworkLayer::V6(rest), [0; 3]),
                 None => Located::NoIp,
             };
         }
@@ -994,7 +997,7 @@ fn locate_network_layer(link: LinkType, data: &[u8]) -> Located<'_> {
     let Some((mut ethertype, mut rest)) = header else {
         return Located::NoIp;
     };
-    let mut vlan = [0u16; 2];
+    let mut vlan: VlanIds = [0; 3];
     let mut depth = 0usize;
     while is_vlan_tag(ethertype) {
         if depth == vlan.len() {
@@ -1111,7 +1114,7 @@ fn hash_by_decoding(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 {
     let Some(t) = d.tuple() else {
         return 0;
     };
-    let vlan = if d.vlan_depth > MAX_VLAN_LAYERS { [0; 2] } else { d.vlan };
+    let vlan = if d.vlan_depth > MAX_VLAN_LAYERS { [0; 3] } else { d.vlan };
     let (src_port, dst_port) = match t.proto {
         PROTO_TCP | PROTO_UDP if !d.fragment => (t.src_port, t.dst_port),
         _ => (0, 0),

@@ -204,7 +204,7 @@ fn vlan_single_and_qinq() {
         .write(&mut single, b"x")
         .unwrap();
     let d = decode(LinkType::Ethernet, &single, &opts());
-    assert_eq!((d.vlan, d.vlan_depth, d.outer_vlan()), ([100, 0], 1, Some(100)));
+    assert_eq!((d.vlan, d.vlan_depth, d.outer_vlan()), ([100, 0, 0], 1, Some(100)));
     assert!(matches!(d.l4, L4::Udp(_)) && d.events.is_empty());
 
     let mut qinq = Vec::new();
@@ -216,15 +216,22 @@ fn vlan_single_and_qinq() {
         .unwrap();
     assert_eq!(&qinq[12..14], &[0x88, 0xa8]);
     let d = decode(LinkType::Ethernet, &qinq, &opts());
-    assert_eq!((d.vlan, d.vlan_depth), ([10, 4000], 2));
+    assert_eq!((d.vlan, d.vlan_depth), ([10, 4000, 0], 2));
     assert!(matches!(d.l4, L4::Udp(_)) && d.events.is_empty() && !d.bad_checksum);
 
-    // A third tag (0x9100 outermost) stops decoding.
+    // A third tag (0x9100 outermost) is kept, as Suricata keeps three.
     let mut triple = qinq[..12].to_vec();
     triple.extend_from_slice(&[0x91, 0x00, 0x00, 0x05]);
     triple.extend_from_slice(&qinq[12..]);
     let d = decode(LinkType::Ethernet, &triple, &opts());
-    assert_eq!((d.vlan, d.vlan_depth), ([5, 10], 3));
+    assert_eq!((d.vlan, d.vlan_depth), ([5, 10, 4000], 3));
+    assert!(matches!(d.l4, L4::Udp(_)) && d.events.is_empty());
+    // A fourth stops decoding.
+    let mut quad = triple[..12].to_vec();
+    quad.extend_from_slice(&[0x91, 0x00, 0x00, 0x07]);
+    quad.extend_from_slice(&triple[12..]);
+    let d = decode(LinkType::Ethernet, &quad, &opts());
+    assert_eq!((d.vlan, d.vlan_depth), ([7, 5, 10], 4));
     assert_eq!(events(&d), vec![DecodeEvent::VlanTooManyLayers]);
     assert!(d.ip.is_none());
 

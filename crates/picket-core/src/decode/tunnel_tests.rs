@@ -225,10 +225,10 @@ fn erspan_types_and_their_vlans() {
     let d = decode(LinkType::RawIpv4, &packet, &opts());
     assert_eq!((d.tunnel.unwrap().kind, d.vlan[0]), (TunnelKind::ErspanIII, 5));
 
-    // Outer QinQ plus the ERSPAN VLAN is one tag too many.
+    // Three outer tags plus the ERSPAN VLAN is one tag too many.
     let mut tagged = MAC_B.to_vec();
     tagged.extend_from_slice(&MAC_A);
-    tagged.extend_from_slice(&[0x88, 0xa8, 0, 100, 0x81, 0x00, 0, 200, 0x08, 0x00]);
+    tagged.extend_from_slice(&[0x88, 0xa8, 0, 100, 0x81, 0x00, 0, 200, 0x81, 0x00, 1, 44, 0x08, 0x00]);
     tagged.extend_from_slice(&ipv4_around(47, OUTER_A, OUTER_B, &gre([0x10, 0], 0x88be, &[0, 0, 0, 9], &erspan)));
     let d = decode(LinkType::Ethernet, &tagged, &opts());
     assert_eq!(events(&d), vec![DecodeEvent::ErspanTooManyVlanLayers]);

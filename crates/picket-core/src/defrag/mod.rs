@@ -162,7 +162,7 @@ struct TrackerKey {
     /// IPv4 protocol; 0 for IPv6, whose id alone names the datagram.
     proto: u8,
     is_v6: bool,
-    vlan: [u16; 2],
+    vlan: crate::decode::VlanIds,
 }
 
 /// One fragment's payload; `start`/`end` are byte offsets in the datagram payload.
@@ -628,7 +628,7 @@ enum IpAt {
 }
 
 /// Where the IP header starts, and the VLAN ids on the way.
-fn locate_ip(link: LinkType, data: &[u8]) -> Option<(IpAt, [u16; 2])> {
+fn locate_ip(link: LinkType, data: &[u8]) -> Option<(IpAt, crate::decode::VlanIds)> {
     let (ethertype, at) = match link {
         LinkType::Ethernet => (bytes::be_u16(data, 12)?, 14),
         LinkType::LinuxSll => (bytes::be_u16(data, 14)?, 16),
@@ -636,24 +636,24 @@ fn locate_ip(link: LinkType, data: &[u8]) -> Option<(IpAt, [u16; 2])> {
         LinkType::CiscoHdlc => (bytes::be_u16(data, 2)?, 4),
         LinkType::RawIp => {
             return match data.first()? >> 4 {
-                4 => Some((IpAt::V4(0), [0; 2])),
-                6 => Some((IpAt::V6(0), [0; 2])),
+                4 => Some((IpAt::V4(0), [0; 3])),
+                6 => Some((IpAt::V6(0), [0; 3])),
                 _ => None,
             }
         }
-        LinkType::RawIpv4 => return Some((IpAt::V4(0), [0; 2])),
-        LinkType::RawIpv6 => return Some((IpAt::V6(0), [0; 2])),
+        LinkType::RawIpv4 => return Some((IpAt::V4(0), [0; 3])),
+        LinkType::RawIpv6 => return Some((IpAt::V6(0), [0; 3])),
         LinkType::Null | LinkType::Loop => {
             return match null_family(link, data)? {
-                IpVersion::V4 => Some((IpAt::V4(4), [0; 2])),
-                IpVersion::V6 => Some((IpAt::V6(4), [0; 2])),
+                IpVersion::V4 => Some((IpAt::V4(4), [0; 3])),
+                IpVersion::V6 => Some((IpAt::V6(4), [0; 3])),
             };
         }
         LinkType::Ppp => {
             let (protocol, len) = tunnel::parse_ppp_header(data)?;
             return match protocol {
-                tunnel::PPP_IPV4 => Some((IpAt::V4(len), [0; 2])),
-                tunnel::PPP_IPV6 => Some((IpAt::V6(len), [0; 2])),
+                tunnel::PPP_IPV4 => Some((IpAt::V4(len), [0; 3])),
+                tunnel::PPP_IPV6 => Some((IpAt::V6(len), [0; 3])),
                 _ => None,
             };
         }
@@ -661,10 +661,10 @@ fn locate_ip(link: LinkType, data: &[u8]) -> Option<(IpAt, [u16; 2])> {
     };
     let mut ethertype = ethertype;
     let mut at = at;
-    let mut vlan = [0u16; 2];
+    let mut vlan: crate::decode::VlanIds = [0; 3];
     let mut depth = 0;
     while matches!(ethertype, 0x8100 | 0x88a8 | 0x9100) {
-        if depth == 2 {
+        if depth == vlan.len() {
             return None;
         }
         vlan[depth] = bytes::be_u16(data, at)? & 0x0fff;
@@ -700,7 +700,7 @@ fn parse_fragment(link: LinkType, data: &[u8]) -> Option<FragmentInfo<'_>> {
     }
 }
 
-fn parse_ipv4_fragment(data: &[u8], at: usize, vlan: [u16; 2]) -> Option<FragmentInfo<'_>> {
+fn parse_ipv4_fragment(data: &[u8], at: usize, vlan: crate::decode::VlanIds) -> Option<FragmentInfo<'_>> {
     let ip = data.get(at..)?;
     if ip.len() < IPV4_MIN_HEADER || ip[0] >> 4 != 4 {
         return None;
@@ -734,7 +734,7 @@ fn parse_ipv4_fragment(data: &[u8], at: usize, vlan: [u16; 2]) -> Option<Fragmen
     })
 }
 
-fn parse_ipv6_fragment(data: &[u8], at: usize, vlan: [u16; 2]) -> Option<FragmentInfo<'_>> {
+fn parse_ipv6_fragment(data: &[u8], at: usize, vlan: crate::decode::VlanIds) -> Option<FragmentInfo<'_>> {
     let ip = data.get(at..)?;
     if ip.len() < IPV6_HEADER || ip[0] >> 4 != 6 {
         return None;

@@ -122,7 +122,7 @@ pub fn flow_id(key: &FlowKey, first_pcap_cnt: u64) -> u64 {
         absorb(u64::from_le_bytes(hi));
     }
     absorb(t.src_port as u64 | (t.dst_port as u64) << 16 | (t.proto as u64) << 32);
-    absorb(key.vlan[0] as u64 | (key.vlan[1] as u64) << 16);
+    absorb(key.vlan[0] as u64 | (key.vlan[1] as u64) << 16 | (key.vlan[2] as u64) << 32);
     absorb(first_pcap_cnt);
     match h & FLOW_ID_MASK {
         0 => 1,
@@ -149,7 +149,7 @@ mod tests {
 
     fn key(port: u16) -> FlowKey {
         let tuple = FiveTuple { src: [1; 16], dst: [2; 16], src_port: port, dst_port: 80, proto: 6, is_v4: false };
-        FlowKey::new(&tuple, [0, 0]).0
+        FlowKey::new(&tuple, [0, 0, 0]).0
     }
 
     #[test]
@@ -176,7 +176,7 @@ mod tests {
                 let tuple = FiveTuple { src, dst: [0xff; 16], src_port: 1000, dst_port: 53, proto: 17, is_v4: false };
                 crate::flow::FlowPacket {
                     tuple,
-                    vlan: [0, 0],
+                    vlan: [0, 0, 0],
                     ts: crate::packet::Timestamp::from_parts(1_700_000_000, 0),
                     pcap_cnt: i + 1,
                     wire_len: 100,

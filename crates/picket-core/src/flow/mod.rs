@@ -49,7 +49,7 @@ pub struct FlowPacket {
     /// The packet's endpoints as decoded. For ICMP the ports carry type (`src_port`) and
     /// code (`dst_port`); they are recorded in the flow but not used for keying.
     pub tuple: FiveTuple,
-    pub vlan: [u16; 2],
+    pub vlan: crate::decode::VlanIds,
     pub ts: Timestamp,
     pub pcap_cnt: u64,
     /// Bytes counted in the flow's byte counters (Suricata counts the whole packet).
@@ -72,14 +72,14 @@ pub struct FlowPacket {
 pub struct FlowKey {
     /// Canonically oriented: `src`/`src_port` is the lower endpoint.
     pub tuple: FiveTuple,
-    pub vlan: [u16; 2],
+    pub vlan: crate::decode::VlanIds,
 }
 
 impl FlowKey {
     /// Builds the key for `tuple` and reports whether the tuple's source is the lower
     /// endpoint (the key's `src`).
     #[inline]
-    pub fn new(tuple: &FiveTuple, vlan: [u16; 2]) -> (FlowKey, bool) {
+    pub fn new(tuple: &FiveTuple, vlan: crate::decode::VlanIds) -> (FlowKey, bool) {
         let mut t = *tuple;
         if is_icmp(t.proto) {
             t.src_port = 0;
@@ -129,8 +129,9 @@ impl std::hash::Hash for FlowKey {
                 | (self.vlan[1] as u64 & 0xfff) << 44
                 | (t.proto as u64) << 56,
         );
-        // VLAN ids are 12 bits, but nothing stops a caller from passing more: hash the rest too.
-        state.write_u64((self.vlan[0] >> 12) as u64 | ((self.vlan[1] >> 12) as u64) << 8);
+        // VLAN ids are 12 bits, but nothing stops a caller from passing more: hash the rest
+        // too, with the third id.
+        state.write_u64((self.vlan[0] >> 12) as u64 | ((self.vlan[1] >> 12) as u64) << 8 | (self.vlan[2] as u64) << 16);
     }
 }
 
@@ -337,7 +338,7 @@ pub struct FlowRecord<E> {
     /// From the client (the side that opened the flow) to the server; ports are 0 for ICMP
     /// (see `icmp_*`).
     pub tuple: FiveTuple,
-    pub vlan: [u16; 2],
+    pub vlan: crate::decode::VlanIds,
     pub pkts_toserver: u64,
     pub pkts_toclient: u64,
     pub bytes_toserver: u64,

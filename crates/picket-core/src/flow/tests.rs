@@ -42,7 +42,7 @@ impl Gen {
                 proto: PROTO_UDP,
                 is_v4: true,
             },
-            vlan: [0, 0],
+            vlan: [0, 0, 0],
             ts: at(secs),
             pcap_cnt: self.cnt,
             wire_len: 100,
@@ -109,7 +109,7 @@ fn different_ports_or_vlans_are_different_flows() {
     let a = run(&mut t, &g.udp(1, 1000, 2, 53, 0), &mut ended);
     let b = run(&mut t, &g.udp(1, 1001, 2, 53, 0), &mut ended);
     let mut tagged = g.udp(1, 1000, 2, 53, 0);
-    tagged.vlan = [10, 0];
+    tagged.vlan = [10, 0, 0];
     let c = run(&mut t, &tagged, &mut ended);
     assert!(a.created && b.created && c.created);
     assert_eq!(t.len(), 3);
@@ -615,7 +615,7 @@ proptest! {
             let (src, dst, sport, dport) = if rp.client { (10, 20 + rp.host, 1000 + rp.port, 80) } else { (20 + rp.host, 10, 80, 1000 + rp.port) };
             let pkt = FlowPacket {
                 tuple: FiveTuple { src: v4(src), dst: v4(dst), src_port: sport, dst_port: dport, proto: rp.proto, is_v4: true },
-                vlan: [0, 0], ts: Timestamp(now_ns), pcap_cnt: i as u64 + 1, wire_len: 60 + rp.payload, payload_len: rp.payload,
+                vlan: [0, 0, 0], ts: Timestamp(now_ns), pcap_cnt: i as u64 + 1, wire_len: 60 + rp.payload, payload_len: rp.payload,
                 tcp: (rp.proto == PROTO_TCP).then_some(TcpSegment { flags: rp.flags, seq: rp.seq.wrapping_mul(0x4000_0001), ack: rp.ack.wrapping_mul(0x4000_0001), window: 0 }),
             };
             bytes += pkt.wire_len as u64;

@@ -39,7 +39,7 @@ enum Origin<'a> {
     FlowEnd {
         ts: Timestamp,
         tuple: FiveTuple,
-        vlan: [u16; 2],
+        vlan: crate::decode::VlanIds,
     },
 }
 

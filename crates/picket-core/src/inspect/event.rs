@@ -68,7 +68,7 @@ pub struct TxEvent<'a> {
     /// The flow's addresses and ports from client to server (as app-layer records are
     /// written), with its IP protocol and family.
     pub tuple: FiveTuple,
-    pub vlan: [u16; 2],
+    pub vlan: crate::decode::VlanIds,
     pub proto: Option<AppProto>,
     pub tx: AppTx<'a>,
 }
@@ -132,7 +132,7 @@ pub struct AlertEvent<'a> {
     pub pcap_cnt: u64,
     /// Endpoints in the direction of the inspected data.
     pub tuple: FiveTuple,
-    pub vlan: [u16; 2],
+    pub vlan: crate::decode::VlanIds,
     /// The captured packet; `None` for stream data released at flow end (Suricata's
     /// "stream (flow timeout)" pseudo packet).
     pub wire: Option<&'a WirePacket<'a>>,

@@ -841,7 +841,7 @@ fn detector_facts(tuple: &crate::decode::FiveTuple, d: &Decoded<'_>, meta: &crat
 fn report_done(
     app: &mut AppLayer,
     at: (Timestamp, u64),
-    addr: (crate::decode::FiveTuple, [u16; 2]),
+    addr: (crate::decode::FiveTuple, crate::decode::VlanIds),
     flow: FlowFacts,
     out: &mut Out<'_>,
 ) {

@@ -174,7 +174,7 @@ pub struct DetectPacket<'a> {
     pub decoded: Option<&'a Decoded<'a>>,
     /// Addresses and ports in this packet's direction.
     pub tuple: FiveTuple,
-    pub vlan: [u16; 2],
+    pub vlan: crate::decode::VlanIds,
     /// Transport payload of this packet (empty for pseudo packets).
     pub payload: &'a [u8],
     pub flow: Option<FlowInfo>,
@@ -200,7 +200,7 @@ impl Default for DetectPacket<'_> {
             pcap_cnt: 0,
             decoded: None,
             tuple: FiveTuple { is_v4: true, ..FiveTuple::default() },
-            vlan: [0; 2],
+            vlan: [0; 3],
             payload: &[],
             flow: None,
             stream: None,

@@ -71,6 +71,12 @@ macro_rules! kw {
 /// Every keyword the parser accepts other than the inspection buffers, sorted by name (a test
 /// checks the order: [`keyword_doc`] searches it by bisection).
 pub static KEYWORDS: &[KeywordDoc] = &[
+    kw!(
+        "absent",
+        AppLayer,
+        "the sticky buffer does not exist (or_else: or the keywords after it match)",
+        "http.referer; absent;"
+    ),
     kw!("ack", Packet, "TCP acknowledgement number equals N", "ack:0;"),
     kw!(
         "app-layer-protocol",
@@ -83,12 +89,6 @@ pub static KEYWORDS: &[KeywordDoc] = &[
         Payload,
         "decode base64 from the cursor into base64_data",
         "content:\"x\"; base64_decode:bytes 10,offset 0,relative;"
-    ),
-    kw!(
-        "absent",
-        AppLayer,
-        "the sticky buffer does not exist (or_else: or the keywords after it match)",
-        "http.referer; absent;"
     ),
     kw!("bsize", AppLayer, "length of the current sticky buffer compares to N", "http.uri; bsize:>10;"),
     kw!("bypass", State, "a match stops inspecting the rest of the flow", "bypass;"),
@@ -306,7 +306,6 @@ pub fn is_known_keyword(name: &str) -> bool {
 /// fails the rule ("unknown rule keyword", as in Suricata). A test checks the list stays sorted
 /// and disjoint from what picket implements: implementing a keyword means removing it here.
 pub static SURICATA_ONLY_KEYWORDS: &[&str] = &[
-    "absent",
     "app-layer-event",
     "app-layer-state",
     "asn1",
