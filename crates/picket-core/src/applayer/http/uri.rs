@@ -2,9 +2,9 @@
 //!
 //! Normalisation follows libhtp's defaults as Suricata configures them: the path is
 //! percent-decoded (invalid escapes kept as they are, `%u` not decoded, `+` kept), `//` runs
-//! are compressed and `.`/`..` segments removed; in the query only escapes of unreserved
-//! characters are decoded (so `a%3Db` stays distinguishable from `a=b`). Backslashes and
-//! case are left alone.
+//! are compressed and `.`/`..` segments removed; the query is percent-decoded the same way
+//! (as Suricata 8's libhtp does; older libhtp decoded only unreserved characters there).
+//! Backslashes and case are left alone.
 
 /// The parts of a request target.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -106,8 +106,8 @@ fn hex_value(b: u8) -> Option<u8> {
     }
 }
 
-/// Decodes `%XX`; with `only_unreserved`, only escapes of ALPHA / DIGIT / `-._~`.
-fn percent_decode(input: &[u8], only_unreserved: bool, out: &mut Vec<u8>) {
+/// Decodes every valid `%XX`; other bytes (and invalid escapes) are copied.
+fn percent_decode(input: &[u8], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < input.len() {
         let b = input[i];
@@ -115,13 +115,7 @@ fn percent_decode(input: &[u8], only_unreserved: bool, out: &mut Vec<u8>) {
             if let (Some(h), Some(l)) =
                 (input.get(i + 1).and_then(|&c| hex_value(c)), input.get(i + 2).and_then(|&c| hex_value(c)))
             {
-                let decoded = h << 4 | l;
-                let unreserved = decoded.is_ascii_alphanumeric() || b"-._~".contains(&decoded);
-                if !only_unreserved || unreserved {
-                    out.push(decoded);
-                } else {
-                    out.extend_from_slice(&input[i..i + 3]);
-                }
+                out.push(h << 4 | l);
                 i += 3;
                 continue;
             }
@@ -165,11 +159,11 @@ fn normalize_path(decoded: &[u8]) -> Vec<u8> {
 /// The normalised URI (`http.uri`): normalised path, then `?query` and `#fragment`.
 pub fn normalize_uri(uri: &ParsedUri) -> Vec<u8> {
     let mut decoded = Vec::with_capacity(uri.path.len());
-    percent_decode(&uri.path, false, &mut decoded);
+    percent_decode(&uri.path, &mut decoded);
     let mut out = if decoded.is_empty() { Vec::new() } else { normalize_path(&decoded) };
     if let Some(query) = &uri.query {
         out.push(b'?');
-        percent_decode(query, true, &mut out);
+        percent_decode(query, &mut out);
     }
     if let Some(fragment) = &uri.fragment {
         out.push(b'#');
@@ -198,8 +192,10 @@ mod tests {
     }
 
     #[test]
-    fn query_keeps_reserved_escapes() {
-        assert_eq!(norm(b"/p?a=%41%3D%2f&b=c d"), b"/p?a=A%3D%2f&b=c d");
+    fn query_is_percent_decoded_like_the_path() {
+        // As Suricata 8's libhtp: every valid escape of the query is decoded, invalid ones
+        // and `+` are kept.
+        assert_eq!(norm(b"/p?a=%41%3D%2f&b=c d&e=%zz+%7D"), b"/p?a=A=/&b=c d&e=%zz+}");
     }
 
     #[test]
