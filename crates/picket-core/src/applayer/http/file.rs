@@ -146,6 +146,18 @@ impl HttpFile {
         self.wants_data()
     }
 
+    /// Bytes libhtp adds to a response after its framing ended (the line after the body,
+    /// see `HttpParser`'s finalize step): Suricata appends them to the file, which counts
+    /// them whether or not it was closed already.
+    pub fn append_after_close(&mut self, data: &[u8]) {
+        let state = self.state;
+        if state == FileState::Closed {
+            self.state = FileState::Open;
+        }
+        self.append(data);
+        self.state = state;
+    }
+
     /// `len` body bytes were lost: counted in the size, and the file can only end truncated.
     pub fn gap(&mut self, len: u64) {
         if self.state == FileState::Open {

@@ -511,6 +511,12 @@ struct Half {
     /// Response side: the last completed response; non-HTTP lines that follow it are
     /// appended to its body (libhtp's finalize step), not made into a new transaction.
     last_complete: Option<u64>,
+    /// Response side: a response completed and its next line was not read yet. libhtp's
+    /// finalize step reads that line; a bare line ending there is body of the completed
+    /// response (counted in its length and file), not an ignorable line. libhtp looks
+    /// only at the bytes of the delivery that ended the body; picket at the next line
+    /// wherever it arrives, so that stream cuts never change the outcome.
+    finalize_pending: bool,
     /// How far the search for the next line ending got in `buf`.
     eol: EolMemo,
     /// Bytes dropped from the front of `buf` so far (`consumed + pos` is a stream offset).
@@ -532,6 +538,7 @@ impl Half {
             closed: false,
             decoder: None,
             last_complete: None,
+            finalize_pending: false,
             eol: EolMemo::default(),
             consumed: 0,
             chunk_blank_run: (0, 0),
@@ -1165,9 +1172,13 @@ impl HttpParser {
         let line_with_eol = data[..full_len].to_vec();
         let after_len = data.len() - full_len;
         let after_first = data.get(full_len).copied();
+        let finalize = std::mem::take(&mut self.halves[1].finalize_pending);
         if content_len == 0 {
             self.halves[1].pos += full_len;
-            return true; // ignorable empty line
+            if let Some(id) = self.halves[1].last_complete.filter(|_| finalize) {
+                self.append_after_body(id, &line_with_eol);
+            }
+            return true; // otherwise an ignorable empty line
         }
         let junk_after_previous = self.halves[1].tx.is_none() && !looks_like_http(&line_with_eol[..content_len]);
         let previous = self.halves[1].last_complete.filter(|_| junk_after_previous);
@@ -1194,28 +1205,7 @@ impl HttpParser {
                 return true;
             }
             self.anomaly(Some(id), HttpAnomaly::ResponseLineNotHttp);
-            let cfg = self.cfg;
-            if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
-                if tx.response_progress == Progress::NotStarted {
-                    self.events.push(HttpEvent::ResponseLine { tx: id });
-                }
-                if tx.response_progress != Progress::Complete {
-                    tx.response_progress = Progress::Body;
-                }
-                tx.response_body_len += line_with_eol.len() as u64;
-                tx.open_file(Direction::ToClient, &cfg);
-                if let Some(f) = tx.response_file.as_deref_mut() {
-                    f.append(&line_with_eol);
-                }
-                store_body(
-                    &mut tx.response_body,
-                    &mut tx.response_body_truncated,
-                    cfg.response_body_limit,
-                    &line_with_eol,
-                    &mut self.body_mem,
-                );
-                self.events.push(HttpEvent::ResponseBodyData { tx: id });
-            }
+            self.append_after_body(id, &line_with_eol);
             return true;
         }
         let line = content.to_vec();
@@ -1239,6 +1229,33 @@ impl HttpParser {
         half.state = State::Headers;
         half.block = Some(HeaderBlock::new(Side::Response, self.cfg.max_headers));
         true
+    }
+
+    /// A line that is not a response line becomes body of the response `id` (libhtp's
+    /// finalize step, or a server answering without a status line): counted in its
+    /// length, stored, and appended to its file.
+    fn append_after_body(&mut self, id: u64, line: &[u8]) {
+        let cfg = self.cfg;
+        let Some(tx) = tx_mut(&mut self.txs, Some(id)) else { return };
+        if tx.response_progress == Progress::NotStarted {
+            self.events.push(HttpEvent::ResponseLine { tx: id });
+        }
+        if tx.response_progress != Progress::Complete {
+            tx.response_progress = Progress::Body;
+        }
+        tx.response_body_len += line.len() as u64;
+        tx.open_file(Direction::ToClient, &cfg);
+        if let Some(f) = tx.response_file.as_deref_mut() {
+            f.append_after_close(line);
+        }
+        store_body(
+            &mut tx.response_body,
+            &mut tx.response_body_truncated,
+            cfg.response_body_limit,
+            line,
+            &mut self.body_mem,
+        );
+        self.events.push(HttpEvent::ResponseBodyData { tx: id });
     }
 
     fn response_headers_done(&mut self, id: u64) {
@@ -1362,6 +1379,7 @@ impl HttpParser {
         half.decoder = None;
         half.state = State::Line;
         half.last_complete = Some(id);
+        half.finalize_pending = true;
         // A request waiting on a CONNECT answer can go on if no tunnel was set up.
         if self.halves[0].state == State::ConnectWait && self.halves[0].tx.is_some_and(|t| t <= id) {
             self.halves[0].state = State::Line;
