@@ -816,10 +816,13 @@ impl HttpParser {
         let state = self.halves[idx].state;
         let tx_id = self.halves[idx].tx;
         // `left`: what the body still announced (0 for a body running until close, whose
-        // file takes the whole gap).
+        // file takes the whole gap). A gap is body data to libhtp: it opens the body's
+        // file when it comes first.
+        let cfg = self.cfg;
         let mut skip_body = |left: u64| -> u64 {
             if let Some(tx) = tx_mut(&mut self.txs, tx_id) {
                 tx.body_gap = true;
+                tx.open_file(dir, &cfg);
                 if let Some(f) = tx.file_mut(dir).as_deref_mut() {
                     f.gap(if left == 0 { len } else { len.min(left) });
                 }

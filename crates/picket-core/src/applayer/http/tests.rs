@@ -777,6 +777,15 @@ fn file_states_limit_close_and_gap() {
     p.on_data(Direction::ToClient, b"789", &mut |_| {});
     let (_, f) = p.tx(0).unwrap().files().next().unwrap();
     assert_eq!((f.size, f.state, f.gaps), (10, FileState::Truncated, true));
+    // A gap before any body byte opens the file too (libhtp hands gaps over as body).
+    let mut p = HttpParser::new(files_cfg());
+    p.on_data(Direction::ToServer, GET, &mut |_| {});
+    p.on_data(Direction::ToClient, &response_with_body("Content-Length: 5\r\n", b""), &mut |_| {});
+    p.on_gap(Direction::ToClient, 5, &mut |_| {});
+    let (_, f) = p.tx(0).unwrap().files().next().unwrap();
+    assert_eq!((f.size, f.state, f.gaps), (5, FileState::Truncated, true));
+    let v = crate::record::value::record(|w| f.write_record(w, 0));
+    assert_eq!(v["sha256"], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "nothing hashed");
 }
 
 #[test]
