@@ -4,11 +4,11 @@
 //! `extended: yes`, and header lists with `dump-all-headers` (every header of a side) or
 //! `custom` (the named headers, on both sides).
 
-use super::options::AlertLogOptions;
 use super::tx::write_tx_header;
 use picket_core::applayer::http::HttpTx;
 use picket_core::inspect::TxEvent;
 use picket_core::stream::Direction;
+use std::net::IpAddr;
 
 /// The `http:` entry of eve-log `types:` (Suricata's keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,9 +117,9 @@ impl HttpLogOptions {
     }
 }
 
-/// One eve `http` line for the transaction `tx` of `t`.
-pub fn write_http(buf: &mut Vec<u8>, t: &TxEvent<'_>, tx: &HttpTx, opts: &AlertLogOptions) {
-    let http = &opts.http;
+/// One eve `http` line for the transaction `tx` of `t`; `xff`: the proxied client's
+/// address when eve-log's `xff:` is in extra-data mode.
+pub fn write_http(buf: &mut Vec<u8>, t: &TxEvent<'_>, tx: &HttpTx, http: &HttpLogOptions, xff: Option<IpAddr>) {
     let mut o = write_tx_header(buf, t, "http");
     o.open("http");
     tx.write_basic(&mut o);
@@ -136,11 +136,8 @@ pub fn write_http(buf: &mut Vec<u8>, t: &TxEvent<'_>, tx: &HttpTx, opts: &AlertL
         }
     }
     o.close();
-    // eve-log's `xff:` in extra-data mode adds the proxied client's address.
-    if let Some(xff) = opts.xff.as_ref().filter(|x| !x.overwrite) {
-        if let Some(addr) = xff.address(tx) {
-            o.str("xff", &addr.to_string());
-        }
+    if let Some(addr) = xff {
+        o.str("xff", &addr.to_string());
     }
     o.finish();
 }

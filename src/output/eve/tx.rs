@@ -18,7 +18,9 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
     match t.tx {
         AppTx::Http(tx) => {
             if opts.types.http {
-                lines.push_sub(Sink::Eve, key, sub, |buf| http::write_http(buf, t, tx, opts));
+                // eve-log's `xff:` in extra-data mode adds the proxied client's address.
+                let xff = opts.xff.as_ref().filter(|x| !x.overwrite).and_then(|x| x.address(tx));
+                lines.push_sub(Sink::Eve, key, sub, |buf| http::write_http(buf, t, tx, &opts.http, xff));
             }
             if opts.types.files {
                 for (dir, file) in tx.files() {
