@@ -46,7 +46,7 @@ use std::time::Duration;
 use corpus::{decode_session, file_seeds, packet_seeds, session_seeds, Rec, SessionKind, LINK_TYPES};
 use harness::{fuzz, CostBudget, Rng, Target};
 use picket::applayer::dns::{self, DnsConfig, DnsCounters, DnsState};
-use picket::applayer::http::{HttpConfig, HttpParser};
+use picket::applayer::http::{FileConfig, HttpConfig, HttpParser};
 use picket::applayer::probe::{probe, DetectStatus, ProtoDetector, Transport};
 use picket::applayer::tls::{TlsConfig, TlsCounters, TlsState};
 use picket::capture::{open_reader, MAX_CAPLEN};
@@ -693,6 +693,8 @@ fn http_config(sel: u64) -> HttpConfig {
         field_limit: [20, 200, 18000][(sel >> 11) as usize % 3],
         max_headers: [1, 4, 1024][(sel >> 13) as usize % 3],
         max_tx: [1, 3, 512][(sel >> 15) as usize % 3],
+        // Bodies as files, hashed or not (the tracking must hold on any input too).
+        files: FileConfig { enabled: sel & (1 << 17) != 0, md5: sel & (1 << 18) != 0, sha1: false, sha256: true },
     }
 }
 

@@ -4,7 +4,8 @@
 use super::args::RunArgs;
 use crate::capture::bpf::{expression_from_file_text, BpfFilter};
 use crate::config::{
-    alert_log_options, http_config, AppendDefault, Config, EngineSettings, EngineSettingsExt, OutputsConfig,
+    alert_log_options, file_config, http_config, AppendDefault, Config, EngineSettings, EngineSettingsExt,
+    OutputsConfig,
 };
 use crate::dispatch::adaptive::AdaptiveSettings;
 use crate::dispatch::PolicyKind;
@@ -74,7 +75,7 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     };
     let adaptive = adaptive_settings(&config)?;
     let mut inspect = InspectSettings::from_engine(&engine, if single { 1 } else { workers }, args.simulate_ips);
-    inspect.http = Arc::new(http_config(&config)?);
+    let mut http = http_config(&config)?;
     let append = if args.is_live() { AppendDefault::Append } else { AppendDefault::Truncate };
     let outputs = OutputsConfig::from_config(&config, args.log_dir.as_deref(), append).map_err(CliError)?;
     for w in &outputs.warnings {
@@ -83,6 +84,8 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     let mut eve = alert_log_options(&config);
     eve.types = outputs.eve_types();
     eve.fast_log = outputs.fast.is_some();
+    http.files = file_config(&config, eve.types.files);
+    inspect.http = Arc::new(http);
     let eve = Arc::new(eve);
     let defrag = defrag_config(&config)?;
     let bpf_expression = bpf_expression(args, &config)?;

@@ -2,7 +2,9 @@
 //! the YAML into [`AlertLogOptions`].
 
 use super::{parse_bool, parse_size, Config};
+use crate::output::eve::http::HttpLogOptions;
 use crate::output::eve::{AlertLogOptions, DropLogOptions, XffOptions};
+use picket_core::applayer::http::FileConfig;
 use serde_yaml::Value;
 
 /// The `alert:` options of the first `eve-log` output in the YAML (payload, packet, ...).
@@ -21,7 +23,12 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
         // parent setting).
         opts.xff = eve.get("xff").and_then(xff_options);
         if let Some(Value::Sequence(types)) = eve.get("types") {
+            // An `http` entry without options logs the basic fields only, as in Suricata.
+            opts.http.extended = false;
             for t in types {
+                if let Some(http) = t.get("http") {
+                    opts.http = http_log_options(http);
+                }
                 if let Some(drop) = t.get("drop") {
                     opts.drop = drop_log_options(drop);
                 }
@@ -49,6 +56,73 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
         break;
     }
     opts
+}
+
+/// Reads the `http:` entry of eve-log `types:`: `extended`, `dump-all-headers`, `custom`.
+pub fn http_log_options(http: &Value) -> HttpLogOptions {
+    let text = |key: &str| match http.get(key) {
+        Some(Value::String(s)) => Some(s.trim().to_ascii_lowercase()),
+        Some(Value::Bool(b)) => Some(b.to_string()),
+        _ => None,
+    };
+    let extended = text("extended").and_then(|v| parse_bool(&v)).unwrap_or(false);
+    let dump = text("dump-all-headers").unwrap_or_default();
+    let mut opts = HttpLogOptions {
+        extended,
+        request_headers: dump == "both" || dump == "request",
+        response_headers: dump == "both" || dump == "response",
+        custom: Vec::new(),
+    };
+    if let Some(Value::Sequence(custom)) = http.get("custom") {
+        for entry in custom {
+            if let Some(name) = super::scalar_text(entry) {
+                opts.add_custom(&name);
+            }
+        }
+    }
+    opts
+}
+
+/// Which HTTP bodies are tracked as files and hashed: tracked when eve-log writes `files`
+/// (`files_logged`); digests from `force-hash` of the eve-log `files:` entry and of an
+/// enabled `file-store` output, which also forces sha256 (Suricata's file-store v2 names
+/// files by it).
+pub fn file_config(config: &Config, files_logged: bool) -> FileConfig {
+    let mut cfg = FileConfig { enabled: files_logged, ..FileConfig::default() };
+    let mut force = |list: Option<&Value>| {
+        if let Some(Value::Sequence(items)) = list {
+            for name in items.iter().filter_map(super::scalar_text) {
+                match name.trim().to_ascii_lowercase().as_str() {
+                    "md5" => cfg.md5 = true,
+                    "sha1" => cfg.sha1 = true,
+                    "sha256" => cfg.sha256 = true,
+                    _ => {}
+                }
+            }
+        }
+    };
+    let Some(Value::Sequence(outputs)) = config.node("outputs") else { return cfg };
+    let mut file_store = false;
+    let on = |v: Option<&Value>| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
+        _ => false,
+    };
+    for output in outputs {
+        if let Some(eve) = output.get("eve-log").filter(|e| e.get("enabled").is_none() || on(e.get("enabled"))) {
+            if let Some(Value::Sequence(types)) = eve.get("types") {
+                for t in types {
+                    force(t.get("files").and_then(|f| f.get("force-hash")));
+                }
+            }
+        }
+        if let Some(store) = output.get("file-store").filter(|s| on(s.get("enabled"))) {
+            force(store.get("force-hash"));
+            file_store = true;
+        }
+    }
+    cfg.sha256 |= file_store;
+    cfg
 }
 
 /// Applies an eve-log `alert:` `metadata:` setting: `no` turns every part off; a

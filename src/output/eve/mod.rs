@@ -6,7 +6,7 @@
 //! | `Event::Alert` | `alert` | [`alert`] |
 //! | `Event::Drop` | `drop` | [`drop`] |
 //! | `Event::Flow` | `flow` | [`flow`] |
-//! | `Event::Transaction` | `http`, `dns`, `tls` | [`tx`] (header), [`http`], [`dns`], [`tls`] |
+//! | `Event::Transaction` | `http`, `dns`, `tls`, `fileinfo` | [`tx`] (header), [`http`], [`dns`], [`tls`], [`fileinfo`] |
 //!
 //! Protocol objects (`http`, `dns`, `tls`) are written by each protocol's `write_record`
 //! in picket-core through [`picket_core::record::RecordWriter`], which the JSON writer
@@ -15,6 +15,7 @@
 pub mod alert;
 pub mod dns;
 pub mod drop;
+pub mod fileinfo;
 pub mod flow;
 pub mod http;
 pub mod options;

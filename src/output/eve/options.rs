@@ -56,15 +56,26 @@ pub struct EveTypes {
     pub http: bool,
     pub dns: bool,
     pub tls: bool,
+    /// `files`: `fileinfo` records of HTTP bodies.
+    pub files: bool,
 }
 
 impl EveTypes {
     pub const fn all() -> Self {
-        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true }
+        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true, files: true }
     }
 
     pub const fn none() -> Self {
-        EveTypes { alert: false, drop: false, flow: false, stats: false, http: false, dns: false, tls: false }
+        EveTypes {
+            alert: false,
+            drop: false,
+            flow: false,
+            stats: false,
+            http: false,
+            dns: false,
+            tls: false,
+            files: false,
+        }
     }
 
     /// Turns on the type named `name` (a `types:` entry); false when picket does not
@@ -78,6 +89,7 @@ impl EveTypes {
             "http" => &mut self.http,
             "dns" => &mut self.dns,
             "tls" => &mut self.tls,
+            "files" => &mut self.files,
             _ => return false,
         };
         *slot = true;

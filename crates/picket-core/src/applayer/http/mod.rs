@@ -32,6 +32,7 @@
 
 pub(crate) mod buffers;
 pub mod decompress;
+pub mod file;
 pub(crate) mod flow;
 pub mod headers;
 pub mod record;
@@ -42,6 +43,7 @@ pub mod uri;
 use std::collections::VecDeque;
 
 use decompress::{BodyDecoder, Codec, DecompressLimits};
+pub use file::{FileConfig, FileState, HttpFile};
 pub use headers::Header;
 use headers::{
     find, find_eol, name_matches, next_line, parse_content_length, parse_content_length_exact, EolMemo, HeaderBlock,
@@ -74,6 +76,8 @@ pub struct HttpConfig {
     pub max_headers: usize,
     /// Live transactions per flow before the oldest is dropped.
     pub max_tx: usize,
+    /// Bodies tracked as files (eve `fileinfo`), and their digests.
+    pub files: FileConfig,
 }
 
 impl Default for HttpConfig {
@@ -89,6 +93,7 @@ impl Default for HttpConfig {
             field_limit: 18000,
             max_headers: 1024,
             max_tx: 512,
+            files: FileConfig::default(),
         }
     }
 }
@@ -251,6 +256,13 @@ pub struct HttpTx {
     pub seen_100_continue: bool,
     /// Part of a body was lost in a gap (decoding stopped there).
     pub body_gap: bool,
+    /// The request body as a file (POST and PUT bodies, when files are tracked).
+    pub request_file: Option<Box<HttpFile>>,
+    /// The response body as a file (when files are tracked).
+    pub response_file: Option<Box<HttpFile>>,
+    /// A body of this direction already had its chance to become a file (it is named
+    /// once, on its first decoded byte).
+    file_considered: [bool; 2],
 }
 
 fn header_value<'a>(headers: &'a [Header], name: &str) -> Option<&'a [u8]> {
@@ -281,7 +293,75 @@ impl HttpTx {
             + self.status_msg.capacity()
             + headers(&self.response_headers)
             + self.response_headers_raw.capacity()
-            + self.response_encodings.capacity() * std::mem::size_of::<Codec>()) as u64
+            + self.response_encodings.capacity() * std::mem::size_of::<Codec>()
+            + self.files().map(|(_, f)| std::mem::size_of::<HttpFile>() + f.name.capacity()).sum::<usize>())
+            as u64
+    }
+
+    /// The bodies tracked as files, request first, with their direction.
+    pub fn files(&self) -> impl Iterator<Item = (Direction, &HttpFile)> {
+        [(Direction::ToServer, &self.request_file), (Direction::ToClient, &self.response_file)]
+            .into_iter()
+            .filter_map(|(dir, f)| f.as_deref().map(|f| (dir, f)))
+    }
+
+    fn file_mut(&mut self, dir: Direction) -> &mut Option<Box<HttpFile>> {
+        match dir {
+            Direction::ToServer => &mut self.request_file,
+            Direction::ToClient => &mut self.response_file,
+        }
+    }
+
+    /// What a body of `dir` is named as a file, or `None` when it is no file: responses
+    /// take Content-Disposition's `filename=`, else the normalised URI path; requests are
+    /// files when they are a POST or PUT (not multipart) and take the path.
+    fn file_name(&self, dir: Direction) -> Option<Vec<u8>> {
+        if dir == Direction::ToServer {
+            let post = self.method == b"POST";
+            if !(post || self.method == b"PUT") {
+                return None;
+            }
+            let multipart = self
+                .content_type(Direction::ToServer)
+                .is_some_and(|ct| ct.len() >= 19 && ct[..19].eq_ignore_ascii_case(b"multipart/form-data"));
+            if post && multipart {
+                return None;
+            }
+        } else if let Some(name) = self
+            .response_header("content-disposition")
+            .filter(|v| !v.is_empty())
+            .and_then(file::content_disposition_filename)
+        {
+            return Some(name.to_vec());
+        }
+        let path = uri::normalized_path(&self.uri);
+        (!path.is_empty()).then_some(path)
+    }
+
+    /// Opens the file of `dir`'s body on its first decoded byte, if it is one.
+    fn open_file(&mut self, dir: Direction, cfg: &HttpConfig) {
+        let considered = &mut self.file_considered[dir.index()];
+        if !cfg.files.enabled || *considered {
+            return;
+        }
+        *considered = true;
+        let Some(name) = self.file_name(dir) else { return };
+        let limit = match dir {
+            Direction::ToServer => cfg.request_body_limit,
+            Direction::ToClient => cfg.response_body_limit,
+        };
+        let mut f = HttpFile::open(&name, limit, &cfg.files);
+        if dir == Direction::ToClient {
+            f.range = self.response_header("content-range").and_then(file::content_range);
+        }
+        *self.file_mut(dir) = Some(Box::new(f));
+    }
+
+    /// Ends the file of `dir`'s body (see [`HttpFile::close`]).
+    fn close_file(&mut self, dir: Direction, complete: bool) {
+        if let Some(f) = self.file_mut(dir).as_deref_mut() {
+            f.close(complete);
+        }
     }
 
     pub fn request_header(&self, name: &str) -> Option<&[u8]> {
@@ -431,6 +511,12 @@ struct Half {
     /// Response side: the last completed response; non-HTTP lines that follow it are
     /// appended to its body (libhtp's finalize step), not made into a new transaction.
     last_complete: Option<u64>,
+    /// Response side: a response completed and its next line was not read yet. libhtp's
+    /// finalize step reads that line; a bare line ending there is body of the completed
+    /// response (counted in its length and file), not an ignorable line. libhtp looks
+    /// only at the bytes of the delivery that ended the body; picket at the next line
+    /// wherever it arrives, so that stream cuts never change the outcome.
+    finalize_pending: bool,
     /// How far the search for the next line ending got in `buf`.
     eol: EolMemo,
     /// Bytes dropped from the front of `buf` so far (`consumed + pos` is a stream offset).
@@ -452,6 +538,7 @@ impl Half {
             closed: false,
             decoder: None,
             last_complete: None,
+            finalize_pending: false,
             eol: EolMemo::default(),
             consumed: 0,
             chunk_blank_run: (0, 0),
@@ -728,9 +815,17 @@ impl HttpParser {
         let idx = dir.index();
         let state = self.halves[idx].state;
         let tx_id = self.halves[idx].tx;
+        // `left`: what the body still announced (0 for a body running until close, whose
+        // file takes the whole gap). A gap is body data to libhtp: it opens the body's
+        // file when it comes first.
+        let cfg = self.cfg;
         let mut skip_body = |left: u64| -> u64 {
             if let Some(tx) = tx_mut(&mut self.txs, tx_id) {
                 tx.body_gap = true;
+                tx.open_file(dir, &cfg);
+                if let Some(f) = tx.file_mut(dir).as_deref_mut() {
+                    f.gap(if left == 0 { len } else { len.min(left) });
+                }
             }
             left.saturating_sub(len)
         };
@@ -786,6 +881,7 @@ impl HttpParser {
             let (req, resp) = (tx.request_progress, tx.response_progress);
             if req != Progress::NotStarted && req != Progress::Complete {
                 tx.request_progress = Progress::Complete;
+                tx.close_file(Direction::ToServer, false);
                 self.events.push(HttpEvent::RequestComplete { tx: id });
                 self.anomaly(Some(id), HttpAnomaly::Truncated);
             }
@@ -795,7 +891,11 @@ impl HttpParser {
             if resp != Progress::NotStarted && resp != Progress::Complete {
                 tx.response_progress = Progress::Complete;
                 self.events.push(HttpEvent::ResponseComplete { tx: id });
-                if resp != Progress::Body || !matches!(self.halves[1].state, State::Body(BodyState::UntilClose)) {
+                // A body running until close ends complete here.
+                let until_close =
+                    resp == Progress::Body && matches!(self.halves[1].state, State::Body(BodyState::UntilClose));
+                tx.close_file(Direction::ToClient, until_close);
+                if !until_close {
                     self.anomaly(Some(id), HttpAnomaly::Truncated);
                 }
             }
@@ -1009,6 +1109,7 @@ impl HttpParser {
     fn request_complete(&mut self, id: u64, is_connect: bool) {
         if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
             tx.request_progress = Progress::Complete;
+            tx.close_file(Direction::ToServer, true);
         }
         self.events.push(HttpEvent::RequestComplete { tx: id });
         self.next_request_id = id + 1;
@@ -1074,9 +1175,13 @@ impl HttpParser {
         let line_with_eol = data[..full_len].to_vec();
         let after_len = data.len() - full_len;
         let after_first = data.get(full_len).copied();
+        let finalize = std::mem::take(&mut self.halves[1].finalize_pending);
         if content_len == 0 {
             self.halves[1].pos += full_len;
-            return true; // ignorable empty line
+            if let Some(id) = self.halves[1].last_complete.filter(|_| finalize) {
+                self.append_after_body(id, &line_with_eol);
+            }
+            return true; // otherwise an ignorable empty line
         }
         let junk_after_previous = self.halves[1].tx.is_none() && !looks_like_http(&line_with_eol[..content_len]);
         let previous = self.halves[1].last_complete.filter(|_| junk_after_previous);
@@ -1103,24 +1208,7 @@ impl HttpParser {
                 return true;
             }
             self.anomaly(Some(id), HttpAnomaly::ResponseLineNotHttp);
-            let cfg = self.cfg;
-            if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
-                if tx.response_progress == Progress::NotStarted {
-                    self.events.push(HttpEvent::ResponseLine { tx: id });
-                }
-                if tx.response_progress != Progress::Complete {
-                    tx.response_progress = Progress::Body;
-                }
-                tx.response_body_len += line_with_eol.len() as u64;
-                store_body(
-                    &mut tx.response_body,
-                    &mut tx.response_body_truncated,
-                    cfg.response_body_limit,
-                    &line_with_eol,
-                    &mut self.body_mem,
-                );
-                self.events.push(HttpEvent::ResponseBodyData { tx: id });
-            }
+            self.append_after_body(id, &line_with_eol);
             return true;
         }
         let line = content.to_vec();
@@ -1144,6 +1232,33 @@ impl HttpParser {
         half.state = State::Headers;
         half.block = Some(HeaderBlock::new(Side::Response, self.cfg.max_headers));
         true
+    }
+
+    /// A line that is not a response line becomes body of the response `id` (libhtp's
+    /// finalize step, or a server answering without a status line): counted in its
+    /// length, stored, and appended to its file.
+    fn append_after_body(&mut self, id: u64, line: &[u8]) {
+        let cfg = self.cfg;
+        let Some(tx) = tx_mut(&mut self.txs, Some(id)) else { return };
+        if tx.response_progress == Progress::NotStarted {
+            self.events.push(HttpEvent::ResponseLine { tx: id });
+        }
+        if tx.response_progress != Progress::Complete {
+            tx.response_progress = Progress::Body;
+        }
+        tx.response_body_len += line.len() as u64;
+        tx.open_file(Direction::ToClient, &cfg);
+        if let Some(f) = tx.response_file.as_deref_mut() {
+            f.append_after_close(line);
+        }
+        store_body(
+            &mut tx.response_body,
+            &mut tx.response_body_truncated,
+            cfg.response_body_limit,
+            line,
+            &mut self.body_mem,
+        );
+        self.events.push(HttpEvent::ResponseBodyData { tx: id });
     }
 
     fn response_headers_done(&mut self, id: u64) {
@@ -1258,6 +1373,7 @@ impl HttpParser {
     fn response_complete(&mut self, id: u64) {
         if let Some(tx) = tx_mut(&mut self.txs, Some(id)) {
             tx.response_progress = Progress::Complete;
+            tx.close_file(Direction::ToClient, true);
         }
         self.events.push(HttpEvent::ResponseComplete { tx: id });
         self.next_response_id = id + 1;
@@ -1266,6 +1382,7 @@ impl HttpParser {
         half.decoder = None;
         half.state = State::Line;
         half.last_complete = Some(id);
+        half.finalize_pending = true;
         // A request waiting on a CONNECT answer can go on if no tunnel was set up.
         if self.halves[0].state == State::ConnectWait && self.halves[0].tx.is_some_and(|t| t <= id) {
             self.halves[0].state = State::Line;
@@ -1390,9 +1507,21 @@ impl HttpParser {
         let Some(tx) = tx_mut(&mut self.txs, id) else {
             return;
         };
-        let (body, total, truncated, limit, event) = if idx == 0 {
+        // The body's file opens on its first decoded byte. It is opened here; when a
+        // decoder produces nothing of these bytes it is taken back below, to be opened
+        // again with the next ones.
+        let opening = cfg.files.enabled && !tx.file_considered[idx];
+        tx.open_file(dir, &cfg);
+        let (body, total, truncated, limit, event, file) = if idx == 0 {
             let ev = HttpEvent::RequestBodyData { tx: tx.id };
-            (&mut tx.request_body, &mut tx.request_body_len, &mut tx.request_body_truncated, cfg.request_body_limit, ev)
+            (
+                &mut tx.request_body,
+                &mut tx.request_body_len,
+                &mut tx.request_body_truncated,
+                cfg.request_body_limit,
+                ev,
+                &mut tx.request_file,
+            )
         } else {
             let ev = HttpEvent::ResponseBodyData { tx: tx.id };
             (
@@ -1401,8 +1530,10 @@ impl HttpParser {
                 &mut tx.response_body_truncated,
                 cfg.response_body_limit,
                 ev,
+                &mut tx.response_file,
             )
         };
+        let file_wants = file.as_deref().is_some_and(HttpFile::wants_data);
         // Counted before content decoding, as libhtp's message length (Suricata's eve
         // `length`): decoding stops at the body limit (at the decoded byte that crosses it,
         // whatever the cut of the stream), so the decoded size says little.
@@ -1413,13 +1544,23 @@ impl HttpParser {
             // Past the body limit nothing reads the decoded bytes: inflating them would be
             // wasted work (the message's end is found from the encoded framing). The decoder
             // also stops inside a piece, as soon as `store_body` is full.
-            Some(_) if was_truncated => {}
+            Some(_) if was_truncated && !file_wants => {}
             Some(decoder) => {
                 let was_bomb = decoder.bomb_detected();
-                decoder.write(data, &mut |piece| store_body(body, truncated, limit, piece, mem));
+                decoder.write(data, &mut |piece| {
+                    let file_more = file.as_deref_mut().is_some_and(|f| f.append(piece));
+                    store_body(body, truncated, limit, piece, mem) || file_more
+                });
                 bomb = !was_bomb && decoder.bomb_detected();
+                if opening && file.as_deref().is_some_and(|f| f.size == 0) {
+                    *file = None;
+                    tx.file_considered[idx] = false;
+                }
             }
             None => {
+                if let Some(f) = file.as_deref_mut() {
+                    f.append(data);
+                }
                 store_body(body, truncated, limit, data, mem);
             }
         }

@@ -684,3 +684,123 @@ mod properties {
         }
     }
 }
+
+// ---------------------------------------------------------------- bodies as files
+
+/// Files tracked, every digest on.
+fn files_cfg() -> HttpConfig {
+    HttpConfig { files: FileConfig { enabled: true, md5: true, sha1: false, sha256: true }, ..HttpConfig::default() }
+}
+
+fn md5_hex(data: &[u8]) -> String {
+    use md5::Digest;
+    md5::Md5::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn chunked_gzip_download_is_one_file_named_by_content_disposition() {
+    let body = b"X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*";
+    let gz = gzip(body);
+    let mut resp = b"HTTP/1.1 200 ok\r\nContent-disposition: attachment; filename=\"eicar.txt\"\r\n\
+Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+        .to_vec();
+    for piece in gz.chunks(5) {
+        resp.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        resp.extend_from_slice(piece);
+        resp.extend_from_slice(b"\r\n");
+    }
+    resp.extend_from_slice(b"0\r\n\r\n");
+    let req = b"GET /chunked/eicar.txt/chunked HTTP/1.1\r\nHost: evader.example.com\r\n\r\n";
+    for step in [usize::MAX, 1, 7] {
+        let (p, _) = run(req, &resp, step, files_cfg());
+        let tx = p.tx(0).unwrap();
+        let files: Vec<_> = tx.files().collect();
+        assert_eq!(files.len(), 1, "step {step}");
+        let (dir, f) = files[0];
+        assert_eq!(dir, Direction::ToClient);
+        assert_eq!(f.name, b"eicar.txt");
+        assert_eq!((f.size, f.state, f.gaps), (body.len() as u64, FileState::Closed, false), "step {step}");
+        let v = crate::record::value::record(|w| f.write_record(w, tx.id));
+        assert_eq!(v["md5"], md5_hex(body));
+    }
+}
+
+#[test]
+fn which_bodies_are_files() {
+    // A response body without Content-Disposition takes the normalised URI path.
+    let p = run(
+        b"GET /dir/%61.bin?q=1 HTTP/1.1\r\nHost: h\r\n\r\n",
+        &response_with_body("Content-Length: 3\r\n", b"abc"),
+        usize::MAX,
+        files_cfg(),
+    )
+    .0;
+    let names: Vec<_> = p.tx(0).unwrap().files().map(|(_, f)| f.name.clone()).collect();
+    assert_eq!(names, vec![b"/dir/a.bin".to_vec()]);
+    // No body, no file; files off, no file.
+    let p = run(GET, b"HTTP/1.1 304 Not Modified\r\n\r\n", usize::MAX, files_cfg()).0;
+    assert_eq!(p.tx(0).unwrap().files().count(), 0);
+    let p = run(GET, &response_with_body("Content-Length: 3\r\n", b"abc"), usize::MAX, HttpConfig::default()).0;
+    assert_eq!(p.tx(0).unwrap().files().count(), 0);
+    // POST and PUT bodies are files (by path); multipart POSTs and other methods are not.
+    let post = b"POST /up HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi";
+    let p = run(post, b"", usize::MAX, files_cfg()).0;
+    let f: Vec<_> = p.tx(0).unwrap().files().map(|(d, f)| (d, f.name.clone(), f.size)).collect();
+    assert_eq!(f, vec![(Direction::ToServer, b"/up".to_vec(), 2)]);
+    let multipart =
+        b"POST /up HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: 2\r\n\r\nhi";
+    assert_eq!(run(multipart, b"", usize::MAX, files_cfg()).0.tx(0).unwrap().files().count(), 0);
+    let options = b"OPTIONS /up HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi";
+    assert_eq!(run(options, b"", usize::MAX, files_cfg()).0.tx(0).unwrap().files().count(), 0);
+}
+
+#[test]
+fn file_states_limit_close_and_gap() {
+    // Past response-body-limit: the file stops there, truncated, sha256 of the prefix.
+    let cfg = HttpConfig { response_body_limit: 4, ..files_cfg() };
+    let p = run(GET, &response_with_body("Content-Length: 10\r\n", b"0123456789"), usize::MAX, cfg).0;
+    let (_, f) = p.tx(0).unwrap().files().next().unwrap();
+    assert_eq!((f.size, f.state), (4, FileState::Truncated));
+    // The flow ends inside the body: truncated.
+    let p = run(GET, &response_with_body("Content-Length: 10\r\n", b"01234"), usize::MAX, files_cfg()).0;
+    let (_, f) = p.tx(0).unwrap().files().next().unwrap();
+    assert_eq!((f.size, f.state), (5, FileState::Truncated));
+    // A body running until close is complete at close.
+    let p = run(GET, b"HTTP/1.0 200 OK\r\n\r\nuntil close", usize::MAX, files_cfg()).0;
+    let (_, f) = p.tx(0).unwrap().files().next().unwrap();
+    assert_eq!((f.size, f.state), (11, FileState::Closed));
+    // A gap inside a body of known length: counted in the size, truncated, flagged.
+    let mut p = HttpParser::new(files_cfg());
+    p.on_data(Direction::ToServer, GET, &mut |_| {});
+    p.on_data(Direction::ToClient, &response_with_body("Content-Length: 10\r\n", b"012"), &mut |_| {});
+    p.on_gap(Direction::ToClient, 4, &mut |_| {});
+    p.on_data(Direction::ToClient, b"789", &mut |_| {});
+    let (_, f) = p.tx(0).unwrap().files().next().unwrap();
+    assert_eq!((f.size, f.state, f.gaps), (10, FileState::Truncated, true));
+    // A gap before any body byte opens the file too (libhtp hands gaps over as body).
+    let mut p = HttpParser::new(files_cfg());
+    p.on_data(Direction::ToServer, GET, &mut |_| {});
+    p.on_data(Direction::ToClient, &response_with_body("Content-Length: 5\r\n", b""), &mut |_| {});
+    p.on_gap(Direction::ToClient, 5, &mut |_| {});
+    let (_, f) = p.tx(0).unwrap().files().next().unwrap();
+    assert_eq!((f.size, f.state, f.gaps), (5, FileState::Truncated, true));
+    let v = crate::record::value::record(|w| f.write_record(w, 0));
+    assert_eq!(v["sha256"], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "nothing hashed");
+}
+
+#[test]
+fn line_ending_after_a_body_belongs_to_it() {
+    // libhtp's finalize step: the bare CRLF after a Content-Length body is body of that
+    // response (Suricata logs length 14 and a file of 14 bytes), however the stream is cut.
+    let resp =
+        b"HTTP/1.0 200 OK\r\nContent-Length: 12\r\n\r\nHello World!\r\nHTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx";
+    let req = b"GET /1 HTTP/1.0\r\n\r\nGET /2 HTTP/1.0\r\n\r\n";
+    for step in [usize::MAX, 1, 3] {
+        let p = run(req, resp, step, files_cfg()).0;
+        let t0 = p.tx(0).unwrap();
+        assert_eq!(t0.response_body_len, 14, "step {step}");
+        let (_, f) = t0.files().next().unwrap();
+        assert_eq!((f.size, f.state), (14, FileState::Closed), "step {step}");
+        assert_eq!(p.tx(1).unwrap().response_body, b"x");
+    }
+}

@@ -156,11 +156,20 @@ fn normalize_path(decoded: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The normalised URI (`http.uri`): normalised path, then `?query` and `#fragment`.
-pub fn normalize_uri(uri: &ParsedUri) -> Vec<u8> {
+/// The normalised path alone (libhtp's parsed path: what names a file of the request).
+pub fn normalized_path(uri: &ParsedUri) -> Vec<u8> {
     let mut decoded = Vec::with_capacity(uri.path.len());
     percent_decode(&uri.path, &mut decoded);
-    let mut out = if decoded.is_empty() { Vec::new() } else { normalize_path(&decoded) };
+    if decoded.is_empty() {
+        Vec::new()
+    } else {
+        normalize_path(&decoded)
+    }
+}
+
+/// The normalised URI (`http.uri`): normalised path, then `?query` and `#fragment`.
+pub fn normalize_uri(uri: &ParsedUri) -> Vec<u8> {
+    let mut out = normalized_path(uri);
     if let Some(query) = &uri.query {
         out.push(b'?');
         percent_decode(query, &mut out);
