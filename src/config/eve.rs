@@ -2,6 +2,7 @@
 //! the YAML into [`AlertLogOptions`].
 
 use super::{parse_bool, parse_size, Config};
+use crate::output::eve::options::AnomalyLogOptions;
 use crate::output::eve::{AlertLogOptions, DropLogOptions, XffOptions};
 use serde_yaml::Value;
 
@@ -24,6 +25,9 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
             for t in types {
                 if let Some(drop) = t.get("drop") {
                     opts.drop = drop_log_options(drop);
+                }
+                if let Some(anomaly) = t.get("anomaly") {
+                    opts.anomaly = anomaly_log_options(anomaly);
                 }
                 if let Some(alert) = t.get("alert") {
                     opts.verdict = yes(alert.get("verdict"));
@@ -49,6 +53,39 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
         break;
     }
     opts
+}
+
+/// The `anomaly:` entry of eve-log `types:` (`types: {decode, stream, applayer}`,
+/// `packethdr`), with Suricata's defaults for what it leaves out.
+fn anomaly_log_options(node: &Value) -> AnomalyLogOptions {
+    let flag = |v: Option<&Value>, default: bool| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(default),
+        _ => default,
+    };
+    let d = AnomalyLogOptions::default();
+    let types = node.get("types");
+    let of = |name: &str, default: bool| flag(types.and_then(|t| t.get(name)), default);
+    let decode = of("decode", d.decode);
+    AnomalyLogOptions {
+        decode,
+        stream: of("stream", d.stream),
+        applayer: of("applayer", d.applayer),
+        // Only decoder records carry a packet: Suricata drops `packethdr` without them.
+        packethdr: decode && flag(node.get("packethdr"), d.packethdr),
+    }
+}
+
+/// A yes/no setting of the first `eve-log` output (`ipv6-compress`, `community-id`);
+/// `default` when absent or not a boolean.
+pub fn eve_log_flag(config: &Config, key: &str, default: bool) -> bool {
+    let Some(Value::Sequence(outputs)) = config.node("outputs") else { return default };
+    let Some(eve) = outputs.iter().find_map(|o| o.get("eve-log")) else { return default };
+    match eve.get(key) {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(default),
+        _ => default,
+    }
 }
 
 /// Applies an eve-log `alert:` `metadata:` setting: `no` turns every part off; a

@@ -58,6 +58,12 @@ impl EventSink for LogSink {
                 }
             }
             Event::Transaction(t) => eve::tx::write_transaction(lines, key, sub, t, &self.opts),
+            Event::Anomaly(a) => {
+                if self.opts.types.anomaly {
+                    lines
+                        .push_sub(Sink::Eve, key, sub, |buf| eve::anomaly::write_anomalies(buf, a, &self.opts.anomaly));
+                }
+            }
         }
     }
 }

@@ -26,8 +26,12 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         icmp: rec.icmp_toserver.or(is_icmp(rec.tuple.proto).then_some((0, 0))),
     };
     let mut o = header.write(buf);
-    if let Some(p) = rec.ext.app.as_ref().and_then(|a| a.proto) {
+    o.u64("ip_v", if rec.tuple.is_v4 { 4 } else { 6 });
+    let app = rec.ext.app.as_deref();
+    if let Some(p) = app.and_then(|a| a.proto) {
         o.str("app_proto", p.name());
+    } else if app.is_some_and(|a| a.detection_failed()) {
+        o.str("app_proto", "failed");
     }
     if let Some((t, c)) = rec.icmp_toclient {
         o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
@@ -67,6 +71,10 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         o.str("action", "drop");
     } else if rec.ext.passed || rec.ext.detect.passed {
         o.str("action", "pass");
+    }
+    // Transactions the flow's parser had; absent without any, as in Suricata.
+    if let Some(n) = app.map(|a| a.tx_count()).filter(|&n| n > 0) {
+        o.u64("tx_cnt", n);
     }
     o.close();
     if let Some(tcp) = &rec.tcp {
@@ -132,6 +140,26 @@ mod tests {
         write_flow(&mut buf, &record(bypass));
         let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
         v["flow"].clone()
+    }
+
+    /// `ip_v` on every flow; ports only for TCP, UDP and SCTP, with Suricata's protocol names.
+    #[test]
+    fn ip_version_ports_and_protocol_names() {
+        let mut buf = Vec::new();
+        write_flow(&mut buf, &record(FlowBypass::default()));
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        assert_eq!((v["ip_v"].as_u64(), v["src_port"].as_u64()), (Some(4), Some(40000)));
+        assert!(v.get("app_proto").is_none() && v["flow"].get("tx_cnt").is_none());
+        let mut gre = record(FlowBypass::default());
+        gre.tuple.proto = 47;
+        gre.tuple.is_v4 = false;
+        gre.tuple.src = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        buf.clear();
+        write_flow(&mut buf, &gre);
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        assert_eq!((v["ip_v"].as_u64(), v["proto"].as_str()), (Some(6), Some("GRE")));
+        assert_eq!(v["src_ip"], "2001:0db8:0000:0000:0000:0000:0000:0001");
+        assert!(v.get("src_port").is_none() && v.get("dest_port").is_none());
     }
 
     #[test]

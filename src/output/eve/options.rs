@@ -43,6 +43,8 @@ pub struct AlertLogOptions {
     pub http: HttpLogOptions,
     pub dns: DnsLogOptions,
     pub tls: TlsLogOptions,
+    /// The `anomaly:` entry of `types:`.
+    pub anomaly: AnomalyLogOptions,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -56,15 +58,25 @@ pub struct EveTypes {
     pub http: bool,
     pub dns: bool,
     pub tls: bool,
+    pub anomaly: bool,
 }
 
 impl EveTypes {
     pub const fn all() -> Self {
-        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true }
+        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true, anomaly: true }
     }
 
     pub const fn none() -> Self {
-        EveTypes { alert: false, drop: false, flow: false, stats: false, http: false, dns: false, tls: false }
+        EveTypes {
+            alert: false,
+            drop: false,
+            flow: false,
+            stats: false,
+            http: false,
+            dns: false,
+            tls: false,
+            anomaly: false,
+        }
     }
 
     /// Turns on the type named `name` (a `types:` entry); false when picket does not
@@ -78,6 +90,7 @@ impl EveTypes {
             "http" => &mut self.http,
             "dns" => &mut self.dns,
             "tls" => &mut self.tls,
+            "anomaly" => &mut self.anomaly,
             _ => return false,
         };
         *slot = true;
@@ -102,6 +115,26 @@ pub struct DropLogOptions {
     pub all_packets: bool,
     /// `verdict: yes`: the `verdict` object.
     pub verdict: bool,
+}
+
+/// The options of the `anomaly:` entry of eve-log `types:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnomalyLogOptions {
+    /// `types: decode:` decoder events (default no).
+    pub decode: bool,
+    /// `types: stream:` TCP stream events (default no; none are reported yet).
+    pub stream: bool,
+    /// `types: applayer:` app-layer parser events (default yes; none are reported yet).
+    pub applayer: bool,
+    /// `packethdr:` the first bytes of the packet in `packet` (default no; Suricata turns
+    /// it off without `decode`, the only records that have a packet here).
+    pub packethdr: bool,
+}
+
+impl Default for AnomalyLogOptions {
+    fn default() -> Self {
+        AnomalyLogOptions { decode: false, stream: false, applayer: true, packethdr: false }
+    }
 }
 
 /// Suricata's X-Forwarded-For handling for alerts.
@@ -148,6 +181,7 @@ impl Default for AlertLogOptions {
             http: HttpLogOptions::default(),
             dns: DnsLogOptions::default(),
             tls: TlsLogOptions::default(),
+            anomaly: AnomalyLogOptions::default(),
         }
     }
 }
