@@ -26,6 +26,9 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
                 if let Some(drop) = t.get("drop") {
                     opts.drop = drop_log_options(drop);
                 }
+                if let Some(stats) = t.get("stats") {
+                    opts.stats_threads = yes(stats.get("threads"));
+                }
                 if let Some(anomaly) = t.get("anomaly") {
                     opts.anomaly = anomaly_log_options(anomaly);
                 }

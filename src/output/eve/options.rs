@@ -45,6 +45,8 @@ pub struct AlertLogOptions {
     pub tls: TlsLogOptions,
     /// The `anomaly:` entry of `types:`.
     pub anomaly: AnomalyLogOptions,
+    /// `stats:` entry's `threads: yes`: per-worker counters in eve `stats` (default no).
+    pub stats_threads: bool,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -182,6 +184,7 @@ impl Default for AlertLogOptions {
             dns: DnsLogOptions::default(),
             tls: TlsLogOptions::default(),
             anomaly: AnomalyLogOptions::default(),
+            stats_threads: false,
         }
     }
 }
