@@ -18,6 +18,14 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };
         opts.ethernet = yes(eve.get("ethernet"));
+        if yes(eve.get("community-id")) {
+            let seed = match eve.get("community-id-seed") {
+                Some(Value::Number(n)) => n.as_u64(),
+                Some(Value::String(s)) => s.parse().ok(),
+                _ => None,
+            };
+            opts.community_id = Some(seed.unwrap_or(0).min(u64::from(u16::MAX)) as u16);
+        }
         // eve-log's own `xff:` applies to alerts whose `alert:` entry has none (Suricata's
         // parent setting).
         opts.xff = eve.get("xff").and_then(xff_options);

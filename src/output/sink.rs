@@ -54,7 +54,7 @@ impl EventSink for LogSink {
             }
             Event::Flow(rec) => {
                 if self.opts.types.flow {
-                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::flow::write_flow(buf, rec))
+                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::flow::write_flow(buf, rec, self.opts.community_id))
                 }
             }
             Event::Transaction(t) => eve::tx::write_transaction(lines, key, sub, t, &self.opts),

@@ -9,7 +9,7 @@
 //! the packet path pays nothing otherwise. picket reports no stream or app-layer
 //! anomalies as records yet (they are counters: `stream.*`, `app_layer.*`).
 
-use super::alert::{base64, icmp_type_code};
+use super::alert::base64;
 use super::options::AnomalyLogOptions;
 use super::EventHeader;
 use picket_core::inspect::AnomalyEvent;
@@ -22,19 +22,7 @@ pub fn write_anomalies(buf: &mut Vec<u8>, a: &AnomalyEvent<'_>, opts: &AnomalyLo
     for event in a.decoded.events.iter().filter(|e| e.in_suricata()) {
         let mut o = match &a.tuple {
             Some(t) => {
-                let mut o = EventHeader {
-                    ts: a.meta.ts,
-                    flow_id: None,
-                    pcap_cnt: Some(a.meta.pcap_cnt),
-                    event_type: "anomaly",
-                    src_ip: t.src_ip(),
-                    src_port: t.src_port,
-                    dest_ip: t.dst_ip(),
-                    dest_port: t.dst_port,
-                    proto: t.proto,
-                    icmp: icmp_type_code(t),
-                }
-                .write(buf);
+                let mut o = EventHeader::of_packet(a.meta.ts, None, a.meta.pcap_cnt, "anomaly", t).write(buf);
                 o.u64("ip_v", if t.is_v4 { 4 } else { 6 });
                 o
             }

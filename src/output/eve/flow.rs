@@ -11,8 +11,8 @@ use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
 use picket_core::inspect::{BypassCounts, BypassMode, FlowExt};
 
-/// One eve `flow` line for a finished flow.
-pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
+/// One eve `flow` line for a finished flow; with `community_id`'s seed, its Community ID.
+pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Option<u16>) {
     let header = EventHeader {
         ts: rec.end,
         flow_id: Some(rec.flow_id),
@@ -37,6 +37,9 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
     }
     write_vlan(&mut o, &rec.vlan);
+    if let Some(seed) = community_id {
+        o.str("community_id", &super::community_id::community_id(&rec.tuple, seed));
+    }
     let bypass = rec.ext.bypass;
     let kernel = match bypass.mode {
         BypassMode::Capture => bypass.kernel,
@@ -137,7 +140,7 @@ mod tests {
 
     fn flow_object(bypass: FlowBypass) -> serde_json::Value {
         let mut buf = Vec::new();
-        write_flow(&mut buf, &record(bypass));
+        write_flow(&mut buf, &record(bypass), None);
         let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
         v["flow"].clone()
     }
@@ -146,7 +149,7 @@ mod tests {
     #[test]
     fn ip_version_ports_and_protocol_names() {
         let mut buf = Vec::new();
-        write_flow(&mut buf, &record(FlowBypass::default()));
+        write_flow(&mut buf, &record(FlowBypass::default()), None);
         let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
         assert_eq!((v["ip_v"].as_u64(), v["src_port"].as_u64()), (Some(4), Some(40000)));
         assert!(v.get("app_proto").is_none() && v["flow"].get("tx_cnt").is_none());
@@ -155,11 +158,12 @@ mod tests {
         gre.tuple.is_v4 = false;
         gre.tuple.src = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
         buf.clear();
-        write_flow(&mut buf, &gre);
+        write_flow(&mut buf, &gre, Some(0));
         let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
         assert_eq!((v["ip_v"].as_u64(), v["proto"].as_str()), (Some(6), Some("GRE")));
         assert_eq!(v["src_ip"], "2001:0db8:0000:0000:0000:0000:0000:0001");
         assert!(v.get("src_port").is_none() && v.get("dest_port").is_none());
+        assert!(v["community_id"].as_str().is_some_and(|c| c.starts_with("1:")), "community-id: yes");
     }
 
     #[test]

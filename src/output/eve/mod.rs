@@ -15,6 +15,7 @@
 
 pub mod alert;
 pub mod anomaly;
+pub mod community_id;
 pub mod dns;
 pub mod drop;
 pub mod flow;
@@ -208,6 +209,29 @@ pub struct EventHeader {
 }
 
 impl EventHeader {
+    /// The header of a record about one captured packet (drop, anomaly): its addresses
+    /// as they are on the wire.
+    pub fn of_packet(
+        ts: Timestamp,
+        flow_id: Option<u64>,
+        pcap_cnt: u64,
+        event_type: &'static str,
+        t: &picket_core::decode::FiveTuple,
+    ) -> Self {
+        EventHeader {
+            ts,
+            flow_id,
+            pcap_cnt: Some(pcap_cnt),
+            event_type,
+            src_ip: t.src_ip(),
+            src_port: t.src_port,
+            dest_ip: t.dst_ip(),
+            dest_port: t.dst_port,
+            proto: t.proto,
+            icmp: picket_core::decode::is_icmp(t.proto).then_some((t.src_port as u8, t.dst_port as u8)),
+        }
+    }
+
     pub fn write<'a>(&self, out: &'a mut Vec<u8>) -> JsonObject<'a> {
         let mut o = JsonObject::begin(out);
         o.str_plain("timestamp", |out| write_timestamp(out, self.ts));

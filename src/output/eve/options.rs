@@ -47,6 +47,9 @@ pub struct AlertLogOptions {
     pub anomaly: AnomalyLogOptions,
     /// `stats:` entry's `threads: yes`: per-worker counters in eve `stats` (default no).
     pub stats_threads: bool,
+    /// eve-log `community-id: yes`: flow records carry `community_id`, hashed with this
+    /// seed (`community-id-seed`, default 0).
+    pub community_id: Option<u16>,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -185,6 +188,7 @@ impl Default for AlertLogOptions {
             tls: TlsLogOptions::default(),
             anomaly: AnomalyLogOptions::default(),
             stats_threads: false,
+            community_id: None,
         }
     }
 }
