@@ -10,6 +10,7 @@ use super::{write_tcp_flags_hex, write_timestamp, EventHeader};
 use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
 use picket_core::inspect::{BypassCounts, BypassMode, FlowExt};
+use picket_core::settings::ExceptionPolicy;
 
 /// One eve `flow` line for a finished flow; with `community_id`'s seed, its Community ID.
 pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Option<u16>) {
@@ -75,6 +76,12 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Op
     } else if rec.ext.passed || rec.ext.detect.passed {
         o.str("action", "pass");
     }
+    // The exception policies applied to the flow, as Suricata lists them.
+    if let Some(policy) = rec.ext.midstream_policy_applied {
+        // Names only (no escaping needed); a rare field, formatted directly.
+        let list = format!("[{{\"target\":\"stream_midstream\",\"policy\":\"{}\"}}]", policy_name(policy));
+        o.raw("exception_policy", &list);
+    }
     // Transactions the flow's parser had; absent without any, as in Suricata.
     if let Some(n) = app.map(|a| a.tx_count()).filter(|&n| n > 0) {
         o.u64("tx_cnt", n);
@@ -102,6 +109,20 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Op
         o.str("state", tcp.state.as_str()).close();
     }
     o.finish();
+}
+
+/// Suricata's eve name of an exception policy.
+fn policy_name(policy: ExceptionPolicy) -> &'static str {
+    match policy {
+        ExceptionPolicy::Auto => "auto",
+        ExceptionPolicy::Ignore => "ignore",
+        ExceptionPolicy::PassPacket => "pass_packet",
+        ExceptionPolicy::PassFlow => "pass_flow",
+        ExceptionPolicy::Bypass => "bypass",
+        ExceptionPolicy::DropPacket => "drop_packet",
+        ExceptionPolicy::DropFlow => "drop_flow",
+        ExceptionPolicy::Reject => "reject",
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +199,18 @@ mod tests {
         let b = &f["bypassed"];
         assert_eq!((b["pkts_toserver"].as_u64(), b["pkts_toclient"].as_u64()), (Some(5), Some(900)));
         assert_eq!((b["bytes_toserver"].as_u64(), b["bytes_toclient"].as_u64()), (Some(300), Some(1_300_000)));
+    }
+
+    #[test]
+    fn applied_midstream_policy_is_listed() {
+        let mut rec = record(FlowBypass::default());
+        rec.ext.midstream_policy_applied = Some(ExceptionPolicy::PassFlow);
+        let mut buf = Vec::new();
+        write_flow(&mut buf, &rec, None);
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        let p = &v["flow"]["exception_policy"][0];
+        assert_eq!((p["target"].as_str(), p["policy"].as_str()), (Some("stream_midstream"), Some("pass_flow")));
+        assert!(flow_object(FlowBypass::default()).get("exception_policy").is_none());
     }
 
     #[test]

@@ -256,6 +256,9 @@ pub struct FlowExt {
     pub bypass: FlowBypass,
     /// The detectors were told this TCP flow completed its handshake.
     pub handshake_reported: bool,
+    /// `stream.midstream-policy` was applied to the flow (a TCP packet found no session),
+    /// as it stood: eve flow's `exception_policy` (target `stream_midstream`).
+    pub midstream_policy_applied: Option<ExceptionPolicy>,
 }
 
 /// Flows on their way from one worker to another: the dispatcher moved their bucket.
