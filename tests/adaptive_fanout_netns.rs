@@ -187,7 +187,7 @@ fn dispatch_stats(eve: &Path) -> String {
         .rev()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find(|v| v["event_type"] == "stats");
-    last.map(|v| v["stats"]["dispatch"].to_string()).unwrap_or_default()
+    last.map(|v| v["stats"]["picket"]["dispatch"].to_string()).unwrap_or_default()
 }
 
 /// The number before `what` in a summary line ("... 12 flows handed over ...").

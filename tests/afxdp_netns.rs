@@ -166,7 +166,9 @@ fn af_xdp_captures_every_packet_over_both_queues_and_detaches() {
     let topo = Topology::new("axq");
     let logs = topo.path("logs");
     let stack_before = topo.stack_udp_datagrams();
-    let mut picket = topo.start_picket(&["--af-xdp=axcap0", "--workers", "2"], &logs);
+    let yaml = topo.path("threads.yaml");
+    let yaml = netlab::threads_yaml(&yaml).to_str().unwrap();
+    let mut picket = topo.start_picket(&["--af-xdp=axcap0", "--workers", "2", "-c", yaml], &logs);
     let stderr = std::fs::read_to_string(logs.join("stderr")).unwrap();
     assert!(stderr.contains("af-xdp, 2 RX queues; passive"), "{stderr}");
     assert!(topo.xdp_attached(), "XDP program attached while capturing");
@@ -190,7 +192,7 @@ fn af_xdp_captures_every_packet_over_both_queues_and_detaches() {
     assert_eq!(stats["capture"]["kernel_packets"], sent, "kernel packets: {}", stats["capture"]);
     assert_eq!(stats["capture"]["kernel_drops"], 0, "{}", stats["capture"]);
     assert_eq!(stats["decoder"]["pkts"], sent, "picket decoded exactly what was sent");
-    assert_eq!(stats["capture"]["afxdp"]["rx_ring_full"], 0);
+    assert_eq!(stats["picket"]["capture"]["afxdp"]["rx_ring_full"], 0);
     // Both queues, hence both workers, carried packets.
     let threads = stats["threads"].as_object().expect("per-worker stats");
     let per_worker: Vec<u64> =

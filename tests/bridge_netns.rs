@@ -373,7 +373,9 @@ fn two_workers_share_flows_and_keep_each_on_one() {
         return;
     }
     let lab = BridgeLab::new("aff");
-    let picket = lab.start_picket(&["--bridge", "b0,b1", "--workers", "2"]);
+    let yaml = lab.path("threads.yaml");
+    let yaml = netlab::threads_yaml(&yaml).to_str().unwrap();
+    let picket = lab.start_picket(&["--bridge", "b0,b1", "--workers", "2", "-c", yaml]);
     const FLOWS: u16 = 32;
     const PER_FLOW: u16 = 3;
     let out = lab.client_python(&udp_exchange_script(FLOWS, PER_FLOW));

@@ -68,7 +68,9 @@ fn honesty_live_stats_never_show_more_packets_than_the_kernel_delivered() {
     let dir = tempfile::tempdir().unwrap();
     let logs = dir.path().join("logs");
     let picket = env!("CARGO_BIN_EXE_picket");
-    let args = ["-i", "v-ids", "--workers", "2", "--no-pin", "--set", "stats.interval=1", "-l"];
+    let yaml = dir.path().join("threads.yaml");
+    let yaml = netlab::threads_yaml(&yaml).to_str().unwrap();
+    let args = ["-i", "v-ids", "--workers", "2", "--no-pin", "--set", "stats.interval=1", "-c", yaml, "-l"];
     let mut command = lab.command(&ids, picket, &args);
     command.arg(&logs).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut run = lab.spawn(command);

@@ -216,7 +216,7 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     for source in targets.counter_sources() {
         source(&mut global);
     }
-    write_final_outputs(&resolved.outputs, &mut eve, &summary, &global)?;
+    write_final_outputs(&resolved.outputs, &mut eve, &summary, &global, resolved.options.eve.stats_threads)?;
     drop(eve);
     drop(fast);
     report_to_terminal(source.as_ref(), &resolved, &summary);
@@ -323,12 +323,13 @@ fn write_final_outputs(
     eve: &mut dyn Write,
     summary: &RunSummary,
     global: &CounterSet,
+    stats_threads: bool,
 ) -> Result<(), CliError> {
     let ts = summary.last_ts.unwrap_or_default();
     let uptime = summary.wall.as_secs();
     let threads: Vec<_> = summary.workers.iter().chain(std::iter::once(&summary.reader)).cloned().collect();
     if outputs.eve_types().stats {
-        eve.write_all(&stats_event_with_global(ts, uptime, &threads, global))?;
+        eve.write_all(&stats_event_with_global(ts, uptime, &threads, global, stats_threads))?;
     }
     eve.flush()?;
     let Some(stats_log) = &outputs.stats else { return Ok(()) };

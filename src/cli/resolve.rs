@@ -82,10 +82,12 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
         warn(w);
     }
     let mut eve = alert_log_options(&config);
+    crate::output::eve::set_ipv6_compress(crate::config::eve_log_flag(&config, "ipv6-compress", false));
     eve.types = outputs.eve_types();
     eve.fast_log = outputs.fast.is_some();
     http.files = file_config(&config, eve.types.files);
     inspect.http = Arc::new(http);
+    inspect.log_decode_anomalies = eve.types.anomaly && eve.anomaly.decode;
     let eve = Arc::new(eve);
     let defrag = defrag_config(&config)?;
     let bpf_expression = bpf_expression(args, &config)?;

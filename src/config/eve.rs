@@ -3,6 +3,7 @@
 
 use super::{parse_bool, parse_size, Config};
 use crate::output::eve::http::HttpLogOptions;
+use crate::output::eve::options::AnomalyLogOptions;
 use crate::output::eve::{AlertLogOptions, DropLogOptions, XffOptions};
 use picket_core::applayer::http::FileConfig;
 use serde_yaml::Value;
@@ -19,6 +20,14 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };
         opts.ethernet = yes(eve.get("ethernet"));
+        if yes(eve.get("community-id")) {
+            let seed = match eve.get("community-id-seed") {
+                Some(Value::Number(n)) => n.as_u64(),
+                Some(Value::String(s)) => s.parse().ok(),
+                _ => None,
+            };
+            opts.community_id = Some(seed.unwrap_or(0).min(u64::from(u16::MAX)) as u16);
+        }
         // eve-log's own `xff:` applies to alerts whose `alert:` entry has none (Suricata's
         // parent setting).
         opts.xff = eve.get("xff").and_then(xff_options);
@@ -31,6 +40,12 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
                 }
                 if let Some(drop) = t.get("drop") {
                     opts.drop = drop_log_options(drop);
+                }
+                if let Some(stats) = t.get("stats") {
+                    opts.stats_threads = yes(stats.get("threads"));
+                }
+                if let Some(anomaly) = t.get("anomaly") {
+                    opts.anomaly = anomaly_log_options(anomaly);
                 }
                 if let Some(alert) = t.get("alert") {
                     opts.verdict = yes(alert.get("verdict"));
@@ -123,6 +138,39 @@ pub fn file_config(config: &Config, files_logged: bool) -> FileConfig {
     }
     cfg.sha256 |= file_store;
     cfg
+}
+
+/// The `anomaly:` entry of eve-log `types:` (`types: {decode, stream, applayer}`,
+/// `packethdr`), with Suricata's defaults for what it leaves out.
+fn anomaly_log_options(node: &Value) -> AnomalyLogOptions {
+    let flag = |v: Option<&Value>, default: bool| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(default),
+        _ => default,
+    };
+    let d = AnomalyLogOptions::default();
+    let types = node.get("types");
+    let of = |name: &str, default: bool| flag(types.and_then(|t| t.get(name)), default);
+    let decode = of("decode", d.decode);
+    AnomalyLogOptions {
+        decode,
+        stream: of("stream", d.stream),
+        applayer: of("applayer", d.applayer),
+        // Only decoder records carry a packet: Suricata drops `packethdr` without them.
+        packethdr: decode && flag(node.get("packethdr"), d.packethdr),
+    }
+}
+
+/// A yes/no setting of the first `eve-log` output (`ipv6-compress`, `community-id`);
+/// `default` when absent or not a boolean.
+pub fn eve_log_flag(config: &Config, key: &str, default: bool) -> bool {
+    let Some(Value::Sequence(outputs)) = config.node("outputs") else { return default };
+    let Some(eve) = outputs.iter().find_map(|o| o.get("eve-log")) else { return default };
+    match eve.get(key) {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(default),
+        _ => default,
+    }
 }
 
 /// Applies an eve-log `alert:` `metadata:` setting: `no` turns every part off; a

@@ -394,7 +394,10 @@ fn settings_defaults_follow_suricata() {
     assert_eq!(s.stream_reassembly_max_regions, 1024);
     assert_eq!(s.stream_memcap, 64 << 20);
     assert_eq!(s.flow_hash_size, 65536);
-    assert_eq!(s.flow_timeouts.tcp.closed, 10);
+    let tcp = s.flow_timeouts.tcp;
+    assert_eq!((tcp.new, tcp.established, tcp.closed), (60, 600, 60));
+    assert_eq!((tcp.emergency_new, tcp.emergency_established, tcp.emergency_closed), (5, 100, 10));
+    assert_eq!((s.flow_timeouts.udp.new, s.flow_timeouts.udp.established), (30, 300));
     assert_eq!(s.flow_timeouts.udp.closed, 0);
     assert_eq!(s.flow_timeouts.icmp.emergency_established, 100);
     assert_eq!(s.packet_alert_max, 15);

@@ -54,10 +54,16 @@ impl EventSink for LogSink {
             }
             Event::Flow(rec) => {
                 if self.opts.types.flow {
-                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::flow::write_flow(buf, rec))
+                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::flow::write_flow(buf, rec, self.opts.community_id))
                 }
             }
             Event::Transaction(t) => eve::tx::write_transaction(lines, key, sub, t, &self.opts),
+            Event::Anomaly(a) => {
+                if self.opts.types.anomaly {
+                    lines
+                        .push_sub(Sink::Eve, key, sub, |buf| eve::anomaly::write_anomalies(buf, a, &self.opts.anomaly));
+                }
+            }
         }
     }
 }

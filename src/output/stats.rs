@@ -4,7 +4,9 @@
 use crate::counters::CounterSet;
 use crate::output::json::JsonObject;
 use crate::packet::Timestamp;
+use std::borrow::Cow;
 use std::io::{self, Write};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// What one worker did over the run.
@@ -25,7 +27,8 @@ pub fn worker_name(index: usize) -> String {
 
 const RULE: &str = "------------------------------------------------------------------------------------";
 
-/// Appends one stats.log record: the totals, then every worker's own counters.
+/// Appends one stats.log record: the totals, then every worker's own counters. As in
+/// Suricata, only counters that are not zero are written.
 pub fn write_stats_log(out: &mut dyn Write, wall: Duration, date: &str, workers: &[WorkerReport]) -> io::Result<()> {
     let secs = wall.as_secs();
     writeln!(out, "{RULE}")?;
@@ -41,12 +44,12 @@ pub fn write_stats_log(out: &mut dyn Write, wall: Duration, date: &str, workers:
     writeln!(out, "{:<45} | {:<25} | Value", "Counter", "TM Name")?;
     writeln!(out, "{RULE}")?;
     let total = CounterSet::sum(workers.iter().map(|w| &w.counters));
-    for (name, value) in total.iter() {
+    for (name, value) in total.iter().filter(|&(_, v)| v != 0) {
         writeln!(out, "{name:<45} | {:<25} | {value}", "Total")?;
     }
     for w in workers {
         writeln!(out, "{RULE}")?;
-        for (name, value) in w.counters.iter() {
+        for (name, value) in w.counters.iter().filter(|&(_, v)| v != 0) {
             writeln!(out, "{name:<45} | {:<25} | {value}", w.name)?;
         }
     }
@@ -56,7 +59,7 @@ pub fn write_stats_log(out: &mut dyn Write, wall: Duration, date: &str, workers:
 /// The final eve `stats` event: totals nested as Suricata writes them, plus a `threads`
 /// object with each worker's counters.
 pub fn stats_event(ts: Timestamp, uptime_secs: u64, workers: &[WorkerReport]) -> Vec<u8> {
-    stats_event_with_global(ts, uptime_secs, workers, &CounterSet::new())
+    stats_event_with_global(ts, uptime_secs, workers, &CounterSet::new(), true)
 }
 
 /// [`stats_event`] with process-wide counters (the XDP layer's `picket.xdp.*`, the DDoS
@@ -66,21 +69,29 @@ pub fn stats_event_with_global(
     uptime_secs: u64,
     workers: &[WorkerReport],
     global: &CounterSet,
+    threads: bool,
 ) -> Vec<u8> {
-    stats_event_with_engines(ts, uptime_secs, workers, global, None)
+    stats_event_with_engines(ts, uptime_secs, workers, global, None, threads)
 }
 
 /// [`stats_event_with_global`] with `stats.detect.engines` (Suricata's per-engine rule
 /// counts and last reload, `crate::service::RuleReloader::ruleset_stats`) when given.
+///
+/// Shaped for Suricata's EVE schema: counters Suricata has keep its names, picket's own go
+/// under `picket` (`picket.detect.candidates`, ...), `flow.active` is the number of active
+/// flows (its split by protocol is `picket.flow.active.*`), and the per-worker `threads`
+/// object is there only with `threads` (eve-log `stats: threads: yes`, off by default as
+/// in Suricata; `picket ctl stats` always has it).
 pub fn stats_event_with_engines(
     ts: Timestamp,
     uptime_secs: u64,
     workers: &[WorkerReport],
     global: &CounterSet,
     engines: Option<serde_json::Value>,
+    threads: bool,
 ) -> Vec<u8> {
     let total = CounterSet::sum(workers.iter().map(|w| &w.counters).chain(std::iter::once(global)));
-    let mut stats = match nested_json(&total) {
+    let mut stats = match eve_json(&total) {
         serde_json::Value::Object(m) => m,
         _ => unreachable!("nested json is an object"),
     };
@@ -90,14 +101,14 @@ pub fn stats_event_with_engines(
             detect.insert("engines".into(), engines);
         }
     }
-    let mut threads = serde_json::Map::new();
-    for w in workers {
-        threads.insert(w.name.clone(), nested_json(&w.counters));
-    }
     let mut with_uptime = serde_json::Map::new();
     with_uptime.insert("uptime".into(), uptime_secs.into());
     with_uptime.append(&mut stats);
-    with_uptime.insert("threads".into(), threads.into());
+    if threads {
+        let per_worker: serde_json::Map<_, _> =
+            workers.iter().map(|w| (w.name.clone(), eve_json(&w.counters))).collect();
+        with_uptime.insert("threads".into(), per_worker.into());
+    }
     let mut buf = Vec::new();
     let mut o = JsonObject::begin(&mut buf);
     o.str("timestamp", &super::eve::format_timestamp(ts)).str("event_type", "stats");
@@ -150,11 +161,47 @@ fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// Suricata's counter names: the leaves of `stats` in its EVE JSON schema, one per line,
+/// sorted.
+const SURICATA_COUNTERS: &str = include_str!("suricata_counters.txt");
+
+/// Whether Suricata has a counter called `name` (eve `stats` keeps it where it is).
+fn is_suricata_counter(name: &str) -> bool {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| SURICATA_COUNTERS.lines().collect());
+    names.binary_search(&name).is_ok()
+}
+
+/// The counters as eve's `stats` object (see [`stats_event_with_engines`]): Suricata's
+/// names as they are, picket's own under `picket.`, `flow.active` summed.
+fn eve_json(counters: &CounterSet) -> serde_json::Value {
+    let mut shaped: Vec<(Cow<'_, str>, u64)> = Vec::with_capacity(counters.iter().count() + 1);
+    let mut active = None;
+    for (name, value) in counters.iter() {
+        if name.starts_with("flow.active.") {
+            *active.get_or_insert(0) += value;
+        }
+        if name.starts_with("picket.") || (is_suricata_counter(name) && name != "flow.active") {
+            shaped.push((name.into(), value));
+        } else {
+            shaped.push((format!("picket.{name}").into(), value));
+        }
+    }
+    if let Some(active) = active {
+        shaped.push(("flow.active".into(), active));
+    }
+    nested(shaped.iter().map(|(n, v)| (n.as_ref(), *v)))
+}
+
 /// The counters as a nested JSON object ("decoder.event.ipv4.trunc_pkt" becomes
 /// decoder → event → ipv4 → trunc_pkt), as Suricata's eve `stats` event nests them.
 pub fn nested_json(counters: &CounterSet) -> serde_json::Value {
+    nested(counters.iter())
+}
+
+fn nested<'n>(counters: impl Iterator<Item = (&'n str, u64)>) -> serde_json::Value {
     let mut root = serde_json::Map::new();
-    for (name, value) in counters.iter() {
+    for (name, value) in counters {
         let mut node = &mut root;
         let mut parts = name.split('.').peekable();
         while let Some(part) = parts.next() {
@@ -209,6 +256,13 @@ mod tests {
         assert!(s.contains("(uptime: 0d, 01h 02m 05s)"));
         assert!(s.lines().any(|l| l.starts_with("decoder.pkts") && l.contains("Total") && l.ends_with("| 7")));
         assert!(s.lines().any(|l| l.contains("W#02") && l.ends_with("| 4")));
+        // Zero counters are left out, as Suricata does.
+        let mut zero = report(0, 3);
+        zero.counters.add("tcp.rst", 0);
+        let mut out = Vec::new();
+        write_stats_log(&mut out, Duration::from_secs(1), "d", &[zero]).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("decoder.pkts") && !s.contains("tcp.rst"), "{s}");
     }
 
     #[test]
@@ -219,6 +273,50 @@ mod tests {
         assert_eq!(v["stats"]["uptime"], 2);
         assert_eq!(v["stats"]["decoder"]["pkts"], 7);
         assert_eq!(v["stats"]["threads"]["W#01"]["decoder"]["pkts"], 3);
+        let line = stats_event_with_global(Timestamp::from_parts(5, 0), 2, &[report(0, 3)], &CounterSet::new(), false);
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert!(v["stats"].get("threads").is_none(), "threads only when configured");
+    }
+
+    /// Suricata's counters stay where its schema has them; picket's own move under
+    /// `picket`; `flow.active` is one number.
+    #[test]
+    fn stats_event_follows_suricatas_schema() {
+        let mut c = CounterSet::new();
+        for (name, v) in [
+            ("decoder.pkts", 9),
+            ("decoder.event.ipv4.trunc_pkt", 1),
+            ("detect.candidates", 4),
+            ("flow.active.tcp", 2),
+            ("flow.active.udp", 3),
+            ("capture.kernel_packets", 9),
+            ("picket.xdp.passed", 5),
+        ] {
+            c.add(name, v);
+        }
+        let w = WorkerReport { name: worker_name(0), counters: c, ..Default::default() };
+        let line = stats_event_with_global(Timestamp::from_parts(5, 0), 2, &[w], &CounterSet::new(), true);
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        let s = &v["stats"];
+        assert_eq!(
+            (s["decoder"]["pkts"].as_u64(), s["decoder"]["event"]["ipv4"]["trunc_pkt"].as_u64()),
+            (Some(9), Some(1))
+        );
+        assert_eq!(s["capture"]["kernel_packets"], 9);
+        assert_eq!(s["flow"]["active"], 5);
+        assert_eq!(s["picket"]["flow"]["active"]["udp"], 3);
+        assert_eq!(s["picket"]["detect"]["candidates"], 4);
+        assert!(s["detect"].get("candidates").is_none());
+        assert_eq!(s["picket"]["xdp"]["passed"], 5);
+        assert_eq!(s["threads"]["W#01"]["flow"]["active"], 5);
+    }
+
+    #[test]
+    fn suricata_counter_list_is_sorted_and_known() {
+        let names: Vec<&str> = SURICATA_COUNTERS.lines().collect();
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates (binary search)");
+        assert!(is_suricata_counter("tcp.syn") && is_suricata_counter("flow.active"));
+        assert!(!is_suricata_counter("detect.candidates") && !is_suricata_counter("decoder"));
     }
 
     #[test]

@@ -234,7 +234,13 @@ pub fn run_live(
                 last_stats = Instant::now();
                 let reports = periodic_reports(&gauges, &shared);
                 if opts.eve.types.stats {
-                    let _ = events_tx.send(stats_chunk(start.elapsed(), &reports, &global, detect_engines(opts)));
+                    let _ = events_tx.send(stats_chunk(
+                        start.elapsed(),
+                        &reports,
+                        &global,
+                        detect_engines(opts),
+                        opts.eve.stats_threads,
+                    ));
                 }
                 if let Some(path) = &opts.stats_log {
                     if let Err(e) = append_stats_log(path, start.elapsed(), &reports, &global) {
@@ -273,7 +279,7 @@ pub fn run_live(
         forward_extra_events(opts, &events_tx);
         let global = global_counters(opts, &gauges);
         if opts.eve.types.stats {
-            let _ = events_tx.send(stats_chunk(wall, &reports, &global, detect_engines(opts)));
+            let _ = events_tx.send(stats_chunk(wall, &reports, &global, detect_engines(opts), opts.eve.stats_threads));
         }
         drop(events_tx);
         let events_written = writer.join().map_err(|_| io::Error::other("output thread panicked"))??;
@@ -332,6 +338,8 @@ fn answer_commands(
                     &periodic_reports(gauges, shared),
                     global,
                     control.reloader.as_ref().map(|r| serde_json::Value::Array(vec![r.ruleset_stats()])),
+                    // `picket ctl stats` answers with every worker's counters too.
+                    true,
                 );
                 serde_json::from_slice::<serde_json::Value>(&line)
                     .map(|mut event| event["stats"].take())
@@ -425,9 +433,10 @@ fn stats_chunk(
     reports: &[WorkerReport],
     global: &CounterSet,
     engines: Option<serde_json::Value>,
+    threads: bool,
 ) -> EventBuf {
     let mut buf = EventBuf::default();
-    let line = stats_event_with_engines(now_timestamp(), uptime.as_secs(), reports, global, engines);
+    let line = stats_event_with_engines(now_timestamp(), uptime.as_secs(), reports, global, engines, threads);
     buf.push(u64::MAX, |out| out.extend_from_slice(&line));
     buf
 }

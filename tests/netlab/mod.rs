@@ -227,3 +227,18 @@ pub fn read_eve(path: &Path) -> Vec<serde_json::Value> {
 pub fn events_of<'a>(events: &'a [serde_json::Value], event_type: &str) -> Vec<&'a serde_json::Value> {
     events.iter().filter(|e| e["event_type"] == event_type).collect()
 }
+
+/// A configuration that writes what picket writes without one (fast.log, eve.json with
+/// every type, stats.log) and adds the per-worker `threads` object to eve `stats`
+/// (`stats: threads: yes`; off by default, as in Suricata). Written to `path`.
+#[allow(dead_code)]
+pub fn threads_yaml(path: &Path) -> &Path {
+    std::fs::write(
+        path,
+        "outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: yes\n      types:\n        - alert\n        \
+         - drop\n        - flow\n        - http\n        - dns\n        - tls\n        - stats:\n            threads: yes\n  \
+         - stats:\n      enabled: yes\n",
+    )
+    .unwrap();
+    path
+}

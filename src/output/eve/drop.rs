@@ -2,7 +2,7 @@
 //! them: the packet's IP and transport header fields, why it was dropped, and, as the
 //! eve-log `drop:` options ask, the rule that dropped it and the verdict.
 
-use super::alert::{icmp_type_code, write_vlan};
+use super::alert::write_vlan;
 use super::options::DropLogOptions;
 use super::verdict::write_verdict;
 use super::EventHeader;
@@ -19,18 +19,8 @@ pub fn wanted(d: &DropEvent<'_>, opts: &DropLogOptions) -> bool {
 /// One eve `drop` line for `d`.
 pub fn write_drop(buf: &mut Vec<u8>, d: &DropEvent<'_>, opts: &DropLogOptions) {
     let (wire, t) = (d.wire, &d.wire.tuple);
-    let header = EventHeader {
-        ts: wire.meta.ts,
-        flow_id: (d.flow_id != 0).then_some(d.flow_id),
-        pcap_cnt: Some(wire.meta.pcap_cnt),
-        event_type: "drop",
-        src_ip: t.src_ip(),
-        src_port: t.src_port,
-        dest_ip: t.dst_ip(),
-        dest_port: t.dst_port,
-        proto: t.proto,
-        icmp: icmp_type_code(t),
-    };
+    let flow_id = (d.flow_id != 0).then_some(d.flow_id);
+    let header = EventHeader::of_packet(wire.meta.ts, flow_id, wire.meta.pcap_cnt, "drop", t);
     let mut o = header.write(buf);
     o.u64("ip_v", if t.is_v4 { 4 } else { 6 });
     o.str("pkt_src", "wire/pcap");

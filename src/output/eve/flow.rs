@@ -10,9 +10,10 @@ use super::{write_tcp_flags_hex, write_timestamp, EventHeader};
 use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
 use picket_core::inspect::{BypassCounts, BypassMode, FlowExt};
+use picket_core::settings::ExceptionPolicy;
 
-/// One eve `flow` line for a finished flow.
-pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
+/// One eve `flow` line for a finished flow; with `community_id`'s seed, its Community ID.
+pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Option<u16>) {
     let header = EventHeader {
         ts: rec.end,
         flow_id: Some(rec.flow_id),
@@ -26,13 +27,20 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         icmp: rec.icmp_toserver.or(is_icmp(rec.tuple.proto).then_some((0, 0))),
     };
     let mut o = header.write(buf);
-    if let Some(p) = rec.ext.app.as_ref().and_then(|a| a.proto) {
+    o.u64("ip_v", if rec.tuple.is_v4 { 4 } else { 6 });
+    let app = rec.ext.app.as_deref();
+    if let Some(p) = app.and_then(|a| a.proto) {
         o.str("app_proto", p.name());
+    } else if app.is_some_and(|a| a.detection_failed()) {
+        o.str("app_proto", "failed");
     }
     if let Some((t, c)) = rec.icmp_toclient {
         o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());
     }
     write_vlan(&mut o, &rec.vlan);
+    if let Some(seed) = community_id {
+        o.str("community_id", &super::community_id::community_id(&rec.tuple, seed));
+    }
     let bypass = rec.ext.bypass;
     let kernel = match bypass.mode {
         BypassMode::Capture => bypass.kernel,
@@ -68,6 +76,16 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
     } else if rec.ext.passed || rec.ext.detect.passed {
         o.str("action", "pass");
     }
+    // The exception policies applied to the flow, as Suricata lists them.
+    if let Some(policy) = rec.ext.midstream_policy_applied {
+        // Names only (no escaping needed); a rare field, formatted directly.
+        let list = format!("[{{\"target\":\"stream_midstream\",\"policy\":\"{}\"}}]", policy_name(policy));
+        o.raw("exception_policy", &list);
+    }
+    // Transactions the flow's parser had; absent without any, as in Suricata.
+    if let Some(n) = app.map(|a| a.tx_count()).filter(|&n| n > 0) {
+        o.u64("tx_cnt", n);
+    }
     o.close();
     if let Some(tcp) = &rec.tcp {
         o.open("tcp")
@@ -91,6 +109,20 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>) {
         o.str("state", tcp.state.as_str()).close();
     }
     o.finish();
+}
+
+/// Suricata's eve name of an exception policy.
+fn policy_name(policy: ExceptionPolicy) -> &'static str {
+    match policy {
+        ExceptionPolicy::Auto => "auto",
+        ExceptionPolicy::Ignore => "ignore",
+        ExceptionPolicy::PassPacket => "pass_packet",
+        ExceptionPolicy::PassFlow => "pass_flow",
+        ExceptionPolicy::Bypass => "bypass",
+        ExceptionPolicy::DropPacket => "drop_packet",
+        ExceptionPolicy::DropFlow => "drop_flow",
+        ExceptionPolicy::Reject => "reject",
+    }
 }
 
 #[cfg(test)]
@@ -129,9 +161,30 @@ mod tests {
 
     fn flow_object(bypass: FlowBypass) -> serde_json::Value {
         let mut buf = Vec::new();
-        write_flow(&mut buf, &record(bypass));
+        write_flow(&mut buf, &record(bypass), None);
         let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
         v["flow"].clone()
+    }
+
+    /// `ip_v` on every flow; ports only for TCP, UDP and SCTP, with Suricata's protocol names.
+    #[test]
+    fn ip_version_ports_and_protocol_names() {
+        let mut buf = Vec::new();
+        write_flow(&mut buf, &record(FlowBypass::default()), None);
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        assert_eq!((v["ip_v"].as_u64(), v["src_port"].as_u64()), (Some(4), Some(40000)));
+        assert!(v.get("app_proto").is_none() && v["flow"].get("tx_cnt").is_none());
+        let mut gre = record(FlowBypass::default());
+        gre.tuple.proto = 47;
+        gre.tuple.is_v4 = false;
+        gre.tuple.src = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        buf.clear();
+        write_flow(&mut buf, &gre, Some(0));
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        assert_eq!((v["ip_v"].as_u64(), v["proto"].as_str()), (Some(6), Some("GRE")));
+        assert_eq!(v["src_ip"], "2001:0db8:0000:0000:0000:0000:0000:0001");
+        assert!(v.get("src_port").is_none() && v.get("dest_port").is_none());
+        assert!(v["community_id"].as_str().is_some_and(|c| c.starts_with("1:")), "community-id: yes");
     }
 
     #[test]
@@ -146,6 +199,18 @@ mod tests {
         let b = &f["bypassed"];
         assert_eq!((b["pkts_toserver"].as_u64(), b["pkts_toclient"].as_u64()), (Some(5), Some(900)));
         assert_eq!((b["bytes_toserver"].as_u64(), b["bytes_toclient"].as_u64()), (Some(300), Some(1_300_000)));
+    }
+
+    #[test]
+    fn applied_midstream_policy_is_listed() {
+        let mut rec = record(FlowBypass::default());
+        rec.ext.midstream_policy_applied = Some(ExceptionPolicy::PassFlow);
+        let mut buf = Vec::new();
+        write_flow(&mut buf, &rec, None);
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        let p = &v["flow"]["exception_policy"][0];
+        assert_eq!((p["target"].as_str(), p["policy"].as_str()), (Some("stream_midstream"), Some("pass_flow")));
+        assert!(flow_object(FlowBypass::default()).get("exception_policy").is_none());
     }
 
     #[test]

@@ -7,12 +7,15 @@
 //! | `Event::Drop` | `drop` | [`drop`] |
 //! | `Event::Flow` | `flow` | [`flow`] |
 //! | `Event::Transaction` | `http`, `dns`, `tls`, `fileinfo` | [`tx`] (header), [`http`], [`dns`], [`tls`], [`fileinfo`] |
+//! | `Event::Anomaly` | `anomaly` | [`anomaly`] |
 //!
 //! Protocol objects (`http`, `dns`, `tls`) are written by each protocol's `write_record`
 //! in picket-core through [`picket_core::record::RecordWriter`], which the JSON writer
 //! implements.
 
 pub mod alert;
+pub mod anomaly;
+pub mod community_id;
 pub mod dns;
 pub mod drop;
 pub mod fileinfo;
@@ -30,6 +33,7 @@ use crate::packet::Timestamp;
 use std::borrow::Cow;
 use std::io::Write as _;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Formats a capture timestamp the way Suricata's eve.json does:
 /// `2009-11-24T21:27:09.534255+0000` (microseconds, UTC offset spelled out).
@@ -73,8 +77,26 @@ fn put_digits(slot: &mut [u8], mut value: u64) {
     }
 }
 
-/// Appends an address as `IpAddr`'s `Display` writes it; IPv4 (most events) by hand.
+/// eve-log's `ipv6-compress`: IPv6 addresses in their short form (`fe80::1`) instead of
+/// Suricata's default, eight zero-padded groups (`fe80:0000:0000:0000:0000:0000:0000:0001`).
+/// One setting for the process, as there is one eve-log: set when the configuration is
+/// read ([`set_ipv6_compress`]), read by [`write_ip`] for every address written.
+static IPV6_COMPRESS: AtomicBool = AtomicBool::new(false);
+
+/// Sets eve-log's `ipv6-compress` (off by default, as in Suricata).
+pub fn set_ipv6_compress(on: bool) {
+    IPV6_COMPRESS.store(on, Ordering::Relaxed);
+}
+
+/// Appends an address as Suricata's eve writes it: dotted IPv4; IPv6 as eight
+/// zero-padded hex groups unless `ipv6-compress` is on. Written by hand (every event
+/// carries two addresses).
 pub fn write_ip(out: &mut Vec<u8>, ip: IpAddr) {
+    write_ip_as(out, ip, IPV6_COMPRESS.load(Ordering::Relaxed));
+}
+
+/// [`write_ip`] with `ipv6-compress` given.
+fn write_ip_as(out: &mut Vec<u8>, ip: IpAddr, ipv6_compress: bool) {
     match ip {
         IpAddr::V4(v4) => {
             let mut text = [0u8; 15];
@@ -96,10 +118,25 @@ pub fn write_ip(out: &mut Vec<u8>, ip: IpAddr) {
             }
             out.extend_from_slice(&text[..n]);
         }
-        IpAddr::V6(v6) => {
+        IpAddr::V6(v6) if ipv6_compress => {
             let _ = write!(out, "{v6}");
         }
+        IpAddr::V6(v6) => write_ipv6_expanded(out, &v6.octets()),
     }
+}
+
+/// Suricata's default IPv6 form: `2001:0db8:85a3:0000:0000:8a2e:0370:7334`.
+fn write_ipv6_expanded(out: &mut Vec<u8>, octets: &[u8; 16]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [b':'; 39];
+    for (group, pair) in octets.chunks_exact(2).enumerate() {
+        let at = group * 5;
+        for (i, byte) in pair.iter().enumerate() {
+            text[at + 2 * i] = HEX[usize::from(byte >> 4)];
+            text[at + 2 * i + 1] = HEX[usize::from(byte & 0xf)];
+        }
+    }
+    out.extend_from_slice(&text);
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -116,19 +153,45 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// Suricata's `proto` string for an IP protocol number.
+/// Suricata's `proto` string for an IP protocol number: IANA's keyword for the protocols
+/// a capture commonly carries (tunnels as "IP-in-IP", "IPv6", "GRE"), the number otherwise.
 pub fn proto_name(proto: u8) -> Cow<'static, str> {
-    match proto {
-        1 => "ICMP".into(),
-        6 => "TCP".into(),
-        17 => "UDP".into(),
-        58 => "IPv6-ICMP".into(),
-        132 => "SCTP".into(),
-        47 => "GRE".into(),
-        50 => "ESP".into(),
-        51 => "AH".into(),
-        other => other.to_string().into(),
-    }
+    let name = match proto {
+        0 => "HOPOPT",
+        1 => "ICMP",
+        2 => "IGMP",
+        4 => "IP-in-IP",
+        6 => "TCP",
+        17 => "UDP",
+        41 => "IPv6",
+        43 => "IPv6-Route",
+        44 => "IPv6-Frag",
+        46 => "RSVP",
+        47 => "GRE",
+        50 => "ESP",
+        51 => "AH",
+        58 => "IPv6-ICMP",
+        59 => "IPv6-NoNxt",
+        60 => "IPv6-Opts",
+        88 => "EIGRP",
+        89 => "OSPF",
+        97 => "ETHERIP",
+        103 => "PIM",
+        108 => "IPComp",
+        112 => "VRRP",
+        115 => "L2TP",
+        132 => "SCTP",
+        136 => "UDPLite",
+        137 => "MPLS-in-IP",
+        other => return other.to_string().into(),
+    };
+    name.into()
+}
+
+/// Protocols whose events carry `src_port`/`dest_port` (Suricata writes ports for these
+/// only).
+pub fn has_ports(proto: u8) -> bool {
+    matches!(proto, 6 | 17 | 132)
 }
 
 /// The addressing fields every flow-bound event starts with.
@@ -147,6 +210,29 @@ pub struct EventHeader {
 }
 
 impl EventHeader {
+    /// The header of a record about one captured packet (drop, anomaly): its addresses
+    /// as they are on the wire.
+    pub fn of_packet(
+        ts: Timestamp,
+        flow_id: Option<u64>,
+        pcap_cnt: u64,
+        event_type: &'static str,
+        t: &picket_core::decode::FiveTuple,
+    ) -> Self {
+        EventHeader {
+            ts,
+            flow_id,
+            pcap_cnt: Some(pcap_cnt),
+            event_type,
+            src_ip: t.src_ip(),
+            src_port: t.src_port,
+            dest_ip: t.dst_ip(),
+            dest_port: t.dst_port,
+            proto: t.proto,
+            icmp: picket_core::decode::is_icmp(t.proto).then_some((t.src_port as u8, t.dst_port as u8)),
+        }
+    }
+
     pub fn write<'a>(&self, out: &'a mut Vec<u8>) -> JsonObject<'a> {
         let mut o = JsonObject::begin(out);
         o.str_plain("timestamp", |out| write_timestamp(out, self.ts));
@@ -157,12 +243,13 @@ impl EventHeader {
             o.u64("pcap_cnt", cnt);
         }
         o.str("event_type", self.event_type);
+        let ports = self.icmp.is_none() && has_ports(self.proto);
         o.str_plain("src_ip", |out| write_ip(out, self.src_ip));
-        if self.icmp.is_none() {
+        if ports {
             o.u64("src_port", self.src_port.into());
         }
         o.str_plain("dest_ip", |out| write_ip(out, self.dest_ip));
-        if self.icmp.is_none() {
+        if ports {
             o.u64("dest_port", self.dest_port.into());
         }
         o.str("proto", &proto_name(self.proto));
@@ -193,11 +280,12 @@ mod tests {
         assert_eq!(format_timestamp(Timestamp::from_parts(951_782_400, 0)), "2000-02-29T00:00:00.000000+0000");
     }
 
-    /// The hand-written writers agree with the std formatting they replace, for both
-    /// address families, the latest representable timestamp and the tcp flag bytes.
+    /// The hand-written writers agree with the std formatting they replace (IPv4, IPv6
+    /// with `ipv6-compress`), for the latest representable timestamp and the tcp flag bytes.
     #[test]
     fn writers_match_std_formatting() {
-        for ip in ["0.0.0.0", "255.255.255.255", "10.1.22.133", "::1", "2001:db8::ff00:42:8329", "::ffff:1.2.3.4"] {
+        let ipv4 = ["0.0.0.0", "255.255.255.255", "10.1.22.133"];
+        for ip in ipv4 {
             let ip: IpAddr = ip.parse().unwrap();
             let mut out = Vec::new();
             write_ip(&mut out, ip);
@@ -209,6 +297,26 @@ mod tests {
             let mut out = Vec::new();
             write_tcp_flags_hex(&mut out, flags);
             assert_eq!(out, format!("{flags:02x}").as_bytes());
+        }
+    }
+
+    /// IPv6 in Suricata's default form, and in the short form with `ipv6-compress`.
+    #[test]
+    fn ipv6_expanded_by_default_and_compressed_on_request() {
+        let cases = [
+            ("2001:db8:85a3::8a2e:370:7334", "2001:0db8:85a3:0000:0000:8a2e:0370:7334"),
+            ("::1", "0000:0000:0000:0000:0000:0000:0000:0001"),
+            ("fe80::20c:29ff:faf2:ab42", "fe80:0000:0000:0000:020c:29ff:faf2:ab42"),
+            ("::ffff:1.2.3.4", "0000:0000:0000:0000:0000:ffff:0102:0304"),
+        ];
+        let text = |ip: &str, compress: bool| {
+            let mut out = Vec::new();
+            write_ip_as(&mut out, ip.parse().unwrap(), compress);
+            String::from_utf8(out).unwrap()
+        };
+        for (ip, expanded) in cases {
+            assert_eq!(text(ip, false), expanded);
+            assert_eq!(text(ip, true), ip.parse::<IpAddr>().unwrap().to_string());
         }
     }
 
@@ -231,7 +339,7 @@ mod tests {
         let s = String::from_utf8(buf).unwrap();
         assert_eq!(
             s,
-            "{\"timestamp\":\"1970-01-01T00:00:01.000000+0000\",\"flow_id\":42,\"pcap_cnt\":3,\"event_type\":\"alert\",\"src_ip\":\"10.0.0.1\",\"src_port\":1234,\"dest_ip\":\"::1\",\"dest_port\":80,\"proto\":\"TCP\"}\n"
+            "{\"timestamp\":\"1970-01-01T00:00:01.000000+0000\",\"flow_id\":42,\"pcap_cnt\":3,\"event_type\":\"alert\",\"src_ip\":\"10.0.0.1\",\"src_port\":1234,\"dest_ip\":\"0000:0000:0000:0000:0000:0000:0000:0001\",\"dest_port\":80,\"proto\":\"TCP\"}\n"
         );
     }
 }

@@ -43,6 +43,13 @@ pub struct AlertLogOptions {
     pub http: HttpLogOptions,
     pub dns: DnsLogOptions,
     pub tls: TlsLogOptions,
+    /// The `anomaly:` entry of `types:`.
+    pub anomaly: AnomalyLogOptions,
+    /// `stats:` entry's `threads: yes`: per-worker counters in eve `stats` (default no).
+    pub stats_threads: bool,
+    /// eve-log `community-id: yes`: flow records carry `community_id`, hashed with this
+    /// seed (`community-id-seed`, default 0).
+    pub community_id: Option<u16>,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -58,11 +65,22 @@ pub struct EveTypes {
     pub tls: bool,
     /// `files`: `fileinfo` records of HTTP bodies.
     pub files: bool,
+    pub anomaly: bool,
 }
 
 impl EveTypes {
     pub const fn all() -> Self {
-        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true, files: true }
+        EveTypes {
+            alert: true,
+            drop: true,
+            flow: true,
+            stats: true,
+            http: true,
+            dns: true,
+            tls: true,
+            files: true,
+            anomaly: true,
+        }
     }
 
     pub const fn none() -> Self {
@@ -75,6 +93,7 @@ impl EveTypes {
             dns: false,
             tls: false,
             files: false,
+            anomaly: false,
         }
     }
 
@@ -90,6 +109,7 @@ impl EveTypes {
             "dns" => &mut self.dns,
             "tls" => &mut self.tls,
             "files" => &mut self.files,
+            "anomaly" => &mut self.anomaly,
             _ => return false,
         };
         *slot = true;
@@ -114,6 +134,26 @@ pub struct DropLogOptions {
     pub all_packets: bool,
     /// `verdict: yes`: the `verdict` object.
     pub verdict: bool,
+}
+
+/// The options of the `anomaly:` entry of eve-log `types:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnomalyLogOptions {
+    /// `types: decode:` decoder events (default no).
+    pub decode: bool,
+    /// `types: stream:` TCP stream events (default no; none are reported yet).
+    pub stream: bool,
+    /// `types: applayer:` app-layer parser events (default yes; none are reported yet).
+    pub applayer: bool,
+    /// `packethdr:` the first bytes of the packet in `packet` (default no; Suricata turns
+    /// it off without `decode`, the only records that have a packet here).
+    pub packethdr: bool,
+}
+
+impl Default for AnomalyLogOptions {
+    fn default() -> Self {
+        AnomalyLogOptions { decode: false, stream: false, applayer: true, packethdr: false }
+    }
 }
 
 /// Suricata's X-Forwarded-For handling for alerts.
@@ -160,6 +200,9 @@ impl Default for AlertLogOptions {
             http: HttpLogOptions::default(),
             dns: DnsLogOptions::default(),
             tls: TlsLogOptions::default(),
+            anomaly: AnomalyLogOptions::default(),
+            stats_threads: false,
+            community_id: None,
         }
     }
 }

@@ -297,6 +297,20 @@ impl AppLayer {
         self.pending.take_done()
     }
 
+    /// Transactions the flow's parser had so far (eve flow's `tx_cnt`); 0 without one.
+    pub fn tx_count(&self) -> u64 {
+        match &self.state {
+            State::Parsing(p) => p.tx_count(),
+            _ => 0,
+        }
+    }
+
+    /// Protocol detection gave up on the flow (Suricata's `app_proto: "failed"`): neither
+    /// direction looked like a protocol picket knows.
+    pub fn detection_failed(&self) -> bool {
+        matches!(self.state, State::Idle) && self.proto.is_none()
+    }
+
     pub(crate) fn tx(&self, id: u64) -> Option<AppTx<'_>> {
         match &self.state {
             State::Parsing(p) => p.tx(id),
@@ -400,6 +414,24 @@ mod tests {
             Some(AppTx::Http(tx)) => Some(tx),
             _ => None,
         }
+    }
+
+    /// eve flow's `tx_cnt` and `app_proto: "failed"` come from here.
+    #[test]
+    fn transaction_count_and_failed_detection() {
+        let mut app = AppLayer::default();
+        let mut c = AppCounters::default();
+        assert_eq!((app.tx_count(), app.detection_failed()), (0, false));
+        for _ in 0..3 {
+            app.on_data(Direction::ToServer, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", (40000, 80), &mut c);
+        }
+        assert_eq!((app.tx_count(), app.detection_failed()), (3, false));
+        let mut other = AppLayer::default();
+        other.on_data(Direction::ToServer, &[0u8; 64], (40000, 9999), &mut c);
+        other.on_data(Direction::ToClient, &[0xffu8; 64], (40000, 9999), &mut c);
+        other.parse_gap(Direction::ToServer, 10, &mut c);
+        other.parse_gap(Direction::ToClient, 10, &mut c);
+        assert!(other.detection_failed() && other.tx_count() == 0);
     }
 
     #[test]

@@ -107,6 +107,12 @@ pub trait AppParser: Send {
     /// Transaction `id`, while the parser keeps it.
     fn tx(&self, id: u64) -> Option<AppTx<'_>>;
 
+    /// Transactions the flow had so far, freed ones included (eve flow's `tx_cnt`, as
+    /// Suricata counts them: the next transaction id).
+    fn tx_count(&self) -> u64 {
+        0
+    }
+
     /// What is logged with every alert of the flow, whatever transaction the alert is on
     /// (as Suricata does for a TLS session).
     fn flow_tx(&self) -> Option<AppTx<'_>> {

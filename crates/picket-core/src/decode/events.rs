@@ -209,6 +209,12 @@ impl DecodeEvent {
         self as usize
     }
 
+    /// Whether Suricata has this event (all but the few picket adds to make anomalies
+    /// visible); only those become eve `anomaly` records, under Suricata's name.
+    pub fn in_suricata(self) -> bool {
+        !matches!(self, DecodeEvent::EthernetIeee8023Frame | DecodeEvent::LinkUnsupportedType)
+    }
+
     /// Looks an event up by name, with or without the `decoder.` prefix (as written in
     /// a `decode-event:` rule keyword).
     pub fn from_name(name: &str) -> Option<DecodeEvent> {

@@ -189,7 +189,7 @@ impl FlowTimeouts {
     /// Suricata's defaults for emergency mode (the `emergency-*` keys).
     pub fn suricata_emergency_default() -> Self {
         FlowTimeouts {
-            tcp: StateTimeouts { new: 10, established: 100, closed: 10, bypassed: 50 },
+            tcp: StateTimeouts { new: 5, established: 100, closed: 10, bypassed: 50 },
             udp: StateTimeouts { new: 10, established: 100, closed: 0, bypassed: 50 },
             icmp: StateTimeouts { new: 10, established: 100, closed: 0, bypassed: 50 },
             default: StateTimeouts { new: 10, established: 100, closed: 0, bypassed: 50 },

@@ -172,6 +172,9 @@ impl Detection {
         out: &mut Out<'_>,
     ) -> Option<Verdict> {
         let mut reason = "flow drop";
+        if packet.midstream_exception && ext.midstream_policy_applied.is_none() {
+            ext.midstream_policy_applied = Some(policy);
+        }
         if packet.midstream_exception && !ext.dropped && !ext.passed {
             match policy {
                 ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,

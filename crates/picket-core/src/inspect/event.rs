@@ -55,6 +55,19 @@ pub enum Event<'a> {
     Flow(&'a FlowRecord<FlowExt>),
     /// An application-layer transaction is done (both sides complete, or its flow ended).
     Transaction(&'a TxEvent<'a>),
+    /// A packet's decoder found anomalies (reported only when asked for:
+    /// `InspectSettings::log_decode_anomalies`).
+    Anomaly(&'a AnomalyEvent<'a>),
+}
+
+/// A packet with decoder anomalies (`decoded.events`), what eve `anomaly` records of type
+/// `decode` are written from: one record per event. Raised right after decoding, before
+/// the flow lookup, so it carries no flow; a packet too broken for a five-tuple has none.
+pub struct AnomalyEvent<'a> {
+    pub meta: &'a PacketMeta,
+    pub frame: &'a [u8],
+    pub decoded: &'a Decoded<'a>,
+    pub tuple: Option<FiveTuple>,
 }
 
 /// An application-layer transaction is done: what a protocol log record (eve `http`,

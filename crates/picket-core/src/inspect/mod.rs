@@ -68,6 +68,7 @@ pub use crate::applayer::AppTx;
 use crate::applayer::{AppCounters, MemCap};
 pub use bypass::{BypassCounts, BypassMode, BypassReason, BypassRequest, BypassSettings, FlowBypass};
 use detection::{FlowDropLog, Out, RunVerdict};
+pub use event::AnomalyEvent;
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
     RejectTarget, TxEvent, Verdict, WirePacket, SHUTDOWN_KEY,
@@ -104,6 +105,9 @@ pub struct InspectSettings {
     pub bypass: BypassSettings,
     /// `ddos.detectors`: the plug-in detectors each worker feeds (`None`: none).
     pub detectors: Option<Arc<crate::detectors::DetectorSettings>>,
+    /// Report each packet's decoder anomalies as [`Event::Anomaly`] (eve `anomaly` with
+    /// `types: decode: yes`); off, a packet with anomalies costs nothing more.
+    pub log_decode_anomalies: bool,
 }
 
 impl InspectSettings {
@@ -165,6 +169,7 @@ impl InspectSettings {
             http: Arc::new(HttpConfig::default()),
             bypass: BypassSettings { stream_depth: engine.stream_bypass, tls: engine.tls_bypass, capture: false },
             detectors: None,
+            log_decode_anomalies: false,
         }
     }
 }
@@ -251,6 +256,9 @@ pub struct FlowExt {
     pub bypass: FlowBypass,
     /// The detectors were told this TCP flow completed its handshake.
     pub handshake_reported: bool,
+    /// `stream.midstream-policy` was applied to the flow (a TCP packet found no session),
+    /// as it stood: eve flow's `exception_policy` (target `stream_midstream`).
+    pub midstream_policy_applied: Option<ExceptionPolicy>,
 }
 
 /// Flows on their way from one worker to another: the dispatcher moved their bucket.
@@ -275,6 +283,8 @@ pub struct Inspector {
     checksum_sampled: u64,
     checksum_bad_in_sample: u64,
     decoder: DecoderCounters,
+    /// See [`InspectSettings::log_decode_anomalies`].
+    log_decode_anomalies: bool,
     stages: Stages,
     midstream_policy: ExceptionPolicy,
     stream_mem: ReassemblyMemory,
@@ -332,6 +342,7 @@ impl Inspector {
             checksum_sampled: 0,
             checksum_bad_in_sample: 0,
             decoder: DecoderCounters::default(),
+            log_decode_anomalies: settings.log_decode_anomalies,
             stages: Stages {
                 // App-layer parsers run with detection; they consume what the stream retains.
                 stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
@@ -404,6 +415,9 @@ impl Inspector {
         }
         let d = decode::decode(meta.link, pkt.data, &self.decode_opts);
         self.count_decoded(&d);
+        if self.log_decode_anomalies && !d.events.is_empty() {
+            out.emit(Event::Anomaly(&AnomalyEvent { meta, frame: pkt.data, decoded: &d, tuple: d.tuple() }));
+        }
         // As in Suricata, a packet with a bad checksum still counts in its flow and is
         // inspected (checksum keywords need it), but it does not touch TCP state or the stream.
         let skip_stream = d.bad_checksum && self.reject_bad_checksum();

@@ -17,6 +17,7 @@ pub(super) enum Seen {
     Drop { pcap_cnt: u64, reason: &'static str },
     Flow { alerted: bool, pkts: u64 },
     Tx { id: u64, pcap_cnt: u64, proto: &'static str, detail: String },
+    Anomaly { pcap_cnt: u64, events: Vec<&'static str> },
 }
 
 #[derive(Default)]
@@ -40,6 +41,9 @@ impl EventSink for Collect {
                     AppTx::Tls(_) => "tls".into(),
                 },
             },
+            Event::Anomaly(a) => {
+                Seen::Anomaly { pcap_cnt: a.meta.pcap_cnt, events: a.decoded.events.iter().map(|e| e.name()).collect() }
+            }
         };
         self.0.push((key, seen));
     }
@@ -245,4 +249,34 @@ fn tcp_stream_state_is_created_with_the_first_payload() {
         "stream content still matches: {:?}",
         sink.0
     );
+}
+
+/// Decoder anomalies are reported only when asked for (eve `anomaly` with `decode: yes`),
+/// once per packet, with every event of the packet.
+#[test]
+fn decoder_anomalies_are_reported_when_asked_for() {
+    // A UDP datagram whose IPv4 total length runs past the captured bytes.
+    let mut broken = udp(b"hello");
+    broken[16..18].copy_from_slice(&500u16.to_be_bytes());
+    let frames = vec![udp(b"fine"), broken];
+    for on in [false, true] {
+        let mut settings = InspectSettings::from_engine(&EngineSettings::default(), 1, false);
+        settings.log_decode_anomalies = on;
+        let mut insp = Inspector::new(&settings);
+        let mut sink = Collect::default();
+        feed(&mut insp, &frames, &mut sink);
+        let anomalies: Vec<_> = sink
+            .0
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Seen::Anomaly { pcap_cnt, events } => Some((*pcap_cnt, events.clone())),
+                _ => None,
+            })
+            .collect();
+        if on {
+            assert_eq!(anomalies, vec![(2, vec!["ipv4.trunc_pkt"])]);
+        } else {
+            assert!(anomalies.is_empty());
+        }
+    }
 }

@@ -109,7 +109,10 @@ impl ProtoTimeouts {
         emergency_closed: 0,
         emergency_bypassed: 50,
     };
-    pub const TCP: ProtoTimeouts = ProtoTimeouts { closed: 10, emergency_closed: 5, ..Self::OTHER };
+    /// TCP's, as suricata.yaml sets them (what a Suricata deployment runs with): a
+    /// handshake gets a minute, an established session ten, a closed one a minute.
+    pub const TCP: ProtoTimeouts =
+        ProtoTimeouts { new: 60, established: 600, closed: 60, emergency_new: 5, emergency_closed: 10, ..Self::OTHER };
 }
 
 /// `flow-timeouts`: `default` applies to protocols other than TCP, UDP and ICMP.

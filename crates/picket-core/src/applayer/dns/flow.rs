@@ -56,6 +56,10 @@ impl AppParser for DnsFlow {
         self.state.tx(id).map(AppTx::Dns)
     }
 
+    fn tx_count(&self) -> u64 {
+        self.state.next_tx_id()
+    }
+
     /// Transactions are complete when parsed: all go but those still waiting.
     fn prune(&mut self, pending: &Pending) -> Option<u64> {
         let keep_from = pending.min().unwrap_or_else(|| self.state.next_tx_id());

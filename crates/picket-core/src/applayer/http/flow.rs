@@ -37,6 +37,10 @@ impl AppParser for HttpParser {
         HttpParser::tx(self, id).map(AppTx::Http)
     }
 
+    fn tx_count(&self) -> u64 {
+        HttpParser::tx_count(self)
+    }
+
     fn heap_bytes(&self) -> u64 {
         self.heap_bytes_without_bodies()
     }

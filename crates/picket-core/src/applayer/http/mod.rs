@@ -774,6 +774,11 @@ impl HttpParser {
         self.txs.get(id.checked_sub(first)? as usize)
     }
 
+    /// Transactions started so far, kept or not (the next transaction's id).
+    pub fn tx_count(&self) -> u64 {
+        self.next_tx_id
+    }
+
     pub fn txs(&self) -> impl Iterator<Item = &HttpTx> {
         self.txs.iter()
     }

@@ -47,4 +47,9 @@ impl AppParser for TlsState {
     fn flow_tx(&self) -> Option<AppTx<'_>> {
         Some(AppTx::Tls(self))
     }
+
+    /// The session is the flow's one transaction.
+    fn tx_count(&self) -> u64 {
+        1
+    }
 }
