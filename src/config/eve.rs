@@ -25,6 +25,9 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
                 if let Some(drop) = t.get("drop") {
                     opts.drop = drop_log_options(drop);
                 }
+                if let Some(dns) = t.get("dns") {
+                    opts.dns = dns_log_options(dns);
+                }
                 if let Some(alert) = t.get("alert") {
                     opts.verdict = yes(alert.get("verdict"));
                     if let Some(metadata) = alert.get("metadata") {
@@ -116,9 +119,66 @@ pub fn xff_options(xff: &Value) -> Option<XffOptions> {
     })
 }
 
+/// A list setting's entries as text (`[a, b]` or `- a` items); scalars and other shapes
+/// give nothing.
+fn text_list(v: Option<&Value>) -> Option<Vec<String>> {
+    let Some(Value::Sequence(items)) = v else { return None };
+    Some(items.iter().filter_map(super::scalar_text).map(|t| t.trim().to_string()).collect())
+}
+
+/// The `dns:` entry of eve-log `types:` (Suricata's `version`, `requests`, `responses`,
+/// `types`, `formats`); what is absent keeps Suricata's default. An unknown record type
+/// in `types:` is ignored and an empty or unknown `formats:` keeps both formats, as
+/// Suricata does.
+pub fn dns_log_options(dns: &Value) -> crate::output::eve::dns::DnsLogOptions {
+    use picket_core::applayer::dns::record::DnsRecordFilter;
+    let mut opts = crate::output::eve::dns::DnsLogOptions::default();
+    let flag = |key: &str| match dns.get(key) {
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) => parse_bool(s),
+        _ => None,
+    };
+    if let Some(version) = dns.get("version").and_then(super::scalar_text) {
+        // Suricata: 2 is the deprecated layout, anything else (1 included) gives 3.
+        opts.version = if version.trim() == "2" { 2 } else { 3 };
+    }
+    opts.requests = flag("requests").unwrap_or(true);
+    opts.responses = flag("responses").unwrap_or(true);
+    if let Some(types) = text_list(dns.get("types")) {
+        opts.filter.rrtypes = Some(types.iter().filter_map(|t| DnsRecordFilter::rrtype_by_name(t)).collect());
+    }
+    if let Some(formats) = text_list(dns.get("formats")) {
+        let detailed = formats.iter().any(|f| f.eq_ignore_ascii_case("detailed"));
+        let grouped = formats.iter().any(|f| f.eq_ignore_ascii_case("grouped"));
+        if detailed || grouped {
+            (opts.filter.detailed, opts.filter.grouped) = (detailed, grouped);
+        }
+    }
+    opts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dns_entry_options_as_suricata_names_them() {
+        let config = |t: &str| Config::from_yaml_str(t).expect("yaml");
+        let head = "outputs:\n  - eve-log:\n      types:\n        - dns:\n";
+        let plain = alert_log_options(&config(head)).dns;
+        assert_eq!(plain, crate::output::eve::dns::DnsLogOptions::default());
+        assert!(plain.requests && plain.responses && plain.version == 3);
+        let set = alert_log_options(&config(&format!(
+            "{head}            version: 2\n            requests: no\n            types: [a, AAAA, nope]\n            formats: [grouped]\n"
+        )))
+        .dns;
+        assert_eq!((set.version, set.requests, set.responses), (2, false, true));
+        assert_eq!(set.filter.rrtypes, Some(vec![1, 28]));
+        assert!(set.filter.grouped && !set.filter.detailed);
+        // An empty formats list keeps both formats.
+        let empty = alert_log_options(&config(&format!("{head}            formats: []\n"))).dns;
+        assert!(empty.filter.grouped && empty.filter.detailed);
+    }
 
     #[test]
     fn eve_level_xff_unless_the_alert_has_its_own() {

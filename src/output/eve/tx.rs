@@ -21,7 +21,7 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
             }
         }
         AppTx::Dns(tx) => {
-            if opts.types.dns {
+            if opts.types.dns && opts.dns.logs(tx) {
                 lines.push_sub(Sink::Eve, key, sub, |buf| dns::write_dns(buf, t, tx, &opts.dns));
             }
         }
@@ -36,16 +36,31 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
 /// The header of a transaction record up to its protocol object: addresses (client to
 /// server), `ip_v`, `pkt_src`, vlan, `tx_id`, and `app_proto` where Suricata writes it.
 pub fn write_tx_header<'b>(buf: &'b mut Vec<u8>, t: &TxEvent<'_>, event_type: &'static str) -> JsonObject<'b> {
+    write_tx_header_dir(buf, t, event_type, false)
+}
+
+/// [`write_tx_header`] with the addresses server to client when `to_client` (records of
+/// a server's message that Suricata writes in that direction, such as a DNS response).
+pub fn write_tx_header_dir<'b>(
+    buf: &'b mut Vec<u8>,
+    t: &TxEvent<'_>,
+    event_type: &'static str,
+    to_client: bool,
+) -> JsonObject<'b> {
     let tuple = &t.tuple;
+    let (mut src, mut dst) = ((tuple.src_ip(), tuple.src_port), (tuple.dst_ip(), tuple.dst_port));
+    if to_client {
+        std::mem::swap(&mut src, &mut dst);
+    }
     let mut o = EventHeader {
         ts: t.ts,
         flow_id: Some(t.flow.info.flow_id),
         pcap_cnt: (t.pcap_cnt > 0).then_some(t.pcap_cnt),
         event_type,
-        src_ip: tuple.src_ip(),
-        src_port: tuple.src_port,
-        dest_ip: tuple.dst_ip(),
-        dest_port: tuple.dst_port,
+        src_ip: src.0,
+        src_port: src.1,
+        dest_ip: dst.0,
+        dest_port: dst.1,
         proto: tuple.proto,
         icmp: None,
     }

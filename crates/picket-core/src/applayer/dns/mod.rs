@@ -856,6 +856,52 @@ mod tests {
     }
 
     #[test]
+    fn eve_grouped_answers_and_type_filter() {
+        use crate::applayer::dns::record::DnsRecordFilter;
+        let mut s = DnsState::default();
+        udp(&mut s, Direction::ToServer, &query(0, "www.suricata.io", 1));
+        udp(&mut s, Direction::ToClient, &response(0));
+        let resp = s.tx(1).unwrap();
+        let v = record(|w| resp.write_record_with(w, &DnsRecordFilter::default()));
+        assert_eq!(v["grouped"], serde_json::json!({"CNAME":["suricata.io"],"A":["35.212.0.44"]}));
+        assert_eq!(v["answers"].as_array().map(Vec::len), Some(2));
+        // The alert object has detailed answers only.
+        assert!(record(|w| resp.write_record(w)).get("grouped").is_none());
+        let grouped_only = DnsRecordFilter { detailed: false, ..DnsRecordFilter::default() };
+        assert!(record(|w| resp.write_record_with(w, &grouped_only)).get("answers").is_none());
+        // `types: [aaaa]` leaves out messages whose questions are all of other types.
+        let aaaa =
+            DnsRecordFilter { rrtypes: DnsRecordFilter::rrtype_by_name("aaaa").map(|t| vec![t]), ..Default::default() };
+        assert_eq!(aaaa.rrtypes, Some(vec![28]));
+        assert!(!resp.is_logged(&aaaa) && resp.is_logged(&DnsRecordFilter::default()));
+        assert_eq!(DnsRecordFilter::rrtype_by_name("HTTPS"), Some(65));
+        assert_eq!(DnsRecordFilter::rrtype_by_name("bogus"), None);
+    }
+
+    #[test]
+    fn eve_v2_query_per_question_and_answer() {
+        use crate::applayer::dns::record::DnsRecordFilter;
+        let mut s = DnsState::default();
+        udp(&mut s, Direction::ToServer, &query(9, "www.suricata.io", 1));
+        udp(&mut s, Direction::ToClient, &response(9));
+        let all = DnsRecordFilter::default();
+        let req = s.tx(0).unwrap();
+        let v = record(|w| assert!(req.write_v2_query(w, 0, &all)));
+        assert_eq!(
+            v,
+            serde_json::json!({"version":2,"type":"query","id":9,"rrname":"www.suricata.io","rrtype":"A",
+                "tx_id":0,"opcode":0})
+        );
+        assert!(!req.write_v2_query(&mut crate::record::value::ValueWriter::new(), 1, &all), "one question");
+        let v = record(|w| s.tx(1).unwrap().write_v2_answer(w, &all));
+        assert_eq!(
+            (v["type"].as_str(), v["rrname"].as_str(), v["rrtype"].as_str()),
+            (Some("answer"), Some("www.suricata.io"), Some("A"))
+        );
+        assert_eq!(v["grouped"]["A"][0], "35.212.0.44");
+    }
+
+    #[test]
     fn compression_loop_is_rejected() {
         // Question name is a pointer to itself.
         let mut m = header(1, 0x0100, 1, 0, 0, 0);
