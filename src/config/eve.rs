@@ -13,6 +13,13 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
         Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
         _ => false,
     };
+    // JA3 is computed (and logged) when the YAML turns it on, as Suricata's
+    // `ja3-fingerprints: yes`.
+    opts.tls.ja3 = match config.node("app-layer.protocols.tls.ja3-fingerprints") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
+        _ => false,
+    };
     let Some(Value::Sequence(outputs)) = config.node("outputs") else { return opts };
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };
@@ -27,6 +34,11 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
                 }
                 if let Some(dns) = t.get("dns") {
                     opts.dns = dns_log_options(dns);
+                }
+                if let Some(tls) = t.get("tls") {
+                    opts.tls = tls_log_options(tls, opts.tls.ja3);
+                } else if t.as_str() == Some("tls") {
+                    opts.tls = crate::output::eve::tls::TlsLogOptions::basic(opts.tls.ja3);
                 }
                 if let Some(alert) = t.get("alert") {
                     opts.verdict = yes(alert.get("verdict"));
@@ -157,6 +169,35 @@ pub fn dns_log_options(dns: &Value) -> crate::output::eve::dns::DnsLogOptions {
     opts
 }
 
+/// The `tls:` entry of eve-log `types:`: Suricata's basic fields, all of its extended
+/// ones with `extended: yes`, exactly the listed ones with `custom: [...]` (unknown names
+/// ignored); `session-resumption` (default yes) logs resumed sessions without a
+/// certificate.
+pub fn tls_log_options(tls: &Value, ja3: bool) -> crate::output::eve::tls::TlsLogOptions {
+    use picket_core::applayer::tls::record::TlsFields;
+    let flag = |key: &str| match tls.get(key) {
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) => parse_bool(s),
+        _ => None,
+    };
+    let mut opts = crate::output::eve::tls::TlsLogOptions::basic(ja3);
+    if flag("extended") == Some(true) {
+        opts.fields = TlsFields::EXTENDED;
+    }
+    if let Some(custom) = text_list(tls.get("custom")) {
+        opts.fields = custom.iter().filter_map(|n| TlsFields::by_name(n)).fold(TlsFields::NONE, TlsFields::with);
+    }
+    opts.session_resumption = flag("session-resumption").unwrap_or(true);
+    if opts.session_resumption {
+        opts.fields = opts.fields.with(TlsFields::SESSION_RESUMED);
+    }
+    // Client certificates need the client object (Suricata enables it as a dependency).
+    if opts.fields.has(TlsFields::CLIENT_CERTIFICATE) || opts.fields.has(TlsFields::CLIENT_CHAIN) {
+        opts.fields = opts.fields.with(TlsFields::CLIENT);
+    }
+    opts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +219,27 @@ mod tests {
         // An empty formats list keeps both formats.
         let empty = alert_log_options(&config(&format!("{head}            formats: []\n"))).dns;
         assert!(empty.filter.grouped && empty.filter.detailed);
+    }
+
+    #[test]
+    fn tls_entry_fields_as_suricata_names_them() {
+        use picket_core::applayer::tls::record::TlsFields;
+        let config = |t: &str| Config::from_yaml_str(t).expect("yaml");
+        let head = "outputs:\n  - eve-log:\n      types:\n";
+        let bare = alert_log_options(&config(&format!("{head}        - tls\n"))).tls;
+        assert_eq!((bare.fields, bare.session_resumption), (TlsFields::BASIC, false));
+        let ext = alert_log_options(&config(&format!("{head}        - tls:\n            extended: yes\n"))).tls;
+        assert_eq!(ext.fields, TlsFields::EXTENDED.with(TlsFields::SESSION_RESUMED));
+        let custom = alert_log_options(&config(&format!(
+            "{head}        - tls:\n            session-resumption: no\n            custom: [serial, client_chain, bogus]\n"
+        )))
+        .tls;
+        assert_eq!(custom.fields, TlsFields::SERIAL.with(TlsFields::CLIENT_CHAIN).with(TlsFields::CLIENT));
+        let ja3 = alert_log_options(&config(&format!(
+            "app-layer:\n  protocols:\n    tls:\n      ja3-fingerprints: yes\n{head}        - tls\n"
+        )))
+        .tls;
+        assert!(ja3.ja3);
     }
 
     #[test]

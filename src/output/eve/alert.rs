@@ -170,7 +170,7 @@ fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOp
     }
     if let Some(st) = a.app.tls {
         o.open("tls");
-        st.write_record(o, a.app.log_ja3);
+        st.write_record(o, a.app.log_ja3, base64);
         o.close();
     }
 }

@@ -26,7 +26,7 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
             }
         }
         AppTx::Tls(st) => {
-            if opts.types.tls {
+            if opts.types.tls && st.logs_record(opts.tls.session_resumption) {
                 lines.push_sub(Sink::Eve, key, sub, |buf| tls::write_tls(buf, t, st, &opts.tls));
             }
         }
