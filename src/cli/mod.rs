@@ -156,6 +156,10 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     resolved.options.inspect.detect = rules.engine.map(Arc::new);
+    if let Some(engine) = &resolved.options.inspect.detect {
+        let eve = Arc::make_mut(&mut resolved.options.eve);
+        crate::output::eve::tx::enable_rule_fingerprints(eve, |b| engine.uses_buffer(b));
+    }
     let log_dir = resolved.outputs.log_dir.clone();
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;

@@ -20,6 +20,12 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
         Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
         _ => false,
     };
+    // HASSH is logged when `app-layer.protocols.ssh.hassh` turns it on (Suricata's).
+    opts.ssh.hassh = match config.node("app-layer.protocols.ssh.hassh") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
+        _ => false,
+    };
     let Some(Value::Sequence(outputs)) = config.node("outputs") else { return opts };
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };

@@ -166,6 +166,11 @@ fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOp
             tx.write_record(o);
             o.close();
         }
+        Some(AppTx::Ssh(st)) => {
+            o.open("ssh");
+            st.write_record(o, opts.ssh.hassh);
+            o.close();
+        }
         Some(AppTx::Tls(_)) | None => {}
     }
     if let Some(st) = a.app.tls {

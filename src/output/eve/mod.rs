@@ -18,6 +18,7 @@ pub mod drop;
 pub mod flow;
 pub mod http;
 pub mod options;
+pub mod ssh;
 pub mod tls;
 pub mod tx;
 pub mod verdict;

@@ -2,6 +2,7 @@
 
 use super::dns::DnsLogOptions;
 use super::http::HttpLogOptions;
+use super::ssh::SshLogOptions;
 use super::tls::TlsLogOptions;
 use picket_core::applayer::http::HttpTx;
 use std::net::IpAddr;
@@ -43,6 +44,7 @@ pub struct AlertLogOptions {
     pub http: HttpLogOptions,
     pub dns: DnsLogOptions,
     pub tls: TlsLogOptions,
+    pub ssh: SshLogOptions,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -56,15 +58,25 @@ pub struct EveTypes {
     pub http: bool,
     pub dns: bool,
     pub tls: bool,
+    pub ssh: bool,
 }
 
 impl EveTypes {
     pub const fn all() -> Self {
-        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true }
+        EveTypes { alert: true, drop: true, flow: true, stats: true, http: true, dns: true, tls: true, ssh: true }
     }
 
     pub const fn none() -> Self {
-        EveTypes { alert: false, drop: false, flow: false, stats: false, http: false, dns: false, tls: false }
+        EveTypes {
+            alert: false,
+            drop: false,
+            flow: false,
+            stats: false,
+            http: false,
+            dns: false,
+            tls: false,
+            ssh: false,
+        }
     }
 
     /// Turns on the type named `name` (a `types:` entry); false when picket does not
@@ -78,6 +90,7 @@ impl EveTypes {
             "http" => &mut self.http,
             "dns" => &mut self.dns,
             "tls" => &mut self.tls,
+            "ssh" => &mut self.ssh,
             _ => return false,
         };
         *slot = true;
@@ -148,6 +161,7 @@ impl Default for AlertLogOptions {
             http: HttpLogOptions::default(),
             dns: DnsLogOptions::default(),
             tls: TlsLogOptions::default(),
+            ssh: SshLogOptions::default(),
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use super::alert::write_vlan;
 use super::options::AlertLogOptions;
-use super::{dns, http, tls, EventHeader};
+use super::{dns, http, ssh, tls, EventHeader};
 use crate::output::json::JsonObject;
 use crate::output::merge::{EventBuf, Sink};
 use picket_core::inspect::{AppTx, TxEvent};
@@ -25,11 +25,28 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
                 lines.push_sub(Sink::Eve, key, sub, |buf| dns::write_dns(buf, t, tx, &opts.dns));
             }
         }
+        AppTx::Ssh(st) => {
+            if opts.types.ssh && st.has_record() {
+                lines.push_sub(Sink::Eve, key, sub, |buf| ssh::write_ssh(buf, t, st, &opts.ssh));
+            }
+        }
         AppTx::Tls(st) => {
             if opts.types.tls && st.logs_record(opts.tls.session_resumption) {
                 lines.push_sub(Sink::Eve, key, sub, |buf| tls::write_tls(buf, t, st, &opts.tls));
             }
         }
+    }
+}
+
+/// Fingerprints Suricata computes when a rule inspects them, whatever the YAML says: JA3
+/// and JA3S for `ja3.*`/`ja3s.*` rules, HASSH for `ssh.hassh*` rules. Their records and
+/// alerts then carry them too. `uses` tells whether a rule inspects a buffer.
+pub fn enable_rule_fingerprints(opts: &mut AlertLogOptions, uses: impl Fn(&str) -> bool) {
+    if ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].into_iter().any(&uses) {
+        opts.tls.ja3 = true;
+    }
+    if ["ssh.hassh", "ssh.hassh.string", "ssh.hassh.server", "ssh.hassh.server.string"].into_iter().any(&uses) {
+        opts.ssh.hassh = true;
     }
 }
 

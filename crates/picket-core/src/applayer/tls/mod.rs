@@ -582,9 +582,10 @@ fn dash_join(values: impl Iterator<Item = u32>) -> String {
     s
 }
 
-fn md5_hex(s: &str) -> String {
+/// Lowercase hex MD5 (JA3, JA3S; SSH's HASSH too).
+pub(crate) fn md5_hex(s: impl AsRef<[u8]>) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Md5::digest(s.as_bytes());
+    let digest = Md5::digest(s.as_ref());
     let mut out = String::with_capacity(2 * digest.len());
     for b in digest {
         out.push(char::from(HEX[usize::from(b >> 4)]));
