@@ -81,6 +81,9 @@ pub struct DnsCounters {
     pub not_response: u64,
     pub z_flag_set: u64,
     pub records_skipped: u64,
+    /// Authority/additional sections that did not parse and were dropped (the message
+    /// was kept, as Suricata keeps it).
+    pub sections_dropped: u64,
     pub tx_dropped: u64,
     /// TCP bytes skipped after a gap until the stream looked like DNS again.
     pub gap_bytes_skipped: u64,
@@ -98,6 +101,7 @@ impl DnsCounters {
             ("dns.not_response", self.not_response),
             ("dns.z_flag_set", self.z_flag_set),
             ("dns.records_skipped", self.records_skipped),
+            ("dns.sections_dropped", self.sections_dropped),
             ("dns.tx_dropped", self.tx_dropped),
             ("dns.gap_bytes_skipped", self.gap_bytes_skipped),
         ]
@@ -240,6 +244,8 @@ pub struct DnsMessage {
 pub struct ParseNotes {
     pub names_truncated: u32,
     pub records_skipped: u32,
+    /// Authority or additional sections that did not parse, dropped from the message.
+    pub sections_dropped: u32,
     /// Name steps (labels, pointers) the message may still take; set from the message
     /// length by [`ParseNotes::for_message`].
     pub name_steps_left: usize,
@@ -428,8 +434,27 @@ pub fn parse_message(buf: &[u8], max_records_per_section: usize) -> Result<(DnsM
     }
     let keep = max_records_per_section;
     let answers = parse_records(&mut r, header.ancount, keep, &mut notes)?;
-    let authorities = parse_records(&mut r, header.nscount, keep, &mut notes)?;
-    let additionals = parse_records(&mut r, header.arcount, keep, &mut notes)?;
+    // As Suricata: a bad authority or additional section is dropped (and the additional
+    // one after a bad authority section), the rest of the message is kept.
+    let lenient = |r: &mut Cursor<'_>, count: u16, notes: &mut ParseNotes| {
+        let mut probe = *r;
+        match parse_records(&mut probe, count, keep, notes) {
+            Ok(records) => {
+                *r = probe;
+                Some(records)
+            }
+            Err(_) => {
+                notes.sections_dropped += 1;
+                None
+            }
+        }
+    };
+    let authorities = lenient(&mut r, header.nscount, &mut notes);
+    let additionals = match authorities {
+        Some(_) => lenient(&mut r, header.arcount, &mut notes).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let authorities = authorities.unwrap_or_default();
     Ok((DnsMessage { header, questions, answers, authorities, additionals }, notes))
 }
 
@@ -444,7 +469,11 @@ pub(crate) fn tcp_frame_len(buf: &[u8]) -> Option<usize> {
 /// Returns `Some(is_request)` when plausible. Mirrors the sanity checks Suricata's probe makes.
 pub fn probe_message(buf: &[u8], declared_len: usize) -> Option<bool> {
     let header = DnsHeader::parse(buf)?;
-    if header.opcode() >= 7 {
+    // Suricata's checks: no opcode check (an unassigned opcode is still DNS, logged with
+    // an anomaly), but a message without records must be a bare header, and a request
+    // must ask something.
+    let records = [header.qdcount, header.ancount, header.nscount, header.arcount].map(usize::from);
+    if records.iter().sum::<usize>() == 0 && declared_len > HEADER_LEN || !header.qr() && header.qdcount == 0 {
         return None;
     }
     let min_len = HEADER_LEN
@@ -648,6 +677,7 @@ impl DnsState {
         };
         counters.names_truncated += u64::from(notes.names_truncated);
         counters.records_skipped += u64::from(notes.records_skipped);
+        counters.sections_dropped += u64::from(notes.sections_dropped);
         if message.header.z() {
             counters.z_flag_set += 1;
         }
@@ -902,6 +932,20 @@ mod tests {
     }
 
     #[test]
+    fn bad_additional_section_is_dropped_and_the_answers_kept() {
+        let mut m = response(4);
+        m[11] = 1; // one additional record, which is not there
+        m.extend([0xc0]); // and a dangling pointer byte
+        let mut s = DnsState::default();
+        let mut c = DnsCounters::default();
+        let id = s.parse_udp(Direction::ToClient, &m, &mut c).expect("kept");
+        let tx = s.tx(id).unwrap();
+        assert_eq!(tx.message.answers.len(), 2);
+        assert!(tx.message.additionals.is_empty());
+        assert_eq!((c.sections_dropped, c.malformed), (1, 0));
+    }
+
+    #[test]
     fn compression_loop_is_rejected() {
         // Question name is a pointer to itself.
         let mut m = header(1, 0x0100, 1, 0, 0, 0);
@@ -1122,13 +1166,20 @@ mod tests {
     }
 
     #[test]
-    fn probe_checks_opcode_and_counts() {
+    fn probe_checks_counts_as_suricata() {
         let q = query(1, "a.b", 1);
         assert_eq!(probe_message(&q, q.len()), Some(true));
         assert_eq!(probe_message(&response(1), response(1).len()), Some(false));
-        let mut bad = q.clone();
-        bad[2] = 0x78; // opcode 15
-        assert_eq!(probe_message(&bad, bad.len()), None);
+        // An unassigned opcode is still DNS (dns-invalid-opcode capture).
+        let mut odd = q.clone();
+        odd[2] = 0x48; // opcode 9
+        assert_eq!(probe_message(&odd, odd.len()), Some(true));
+        // A request without questions, or no records but more than a header, is not.
+        let empty_request = header(1, 0x0100, 0, 0, 0, 0);
+        assert_eq!(probe_message(&empty_request, empty_request.len()), None);
+        let mut padded = header(1, 0x8180, 0, 0, 0, 0);
+        padded.extend([0; 4]);
+        assert_eq!(probe_message(&padded, padded.len()), None);
         let huge = header(1, 0x0100, 400, 0, 0, 0);
         assert_eq!(probe_message(&huge, 100), None);
         // Header only, rest still to come: plausible.
