@@ -15,17 +15,9 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
     };
     // JA3 is computed (and logged) when the YAML turns it on, as Suricata's
     // `ja3-fingerprints: yes`.
-    opts.tls.ja3 = match config.node("app-layer.protocols.tls.ja3-fingerprints") {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
-        _ => false,
-    };
+    opts.tls.ja3 = yaml_flag(config.node("app-layer.protocols.tls.ja3-fingerprints")).unwrap_or(false);
     // HASSH is logged when `app-layer.protocols.ssh.hassh` turns it on (Suricata's).
-    opts.ssh.hassh = match config.node("app-layer.protocols.ssh.hassh") {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
-        _ => false,
-    };
+    opts.ssh.hassh = yaml_flag(config.node("app-layer.protocols.ssh.hassh")).unwrap_or(false);
     let Some(Value::Sequence(outputs)) = config.node("outputs") else { return opts };
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };
@@ -137,6 +129,16 @@ pub fn xff_options(xff: &Value) -> Option<XffOptions> {
     })
 }
 
+/// A yes/no setting (a YAML boolean or Suricata's yes/no words); `None` when absent or
+/// not a flag.
+fn yaml_flag(v: Option<&Value>) -> Option<bool> {
+    match v {
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) => parse_bool(s),
+        _ => None,
+    }
+}
+
 /// A list setting's entries as text (`[a, b]` or `- a` items); scalars and other shapes
 /// give nothing.
 fn text_list(v: Option<&Value>) -> Option<Vec<String>> {
@@ -151,11 +153,7 @@ fn text_list(v: Option<&Value>) -> Option<Vec<String>> {
 pub fn dns_log_options(dns: &Value) -> crate::output::eve::dns::DnsLogOptions {
     use picket_core::applayer::dns::record::DnsRecordFilter;
     let mut opts = crate::output::eve::dns::DnsLogOptions::default();
-    let flag = |key: &str| match dns.get(key) {
-        Some(Value::Bool(b)) => Some(*b),
-        Some(Value::String(s)) => parse_bool(s),
-        _ => None,
-    };
+    let flag = |key: &str| yaml_flag(dns.get(key));
     if let Some(version) = dns.get("version").and_then(super::scalar_text) {
         // Suricata: 2 is the deprecated layout, anything else (1 included) gives 3.
         opts.version = if version.trim() == "2" { 2 } else { 3 };
@@ -181,11 +179,7 @@ pub fn dns_log_options(dns: &Value) -> crate::output::eve::dns::DnsLogOptions {
 /// certificate.
 pub fn tls_log_options(tls: &Value, ja3: bool) -> crate::output::eve::tls::TlsLogOptions {
     use picket_core::applayer::tls::record::TlsFields;
-    let flag = |key: &str| match tls.get(key) {
-        Some(Value::Bool(b)) => Some(*b),
-        Some(Value::String(s)) => parse_bool(s),
-        _ => None,
-    };
+    let flag = |key: &str| yaml_flag(tls.get(key));
     let mut opts = crate::output::eve::tls::TlsLogOptions::basic(ja3);
     if flag("extended") == Some(true) {
         opts.fields = TlsFields::EXTENDED;
