@@ -658,9 +658,16 @@ pub fn parse_server_hello(body: &[u8]) -> Option<ServerHello> {
     let mut c = Cursor::new(body);
     let mut hello = ServerHello { version: c.be_u16()?, ..Default::default() };
     c.take(32)?;
-    hello.session_id = c.u8_prefixed()?.iter().take(32).copied().collect();
+    // TLS 1.3 drafts up to 21 announce themselves in the version field (0x7fNN) and their
+    // ServerHello has neither a session id nor a compression method.
+    let draft = hello.version >> 8 == 0x7f;
+    if !draft {
+        hello.session_id = c.u8_prefixed()?.iter().take(32).copied().collect();
+    }
     hello.cipher = c.be_u16()?;
-    c.u8()?; // compression
+    if !draft {
+        c.u8()?; // compression
+    }
     if !c.is_empty() {
         let mut exts = Cursor::new(c.be_u16_prefixed()?);
         while !exts.is_empty() {
@@ -1259,6 +1266,18 @@ pub(crate) mod tests {
         // Nothing seen: only the version.
         let v = crate::record::value::record(|w| TlsState::default().write_record(w, true, |_| String::new()));
         assert_eq!(v, serde_json::json!({"version": "UNDETERMINED"}));
+    }
+
+    #[test]
+    fn tls13_draft_server_hello_without_session_id() {
+        // Layout of the tls13-draft18 capture's ServerHello: version 7f12, random, cipher,
+        // extensions (key_share omitted here).
+        let mut body = vec![0x7f, 0x12];
+        body.extend([7u8; 32]);
+        body.extend([0x13, 0x01, 0x00, 0x00]);
+        let hello = parse_server_hello(&body).expect("draft ServerHello parses");
+        assert_eq!((hello.version, hello.cipher), (0x7f12, 0x1301));
+        assert_eq!(version_name(hello.version), "TLS 1.3 draft-18");
     }
 
     #[test]
