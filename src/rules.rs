@@ -187,17 +187,9 @@ fn load_inner(
         }
         None => ThresholdConfig::default(),
     };
-    if files.is_empty() {
-        return Ok(LoadedRules {
-            engine: None,
-            load,
-            build: BuildReport::default(),
-            files,
-            warnings,
-            elapsed: started.elapsed(),
-            mpm_cache: None,
-        });
-    }
+    // Without rule files the engine is still built, empty: the stream and app-layer stages
+    // run with it, so eve gets its app-layer records (dns, tls, http, ...) and flow records
+    // their `app_proto`, as Suricata parses app layers whatever its rules.
     let algo: MpmAlgo = match settings.mpm_algo.as_deref() {
         Some(a) => a.parse().map_err(|e: UnknownMpmAlgo| e.to_string())?,
         None => MpmAlgo::Auto,

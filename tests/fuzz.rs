@@ -992,7 +992,7 @@ fn run_tls(recs: &[Rec], cfg: &TlsConfig, split: Option<usize>) -> Result<TlsSta
             })?;
         }
     }
-    let out = eve_object(|o| state.write_record(o, true));
+    let out = eve_object(|o| state.write_record(o, true, |_| String::new()));
     {
         serde_json::from_slice::<serde_json::Value>(&out)
             .map_err(|e| format!("eve tls object is not JSON ({e}): {}", String::from_utf8_lossy(&out)))?;
@@ -1031,8 +1031,8 @@ fn check_tls(input: &[u8]) -> Result<(), String> {
     if sel & 6 == 0 && !has_gap(&recs) {
         let n = [1usize, 3, 5, 1000][(sel >> 3) as usize % 4];
         let pieces = run_tls(&recs, &cfg, Some(n))?;
-        let a = eve_object(|o| whole.write_record(o, true));
-        let b = eve_object(|o| pieces.write_record(o, true));
+        let a = eve_object(|o| whole.write_record(o, true, |_| String::new()));
+        let b = eve_object(|o| pieces.write_record(o, true, |_| String::new()));
         ensure(a == b, || {
             format!(
                 "TLS state differs when fed in {n}-byte pieces:\n{}\n{}",

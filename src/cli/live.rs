@@ -478,6 +478,10 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let mut rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
     inspect.detect = rules.engine.take().map(Arc::new);
+    if let Some(engine) = &inspect.detect {
+        let eve = Arc::make_mut(&mut resolved.options.eve);
+        crate::output::eve::tx::enable_rule_fingerprints(eve, |b| engine.uses_buffer(b));
+    }
     // SIGUSR2 and `picket ctl reload-rules` load the same inputs again and swap the engine.
     let (engine_slot, reloader) = match inspect.detect.clone() {
         Some(engine) => {

@@ -146,15 +146,6 @@ enum OfflineEnd {
     EventsLost,
 }
 
-/// A rule-less engine when eve writes app-layer records: Suricata parses and logs the
-/// application layers of a capture without any rule, and picket's stream reassembly and
-/// parsers run with the detection engine.
-fn app_layer_engine(types: &crate::output::eve::EveTypes) -> Option<crate::detect::engine::DetectEngine> {
-    let wanted = types.http || types.dns || types.tls || types.files;
-    let cfg = crate::detect::engine::DetectConfig::default();
-    wanted.then(|| crate::detect::engine::EngineBuilder::new(&cfg).finish().ok().map(|(e, _)| e)).flatten()
-}
-
 fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     let Some(input) = &args.read else {
         return Err(CliError("nothing to do: give a capture with -r FILE|DIR (see --help)".into()));
@@ -164,8 +155,11 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     let _pidfile = crate::service::daemon::offline_pidfile(&args.service)?;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let rules = load_rules(&resolved.config, &resolved.engine, &sources, true, args.verbose > 0)?;
-    let engine = rules.engine.or_else(|| app_layer_engine(&resolved.options.eve.types));
-    resolved.options.inspect.detect = engine.map(Arc::new);
+    resolved.options.inspect.detect = rules.engine.map(Arc::new);
+    if let Some(engine) = &resolved.options.inspect.detect {
+        let eve = Arc::make_mut(&mut resolved.options.eve);
+        crate::output::eve::tx::enable_rule_fingerprints(eve, |b| engine.uses_buffer(b));
+    }
     let log_dir = resolved.outputs.log_dir.clone();
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;

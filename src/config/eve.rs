@@ -16,6 +16,11 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
         Some(Value::String(s)) => parse_bool(s).unwrap_or(false),
         _ => false,
     };
+    // JA3 is computed (and logged) when the YAML turns it on, as Suricata's
+    // `ja3-fingerprints: yes`.
+    opts.tls.ja3 = yaml_flag(config.node("app-layer.protocols.tls.ja3-fingerprints")).unwrap_or(false);
+    // HASSH is logged when `app-layer.protocols.ssh.hassh` turns it on (Suricata's).
+    opts.ssh.hassh = yaml_flag(config.node("app-layer.protocols.ssh.hassh")).unwrap_or(false);
     let Some(Value::Sequence(outputs)) = config.node("outputs") else { return opts };
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };
@@ -46,6 +51,14 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
                 }
                 if let Some(anomaly) = t.get("anomaly") {
                     opts.anomaly = anomaly_log_options(anomaly);
+                }
+                if let Some(dns) = t.get("dns") {
+                    opts.dns = dns_log_options(dns);
+                }
+                if let Some(tls) = t.get("tls") {
+                    opts.tls = tls_log_options(tls, opts.tls.ja3);
+                } else if t.as_str() == Some("tls") {
+                    opts.tls = crate::output::eve::tls::TlsLogOptions::basic(opts.tls.ja3);
                 }
                 if let Some(alert) = t.get("alert") {
                     opts.verdict = yes(alert.get("verdict"));
@@ -238,9 +251,118 @@ pub fn xff_options(xff: &Value) -> Option<XffOptions> {
     })
 }
 
+/// A yes/no setting (a YAML boolean or Suricata's yes/no words); `None` when absent or
+/// not a flag.
+fn yaml_flag(v: Option<&Value>) -> Option<bool> {
+    match v {
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) => parse_bool(s),
+        _ => None,
+    }
+}
+
+/// A list setting's entries as text (`[a, b]` or `- a` items); scalars and other shapes
+/// give nothing.
+fn text_list(v: Option<&Value>) -> Option<Vec<String>> {
+    let Some(Value::Sequence(items)) = v else { return None };
+    Some(items.iter().filter_map(super::scalar_text).map(|t| t.trim().to_string()).collect())
+}
+
+/// The `dns:` entry of eve-log `types:` (Suricata's `version`, `requests`, `responses`,
+/// `types`, `formats`); what is absent keeps Suricata's default. An unknown record type
+/// in `types:` is ignored and an empty or unknown `formats:` keeps both formats, as
+/// Suricata does.
+pub fn dns_log_options(dns: &Value) -> crate::output::eve::dns::DnsLogOptions {
+    use picket_core::applayer::dns::record::DnsRecordFilter;
+    let mut opts = crate::output::eve::dns::DnsLogOptions::default();
+    let flag = |key: &str| yaml_flag(dns.get(key));
+    if let Some(version) = dns.get("version").and_then(super::scalar_text) {
+        // Suricata: 2 is the deprecated layout, anything else (1 included) gives 3.
+        opts.version = if version.trim() == "2" { 2 } else { 3 };
+    }
+    opts.requests = flag("requests").unwrap_or(true);
+    opts.responses = flag("responses").unwrap_or(true);
+    if let Some(types) = text_list(dns.get("types")) {
+        opts.filter.rrtypes = Some(types.iter().filter_map(|t| DnsRecordFilter::rrtype_by_name(t)).collect());
+    }
+    if let Some(formats) = text_list(dns.get("formats")) {
+        let detailed = formats.iter().any(|f| f.eq_ignore_ascii_case("detailed"));
+        let grouped = formats.iter().any(|f| f.eq_ignore_ascii_case("grouped"));
+        if detailed || grouped {
+            (opts.filter.detailed, opts.filter.grouped) = (detailed, grouped);
+        }
+    }
+    opts
+}
+
+/// The `tls:` entry of eve-log `types:`: Suricata's basic fields, all of its extended
+/// ones with `extended: yes`, exactly the listed ones with `custom: [...]` (unknown names
+/// ignored); `session-resumption` (default yes) logs resumed sessions without a
+/// certificate.
+pub fn tls_log_options(tls: &Value, ja3: bool) -> crate::output::eve::tls::TlsLogOptions {
+    use picket_core::applayer::tls::record::TlsFields;
+    let flag = |key: &str| yaml_flag(tls.get(key));
+    let mut opts = crate::output::eve::tls::TlsLogOptions::basic(ja3);
+    if flag("extended") == Some(true) {
+        opts.fields = TlsFields::EXTENDED;
+    }
+    if let Some(custom) = text_list(tls.get("custom")) {
+        opts.fields = custom.iter().filter_map(|n| TlsFields::by_name(n)).fold(TlsFields::NONE, TlsFields::with);
+    }
+    opts.session_resumption = flag("session-resumption").unwrap_or(true);
+    if opts.session_resumption {
+        opts.fields = opts.fields.with(TlsFields::SESSION_RESUMED);
+    }
+    // Client certificates need the client object (Suricata enables it as a dependency).
+    if opts.fields.has(TlsFields::CLIENT_CERTIFICATE) || opts.fields.has(TlsFields::CLIENT_CHAIN) {
+        opts.fields = opts.fields.with(TlsFields::CLIENT);
+    }
+    opts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dns_entry_options_as_suricata_names_them() {
+        let config = |t: &str| Config::from_yaml_str(t).expect("yaml");
+        let head = "outputs:\n  - eve-log:\n      types:\n        - dns:\n";
+        let plain = alert_log_options(&config(head)).dns;
+        assert_eq!(plain, crate::output::eve::dns::DnsLogOptions::default());
+        assert!(plain.requests && plain.responses && plain.version == 3);
+        let set = alert_log_options(&config(&format!(
+            "{head}            version: 2\n            requests: no\n            types: [a, AAAA, nope]\n            formats: [grouped]\n"
+        )))
+        .dns;
+        assert_eq!((set.version, set.requests, set.responses), (2, false, true));
+        assert_eq!(set.filter.rrtypes, Some(vec![1, 28]));
+        assert!(set.filter.grouped && !set.filter.detailed);
+        // An empty formats list keeps both formats.
+        let empty = alert_log_options(&config(&format!("{head}            formats: []\n"))).dns;
+        assert!(empty.filter.grouped && empty.filter.detailed);
+    }
+
+    #[test]
+    fn tls_entry_fields_as_suricata_names_them() {
+        use picket_core::applayer::tls::record::TlsFields;
+        let config = |t: &str| Config::from_yaml_str(t).expect("yaml");
+        let head = "outputs:\n  - eve-log:\n      types:\n";
+        let bare = alert_log_options(&config(&format!("{head}        - tls\n"))).tls;
+        assert_eq!((bare.fields, bare.session_resumption), (TlsFields::BASIC, false));
+        let ext = alert_log_options(&config(&format!("{head}        - tls:\n            extended: yes\n"))).tls;
+        assert_eq!(ext.fields, TlsFields::EXTENDED.with(TlsFields::SESSION_RESUMED));
+        let custom = alert_log_options(&config(&format!(
+            "{head}        - tls:\n            session-resumption: no\n            custom: [serial, client_chain, bogus]\n"
+        )))
+        .tls;
+        assert_eq!(custom.fields, TlsFields::SERIAL.with(TlsFields::CLIENT_CHAIN).with(TlsFields::CLIENT));
+        let ja3 = alert_log_options(&config(&format!(
+            "app-layer:\n  protocols:\n    tls:\n      ja3-fingerprints: yes\n{head}        - tls\n"
+        )))
+        .tls;
+        assert!(ja3.ja3);
+    }
 
     #[test]
     fn eve_level_xff_unless_the_alert_has_its_own() {

@@ -31,8 +31,8 @@ pub use afpacket::{
 pub use afxdp::{afxdp_config, configured_afxdp_interfaces, AfXdpSettings};
 pub use ddos::{ddos_config, AttachPreference, DdosConfig};
 pub use detectors::{detector_settings, static_blocklist};
-pub use eve::{alert_log_options, apply_metadata, file_config, xff_options};
 pub use eve::eve_log_flag;
+pub use eve::{alert_log_options, apply_metadata, file_config, xff_options};
 pub use nfq::nfq_config;
 pub use outputs::{AppendDefault, EveOutput, FileOutput, OutputsConfig, TargetSpec};
 pub use picket_core::settings::{

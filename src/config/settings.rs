@@ -158,6 +158,14 @@ impl EngineSettingsExt for EngineSettings {
                 None => warnings.push(format!("{key}: not a port list, keeping DNS detection on port 53")),
             }
         }
+        // `app-layer.protocols.dns.<tcp|udp>.enabled`, else `app-layer.protocols.dns.enabled`
+        // (Suricata's precedence): a disabled transport detects DNS on no port.
+        for (slot, transport) in s.dns_detection_ports.iter_mut().zip(["tcp", "udp"]) {
+            let specific = cfg.get_bool(&format!("app-layer.protocols.dns.{transport}.enabled"))?;
+            if specific.or(cfg.get_bool("app-layer.protocols.dns.enabled")?) == Some(false) {
+                *slot = Some(Vec::new());
+            }
+        }
         Ok((s, warnings))
     }
 

@@ -532,6 +532,17 @@ fn host_os_policy_entries_in_file_order() {
 }
 
 #[test]
+fn dns_enabled_per_transport_over_the_protocol_switch() {
+    let set = |body: &str| EngineSettings::from_config(&load_str(body, &[]).0).unwrap().0.dns_detection_ports;
+    let yaml = |g: &str, t: &str, u: &str| {
+        format!("app-layer:\n  protocols:\n    dns:\n{g}      tcp:\n        enabled: {t}\n      udp:\n        enabled: {u}\n")
+    };
+    assert_eq!(set(&yaml("      enabled: no\n", "yes", "no")), [None, Some(vec![])]);
+    assert_eq!(set(&yaml("      enabled: yes\n", "no", "yes")), [Some(vec![]), None]);
+    assert_eq!(set("app-layer:\n  protocols:\n    dns:\n      enabled: no\n"), [Some(vec![]), Some(vec![])]);
+}
+
+#[test]
 fn dns_detection_ports_per_transport_generic_key_and_lists() {
     let settings = |body: &str, sets: &[&str]| {
         let (config, _) = load_str(body, sets);

@@ -235,8 +235,34 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// Standard base64 (RFC 4648, with padding) of `data`, as eve writes payloads and packets.
+pub fn base64(data: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                s.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (input, want) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("GOOD", "R09PRA==")]
+        {
+            assert_eq!(base64(input.as_bytes()), want);
+        }
+    }
     use super::*;
 
     /// Strings with and without characters to escape read back as themselves.

@@ -1,8 +1,9 @@
 //! eve `alert` records, as Suricata writes them.
 
+use super::header::write_vlan;
 use super::options::AlertLogOptions;
 use super::{proto_name, write_ip, write_timestamp, EventHeader};
-use crate::output::json::JsonObject;
+use crate::output::json::{base64, JsonObject};
 use picket_core::decode::{ip_addr, is_icmp};
 use picket_core::decode::{Decoded, FiveTuple};
 use picket_core::inspect::{AlertEvent, AppTx, FlowBits, WirePacket};
@@ -75,16 +76,6 @@ fn header<'b>(buf: &'b mut Vec<u8>, a: &AlertEvent<'_>, xff: Option<(bool, IpAdd
 /// ICMP carries type and code where other protocols have ports.
 pub(super) fn icmp_type_code(tuple: &FiveTuple) -> Option<(u8, u8)> {
     is_icmp(tuple.proto).then_some((tuple.src_port as u8, tuple.dst_port as u8))
-}
-
-pub(super) fn write_vlan(o: &mut JsonObject<'_>, vlan: &picket_core::decode::VlanIds) {
-    if vlan.iter().any(|&v| v != 0) {
-        o.open_list("vlan");
-        for v in vlan.iter().filter(|&&v| v != 0) {
-            o.item_u64((*v).into());
-        }
-        o.close_list();
-    }
 }
 
 /// The outer header of a tunnelled packet, and the MAC addresses when asked for.
@@ -166,11 +157,16 @@ fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOp
             tx.write_record(o);
             o.close();
         }
+        Some(AppTx::Ssh(st)) => {
+            o.open("ssh");
+            st.write_record(o, opts.ssh.hassh);
+            o.close();
+        }
         Some(AppTx::Tls(_)) | None => {}
     }
     if let Some(st) = a.app.tls {
         o.open("tls");
-        st.write_record(o, a.app.log_ja3);
+        st.write_record(o, a.app.log_ja3, base64);
         o.close();
     }
 }
@@ -289,25 +285,14 @@ fn printable(data: &[u8]) -> String {
         .collect()
 }
 
-pub(crate) fn base64(data: &[u8]) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                s.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_masks_binary() {
+        assert_eq!(printable(b"GET /\x00\xff"), "GET /..");
+    }
 
     fn json(f: impl FnOnce(&mut JsonObject<'_>)) -> String {
         let mut buf = Vec::new();
@@ -323,27 +308,5 @@ mod tests {
             [("tag", "a"), ("created_at", "2018-01-30"), ("tag", "b\"q")].map(|(k, v)| (Arc::from(k), Arc::from(v)));
         let got = json(|o| write_rule_metadata(o, &pairs));
         assert_eq!(got, r#"{"metadata":{"tag":["a","b\"q"],"created_at":["2018-01-30"]}}"#);
-    }
-
-    #[test]
-    fn vlan_list_skips_unset_ids() {
-        assert_eq!(json(|o| write_vlan(o, &[0, 0, 0])), "{}");
-        assert_eq!(json(|o| write_vlan(o, &[10, 0, 0])), r#"{"vlan":[10]}"#);
-        assert_eq!(json(|o| write_vlan(o, &[10, 20, 0])), r#"{"vlan":[10,20]}"#);
-        assert_eq!(json(|o| write_vlan(o, &[10, 20, 30])), r#"{"vlan":[10,20,30]}"#);
-    }
-
-    #[test]
-    fn base64_matches_rfc4648_vectors() {
-        for (input, want) in
-            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("GOOD", "R09PRA==")]
-        {
-            assert_eq!(base64(input.as_bytes()), want);
-        }
-    }
-
-    #[test]
-    fn printable_masks_binary() {
-        assert_eq!(printable(b"GET /\x00\xff"), "GET /..");
     }
 }

@@ -9,9 +9,9 @@
 //! the packet path pays nothing otherwise. picket reports no stream or app-layer
 //! anomalies as records yet (they are counters: `stream.*`, `app_layer.*`).
 
-use super::alert::base64;
 use super::options::AnomalyLogOptions;
 use super::EventHeader;
+use crate::output::json::base64;
 use picket_core::inspect::AnomalyEvent;
 
 /// Bytes of the packet a record carries with `packethdr: yes` (Suricata's 32).
@@ -35,7 +35,7 @@ pub fn write_anomalies(buf: &mut Vec<u8>, a: &AnomalyEvent<'_>, opts: &AnomalyLo
             }
         };
         o.str("pkt_src", "wire/pcap");
-        super::alert::write_vlan(&mut o, &a.decoded.vlan);
+        super::header::write_vlan(&mut o, &a.decoded.vlan);
         o.open("anomaly")
             .str("type", "decode")
             .str_plain("event", |out| {
@@ -98,7 +98,7 @@ mod tests {
     fn packethdr_carries_the_first_32_bytes() {
         let frame = truncated_udp();
         let recs = records(&frame, &AnomalyLogOptions { decode: true, packethdr: true, ..Default::default() });
-        assert_eq!(recs[0]["packet"].as_str(), Some(crate::output::eve::alert::base64(&frame[..32]).as_str()));
+        assert_eq!(recs[0]["packet"].as_str(), Some(crate::output::json::base64(&frame[..32]).as_str()));
         assert_eq!(recs[0]["packet_info"]["linktype"].as_u64(), Some(1));
     }
 

@@ -5,7 +5,7 @@
 //! The hash covers the seed, both addresses, the IP protocol and, for TCP, UDP and SCTP,
 //! both ports, with the endpoints ordered so that both directions give the same value.
 
-use super::alert::base64;
+use crate::output::json::base64;
 use picket_core::decode::FiveTuple;
 use sha1::{Digest, Sha1};
 

@@ -2,7 +2,7 @@
 //! them: the packet's IP and transport header fields, why it was dropped, and, as the
 //! eve-log `drop:` options ask, the rule that dropped it and the verdict.
 
-use super::alert::write_vlan;
+use super::header::write_vlan;
 use super::options::DropLogOptions;
 use super::verdict::write_verdict;
 use super::EventHeader;

@@ -6,7 +6,7 @@
 //! object (basic and extended fields, as in Suricata), `app_proto` and the `fileinfo`
 //! object ([`picket_core::applayer::http::HttpFile::write_record`]).
 
-use super::tx::write_tx_header_toward;
+use super::header::write_tx_header_toward;
 use picket_core::applayer::http::{HttpFile, HttpTx};
 use picket_core::inspect::TxEvent;
 use picket_core::stream::Direction;

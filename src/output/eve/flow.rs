@@ -5,7 +5,7 @@
 //! packets the capture counted after the bypass in a `bypassed` object, also added to the
 //! flow's totals.
 
-use super::alert::write_vlan;
+use super::header::write_vlan;
 use super::{write_tcp_flags_hex, write_timestamp, EventHeader};
 use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;

@@ -4,7 +4,7 @@
 //! `extended: yes`, and header lists with `dump-all-headers` (every header of a side) or
 //! `custom` (the named headers, on both sides).
 
-use super::tx::write_tx_header;
+use super::header::write_tx_header;
 use picket_core::applayer::http::HttpTx;
 use picket_core::inspect::TxEvent;
 use picket_core::stream::Direction;

@@ -2,6 +2,7 @@
 
 use super::dns::DnsLogOptions;
 use super::http::HttpLogOptions;
+use super::ssh::SshLogOptions;
 use super::tls::TlsLogOptions;
 use picket_core::applayer::http::HttpTx;
 use std::net::IpAddr;
@@ -50,6 +51,7 @@ pub struct AlertLogOptions {
     /// eve-log `community-id: yes`: flow records carry `community_id`, hashed with this
     /// seed (`community-id-seed`, default 0).
     pub community_id: Option<u16>,
+    pub ssh: SshLogOptions,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -66,6 +68,7 @@ pub struct EveTypes {
     /// `files`: `fileinfo` records of HTTP bodies.
     pub files: bool,
     pub anomaly: bool,
+    pub ssh: bool,
 }
 
 impl EveTypes {
@@ -80,6 +83,7 @@ impl EveTypes {
             tls: true,
             files: true,
             anomaly: true,
+            ssh: true,
         }
     }
 
@@ -94,6 +98,7 @@ impl EveTypes {
             tls: false,
             files: false,
             anomaly: false,
+            ssh: false,
         }
     }
 
@@ -110,6 +115,7 @@ impl EveTypes {
             "tls" => &mut self.tls,
             "files" => &mut self.files,
             "anomaly" => &mut self.anomaly,
+            "ssh" => &mut self.ssh,
             _ => return false,
         };
         *slot = true;
@@ -203,6 +209,7 @@ impl Default for AlertLogOptions {
             anomaly: AnomalyLogOptions::default(),
             stats_threads: false,
             community_id: None,
+            ssh: SshLogOptions::default(),
         }
     }
 }

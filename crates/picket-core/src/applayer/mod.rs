@@ -28,6 +28,7 @@ pub mod dns;
 pub mod http;
 pub mod layer;
 pub mod probe;
+pub mod ssh;
 pub mod tls;
 
 use crate::counters::CounterSet;
@@ -37,6 +38,8 @@ use dns::buffers::DnsTxBuffers;
 use dns::{DnsCounters, DnsTransaction};
 use http::buffers::TxBuffers;
 use http::{BodyMemory, HttpTx};
+use ssh::buffers::{SshBuffers, SSH_TX_ID};
+use ssh::{SshCounters, SshState};
 use tls::buffers::{TlsBuffers, TLS_TX_ID};
 use tls::{TlsCounters, TlsState};
 
@@ -228,6 +231,8 @@ pub enum AppTx<'a> {
     Dns(&'a DnsTransaction),
     /// A TLS session is its own (only) transaction.
     Tls(&'a TlsState),
+    /// So is an SSH session.
+    Ssh(&'a SshState),
 }
 
 impl AppTx<'_> {
@@ -237,6 +242,7 @@ impl AppTx<'_> {
             AppTx::Http(t) => t.id,
             AppTx::Dns(t) => t.tx_id,
             AppTx::Tls(_) => TLS_TX_ID,
+            AppTx::Ssh(_) => SSH_TX_ID,
         }
     }
 }
@@ -249,6 +255,7 @@ pub(crate) enum AppBuffers<'a> {
     Http(TxBuffers<'a>),
     Dns(DnsTxBuffers<'a>),
     Tls(TlsBuffers<'a>),
+    Ssh(SshBuffers<'a>),
 }
 
 impl<'a> AppBuffers<'a> {
@@ -257,6 +264,7 @@ impl<'a> AppBuffers<'a> {
             AppTx::Http(t) => AppBuffers::Http(TxBuffers::new(t, dir)),
             AppTx::Dns(t) => AppBuffers::Dns(DnsTxBuffers::new(t, dir)),
             AppTx::Tls(t) => AppBuffers::Tls(TlsBuffers::new(t, dir)),
+            AppTx::Ssh(t) => AppBuffers::Ssh(SshBuffers::new(t, dir)),
         }
     }
 
@@ -265,6 +273,7 @@ impl<'a> AppBuffers<'a> {
             AppBuffers::Http(b) => b,
             AppBuffers::Dns(b) => b,
             AppBuffers::Tls(b) => b,
+            AppBuffers::Ssh(b) => b,
         }
     }
 }
@@ -282,6 +291,7 @@ pub(crate) struct AppCounters {
     pub pending_dropped: u64,
     pub alerted_forgotten: u64,
     pub dns: DnsAppCounters,
+    pub ssh: SshAppCounters,
     /// HTTP body storage against `app-layer.protocols.http.memcap`.
     pub http_mem: MemCap,
 }
@@ -334,7 +344,21 @@ impl AppCounters {
         for (name, v) in self.dns.counters() {
             s.add(&name, v);
         }
+        s.add("app_layer.flow.ssh", self.ssh.flows);
+        s.add("app_layer.tx.ssh", self.ssh.tx);
+        for (name, v) in self.ssh.parser.counters() {
+            s.add(&format!("app_layer.{name}"), v);
+        }
     }
+}
+
+/// Worker-wide SSH counters (Suricata's `app_layer.flow.ssh`, `app_layer.tx.ssh`) plus the
+/// parser's own anomaly counters.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SshAppCounters {
+    pub flows: u64,
+    pub tx: u64,
+    pub parser: SshCounters,
 }
 
 /// Worker-wide DNS counters of the inspection path (Suricata's `app_layer.flow.dns_*`,

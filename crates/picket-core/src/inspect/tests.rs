@@ -39,6 +39,7 @@ impl EventSink for Collect {
                     AppTx::Http(h) => format!("{} {:?}", String::from_utf8_lossy(&h.uri_raw), h.status_code),
                     AppTx::Dns(d) => format!("dns {}", d.tx_id),
                     AppTx::Tls(_) => "tls".into(),
+                    AppTx::Ssh(_) => "ssh".into(),
                 },
             },
             Event::Anomaly(a) => {

@@ -81,6 +81,9 @@ pub struct DnsCounters {
     pub not_response: u64,
     pub z_flag_set: u64,
     pub records_skipped: u64,
+    /// Authority/additional sections that did not parse and were dropped (the message
+    /// was kept, as Suricata keeps it).
+    pub sections_dropped: u64,
     pub tx_dropped: u64,
     /// TCP bytes skipped after a gap until the stream looked like DNS again.
     pub gap_bytes_skipped: u64,
@@ -98,6 +101,7 @@ impl DnsCounters {
             ("dns.not_response", self.not_response),
             ("dns.z_flag_set", self.z_flag_set),
             ("dns.records_skipped", self.records_skipped),
+            ("dns.sections_dropped", self.sections_dropped),
             ("dns.tx_dropped", self.tx_dropped),
             ("dns.gap_bytes_skipped", self.gap_bytes_skipped),
         ]
@@ -240,6 +244,8 @@ pub struct DnsMessage {
 pub struct ParseNotes {
     pub names_truncated: u32,
     pub records_skipped: u32,
+    /// Authority or additional sections that did not parse, dropped from the message.
+    pub sections_dropped: u32,
     /// Name steps (labels, pointers) the message may still take; set from the message
     /// length by [`ParseNotes::for_message`].
     pub name_steps_left: usize,
@@ -428,8 +434,27 @@ pub fn parse_message(buf: &[u8], max_records_per_section: usize) -> Result<(DnsM
     }
     let keep = max_records_per_section;
     let answers = parse_records(&mut r, header.ancount, keep, &mut notes)?;
-    let authorities = parse_records(&mut r, header.nscount, keep, &mut notes)?;
-    let additionals = parse_records(&mut r, header.arcount, keep, &mut notes)?;
+    // As Suricata: a bad authority or additional section is dropped (and the additional
+    // one after a bad authority section), the rest of the message is kept.
+    let lenient = |r: &mut Cursor<'_>, count: u16, notes: &mut ParseNotes| {
+        let mut probe = *r;
+        match parse_records(&mut probe, count, keep, notes) {
+            Ok(records) => {
+                *r = probe;
+                Some(records)
+            }
+            Err(_) => {
+                notes.sections_dropped += 1;
+                None
+            }
+        }
+    };
+    let authorities = lenient(&mut r, header.nscount, &mut notes);
+    let additionals = match authorities {
+        Some(_) => lenient(&mut r, header.arcount, &mut notes).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let authorities = authorities.unwrap_or_default();
     Ok((DnsMessage { header, questions, answers, authorities, additionals }, notes))
 }
 
@@ -444,7 +469,11 @@ pub(crate) fn tcp_frame_len(buf: &[u8]) -> Option<usize> {
 /// Returns `Some(is_request)` when plausible. Mirrors the sanity checks Suricata's probe makes.
 pub fn probe_message(buf: &[u8], declared_len: usize) -> Option<bool> {
     let header = DnsHeader::parse(buf)?;
-    if header.opcode() >= 7 {
+    // Suricata's checks: no opcode check (an unassigned opcode is still DNS, logged with
+    // an anomaly), but a message without records must be a bare header, and a request
+    // must ask something.
+    let records = [header.qdcount, header.ancount, header.nscount, header.arcount].map(usize::from);
+    if records.iter().sum::<usize>() == 0 && declared_len > HEADER_LEN || !header.qr() && header.qdcount == 0 {
         return None;
     }
     let min_len = HEADER_LEN
@@ -648,6 +677,7 @@ impl DnsState {
         };
         counters.names_truncated += u64::from(notes.names_truncated);
         counters.records_skipped += u64::from(notes.records_skipped);
+        counters.sections_dropped += u64::from(notes.sections_dropped);
         if message.header.z() {
             counters.z_flag_set += 1;
         }
@@ -853,6 +883,66 @@ mod tests {
             serde_json::json!({"rrname":"www.suricata.io","rrtype":"CNAME","ttl":3597,"rdata":"suricata.io"})
         );
         assert_eq!(v["answers"][1]["rdata"], "35.212.0.44");
+    }
+
+    #[test]
+    fn eve_grouped_answers_and_type_filter() {
+        use crate::applayer::dns::record::DnsRecordFilter;
+        let mut s = DnsState::default();
+        udp(&mut s, Direction::ToServer, &query(0, "www.suricata.io", 1));
+        udp(&mut s, Direction::ToClient, &response(0));
+        let resp = s.tx(1).unwrap();
+        let v = record(|w| resp.write_record_with(w, &DnsRecordFilter::default()));
+        assert_eq!(v["grouped"], serde_json::json!({"CNAME":["suricata.io"],"A":["35.212.0.44"]}));
+        assert_eq!(v["answers"].as_array().map(Vec::len), Some(2));
+        // The alert object has detailed answers only.
+        assert!(record(|w| resp.write_record(w)).get("grouped").is_none());
+        let grouped_only = DnsRecordFilter { detailed: false, ..DnsRecordFilter::default() };
+        assert!(record(|w| resp.write_record_with(w, &grouped_only)).get("answers").is_none());
+        // `types: [aaaa]` leaves out messages whose questions are all of other types.
+        let aaaa =
+            DnsRecordFilter { rrtypes: DnsRecordFilter::rrtype_by_name("aaaa").map(|t| vec![t]), ..Default::default() };
+        assert_eq!(aaaa.rrtypes, Some(vec![28]));
+        assert!(!resp.is_logged(&aaaa) && resp.is_logged(&DnsRecordFilter::default()));
+        assert_eq!(DnsRecordFilter::rrtype_by_name("HTTPS"), Some(65));
+        assert_eq!(DnsRecordFilter::rrtype_by_name("bogus"), None);
+    }
+
+    #[test]
+    fn eve_v2_query_per_question_and_answer() {
+        use crate::applayer::dns::record::DnsRecordFilter;
+        let mut s = DnsState::default();
+        udp(&mut s, Direction::ToServer, &query(9, "www.suricata.io", 1));
+        udp(&mut s, Direction::ToClient, &response(9));
+        let all = DnsRecordFilter::default();
+        let req = s.tx(0).unwrap();
+        let v = record(|w| assert!(req.write_v2_query(w, 0, &all)));
+        assert_eq!(
+            v,
+            serde_json::json!({"version":2,"type":"query","id":9,"rrname":"www.suricata.io","rrtype":"A",
+                "tx_id":0,"opcode":0})
+        );
+        assert!(!req.write_v2_query(&mut crate::record::value::ValueWriter::new(), 1, &all), "one question");
+        let v = record(|w| s.tx(1).unwrap().write_v2_answer(w, &all));
+        assert_eq!(
+            (v["type"].as_str(), v["rrname"].as_str(), v["rrtype"].as_str()),
+            (Some("answer"), Some("www.suricata.io"), Some("A"))
+        );
+        assert_eq!(v["grouped"]["A"][0], "35.212.0.44");
+    }
+
+    #[test]
+    fn bad_additional_section_is_dropped_and_the_answers_kept() {
+        let mut m = response(4);
+        m[11] = 1; // one additional record, which is not there
+        m.extend([0xc0]); // and a dangling pointer byte
+        let mut s = DnsState::default();
+        let mut c = DnsCounters::default();
+        let id = s.parse_udp(Direction::ToClient, &m, &mut c).expect("kept");
+        let tx = s.tx(id).unwrap();
+        assert_eq!(tx.message.answers.len(), 2);
+        assert!(tx.message.additionals.is_empty());
+        assert_eq!((c.sections_dropped, c.malformed), (1, 0));
     }
 
     #[test]
@@ -1076,13 +1166,20 @@ mod tests {
     }
 
     #[test]
-    fn probe_checks_opcode_and_counts() {
+    fn probe_checks_counts_as_suricata() {
         let q = query(1, "a.b", 1);
         assert_eq!(probe_message(&q, q.len()), Some(true));
         assert_eq!(probe_message(&response(1), response(1).len()), Some(false));
-        let mut bad = q.clone();
-        bad[2] = 0x78; // opcode 15
-        assert_eq!(probe_message(&bad, bad.len()), None);
+        // An unassigned opcode is still DNS (dns-invalid-opcode capture).
+        let mut odd = q.clone();
+        odd[2] = 0x48; // opcode 9
+        assert_eq!(probe_message(&odd, odd.len()), Some(true));
+        // A request without questions, or no records but more than a header, is not.
+        let empty_request = header(1, 0x0100, 0, 0, 0, 0);
+        assert_eq!(probe_message(&empty_request, empty_request.len()), None);
+        let mut padded = header(1, 0x8180, 0, 0, 0, 0);
+        padded.extend([0; 4]);
+        assert_eq!(probe_message(&padded, padded.len()), None);
         let huge = header(1, 0x0100, 400, 0, 0, 0);
         assert_eq!(probe_message(&huge, 100), None);
         // Header only, rest still to come: plausible.

@@ -1,5 +1,6 @@
 //! TLS in a flow's app layer: the session is one transaction, due for inspection in a
-//! direction whenever that direction's handshake moved on (a hello or certificates parsed).
+//! direction whenever that direction's handshake moved on (a hello or certificates parsed),
+//! and done ([`TlsState::log_complete`]) when Suricata's would be: its record is then due.
 
 use super::buffers::{TlsProgress, TLS_TX_ID};
 use super::{TlsConfig, TlsState};
@@ -19,19 +20,19 @@ impl AppParser for TlsState {
             return;
         }
         let before = TlsProgress::of(self, dir);
-        let was_done = self.handshake_done();
+        let was_done = self.log_complete();
         self.parse(dir, data, &mut cx.counters.tls);
         if TlsProgress::of(self, dir) != before {
             cx.progressed(dir, TLS_TX_ID);
         }
-        if !was_done && self.handshake_done() {
+        if !was_done && self.log_complete() {
             cx.done(TLS_TX_ID);
         }
     }
 
     /// A session whose handshake never finished is done when the flow ends.
     fn on_close(&mut self, cx: &mut AppCtx<'_>) {
-        if !self.handshake_done() && (self.client_hello().is_some() || self.server_hello().is_some()) {
+        if !self.log_complete() && (self.client_hello().is_some() || self.server_hello().is_some()) {
             cx.done(TLS_TX_ID);
         }
     }

@@ -35,6 +35,8 @@ pub const CONTENT_HEARTBEAT: u8 = 24;
 pub const HANDSHAKE_CLIENT_HELLO: u8 = 1;
 pub const HANDSHAKE_SERVER_HELLO: u8 = 2;
 pub const HANDSHAKE_CERTIFICATE: u8 = 11;
+/// The server asks for a client certificate: the handshake then ends with the client's.
+pub const HANDSHAKE_CERTIFICATE_REQUEST: u8 = 13;
 
 pub const VERSION_SSL2: u16 = 0x0002;
 pub const VERSION_SSL3: u16 = 0x0300;
@@ -49,6 +51,8 @@ const EXT_EC_POINT_FORMATS: u16 = 11;
 const EXT_SIGNATURE_ALGORITHMS: u16 = 13;
 const EXT_ALPN: u16 = 16;
 const EXT_SUPPORTED_VERSIONS: u16 = 43;
+/// RFC 5077 session ticket: a client offering one may resume without a certificate.
+const EXT_SESSION_TICKET: u16 = 35;
 
 /// Largest record body TLS allows (2^14 plus expansion for compression and encryption).
 const MAX_RECORD_LEN: usize = 16384 + 2048;
@@ -126,6 +130,10 @@ pub struct ClientHello {
     pub signature_algorithms: Vec<u16>,
     /// Sent as an SSLv2-format ClientHello (no extensions, no JA3).
     pub sslv2: bool,
+    /// The legacy session id (at most 32 bytes), to recognise a resumed session.
+    pub session_id: Vec<u8>,
+    /// The hello offers a session ticket (extension 35).
+    pub session_ticket: bool,
     pub ja3_string: String,
     /// Lowercase hex MD5 of `ja3_string`.
     pub ja3_hash: String,
@@ -138,6 +146,8 @@ pub struct ServerHello {
     pub extensions: Vec<u16>,
     /// supported_versions extension (TLS 1.3 negotiation).
     pub selected_version: Option<u16>,
+    /// The legacy session id the server answered with (at most 32 bytes).
+    pub session_id: Vec<u8>,
     pub alpn: Option<Vec<u8>>,
     pub ja3s_string: String,
     pub ja3s_hash: String,
@@ -205,6 +215,10 @@ pub struct TlsState {
     /// Number of the first Certificate message per direction already taken.
     chain_seen: [bool; 2],
     encrypted_records: [u64; 2],
+    /// Application data records seen per direction (Suricata's "handshake done" signal).
+    app_data: [bool; 2],
+    /// The server sent a CertificateRequest.
+    client_cert_requested: bool,
 }
 
 impl TlsState {
@@ -302,6 +316,7 @@ impl TlsState {
         match p.record_type {
             CONTENT_CHANGE_CIPHER_SPEC => p.encrypted = true,
             CONTENT_APPLICATION_DATA => {
+                self.app_data[d] = true;
                 counters.encrypted_records += 1;
                 self.encrypted_records[d] += 1;
             }
@@ -399,6 +414,7 @@ impl TlsState {
                 Some(hello) => self.server_hello = Some(hello),
                 None => counters.invalid_handshake += 1,
             },
+            (HANDSHAKE_CERTIFICATE_REQUEST, 1) => self.client_cert_requested = true,
             (HANDSHAKE_CERTIFICATE, _) if !self.chain_seen[d] => {
                 self.chain_seen[d] = true;
                 self.store_chain(d, body, counters);
@@ -494,6 +510,35 @@ impl TlsState {
         self.encrypted_records[direction.index()]
     }
 
+    /// The session's record is due, as Suricata decides its TLS transaction is complete:
+    /// the certificate that ends the handshake parsed (the server's, or the client's when
+    /// the server asked for one), or the client switched to encrypted records (or sent
+    /// application data) and the server sent application data.
+    pub fn log_complete(&self) -> bool {
+        let cert = |d: usize| self.certs[d].first().is_some_and(|c| c.info.is_some());
+        let by_cert = if self.client_cert_requested { cert(0) } else { cert(1) };
+        let client_done = self.dirs[0].encrypted || self.app_data[0];
+        by_cert || client_done && self.app_data[1]
+    }
+
+    /// The session resumed an earlier one (the server echoed the client's session id, or
+    /// the client offered a session ticket), as Suricata flags it.
+    pub fn resumed(&self) -> bool {
+        let (Some(c), Some(s)) = (&self.client_hello, &self.server_hello) else {
+            return self.client_hello.as_ref().is_some_and(|c| c.session_ticket);
+        };
+        c.session_ticket || !c.session_id.is_empty() && c.session_id == s.session_id
+    }
+
+    /// TLS 1.3 (or one of its drafts) was chosen: no certificate is visible, and the
+    /// session is logged without one.
+    pub fn logs_without_cert(&self) -> bool {
+        self.server_hello.as_ref().is_some_and(|s| {
+            let v = s.selected_version.unwrap_or(s.version);
+            v > VERSION_TLS12 || s.version >> 8 == 0x7f
+        })
+    }
+
     /// Both directions have switched to encrypted records.
     pub fn handshake_done(&self) -> bool {
         self.dirs.iter().all(|p| p.encrypted) || self.encrypted_records.iter().all(|&n| n > 0)
@@ -537,9 +582,10 @@ fn dash_join(values: impl Iterator<Item = u32>) -> String {
     s
 }
 
-fn md5_hex(s: &str) -> String {
+/// Lowercase hex MD5 (JA3, JA3S; SSH's HASSH too).
+pub(crate) fn md5_hex(s: impl AsRef<[u8]>) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Md5::digest(s.as_bytes());
+    let digest = Md5::digest(s.as_ref());
     let mut out = String::with_capacity(2 * digest.len());
     for b in digest {
         out.push(char::from(HEX[usize::from(b >> 4)]));
@@ -553,7 +599,7 @@ pub fn parse_client_hello(body: &[u8]) -> Option<ClientHello> {
     let mut c = Cursor::new(body);
     let mut hello = ClientHello { version: c.be_u16()?, ..Default::default() };
     c.take(32)?; // random
-    c.u8_prefixed()?; // session id
+    hello.session_id = c.u8_prefixed()?.iter().take(32).copied().collect();
     hello.ciphers = u16_list(c.be_u16_prefixed()?);
     c.u8_prefixed()?; // compression methods
                       // Extensions are optional (SSLv3, old TLS 1.0 clients).
@@ -593,6 +639,7 @@ pub fn parse_client_hello(body: &[u8]) -> Option<ClientHello> {
                     }
                 }
                 EXT_SUPPORTED_VERSIONS => hello.supported_versions = e.u8_prefixed().map(u16_list).unwrap_or_default(),
+                EXT_SESSION_TICKET => hello.session_ticket = true,
                 _ => {}
             }
         }
@@ -611,9 +658,16 @@ pub fn parse_server_hello(body: &[u8]) -> Option<ServerHello> {
     let mut c = Cursor::new(body);
     let mut hello = ServerHello { version: c.be_u16()?, ..Default::default() };
     c.take(32)?;
-    c.u8_prefixed()?;
+    // TLS 1.3 drafts up to 21 announce themselves in the version field (0x7fNN) and their
+    // ServerHello has neither a session id nor a compression method.
+    let draft = hello.version >> 8 == 0x7f;
+    if !draft {
+        hello.session_id = c.u8_prefixed()?.iter().take(32).copied().collect();
+    }
     hello.cipher = c.be_u16()?;
-    c.u8()?; // compression
+    if !draft {
+        c.u8()?; // compression
+    }
     if !c.is_empty() {
         let mut exts = Cursor::new(c.be_u16_prefixed()?);
         while !exts.is_empty() {
@@ -1197,7 +1251,7 @@ pub(crate) mod tests {
     #[test]
     fn eve_object() {
         let (st, _) = parsed(&client_stream(), &server_stream());
-        let v = crate::record::value::record(|w| st.write_record(w, true));
+        let v = crate::record::value::record(|w| st.write_record(w, true, |_| String::new()));
         assert_eq!(v["subject"], "CN=www.example.org");
         assert_eq!(v["issuerdn"], "C=US, O=Let's Encrypt, CN=R3");
         assert_eq!(v["serial"], "00:5C:19:B7");
@@ -1207,11 +1261,46 @@ pub(crate) mod tests {
         assert_eq!(v["ja3"]["string"], "771,4865-49195-47,0-10-11-16-43,29-23,0");
         assert_eq!(v["client_alpns"], serde_json::json!(["h2", "http/1.1"]));
         assert_eq!(v["server_alpns"], serde_json::json!(["http/1.1"]));
-        let v = crate::record::value::record(|w| st.write_record(w, false));
+        let v = crate::record::value::record(|w| st.write_record(w, false, |_| String::new()));
         assert!(v.get("ja3").is_none());
         // Nothing seen: only the version.
-        let v = crate::record::value::record(|w| TlsState::default().write_record(w, true));
+        let v = crate::record::value::record(|w| TlsState::default().write_record(w, true, |_| String::new()));
         assert_eq!(v, serde_json::json!({"version": "UNDETERMINED"}));
+    }
+
+    #[test]
+    fn tls13_draft_server_hello_without_session_id() {
+        // Layout of the tls13-draft18 capture's ServerHello: version 7f12, random, cipher,
+        // extensions (key_share omitted here).
+        let mut body = vec![0x7f, 0x12];
+        body.extend([7u8; 32]);
+        body.extend([0x13, 0x01, 0x00, 0x00]);
+        let hello = parse_server_hello(&body).expect("draft ServerHello parses");
+        assert_eq!((hello.version, hello.cipher), (0x7f12, 0x1301));
+        assert_eq!(version_name(hello.version), "TLS 1.3 draft-18");
+    }
+
+    #[test]
+    fn eve_field_sets_and_when_a_record_is_due() {
+        use super::record::TlsFields;
+        let (st, _) = parsed(&client_stream(), &server_stream());
+        // The server certificate ends the handshake as Suricata sees it.
+        assert!(st.log_complete() && st.logs_record(false));
+        let fields =
+            |f: TlsFields| crate::record::value::record(|w| st.write_fields(w, f, |der| der.len().to_string()));
+        let basic = fields(TlsFields::BASIC);
+        assert_eq!(basic["subject"], "CN=www.example.org");
+        assert!(basic.get("version").is_none() && basic.get("serial").is_none() && basic.get("sni").is_none());
+        let custom = fields(TlsFields::SERIAL.with(TlsFields::CERTIFICATE).with(TlsFields::CHAIN));
+        let der_len = st.certificates(Direction::ToClient)[0].der.len().to_string();
+        assert_eq!(custom["certificate"], der_len.as_str());
+        assert_eq!(custom["chain"][0], der_len.as_str());
+        assert!(custom.get("subject").is_none());
+        assert_eq!(TlsFields::by_name("Not_After"), Some(TlsFields::NOT_AFTER));
+        assert_eq!(TlsFields::by_name("client_handshake"), None);
+        // A hello alone is not done, and without a certificate or TLS 1.3 not logged.
+        let (hello_only, _) = parsed(&client_stream(), &[]);
+        assert!(!hello_only.log_complete() && !hello_only.logs_record(true));
     }
 
     #[test]
@@ -1437,7 +1526,7 @@ pub(crate) mod tests {
             let _ = parse_certificate(&data);
             let _ = parse_sslv2_client_hello(&data);
             // Every open object or list is closed again (the test writer checks).
-            let _ = crate::record::value::record(|w| st.write_record(w, true));
+            let _ = crate::record::value::record(|w| st.write_record(w, true, |_| String::new()));
         }
 
         #[test]
@@ -1450,7 +1539,7 @@ pub(crate) mod tests {
             client[j] = byte;
             let (st, _) = parsed(&client, &server);
             // Every open object or list is closed again (the test writer checks).
-            let _ = crate::record::value::record(|w| st.write_record(w, true));
+            let _ = crate::record::value::record(|w| st.write_record(w, true, |_| String::new()));
         }
 
         #[test]
