@@ -11,10 +11,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-/// One alert per DNS query of the sample (12), beside its 24 flows and the final stats.
+/// One alert per DNS query of the sample (12), beside its 24 flows, its app-layer records
+/// and the final stats.
 const RULE: &str = "alert udp any any -> any 53 (msg:\"dns query\"; sid:1;)\n";
 const SAMPLE_ALERTS: usize = 12;
 const SAMPLE_FLOWS: usize = 24;
+/// The sample's app-layer records with every type on: 12 DNS queries and their 12
+/// responses, 7 HTTP transactions with 7 bodies, one TLS and one SSH session.
+const SAMPLE_APP: [(&str, usize); 5] = [("dns", 24), ("http", 7), ("fileinfo", 7), ("tls", 1), ("ssh", 1)];
+
+/// Every event type of the sample when eve writes them all.
+fn sample_all() -> BTreeMap<String, usize> {
+    let mut all = counts(&[("alert", SAMPLE_ALERTS), ("flow", SAMPLE_FLOWS), ("stats", 1)]);
+    all.extend(SAMPLE_APP.iter().map(|(k, n)| (k.to_string(), *n)));
+    all
+}
+
+/// Number of events of [`sample_all`] but the final stats.
+fn sample_all_but_stats() -> usize {
+    sample_all().values().sum::<usize>() - 1
+}
 
 struct Run {
     dir: tempfile::TempDir,
@@ -73,7 +89,7 @@ fn fast_disabled_eve_filename_and_types_honoured() {
     let yaml =
         "outputs:\n  - fast:\n      enabled: no\n      filename: fast.log\n  - eve-log:\n      enabled: yes\n      \
                 filetype: regular\n      filename: events.json\n      types:\n        - alert:\n            \
-                payload: yes\n        - http:\n            extended: yes\n  - stats:\n      enabled: yes\n      \
+                payload: yes\n        - smtp:\n            extended: yes\n  - stats:\n      enabled: yes\n      \
                 filename: counters.log\n";
     let out = run.picket(yaml, Some("logs"), &[]);
     let logs = run.path("logs");
@@ -86,7 +102,7 @@ fn fast_disabled_eve_filename_and_types_honoured() {
     assert!(events[0]["payload"].is_string(), "per-type options still apply: {}", events[0]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
-        stderr.matches("eve-log type 'http' is not produced by picket yet").count(),
+        stderr.matches("eve-log type 'smtp' is not produced by picket yet").count(),
         1,
         "a listed type picket does not produce warns once: {stderr}"
     );
@@ -104,7 +120,7 @@ fn without_outputs_section_everything_as_before() {
     let run = Run::new();
     run.picket("vars:\n  address-groups:\n    HOME_NET: any\n", Some("logs"), &[]);
     let events = lines_of(&run.path("logs/eve.json"));
-    assert_eq!(type_counts(&events), counts(&[("alert", SAMPLE_ALERTS), ("flow", SAMPLE_FLOWS), ("stats", 1)]));
+    assert_eq!(type_counts(&events), sample_all());
     assert_eq!(std::fs::read_to_string(run.path("logs/fast.log")).unwrap().lines().count(), SAMPLE_ALERTS);
     assert!(run.path("logs/stats.log").exists());
 }
@@ -117,11 +133,11 @@ fn default_log_dir_unless_l_is_given() {
         run.path("from-yaml").display()
     );
     run.picket(&yaml, None, &[]);
-    assert_eq!(lines_of(&run.path("from-yaml/eve.json")).len(), SAMPLE_ALERTS + SAMPLE_FLOWS + 1);
+    assert_eq!(lines_of(&run.path("from-yaml/eve.json")).len(), sample_all_but_stats() + 1);
     assert!(run.path("from-yaml/fast.log").exists());
     run.picket(&yaml, Some("from-cli"), &[]);
     assert!(run.path("from-cli/eve.json").exists(), "-l wins over default-log-dir");
-    assert_eq!(lines_of(&run.path("from-yaml/eve.json")).len(), SAMPLE_ALERTS + SAMPLE_FLOWS + 1, "untouched");
+    assert_eq!(lines_of(&run.path("from-yaml/eve.json")).len(), sample_all_but_stats() + 1, "untouched");
 }
 
 #[test]
@@ -212,7 +228,7 @@ fn unix_stream_reader_receives_every_event() {
     run.picket(&socket_yaml("unix_stream", &socket), Some("logs"), &[]);
     let text = reader.join().unwrap();
     let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("whole JSON lines")).collect();
-    assert_eq!(type_counts(&events), counts(&[("alert", SAMPLE_ALERTS), ("flow", SAMPLE_FLOWS), ("stats", 1)]));
+    assert_eq!(type_counts(&events), sample_all());
     let stats = &events.last().unwrap()["stats"]["picket"]["output"];
     assert_eq!((stats["socket_connects"].as_u64(), stats["socket_dropped"].as_u64()), (Some(1), Some(0)), "{stats}");
     assert!(!run.path("logs/eve.json").exists(), "nothing written to a file");
@@ -243,7 +259,7 @@ fn unix_dgram_reader_receives_one_datagram_per_event() {
     });
     run.picket(&socket_yaml("unix_dgram", &socket), Some("logs"), &[]);
     let events = reader.join().unwrap();
-    assert_eq!(type_counts(&events), counts(&[("alert", SAMPLE_ALERTS), ("flow", SAMPLE_FLOWS), ("stats", 1)]));
+    assert_eq!(type_counts(&events), sample_all());
 }
 
 #[test]
@@ -258,5 +274,5 @@ fn unix_socket_without_reader_drops_and_counts() {
     let dropped = stats.lines().find(|l| l.starts_with("picket.output.socket_dropped")).expect("counter in stats.log");
     let n: u64 = dropped.rsplit('|').next().unwrap().trim().parse().unwrap();
     // Every event but the final stats (written after the counters were read) was dropped.
-    assert_eq!(n as usize, SAMPLE_ALERTS + SAMPLE_FLOWS, "{dropped}");
+    assert_eq!(n as usize, sample_all_but_stats(), "{dropped}");
 }
