@@ -284,7 +284,7 @@ fn benign_traffic_passes_byte_exact_and_is_read_once() {
     // it sent (outgoing on the other interface), it would read about twice that.
     assert!(read >= 200 + 6, "picket read {read} packets, fewer than were exchanged");
     assert!(read <= rx, "picket read {read} packets but the interfaces received only {rx}: own transmissions re-read");
-    assert_eq!(stat(&events, "capture.afpacket.outgoing_skipped"), 0, "the kernel filters outgoing packets");
+    assert_eq!(stat(&events, "picket.capture.afpacket.outgoing_skipped"), 0, "the kernel filters outgoing packets");
     assert!(forwarded >= 206 && forwarded <= read, "forwarded {forwarded} of {read}");
     assert_eq!(stat(&events, "picket.ips.tx_errors"), 0);
     assert_eq!(stat(&events, "picket.bridge.oversize"), 0);

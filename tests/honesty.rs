@@ -304,7 +304,25 @@ fn honesty_full_disk_is_reported_counted_and_writing_resumes() {
     assert!(fill.exists());
     let input = tempfile::tempdir().unwrap();
     let fifo = paced_capture(input.path(), 1000);
-    let mut child = spawn(picket().args(["-r", fifo.to_str().unwrap(), "-l", logs.to_str().unwrap(), "-k", "none"]));
+    // The event types this test was sized for (alerts, flows, stats): the app-layer records
+    // of the default output would fill the small disk again after the room came back.
+    let yaml = input.path().join("picket.yaml");
+    std::fs::write(
+        &yaml,
+        "outputs:\n  - eve-log:\n      enabled: yes\n      types: [alert, flow, stats]\n  - fast:\n      enabled: yes\n  \
+         - stats:\n      enabled: yes\n",
+    )
+    .unwrap();
+    let mut child = spawn(picket().args([
+        "-r",
+        fifo.to_str().unwrap(),
+        "-l",
+        logs.to_str().unwrap(),
+        "-k",
+        "none",
+        "-c",
+        yaml.to_str().unwrap(),
+    ]));
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {

@@ -211,7 +211,9 @@ fn engine_analysis(args: &RunArgs) -> Result<(), CliError> {
         .unwrap_or_else(|| PathBuf::from("."));
     fs::create_dir_all(&log_dir)
         .map_err(|e| CliError(format!("cannot create log directory {}: {e}", log_dir.display())))?;
-    let Some(engine) = loaded.engine else {
+    // Without rule files the engine is built empty (for the app-layer records of a run):
+    // there is nothing to analyse.
+    let Some(engine) = loaded.engine.filter(|e| e.rule_count() > 0) else {
         return Err(CliError("--engine-analysis: no rules loaded (give rules with -S FILE or rule-files:)".into()));
     };
     let analysis = engine.analysis();

@@ -589,12 +589,13 @@ mod tests {
     }
 
     #[test]
-    fn non_http_goes_idle() {
+    fn a_protocol_without_parser_goes_idle() {
+        // SMTP is recognised by its banner but not parsed: what follows makes no transaction.
         let mut app = AppLayer::default();
         let mut c = AppCounters::default();
-        app.on_data(Direction::ToClient, b"SSH-2.0-x\r\n", (40000, 22), &mut c);
-        assert_eq!(app.proto, Some(AppProto::Ssh));
-        app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 22), &mut c);
+        app.on_data(Direction::ToClient, b"220 mail.example ESMTP\r\n", (40000, 25), &mut c);
+        assert_eq!(app.proto, Some(AppProto::Smtp));
+        app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 25), &mut c);
         assert!(!app.has_pending());
     }
 }
