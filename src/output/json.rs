@@ -252,6 +252,16 @@ pub fn base64(data: &[u8]) -> String {
     s
 }
 
+/// The JSON object `f` writes, as text without the line end (for tests of record writers).
+#[cfg(test)]
+pub(crate) fn object_text(f: impl FnOnce(&mut JsonObject<'_>)) -> String {
+    let mut buf = Vec::new();
+    let mut o = JsonObject::begin(&mut buf);
+    f(&mut o);
+    o.finish();
+    String::from_utf8(buf).expect("utf-8").trim_end().to_string()
+}
+
 #[cfg(test)]
 mod tests {
 

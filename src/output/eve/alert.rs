@@ -294,13 +294,7 @@ mod tests {
         assert_eq!(printable(b"GET /\x00\xff"), "GET /..");
     }
 
-    fn json(f: impl FnOnce(&mut JsonObject<'_>)) -> String {
-        let mut buf = Vec::new();
-        let mut o = JsonObject::begin(&mut buf);
-        f(&mut o);
-        o.finish();
-        String::from_utf8(buf).expect("utf-8").trim_end().to_string()
-    }
+    use crate::output::json::object_text as json;
 
     #[test]
     fn rule_metadata_groups_values_by_key() {

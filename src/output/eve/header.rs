@@ -75,13 +75,7 @@ pub fn write_tx_header_toward<'b>(
 mod tests {
     use super::*;
 
-    fn json(f: impl FnOnce(&mut JsonObject<'_>)) -> String {
-        let mut buf = Vec::new();
-        let mut o = JsonObject::begin(&mut buf);
-        f(&mut o);
-        o.finish();
-        String::from_utf8(buf).expect("utf-8").trim_end().to_string()
-    }
+    use crate::output::json::object_text as json;
 
     #[test]
     fn vlan_list_skips_unset_ids() {
