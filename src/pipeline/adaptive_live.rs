@@ -19,7 +19,9 @@
 //!    exports b's flows and sends them to B (never waiting).
 //! 4. B, once the parcel is in (checked between blocks), or when it has waited too long,
 //!    its stash is full (`dispatch.stash_overflow`), a flow expiry is due, or it stops,
-//!    imports the flows and inspects the stash, then goes on.
+//!    imports the flows and inspects the stash, then goes on. While B waits, it makes
+//!    the gives of its own that fall due (`dispatch.early_gives`): A may be waiting for
+//!    them in the middle of a block, and neither would go on otherwise.
 //!
 //! So a flow's state follows it: alerts that depend on earlier packets (stream
 //! reassembly, flowbits, `flow:established`) are those of one worker per flow. Workers
@@ -54,6 +56,8 @@ pub const IMBALANCE_BEFORE: &str = "dispatch.imbalance_before_pct";
 pub const IMBALANCE_AFTER: &str = "dispatch.imbalance_after_pct";
 pub const STASH_PACKETS: &str = "dispatch.stash_packets";
 pub const STASH_OVERFLOW: &str = "dispatch.stash_overflow";
+/// Gives made while the giver waited for flows handed to it (see [`LiveHandover::give_while_waiting`]).
+pub const EARLY_GIVES: &str = "dispatch.early_gives";
 /// Intervals judged, and those that moved buckets.
 pub const REBALANCES: &str = "dispatch.rebalances";
 /// Table writes the kernel refused (the bucket stays where it was).
@@ -68,6 +72,7 @@ pub struct AdaptiveCounters {
     pub imbalance_after_pct: AtomicU64,
     pub stash_packets: AtomicU64,
     pub stash_overflow: AtomicU64,
+    pub early_gives: AtomicU64,
     pub rebalances: AtomicU64,
     pub map_errors: AtomicU64,
 }
@@ -81,6 +86,7 @@ impl AdaptiveCounters {
         set.add(IMBALANCE_AFTER, get(&self.imbalance_after_pct));
         set.add(STASH_PACKETS, get(&self.stash_packets));
         set.add(STASH_OVERFLOW, get(&self.stash_overflow));
+        set.add(EARLY_GIVES, get(&self.early_gives));
         set.add(REBALANCES, get(&self.rebalances));
         set.add(MAP_ERRORS, get(&self.map_errors));
     }
@@ -177,6 +183,16 @@ impl LiveHandover {
 
     pub fn settled(&mut self) {
         self.settle_by = None;
+    }
+
+    /// A give this worker made while waiting for flows itself, from the middle of a
+    /// block: frames of the bucket still in its ring meet no state here, but the peer
+    /// that may be waiting for this give goes on.
+    pub fn give_while_waiting(&mut self, inspector: &mut picket_core::inspect::Inspector) -> bool {
+        let Some(round) = self.due_give(false) else { return false };
+        self.h.give(&round, inspector);
+        self.counters.early_gives.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// A full stash: the worker waits for the flows instead of holding more.

@@ -316,6 +316,22 @@ impl WorkerHandover {
         self.stash = stash;
     }
 
+    /// Waits at most `limit` for one parcel (kept for [`settle`](Self::settle)). False
+    /// when no parcel can come any more: every peer is gone.
+    pub fn wait_parcel(&mut self, limit: Duration) -> bool {
+        let started = Instant::now();
+        let alive = match self.inbox.recv_timeout(limit) {
+            Ok(p) => {
+                self.early.push(p);
+                true
+            }
+            Err(RecvTimeoutError::Timeout) => true,
+            Err(RecvTimeoutError::Disconnected) => false,
+        };
+        self.waited += started.elapsed();
+        alive
+    }
+
     /// This worker failed: the others stop waiting for its parcels.
     pub fn fail(&self) {
         self.failed.store(true, Ordering::Relaxed);

@@ -47,6 +47,9 @@ const POLL_WAIT: Duration = Duration::from_millis(100);
 const TICK: Duration = Duration::from_secs(1);
 /// Longest a stopping worker keeps reading what its ports still hold.
 const STOP_DRAIN: Duration = Duration::from_secs(1);
+/// Adaptive fanout: how long a worker waiting for handed-over flows waits at a time
+/// before checking whether it owes flows itself.
+const SETTLE_POLL: Duration = Duration::from_millis(5);
 /// Event chunks queued for the writer thread before a worker waits for it.
 const EVENT_QUEUE: usize = 1024;
 /// The writer flushes (and its files follow a rotation) after this long without events.
@@ -580,6 +583,14 @@ impl WorkerCore {
     /// the packets held back for them.
     fn settle(&mut self) {
         let Some(adaptive) = &mut self.adaptive else { return };
+        // The peer this worker waits for may itself be waiting here, in the middle of a
+        // block, for flows this worker owes it: gives falling due while waiting go out,
+        // or the two would wait on each other for good.
+        while adaptive.h.pending() && !adaptive.h.ready() {
+            if !adaptive.give_while_waiting(&mut self.inspector) && !adaptive.h.wait_parcel(SETTLE_POLL) {
+                break;
+            }
+        }
         let Some(stash) = adaptive.h.settle(&mut self.inspector, &mut self.events) else { return };
         adaptive.settled();
         for pkt in stash.iter() {

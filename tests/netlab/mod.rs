@@ -149,6 +149,25 @@ impl Drop for Lab {
     }
 }
 
+/// Where each thread of a process that hangs is: the innermost frames of `gdb`'s
+/// backtraces (one line per frame that names a function), or each thread's kernel wait
+/// channel when gdb is not installed.
+fn stacks(pid: u32) -> String {
+    let gdb = Command::new("gdb").args(["-p", &pid.to_string(), "-batch", "-ex", "thread apply all bt 12"]).output();
+    if let Some(out) = gdb.ok().filter(|o| o.status.success()) {
+        let text = String::from_utf8_lossy(&out.stdout);
+        return text.lines().filter(|l| l.starts_with("Thread ") || l.starts_with('#')).collect::<Vec<_>>().join("\n");
+    }
+    let tasks =
+        std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
+    let mut out = String::new();
+    for task in tasks {
+        let read = |f: &str| std::fs::read_to_string(task.path().join(f)).unwrap_or_default().trim().to_string();
+        out.push_str(&format!("{} wchan={}\n", read("comm"), read("wchan")));
+    }
+    out
+}
+
 /// A child process killed (by its own pid) if the test ends before it does.
 pub struct Guarded(pub Child);
 
@@ -169,7 +188,9 @@ impl Guarded {
             if let Some(status) = self.0.try_wait().expect("wait for a lab process") {
                 return status;
             }
-            assert!(started.elapsed() < limit, "process {} did not exit within {limit:?}", self.0.id());
+            if started.elapsed() >= limit {
+                panic!("process {} did not exit within {limit:?}; its threads:\n{}", self.0.id(), stacks(self.0.id()));
+            }
             thread::sleep(Duration::from_millis(20));
         }
     }

@@ -59,29 +59,38 @@ impl<'a> IcmpView<'a> {
     }
 }
 
-/// Type/code validity and the quoted header of error messages (ICMPv4).
+/// Type/code validity and the quoted header of error messages (ICMPv4), as Suricata
+/// checks them: a type it does not know (router solicitation among them) is
+/// `unknown_type`; the quoted IPv4 header of an error is only looked at when the code is
+/// valid and something follows the ICMP header (a source quench always quotes); the
+/// timestamp messages must hold their 12 bytes of timestamps.
 pub fn check_icmpv4(view: &IcmpView<'_>, events: &mut EventSet) {
     let code = view.code();
+    let quoted = view.payload();
     let (max_code, quotes_ip) = match view.icmp_type() {
-        0 | 8 => (0, false),   // echo reply / request
-        3 => (15, true),       // destination unreachable
-        4 => (0, true),        // source quench
-        5 => (3, true),        // redirect
-        9 => (16, false),      // router advertisement (0 or 16)
-        10 => (0, false),      // router solicitation
-        11 => (1, true),       // time exceeded
-        12 => (2, true),       // parameter problem
-        13..=18 => (0, false), // timestamp, information, address mask
+        0 | 8 => (0, false),           // echo reply / request
+        3 => (15, !quoted.is_empty()), // destination unreachable
+        4 => (0, true),                // source quench
+        5 => (3, !quoted.is_empty()),  // redirect
+        9 => (255, false),             // router advertisement: codes not checked
+        11 => (1, !quoted.is_empty()), // time exceeded
+        12 => (0, !quoted.is_empty()), // parameter problem
+        13 | 14 => {
+            // timestamp request / reply: three 32-bit timestamps after the header
+            if quoted.len() < 12 {
+                events.insert(DecodeEvent::Icmpv4Ipv4TruncPkt);
+            }
+            (0, false)
+        }
+        15..=18 => (0, false), // information, address mask
         _ => {
             events.insert(DecodeEvent::Icmpv4UnknownType);
             return;
         }
     };
-    if code > max_code || (view.icmp_type() == 9 && code != 0 && code != 16) {
+    if code > max_code {
         events.insert(DecodeEvent::Icmpv4UnknownCode);
-    }
-    if quotes_ip {
-        let quoted = view.payload();
+    } else if quotes_ip {
         if quoted.len() < 20 {
             events.insert(DecodeEvent::Icmpv4Ipv4TruncPkt);
         } else if quoted[0] >> 4 != 4 {
@@ -174,6 +183,17 @@ mod tests {
         assert_eq!(v4_events(&unreachable), vec![DecodeEvent::Icmpv4Ipv4UnknownVer]);
         unreachable[8] = 0x45;
         assert!(v4_events(&unreachable).is_empty());
+        // Nothing quoted: not looked at, except by a source quench.
+        assert!(v4_events(&[3, 3, 0, 0, 0, 0, 0, 0]).is_empty());
+        assert_eq!(v4_events(&[4, 0, 0, 0, 0, 0, 0, 0]), vec![DecodeEvent::Icmpv4Ipv4TruncPkt]);
+        // A code out of range: the quote is not looked at.
+        let mut redirect = vec![5, 213, 0, 0, 0, 0, 0, 0];
+        redirect.extend_from_slice(&[0x65; 28]);
+        assert_eq!(v4_events(&redirect), vec![DecodeEvent::Icmpv4UnknownCode]);
+        // Router solicitation is not a type Suricata knows; a timestamp needs its 12 bytes.
+        assert_eq!(v4_events(&[10, 0, 0, 0, 0, 0, 0, 0]), vec![DecodeEvent::Icmpv4UnknownType]);
+        assert_eq!(v4_events(&[13, 0, 0, 0, 0, 0, 0, 0, 1, 2]), vec![DecodeEvent::Icmpv4Ipv4TruncPkt]);
+        assert!(v4_events(&[14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_empty());
     }
 
     #[test]
