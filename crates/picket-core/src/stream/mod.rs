@@ -633,13 +633,16 @@ impl TcpReassembly {
         } else {
             return None;
         };
-        // A hole is only a gap once the receiver acknowledged past it (or the flow ended):
-        // in inline mode an out-of-order segment must not make the parser skip bytes that
-        // a retransmission is still going to fill.
-        let gap_limit = if self.eof {
-            u64::MAX
-        } else if h.ack_seen {
+        // A hole is only a gap once the receiver acknowledged past it: in inline mode an
+        // out-of-order segment must not make the parser skip bytes that a retransmission
+        // is still going to fill, and at the flow's end (as in Suricata) data beyond a
+        // hole nobody acknowledged is not handed on: the peer never got it either. A side
+        // whose acknowledgements were never seen (a one-sided capture) skips its holes at
+        // the end.
+        let gap_limit = if h.ack_seen {
             h.last_ack_off
+        } else if self.eof {
+            u64::MAX
         } else {
             0
         };

@@ -694,6 +694,30 @@ fn app_data_is_acked_data_in_ids_mode() {
     assert_eq!(c.r.retained_from(TS), 4);
 }
 
+/// tcp-rst-unacked-stream-09 (suricata-verify): at the flow's end, data beyond a hole the
+/// receiver never acknowledged past is not handed to the parser (the hole is no gap:
+/// nobody got what follows it).
+#[test]
+fn at_flow_end_data_past_an_unacknowledged_hole_is_not_handed_on() {
+    let mut c = Conn::handshake(StreamConfig { app_layer: true, ..cfg() }, 1, 1);
+    c.send(TS, 0, 0, ACK, b"GET ");
+    c.send(TS, 8, 0, ACK, b"late");
+    c.send(TC, 0, 6, ACK, b"");
+    assert_eq!(c.r.app_data(TS), Some(AppData::Data { offset: 0, data: b"GET " }));
+    c.r.app_consume(TS, 4, &mut c.mem);
+    c.r.close();
+    assert_eq!(c.r.app_data(TS), None, "acknowledged to 6 only: the hole 4..8 is not a gap");
+
+    // Acknowledged past the hole: a gap, then the data.
+    let mut c = Conn::handshake(StreamConfig { app_layer: true, ..cfg() }, 1, 1);
+    c.send(TS, 0, 0, ACK, b"GET ");
+    c.send(TS, 8, 0, ACK, b"late");
+    c.send(TC, 0, 12, ACK, b"");
+    c.r.app_consume(TS, 4, &mut c.mem);
+    c.r.close();
+    assert_eq!(c.r.app_data(TS), Some(AppData::Gap { offset: 4, len: 4 }));
+}
+
 /// Found by the fuzz target `stream_reorder`: in inline mode an out-of-order segment made
 /// `app_data` report the unfilled hole before it as a gap, so the parser skipped bytes that
 /// arrived a moment later.

@@ -131,8 +131,9 @@ impl HttpFile {
         }
         let data = &data[..take];
         self.size += take as u64;
-        // Digests of a file with a hole would name no real content: they stop at a gap.
-        if let Some(h) = self.hashers.as_deref_mut().filter(|_| !self.gaps) {
+        // After a gap the digests go on over the bytes that are there, as Suricata's do:
+        // the same file with the same holes gives the same hashes in both.
+        if let Some(h) = self.hashers.as_deref_mut() {
             if let Some(d) = h.md5.as_mut() {
                 d.update(data);
             }
@@ -362,6 +363,20 @@ mod tests {
         assert_eq!((f.size, f.state, f.gaps), (16, FileState::Truncated, true));
         let v = record(|w| f.write_record(w, 1));
         assert!(v.get("sha256").is_none(), "not asked for");
+    }
+
+    /// As Suricata's: the digests go on over the bytes after a gap (tcp-rst-unacked-stream).
+    #[test]
+    fn digests_go_on_over_the_bytes_after_a_gap() {
+        let cfg = FileConfig { enabled: true, sha256: true, ..FileConfig::default() };
+        let mut f = HttpFile::open(b"/x", 100, &cfg);
+        f.append(b"ab");
+        f.gap(10);
+        f.append(b"c");
+        f.close(true);
+        let v = record(|w| f.write_record(w, 1));
+        assert_eq!((v["size"].as_u64(), v["gaps"].as_bool()), (Some(13), Some(true)));
+        assert_eq!(v["sha256"], "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "sha256(\"abc\")");
     }
 
     #[test]
