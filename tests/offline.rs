@@ -95,6 +95,15 @@ fn output_is_deterministic_for_a_worker_count() {
     }
 }
 
+/// Suricata's `--no-random` is taken (fixed hash seeds) and changes no event.
+#[test]
+fn no_random_fixes_seeds_and_changes_no_event() {
+    let seeded = eve_for(&["--workers", "2", "--no-random"]);
+    let random = eve_for(&["--workers", "2"]);
+    assert!(!non_stats(&seeded).is_empty());
+    assert_eq!(non_stats(&seeded), non_stats(&random));
+}
+
 /// The same flows, with the same packet counts, whether one thread or two workers did the work.
 #[test]
 fn flow_records_do_not_depend_on_run_mode_under_flow_dispatch() {

@@ -42,6 +42,11 @@ pub struct RunArgs {
     /// Do not pin worker threads to CPU cores.
     #[arg(long)]
     pub no_pin: bool,
+    /// Suricata's `--no-random`: no random values inside the engine. picket's output never
+    /// depends on them; this fixes the seeds of its hash tables too (reproducible memory
+    /// layout and timings, at the price of hash-flooding resistance).
+    #[arg(long)]
+    pub no_random: bool,
     /// Act on drop/reject rules as an inline IPS would, while reading a capture (offline
     /// only: live, run inline with -q or --bridge).
     #[arg(long)]

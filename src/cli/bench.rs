@@ -47,6 +47,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         workers: None,
         dispatch: args.dispatch.clone(),
         no_pin: false,
+        no_random: false,
         simulate_ips: false,
         verbose: 0,
         test_config: false,

@@ -90,6 +90,9 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    if cli.run.no_random {
+        picket_core::flow::hash::fix_seeds();
+    }
     let result = match cli.command {
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Rules(RulesCommand::Check { mut rules, config, set, files })) => {

@@ -93,11 +93,24 @@ pub fn key_hash_seeded(key: &FlowKey, seed: u64) -> u64 {
     hasher.finish()
 }
 
+/// Set by [`fix_seeds`]: [`random_seed`] then gives a constant.
+static FIXED_SEEDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// A per-process random seed for [`key_hash_seeded`] (drawn from the standard library's
-/// randomly keyed hasher; only bucket positions depend on it).
+/// randomly keyed hasher; only bucket positions depend on it), or a constant after
+/// [`fix_seeds`].
 pub fn random_seed() -> u64 {
     use std::hash::BuildHasher;
+    if FIXED_SEEDS.load(std::sync::atomic::Ordering::Relaxed) {
+        return 0x5eed_5eed_5eed_5eed;
+    }
     std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)
+}
+
+/// Suricata's `--no-random`: every seed drawn afterwards is the same constant, so hash
+/// tables lay out the same way on every run (call before building any).
+pub fn fix_seeds() {
+    FIXED_SEEDS.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// JSON numbers are doubles: keep flow ids within 53 bits so consumers read them exactly.
@@ -144,6 +157,13 @@ fn mix64(mut x: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn fixed_seeds_are_one_constant() {
+        fix_seeds();
+        assert_eq!(random_seed(), random_seed());
+    }
+
     use super::*;
     use crate::flow::FiveTuple;
 
