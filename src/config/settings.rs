@@ -94,6 +94,16 @@ impl EngineSettingsExt for EngineSettings {
         } else if let Some(v) = cfg.get_bool("app-layer.protocols.tls.bypass")? {
             s.tls_bypass = v;
         }
+        // SSH's: track-only (the default), full or bypass.
+        if let Some(text) = cfg.get_str("app-layer.protocols.ssh.encryption-handling") {
+            s.ssh_bypass = match text.trim() {
+                "bypass" => true,
+                "track-only" | "full" | "default" => false,
+                other => {
+                    return Err(bad("app-layer.protocols.ssh.encryption-handling", other, "track-only, full or bypass"))
+                }
+            };
+        }
         if let Some(text) = cfg.get_str("pcap-file.checksum-checks") {
             s.checksum_mode =
                 ChecksumMode::parse(&text).ok_or_else(|| bad("pcap-file.checksum-checks", &text, "auto, yes or no"))?;

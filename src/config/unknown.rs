@@ -83,6 +83,7 @@ pub const SURICATA_KEYS: &[&str] = &[
     "app-layer.protocols.tls.no-reassemble",
     "app-layer.protocols.quic.*",
     "app-layer.protocols.ssh.hassh",
+    "app-layer.protocols.ssh.encryption-handling",
     "app-layer.protocols.ftp.memcap",
     "app-layer.protocols.smtp.mime.*",
     "app-layer.protocols.smtp.inspected-tracker.*",

@@ -327,6 +327,15 @@ impl AppLayer {
         }
     }
 
+    /// The flow is SSH and both sides sent NEWKEYS: what follows is encrypted (what
+    /// Suricata's SSH `encryption-handling` acts on).
+    pub fn ssh_keys_exchanged(&self) -> bool {
+        match &self.state {
+            State::Parsing(p) => matches!(p.tx(crate::applayer::SSH_TX_ID), Some(AppTx::Ssh(st)) if st.complete()),
+            _ => false,
+        }
+    }
+
     /// Split borrow for a detection run: the transaction (if any) and the alerted set.
     pub(crate) fn view(&mut self, id: Option<u64>, dir: Direction) -> AppView<'_> {
         let (tx, tls) = match &self.state {

@@ -6,6 +6,7 @@
 //!   (Suricata bypasses as soon as either direction hits the depth);
 //! - `app-layer.protocols.tls.encryption-handling: bypass` and the TLS session is past its
 //!   handshake (both directions encrypted);
+//! - `app-layer.protocols.ssh.encryption-handling: bypass` and both SSH sides sent NEWKEYS;
 //! - a rule with the `bypass` keyword matched.
 //!
 //! Two ways a bypass is carried out:
@@ -33,6 +34,8 @@ pub struct BypassSettings {
     pub stream_depth: bool,
     /// `app-layer.protocols.tls.encryption-handling: bypass`.
     pub tls: bool,
+    /// `app-layer.protocols.ssh.encryption-handling: bypass`.
+    pub ssh: bool,
     /// The capture can skip flows (the live XDP layer): bypasses become requests.
     pub capture: bool,
 }
@@ -103,6 +106,7 @@ pub struct BypassRequest {
 pub enum BypassReason {
     StreamDepth,
     TlsEncrypted,
+    SshEncrypted,
     Rule,
 }
 
@@ -123,6 +127,7 @@ pub(super) struct BypassCounters {
     /// Flows bypassed, by trigger (picket's own counters).
     pub by_stream_depth: u64,
     pub by_tls: u64,
+    pub by_ssh: u64,
     pub by_rule: u64,
     /// The capture refused a flow (its table full).
     pub refused: u64,
@@ -140,6 +145,7 @@ impl BypassCounters {
             ("flow_bypassed.bytes", self.bytes),
             ("picket.bypass.stream_depth", self.by_stream_depth),
             ("picket.bypass.tls", self.by_tls),
+            ("picket.bypass.ssh", self.by_ssh),
             ("picket.bypass.rule", self.by_rule),
             ("picket.bypass.refused", self.refused),
         ] {
@@ -151,6 +157,7 @@ impl BypassCounters {
         match reason {
             BypassReason::StreamDepth => self.by_stream_depth += 1,
             BypassReason::TlsEncrypted => self.by_tls += 1,
+            BypassReason::SshEncrypted => self.by_ssh += 1,
             BypassReason::Rule => self.by_rule += 1,
         }
     }

@@ -199,6 +199,23 @@ fn tls_bypass_once_both_sides_encrypt() {
     assert_eq!(insp.counters().get("picket.bypass.tls"), Some(0), "encryption-handling default: inspected");
 }
 
+/// ssh-hassh (suricata-verify): `app-layer.protocols.ssh.encryption-handling: bypass`.
+#[test]
+fn ssh_bypass_once_both_sides_sent_newkeys() {
+    use crate::applayer::ssh::tests::side_stream;
+    let rules = "alert ssh any any -> any any (msg:\"sw\"; ssh.software; content:\"nothing\"; sid:9;)\n";
+    let frames = session(&side_stream("SSH-2.0-OpenSSH_7.4\r\n"), &side_stream("SSH-2.0-OpenSSH_8.0\r\n"));
+    let engine = EngineSettings { ssh_bypass: true, ..Default::default() };
+    let mut insp = inspector_with(rules, engine, false);
+    feed_at(&mut insp, &frames, &mut Flows::default());
+    let c = insp.counters();
+    assert_eq!(c.get("picket.bypass.ssh"), Some(1), "{c:?}");
+    assert!(c.get("flow_bypassed.local_pkts").unwrap_or(0) >= 1, "{c:?}");
+    let mut insp = inspector_with(rules, EngineSettings::default(), false);
+    feed_at(&mut insp, &frames, &mut Flows::default());
+    assert_eq!(insp.counters().get("picket.bypass.ssh"), Some(0), "track-only: inspected");
+}
+
 #[test]
 fn the_collecting_sink_still_sees_bypassed_flows_end() {
     let mut insp = inspector_with(KEYWORD_RULES, EngineSettings::default(), false);

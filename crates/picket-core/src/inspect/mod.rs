@@ -167,7 +167,12 @@ impl InspectSettings {
             host_os: Arc::new(host_os),
             detection_ports: Arc::new(detection_ports(engine)),
             http: Arc::new(HttpConfig::default()),
-            bypass: BypassSettings { stream_depth: engine.stream_bypass, tls: engine.tls_bypass, capture: false },
+            bypass: BypassSettings {
+                stream_depth: engine.stream_bypass,
+                tls: engine.tls_bypass,
+                ssh: engine.ssh_bypass,
+                capture: false,
+            },
             detectors: None,
             log_decode_anomalies: false,
         }
@@ -560,6 +565,8 @@ impl Inspector {
             Some(BypassReason::StreamDepth)
         } else if self.bypass.tls && app.as_ref().is_some_and(|a| a.tls_handshake_done()) {
             Some(BypassReason::TlsEncrypted)
+        } else if self.bypass.ssh && app.as_ref().is_some_and(|a| a.ssh_keys_exchanged()) {
+            Some(BypassReason::SshEncrypted)
         } else {
             None
         };

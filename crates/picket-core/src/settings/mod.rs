@@ -168,6 +168,9 @@ pub struct EngineSettings {
     /// `app-layer.protocols.tls.encryption-handling: bypass`: a TLS flow past its
     /// handshake is bypassed.
     pub tls_bypass: bool,
+    /// `app-layer.protocols.ssh.encryption-handling: bypass`: an SSH flow whose two sides
+    /// both sent NEWKEYS (encrypted from then on) is bypassed.
+    pub ssh_bypass: bool,
     /// `pcap-file.checksum-checks`, overridden by `-k` (see [`EngineSettings::apply_checksum_flag`]).
     pub checksum_mode: ChecksumMode,
     /// `flow.memcap`, bytes.
@@ -229,6 +232,7 @@ impl Default for EngineSettings {
             stream_checksum_validation: true,
             stream_bypass: false,
             tls_bypass: false,
+            ssh_bypass: false,
             checksum_mode: ChecksumMode::Auto,
             flow_memcap: 32 << 20,
             flow_hash_size: 65536,
