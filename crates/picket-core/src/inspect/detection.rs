@@ -298,7 +298,7 @@ impl Detection {
         }
         for &i in &self.live {
             let Some(alert) = self.alerts.get(i) else { continue };
-            if alert.silent || alert.action == Action::Pass {
+            if alert.silent || (alert.action == Action::Pass && !alert.logs_pass) {
                 continue;
             }
             verdict.alerted = true;

@@ -62,6 +62,8 @@ pub mod event;
 #[cfg(test)]
 mod ips_tests;
 #[cfg(test)]
+mod pass_alert_tests;
+#[cfg(test)]
 mod tests;
 pub use crate::applayer::layer::AppLayer;
 pub use crate::applayer::AppTx;

@@ -208,6 +208,8 @@ pub(crate) struct CompiledRule {
     pub severity: u8,
     pub action: Action,
     pub noalert: bool,
+    /// `alert`: a pass match is logged as an alert.
+    pub logs_pass: bool,
     /// `bypass`: a match bypasses the rest of the flow.
     pub bypass: bool,
     pub proto: ProtoMatch,
@@ -466,6 +468,7 @@ impl<'n> RuleBuild<'n> {
             | RuleOption::Metadata(_)
             | RuleOption::Target(_)
             | RuleOption::Noalert
+            | RuleOption::Alert
             | RuleOption::Bypass
             | RuleOption::Prefilter => {}
         }
@@ -710,6 +713,7 @@ pub(crate) fn compile_rule(
         priority: rule.effective_priority(classes),
         action: header.action,
         noalert: rule.is_noalert(),
+        logs_pass: rule.logs_pass() && !rule.is_noalert(),
         bypass: rule.is_bypass(),
         proto,
         src_any: header.src.is_any(),

@@ -360,6 +360,8 @@ pub struct Alert {
     /// A threshold.config rate_filter changed the action (Suricata's drop reason
     /// "threshold detection_filter").
     pub rate_filtered: bool,
+    /// A `pass` match that is logged as an alert (the rule's `alert` keyword).
+    pub logs_pass: bool,
     /// The match was in reassembled stream data rather than the packet payload.
     pub in_stream: bool,
     /// The rule has `noalert`-like semantics for logging but still acts (e.g. drop with noalert).
@@ -1397,6 +1399,7 @@ impl DetectEngine {
                 severity: rule.severity,
                 action,
                 rate_filtered,
+                logs_pass: rule.logs_pass,
                 in_stream,
                 silent,
                 app_tx: rule.inspects_app_layer(),
