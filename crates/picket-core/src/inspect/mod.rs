@@ -471,6 +471,9 @@ impl Inspector {
             return Verdict::Pass;
         }
         if let Some(gated) = self.detection.flow_gate(&wire, flow.flow_id, &verdict, ext, self.midstream_policy, out) {
+            if ext.dropped {
+                self.flows.freeze_tcp(verdict.handle);
+            }
             return gated;
         }
         let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
@@ -597,6 +600,9 @@ impl Inspector {
         let verdict_out = self.detection.conclude(&wire, &run, Some(log), out);
         if bypass_now.is_some() {
             self.flows.set_bypassed(verdict.handle, true);
+        }
+        if run.drop_flow {
+            self.flows.freeze_tcp(verdict.handle);
         }
         self.flows.set_ext_bytes(verdict.handle, app_heap);
         verdict_out

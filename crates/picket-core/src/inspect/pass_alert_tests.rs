@@ -1,8 +1,10 @@
-//! A `pass` rule with the `alert` keyword (Suricata 8): its match passes the packet and is
-//! logged as an alert ("allowed"); without the keyword a pass is silent.
+//! Pass and drop semantics: a `pass` rule with the `alert` keyword (Suricata 8) passes the
+//! packet and is logged as an alert ("allowed"), without the keyword a pass is silent; a
+//! dropped flow keeps the TCP state it had at the drop.
 
 use super::tests::{feed, inspector, udp, Collect, Seen};
 use super::*;
+use crate::packet::{LinkType, PacketMeta, PacketRef, Timestamp};
 
 const RULES: &str = "pass udp any any -> any any (content:\"ok\"; alert; sid:2;)\n\
                      drop udp any any -> any any (content:\"ok\"; sid:3;)\n";
@@ -30,4 +32,57 @@ fn pass_with_alert_keyword_is_logged_and_passes() {
     let mut sink = Collect::default();
     assert_eq!(feed(&mut insp, &[udp(b"ok")], &mut sink), [Verdict::Pass]);
     assert!(logged(&sink).is_empty(), "a plain pass logs nothing: {:?}", logged(&sink));
+}
+
+/// Keeps the TCP state of each flow record.
+#[derive(Default)]
+struct FlowStates(Vec<crate::flow::TcpState>);
+
+impl EventSink for FlowStates {
+    fn event(&mut self, _key: u64, event: &Event<'_>) {
+        if let Event::Flow(rec) = event {
+            self.0.extend(rec.tcp.map(|t| t.state));
+        }
+    }
+}
+
+#[test]
+fn a_dropped_flow_keeps_its_tcp_state() {
+    use etherparse::PacketBuilder;
+    let segment = |to_server: bool, seq: u32, ack: Option<u32>, syn: bool| {
+        let b = PacketBuilder::ethernet2([1; 6], [2; 6]);
+        let b = if to_server {
+            b.ipv4([192, 168, 1, 10], [10, 0, 0, 1], 64).tcp(40000, 443, seq, 64000)
+        } else {
+            b.ipv4([10, 0, 0, 1], [192, 168, 1, 10], 64).tcp(443, 40000, seq, 64000)
+        };
+        let b = if syn { b.syn() } else { b };
+        let b = match ack {
+            Some(a) => b.ack(a),
+            None => b,
+        };
+        let mut out = Vec::new();
+        b.write(&mut out, b"").expect("build");
+        out
+    };
+    let handshake =
+        [segment(true, 100, None, true), segment(false, 500, Some(101), true), segment(true, 101, Some(501), false)];
+    // Suricata: the SYN is dropped by the rule after the stream saw it; the SYN-ACK and ACK
+    // are dropped with the flow and no longer move its session: it stays in syn_sent.
+    for (rule, state) in [
+        ("drop ip 192.168.1.10 any -> any any (sid:1;)\n", crate::flow::TcpState::SynSent),
+        ("alert ip 192.168.1.10 any -> any any (sid:1;)\n", crate::flow::TcpState::Established),
+    ] {
+        let mut insp = inspector(rule, true);
+        let mut sink = FlowStates::default();
+        let frames: Vec<_> = handshake.to_vec();
+        for (i, f) in frames.iter().enumerate() {
+            let n = i as u64 + 1;
+            let meta =
+                PacketMeta::standalone(n, Timestamp(n * 1_000_000_000), LinkType::Ethernet, f.len() as u32, f.len());
+            insp.packet(PacketRef { meta: &meta, data: f }, &mut sink);
+        }
+        insp.finish(&mut sink);
+        assert_eq!(sink.0, [state], "{rule}");
+    }
 }
