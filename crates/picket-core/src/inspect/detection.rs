@@ -187,7 +187,13 @@ impl Detection {
         }
         if packet.midstream_exception && !ext.dropped && !ext.passed {
             match policy {
-                ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,
+                ExceptionPolicy::PassFlow => ext.passed = true,
+                // Suricata passes and bypasses the flow: nothing of it is inspected any
+                // more and its record says `action: "pass"`, `state: "bypassed"`.
+                ExceptionPolicy::Bypass => {
+                    ext.passed = true;
+                    ext.bypass.mode = super::BypassMode::Local;
+                }
                 ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket => ext.dropped = true,
                 // Reject blocks only as an IPS; in IDS mode it leaves the packet alone.
                 ExceptionPolicy::Reject if self.simulate_ips => ext.dropped = true,

@@ -471,8 +471,12 @@ impl Inspector {
             return Verdict::Pass;
         }
         if let Some(gated) = self.detection.flow_gate(&wire, flow.flow_id, &verdict, ext, self.midstream_policy, out) {
-            if ext.dropped {
+            let (dropped, bypassed) = (ext.dropped, ext.bypass.mode != BypassMode::None);
+            if dropped {
                 self.flows.freeze_tcp(verdict.handle);
+            }
+            if bypassed {
+                self.flows.set_bypassed(verdict.handle, true);
             }
             return gated;
         }

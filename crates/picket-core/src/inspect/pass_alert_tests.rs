@@ -86,3 +86,59 @@ fn a_dropped_flow_keeps_its_tcp_state() {
         assert_eq!(sink.0, [state], "{rule}");
     }
 }
+
+/// Keeps whether each flow record is of a bypassed flow, and counts alerts.
+#[derive(Default)]
+struct BypassSeen {
+    flows: Vec<bool>,
+    alerts: usize,
+}
+
+impl EventSink for BypassSeen {
+    fn event(&mut self, _key: u64, event: &Event<'_>) {
+        match event {
+            Event::Flow(rec) => self.flows.push(rec.ext.bypass.mode.skips_inspection()),
+            Event::Alert(_) => self.alerts += 1,
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn midstream_bypass_policy_bypasses_the_flow() {
+    use crate::detect::engine::{DetectConfig, DetectEngine};
+    use crate::detect::rule::{load_rules_str, RuleVars};
+    use crate::settings::{EngineSettings, ExceptionPolicy};
+    for (policy, bypassed, alerts) in [(ExceptionPolicy::Bypass, true, 0), (ExceptionPolicy::PassFlow, false, 0)] {
+        let rules = "alert tcp any any -> any any (content:\"data\"; sid:1;)\n";
+        let load = load_rules_str("t.rules", rules, &RuleVars::default());
+        let (engine, _) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
+        let engine_settings = EngineSettings { midstream: false, midstream_policy: Some(policy), ..Default::default() };
+        let mut settings = InspectSettings::from_engine(&engine_settings, 1, false);
+        settings.detect = Some(std::sync::Arc::new(engine));
+        let mut insp = Inspector::new(&settings);
+        let mut sink = BypassSeen::default();
+        // Data of a session whose handshake was not seen.
+        let mut frame = Vec::new();
+        etherparse::PacketBuilder::ethernet2([1; 6], [2; 6])
+            .ipv4([192, 168, 1, 10], [10, 0, 0, 1], 64)
+            .tcp(40000, 80, 7000, 64000)
+            .ack(9000)
+            .psh()
+            .write(&mut frame, b"data")
+            .expect("build");
+        for n in 1..=2u64 {
+            let meta = PacketMeta::standalone(
+                n,
+                Timestamp(n * 1_000_000_000),
+                LinkType::Ethernet,
+                frame.len() as u32,
+                frame.len(),
+            );
+            assert_eq!(insp.packet(PacketRef { meta: &meta, data: &frame }, &mut sink), Verdict::Pass);
+        }
+        insp.finish(&mut sink);
+        assert_eq!(sink.flows, [bypassed], "{policy:?}");
+        assert_eq!(sink.alerts, alerts, "{policy:?}: not inspected");
+    }
+}
