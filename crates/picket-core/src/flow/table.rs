@@ -77,6 +77,9 @@ pub struct Flow {
     /// The engine is done with the flow ([`FlowTable::set_bypassed`]): it times out after
     /// the protocol's `bypassed` timeout.
     pub bypassed: bool,
+    /// The flow is dropped (IPS): its packets no longer move the TCP session
+    /// ([`FlowTable::freeze_tcp`]), as Suricata's stream engine skips dropped packets.
+    pub tcp_frozen: bool,
     /// Dispatch bucket of the packet that created the flow ([`FlowTable::set_bucket`]):
     /// which flows move when the dispatcher hands a bucket to another worker.
     pub bucket: u16,
@@ -323,6 +326,14 @@ impl<E: Default> FlowTable<E> {
         self.live_slot_mut(handle).map(|s| (&s.flow, &mut s.ext))
     }
 
+    /// The flow was dropped: its TCP state (eve `tcp.state`, flags, timeouts) stays what it
+    /// was at the drop, as Suricata does not track the session of a dropped flow further.
+    pub fn freeze_tcp(&mut self, handle: FlowHandle) {
+        if let Some(slot) = self.live_slot_mut(handle) {
+            slot.flow.tcp_frozen = true;
+        }
+    }
+
     /// Marks the flow bypassed: from now on it times out after its protocol's `bypassed`
     /// timeout (usually shorter than `established`, so it is rescheduled at once).
     /// `on: false` undoes it (the bypass did not happen).
@@ -406,7 +417,7 @@ impl<E: Default> FlowTable<E> {
         // handshake is not yet `flow:established`.
         let tcp_established_before = flow.tcp.reached_established;
 
-        if let (PROTO_TCP, Some(seg)) = (pkt.tuple.proto, pkt.tcp) {
+        if let (PROTO_TCP, Some(seg), false) = (pkt.tuple.proto, pkt.tcp, flow.tcp_frozen) {
             let syn_ack = seg.flags & (super::tcp_flags::SYN | super::tcp_flags::ACK);
             counters.tcp_syn += (syn_ack == super::tcp_flags::SYN) as u64;
             counters.tcp_synack += (syn_ack == super::tcp_flags::SYN | super::tcp_flags::ACK) as u64;

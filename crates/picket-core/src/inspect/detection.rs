@@ -88,6 +88,16 @@ fn blocks(action: Action) -> bool {
     matches!(action, Action::Drop | Action::Reject | Action::RejectSrc | Action::RejectDst | Action::RejectBoth)
 }
 
+/// Suricata's `drop.reason` of a packet a rule blocked: "threshold detection_filter" when a
+/// rate_filter turned the match into a drop, "rules" otherwise.
+fn drop_reason(blocking: Option<&Alert>) -> &'static str {
+    if blocking.is_some_and(|a| a.rate_filtered) {
+        "threshold detection_filter"
+    } else {
+        "rules"
+    }
+}
+
 /// The flow fields of a drop event, and whether it is the first of its direction since the
 /// flow was dropped (which it then records).
 fn log_drop(flow: Option<FlowDropLog<'_>>) -> (u64, Option<bool>, bool) {
@@ -131,7 +141,7 @@ impl Detection {
                 wire,
                 flow_id,
                 to_server,
-                reason: "rules",
+                reason: drop_reason(run.blocking.as_ref()),
                 verdict: run.verdict,
                 alert: run.blocking.as_ref(),
                 first_in_direction,
@@ -177,7 +187,13 @@ impl Detection {
         }
         if packet.midstream_exception && !ext.dropped && !ext.passed {
             match policy {
-                ExceptionPolicy::PassFlow | ExceptionPolicy::Bypass => ext.passed = true,
+                ExceptionPolicy::PassFlow => ext.passed = true,
+                // Suricata passes and bypasses the flow: nothing of it is inspected any
+                // more and its record says `action: "pass"`, `state: "bypassed"`.
+                ExceptionPolicy::Bypass => {
+                    ext.passed = true;
+                    ext.bypass.mode = super::BypassMode::Local;
+                }
                 ExceptionPolicy::DropFlow | ExceptionPolicy::DropPacket => ext.dropped = true,
                 // Reject blocks only as an IPS; in IDS mode it leaves the packet alone.
                 ExceptionPolicy::Reject if self.simulate_ips => ext.dropped = true,
@@ -288,7 +304,7 @@ impl Detection {
         }
         for &i in &self.live {
             let Some(alert) = self.alerts.get(i) else { continue };
-            if alert.silent || alert.action == Action::Pass {
+            if alert.silent || (alert.action == Action::Pass && !alert.logs_pass) {
                 continue;
             }
             verdict.alerted = true;

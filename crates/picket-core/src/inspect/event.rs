@@ -172,7 +172,8 @@ pub struct DropEvent<'a> {
     pub flow_id: u64,
     /// The packet's direction in its flow; `None` without a flow.
     pub to_server: Option<bool>,
-    /// Suricata's `drop.reason`: "rules", "flow drop", "stream midstream".
+    /// Suricata's `drop.reason`: "rules", "threshold detection_filter", "flow drop",
+    /// "stream midstream".
     pub reason: &'static str,
     /// What is done with the packet: drop, or drop and answer.
     pub verdict: Verdict,

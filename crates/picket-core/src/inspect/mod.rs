@@ -62,6 +62,8 @@ pub mod event;
 #[cfg(test)]
 mod ips_tests;
 #[cfg(test)]
+mod pass_alert_tests;
+#[cfg(test)]
 mod tests;
 pub use crate::applayer::layer::AppLayer;
 pub use crate::applayer::AppTx;
@@ -474,6 +476,13 @@ impl Inspector {
             return Verdict::Pass;
         }
         if let Some(gated) = self.detection.flow_gate(&wire, flow.flow_id, &verdict, ext, self.midstream_policy, out) {
+            let (dropped, bypassed) = (ext.dropped, ext.bypass.mode != BypassMode::None);
+            if dropped {
+                self.flows.freeze_tcp(verdict.handle);
+            }
+            if bypassed {
+                self.flows.set_bypassed(verdict.handle, true);
+            }
             return gated;
         }
         let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
@@ -602,6 +611,9 @@ impl Inspector {
         let verdict_out = self.detection.conclude(&wire, &run, Some(log), out);
         if bypass_now.is_some() {
             self.flows.set_bypassed(verdict.handle, true);
+        }
+        if run.drop_flow {
+            self.flows.freeze_tcp(verdict.handle);
         }
         self.flows.set_ext_bytes(verdict.handle, app_heap);
         verdict_out

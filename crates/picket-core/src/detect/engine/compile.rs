@@ -8,6 +8,7 @@ use super::headers::{HeaderBuffer, HeaderCheck, HeaderRule};
 use super::lists::{choose_fast_pattern, same_buffer, FastPatternCandidate, ListBuild, PayloadLists};
 use super::program::Program;
 use super::transform::TransformStep;
+use crate::detect::rule::config::RateFilterAction;
 use crate::detect::rule::options::{
     BitsGroup, DetectionFilter, Flow, Flowbits, FlowbitsCmd, Flowint, FlowintOp, Threshold, Track, UintCmp, Xbits,
     XbitsTrack,
@@ -101,16 +102,48 @@ pub(crate) enum ProtoMatch {
 pub(crate) enum AlertLimit {
     Threshold(Threshold),
     DetectionFilter(DetectionFilter),
+    /// A threshold.config `rate_filter`: past `count` matches in `seconds`, matches take
+    /// `new_action` for `timeout` seconds.
+    RateFilter(RateFilter),
+}
+
+/// A `rate_filter` of threshold.config, as compiled into the rule it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RateFilter {
+    pub track: Track,
+    pub count: u32,
+    pub seconds: u32,
+    pub new_action: RateFilterAction,
+    pub timeout: u32,
+}
+
+/// What a threshold, detection_filter or rate_filter makes of one match (Suricata's
+/// PacketAlertThreshold results: 1, 2 and 0, and the action a rate_filter swaps in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LimitOutcome {
+    /// The match alerts and its rule acts.
+    Alert,
+    /// No alert, but the rule still acts (Suricata's "silent match": a `limit` past its
+    /// count, `both` past its count, backoff between alerts).
+    Silent,
+    /// Neither alert nor action: a threshold or detection_filter not reached yet.
+    Skip,
+    /// A rate_filter past its rate: the match alerts with this action instead of its rule's.
+    Rate(RateFilterAction),
 }
 
 impl AlertLimit {
     /// Tracked per flow (kept by the worker that owns the flow) rather than per host/rule.
     pub(crate) fn tracks_flow(&self) -> bool {
-        let track = match self {
+        self.track() == Track::ByFlow
+    }
+
+    pub(crate) fn track(&self) -> Track {
+        match self {
             AlertLimit::Threshold(t) => t.track,
             AlertLimit::DetectionFilter(d) => d.track,
-        };
-        track == Track::ByFlow
+            AlertLimit::RateFilter(r) => r.track,
+        }
     }
 }
 
@@ -175,6 +208,8 @@ pub(crate) struct CompiledRule {
     pub severity: u8,
     pub action: Action,
     pub noalert: bool,
+    /// `alert`: a pass match is logged as an alert.
+    pub logs_pass: bool,
     /// `bypass`: a match bypasses the rest of the flow.
     pub bypass: bool,
     pub proto: ProtoMatch,
@@ -433,6 +468,7 @@ impl<'n> RuleBuild<'n> {
             | RuleOption::Metadata(_)
             | RuleOption::Target(_)
             | RuleOption::Noalert
+            | RuleOption::Alert
             | RuleOption::Bypass
             | RuleOption::Prefilter => {}
         }
@@ -677,6 +713,7 @@ pub(crate) fn compile_rule(
         priority: rule.effective_priority(classes),
         action: header.action,
         noalert: rule.is_noalert(),
+        logs_pass: rule.logs_pass() && !rule.is_noalert(),
         bypass: rule.is_bypass(),
         proto,
         src_any: header.src.is_any(),

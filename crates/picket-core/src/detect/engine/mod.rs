@@ -28,12 +28,15 @@ mod state;
 mod tables;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod threshold_action_tests;
 pub mod transform;
 // After the others: what `--engine-analysis` reports (analysis.rs).
 pub mod analysis;
 
 use crate::decode::{Decoded, FiveTuple, IpLayer, L4};
 use crate::detect::mpm::{AcBuilder, MatcherBuilder, MultiPatternMatcher, Pattern, Scratch};
+use crate::detect::rule::config::RateFilterAction;
 use crate::detect::rule::options::{FlagsMode, FlowCountDir, FlowCountKind, IpOption, StreamSide, Track};
 use crate::detect::rule::{
     Action, AppNumber, Buffer, ClassificationTable, NumberIndex, Rule, ThresholdConfig, ThresholdEntry, Transform,
@@ -42,7 +45,7 @@ use crate::packet::Timestamp;
 use crate::stream::StreamChunk;
 pub use carry::EngineCarry;
 pub use compile::RuleLog;
-use compile::{ActionScope, AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
+use compile::{ActionScope, AlertLimit, CompiledRule, LimitOutcome, PacketCheck, ProtoMatch, RateFilter, Suppression};
 use payload::Inspection;
 pub use ports::PortGroupLimits;
 use state::{FlowTrackers, FlowVars, Hosts, SharedState};
@@ -352,7 +355,13 @@ pub struct Alert {
     pub category: Arc<str>,
     /// Priority (eve `alert.severity`).
     pub severity: u8,
+    /// The action taken: the rule's, or the one a rate_filter put in its place.
     pub action: Action,
+    /// A threshold.config rate_filter changed the action (Suricata's drop reason
+    /// "threshold detection_filter").
+    pub rate_filtered: bool,
+    /// A `pass` match that is logged as an alert (the rule's `alert` keyword).
+    pub logs_pass: bool,
     /// The match was in reassembled stream data rather than the packet payload.
     pub in_stream: bool,
     /// The rule has `noalert`-like semantics for logging but still acts (e.g. drop with noalert).
@@ -730,37 +739,40 @@ impl<'c> EngineBuilder<'c> {
     }
 }
 
-/// threshold.config: suppress adds to the rule; threshold/event_filter for a sid replaces the
-/// rule's own threshold/detection_filter; sid 0 applies to rules without one. rate_filter is
-/// reported as unsupported.
-fn apply_threshold_config(compiled: &mut [(usize, CompiledRule)], config: &ThresholdConfig, report: &mut BuildReport) {
-    for entry in &config.entries {
-        if let ThresholdEntry::RateFilter { gen_id, sig_id, .. } = entry {
-            report.config_unsupported.push(format!("rate_filter gen_id {gen_id} sig_id {sig_id}"));
-        }
-    }
+/// threshold.config: suppress adds to the rule; threshold/event_filter/rate_filter for a sid
+/// replaces the rule's own threshold/detection_filter; sid 0 applies to rules without one.
+fn apply_threshold_config(compiled: &mut [(usize, CompiledRule)], config: &ThresholdConfig, _report: &mut BuildReport) {
     for (_, rule) in compiled.iter_mut() {
         let mut specific = None;
         let mut global = None;
         for entry in &config.entries {
-            match entry {
+            let (sig_id, limit) = match entry {
                 ThresholdEntry::Suppress { gen_id, sig_id, track, ip } if entry_applies(*gen_id, *sig_id, rule) => {
                     rule.suppressions.push(Suppression { track: *track, ip: ip.clone() });
+                    continue;
                 }
                 ThresholdEntry::Threshold { gen_id, sig_id, threshold } if entry_applies(*gen_id, *sig_id, rule) => {
-                    if *sig_id == 0 {
-                        global = Some(*threshold);
-                    } else {
-                        specific = Some(*threshold);
-                    }
+                    (*sig_id, AlertLimit::Threshold(*threshold))
                 }
-                _ => {}
+                ThresholdEntry::RateFilter { gen_id, sig_id, track, count, seconds, new_action, timeout }
+                    if entry_applies(*gen_id, *sig_id, rule) =>
+                {
+                    let (track, count, seconds, new_action, timeout) =
+                        (*track, *count, *seconds, *new_action, *timeout);
+                    (*sig_id, AlertLimit::RateFilter(RateFilter { track, count, seconds, new_action, timeout }))
+                }
+                _ => continue,
+            };
+            if sig_id == 0 {
+                global = Some(limit);
+            } else {
+                specific = Some(limit);
             }
         }
-        if let Some(t) = specific {
-            rule.limit = Some(AlertLimit::Threshold(t));
-        } else if let (Some(t), None) = (global, rule.limit) {
-            rule.limit = Some(AlertLimit::Threshold(t));
+        if let Some(limit) = specific {
+            rule.limit = Some(limit);
+        } else if let (Some(limit), None) = (global, &rule.limit) {
+            rule.limit = Some(limit);
         }
     }
 }
@@ -1326,30 +1338,46 @@ impl DetectEngine {
         for i in 0..ctx.matches.len() {
             let (idx, in_stream) = ctx.matches[i];
             let Some(rule) = self.rules.get(idx as usize) else { continue };
+            let mut action = rule.action;
+            let mut rate_filtered = false;
+            // Suppressed or silenced by its limit, the match is not logged but its rule
+            // still acts (Suricata: suppression removes the alert, not the drop).
+            let mut removed = false;
             if rule.suppressions.iter().any(|s| suppressed(s, hosts, rule)) {
-                ctx.counters.alerts_suppressed += 1;
-                continue;
-            }
-            if let Some(limit) = &rule.limit {
-                let allowed = if limit.tracks_flow() {
+                removed = true;
+            } else if let Some(limit) = &rule.limit {
+                let outcome = if limit.tracks_flow() {
                     ctx.flow_trackers.allow(rule.key(), limit, hosts, now)
                 } else {
                     self.shared.allow(rule.key(), limit, hosts, now)
                 };
-                if !allowed {
-                    ctx.counters.alerts_suppressed += 1;
-                    continue;
+                match outcome {
+                    LimitOutcome::Alert => {}
+                    LimitOutcome::Silent => removed = true,
+                    LimitOutcome::Skip => {
+                        ctx.counters.alerts_suppressed += 1;
+                        continue;
+                    }
+                    LimitOutcome::Rate(new_action) => {
+                        action = rate_filter_action(new_action);
+                        rate_filtered = action != rule.action;
+                    }
                 }
             }
-            let mut silent = rule.noalert;
-            if silent && rule.action == Action::Alert {
+            if removed {
+                ctx.counters.alerts_suppressed += 1;
+            }
+            let mut silent = rule.noalert || removed;
+            if silent && action == Action::Alert {
                 continue;
             }
-            if emitted >= self.packet_alert_max {
+            if removed {
+                // Acts without taking a place in the packet's alert queue.
+            } else if emitted >= self.packet_alert_max {
                 ctx.counters.alerts_discarded += 1;
                 // Past `packet-alert-max` the alert is not logged, but a drop, reject or
                 // pass still acts (Suricata applies actions before the alert queue fills).
-                if rule.action == Action::Alert {
+                if action == Action::Alert {
                     continue;
                 }
                 silent = true;
@@ -1369,7 +1397,9 @@ impl DetectEngine {
                 msg: rule.msg.clone(),
                 category: rule.category.clone(),
                 severity: rule.severity,
-                action: rule.action,
+                action,
+                rate_filtered,
+                logs_pass: rule.logs_pass,
                 in_stream,
                 silent,
                 app_tx: rule.inspects_app_layer(),
@@ -1377,14 +1407,17 @@ impl DetectEngine {
                 bypass: rule.bypass,
                 rule_log: rule.rule_log.clone(),
             });
-            if rule.action == Action::Pass {
+            if action == Action::Pass {
                 // A pass match ends the packet's alerts; with flow scope (Suricata 7+) it
-                // also passes the rest of the flow.
+                // also passes the rest of the flow. A suppressed pass only passes the flow:
+                // Suricata stops at a pass that is in the alert queue.
                 if let Some(f) = flow.as_deref_mut().filter(|_| flow_scope) {
                     f.passed = true;
                     ctx.counters.flows_passed += 1;
                 }
-                break;
+                if !removed {
+                    break;
+                }
             }
         }
     }
@@ -1572,6 +1605,16 @@ impl DetectEngine {
             ("detect.flow_thresholds.memcap_evicted", f.stats.evicted.load(Ordering::Relaxed)),
             ("detect.flow_thresholds.memcap_refused", f.stats.refused.load(Ordering::Relaxed)),
         ]
+    }
+}
+
+/// The rule action a rate_filter's `new_action` stands for.
+fn rate_filter_action(a: RateFilterAction) -> Action {
+    match a {
+        RateFilterAction::Alert => Action::Alert,
+        RateFilterAction::Drop => Action::Drop,
+        RateFilterAction::Reject => Action::Reject,
+        RateFilterAction::Pass => Action::Pass,
     }
 }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::compile::{AlertLimit, FlowintValue, StateAction, StateCheck};
+use super::compile::{AlertLimit, FlowintValue, LimitOutcome, StateAction, StateCheck};
 use super::tables::{Row, StateTable, TableConfig, Tracker};
 use crate::detect::rule::options::{FlowbitsCmd, FlowintOp, ThresholdType, Track, UniqueOn, XbitsTrack};
 
@@ -81,7 +81,7 @@ pub(crate) fn xbit_name_key(name: &str) -> u64 {
 pub(crate) struct SharedState {
     /// by_src / by_dst thresholds, xbits `track ip_src|ip_dst`, hostbits.
     pub hosts: StateTable<[u8; 16]>,
-    /// by_both thresholds (ordered src, dst), xbits `track ip_pair` (unordered).
+    /// by_both thresholds and xbits `track ip_pair`, both keyed by the unordered pair.
     pub pairs: StateTable<([u8; 16], [u8; 16])>,
     /// by_rule / by_either thresholds: one tracker per rule, bounded by the rule set.
     pub rules: Mutex<HashMap<u64, Tracker>>,
@@ -136,12 +136,14 @@ impl SharedState {
 
     /// Applies a host-, pair- or rule-tracked threshold/detection_filter to one match: true
     /// when the alert is to be kept.
-    pub(crate) fn allow(&self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
+    pub(crate) fn allow(&self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> LimitOutcome {
         let decide = |row: Option<&mut Row>| decide_in_row(row, rule, limit, hosts, now);
-        match limit_track(limit) {
+        match limit.track() {
             Track::BySrc => self.hosts.with_row(hosts.src, now, true, decide),
             Track::ByDst => self.hosts.with_row(hosts.dst, now, true, decide),
-            Track::ByBoth => self.pairs.with_row((hosts.src, hosts.dst), now, true, decide),
+            // Suricata keys a by_both tracker by the pair, lower address first: both
+            // directions count together.
+            Track::ByBoth => self.pairs.with_row(unordered(hosts), now, true, decide),
             _ => {
                 let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
                 let t = rules.entry(rule).or_insert_with(|| fresh_tracker(limit, now));
@@ -257,41 +259,52 @@ pub(crate) fn apply(
     }
 }
 
-fn limit_track(limit: &AlertLimit) -> Track {
-    match limit {
-        AlertLimit::Threshold(t) => t.track,
-        AlertLimit::DetectionFilter(d) => d.track,
-    }
-}
-
 fn fresh_tracker(limit: &AlertLimit, now: u64) -> Tracker {
     let count = match limit {
         AlertLimit::Threshold(t) => t.count,
         AlertLimit::DetectionFilter(d) => d.count,
+        AlertLimit::RateFilter(r) => r.count,
     };
-    let mut t = Tracker { window_start: now, count: 0, next: count.max(1), ports: Vec::new(), expires: u64::MAX };
+    let mut t = Tracker {
+        window_start: now,
+        count: 0,
+        next: count.max(1),
+        ports: Vec::new(),
+        expires: u64::MAX,
+        rate_since: u64::MAX,
+    };
     t.expires = tracker_expiry(&t, limit);
     t
 }
 
+const NANOS: u64 = 1_000_000_000;
+
 /// When a tracker would restart anyway: the end of its window, except for backoff (which
-/// never restarts) and windows of 0 seconds (count forever). Dropping it then changes
-/// nothing, which is what lets the tables expire rows.
+/// never restarts) and windows of 0 seconds (count forever); a rate_filter whose new action
+/// is on lives until its timeout has passed. Dropping it then changes nothing, which is
+/// what lets the tables expire rows.
 fn tracker_expiry(t: &Tracker, limit: &AlertLimit) -> u64 {
     let (seconds, backoff) = match limit {
         AlertLimit::Threshold(th) => (th.seconds, th.kind == ThresholdType::Backoff),
         AlertLimit::DetectionFilter(d) => (d.seconds, false),
+        AlertLimit::RateFilter(r) if t.rate_since != u64::MAX => {
+            // Suricata ends the new action once whole seconds since it began exceed
+            // `timeout`.
+            let end = (t.rate_since / NANOS).saturating_add(u64::from(r.timeout) + 1).saturating_mul(NANOS);
+            return end.max(t.window_start.saturating_add(u64::from(r.seconds) * NANOS));
+        }
+        AlertLimit::RateFilter(r) => (r.seconds, false),
     };
     if seconds == 0 || backoff {
         u64::MAX
     } else {
-        t.window_start.saturating_add(seconds as u64 * 1_000_000_000)
+        t.window_start.saturating_add(seconds as u64 * NANOS)
     }
 }
 
 /// Finds (or starts) the rule's tracker in `row` and decides. Without a row (its table had
 /// no room, counted there) the match is judged on a fresh tracker that is not kept.
-fn decide_in_row(row: Option<&mut Row>, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
+fn decide_in_row(row: Option<&mut Row>, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> LimitOutcome {
     let Some(row) = row else {
         return decide_tracker(&mut fresh_tracker(limit, now), limit, hosts, now);
     };
@@ -306,10 +319,15 @@ fn decide_in_row(row: Option<&mut Row>, rule: u64, limit: &AlertLimit, hosts: &H
     decide_tracker(&mut row.trackers[i].1, limit, hosts, now)
 }
 
-/// The per-match logic of thresholds and detection_filters. The tables have already
-/// dropped a tracker whose window ended, so `t` is within its window (or fresh).
-fn decide_tracker(t: &mut Tracker, limit: &AlertLimit, hosts: &Hosts, _now: u64) -> bool {
-    let allowed = match limit {
+/// The per-match logic of thresholds, detection_filters and rate_filters, with Suricata's
+/// outcomes: below a threshold or detection_filter nothing happens (not even the rule's
+/// action); past a `limit` or `both` count, and between backoff alerts, the match is silent
+/// but the rule still acts. The tables have already dropped a tracker whose window ended,
+/// so `t` is within its window (or fresh).
+fn decide_tracker(t: &mut Tracker, limit: &AlertLimit, hosts: &Hosts, now: u64) -> LimitOutcome {
+    use LimitOutcome::{Alert, Rate, Silent, Skip};
+    let alert_or = |hit: bool, otherwise: LimitOutcome| if hit { Alert } else { otherwise };
+    let outcome = match limit {
         AlertLimit::DetectionFilter(df) => match df.unique_on {
             Some(unique) => {
                 // Count distinct ports, not matches: alert once more than `count`
@@ -321,46 +339,74 @@ fn decide_tracker(t: &mut Tracker, limit: &AlertLimit, hosts: &Hosts, _now: u64)
                 if !t.ports.contains(&port) && (t.ports.len() as u64) <= df.count as u64 {
                     t.ports.push(port);
                 }
-                t.ports.len() as u64 > df.count as u64
+                alert_or(t.ports.len() as u64 > df.count as u64, Skip)
             }
             None => {
                 t.count = t.count.saturating_add(1);
-                t.count > df.count
+                alert_or(t.count > df.count, Skip)
             }
         },
         AlertLimit::Threshold(th) => match th.kind {
             ThresholdType::Limit => {
                 t.count = t.count.saturating_add(1);
-                t.count <= th.count
+                alert_or(t.count <= th.count, Silent)
             }
             ThresholdType::Threshold => {
                 t.count = t.count.saturating_add(1);
                 if t.count >= th.count {
                     t.count = 0;
-                    true
+                    Alert
                 } else {
-                    false
+                    Skip
                 }
             }
             ThresholdType::Both => {
                 t.count = t.count.saturating_add(1);
-                t.count == th.count
+                match t.count.cmp(&th.count) {
+                    std::cmp::Ordering::Less => Skip,
+                    std::cmp::Ordering::Equal => Alert,
+                    std::cmp::Ordering::Greater => Silent,
+                }
             }
             ThresholdType::Backoff => {
                 // Suricata: the `count`-th match alerts, then the count*m-th, count*m^2-th...
+                // Matches in between are silent, except the very first (Suricata's new
+                // tracker entry, which neither alerts nor acts below its count).
                 let multiplier = th.multiplier.unwrap_or(10).max(2);
                 t.count = t.count.saturating_add(1);
                 if t.count == t.next {
                     t.next = t.next.saturating_mul(multiplier);
-                    true
+                    Alert
+                } else if t.count == 1 {
+                    Skip
                 } else {
-                    false
+                    Silent
                 }
             }
         },
+        AlertLimit::RateFilter(r) => {
+            if t.rate_since != u64::MAX {
+                // The new action holds until more than `timeout` whole seconds have passed
+                // since it began; the match that finds it over acts as its rule says.
+                if (now / NANOS).saturating_sub(t.rate_since / NANOS) > u64::from(r.timeout) {
+                    t.rate_since = u64::MAX;
+                    Alert
+                } else {
+                    Rate(r.new_action)
+                }
+            } else {
+                t.count = t.count.saturating_add(1);
+                if t.count > r.count {
+                    t.rate_since = now;
+                    Rate(r.new_action)
+                } else {
+                    Alert
+                }
+            }
+        }
     };
     t.expires = tracker_expiry(t, limit);
-    allowed
+    outcome
 }
 
 /// `by_flow` trackers of one worker, keyed by flow id.
@@ -375,7 +421,7 @@ impl Default for FlowTrackers {
 }
 
 impl FlowTrackers {
-    pub(crate) fn allow(&self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> bool {
+    pub(crate) fn allow(&self, rule: u64, limit: &AlertLimit, hosts: &Hosts, now: u64) -> LimitOutcome {
         self.table.with_row(hosts.flow_id, now, true, |row| decide_in_row(row, rule, limit, hosts, now))
     }
 }

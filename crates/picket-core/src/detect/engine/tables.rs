@@ -83,6 +83,9 @@ pub(crate) struct Tracker {
     pub ports: Vec<u16>,
     /// Packet time (ns) after which the tracker would restart anyway (u64::MAX: never).
     pub expires: u64,
+    /// rate_filter: packet time (ns) at which the new action took over (u64::MAX: not
+    /// active); it holds for the filter's `timeout`.
+    pub rate_since: u64,
 }
 
 /// The state kept for one host, ip pair or flow.

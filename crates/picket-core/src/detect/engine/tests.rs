@@ -53,12 +53,12 @@ fn icmp_echo(src: [u8; 4], dst: [u8; 4], id: u16, seq: u16) -> Vec<u8> {
 /// Everything one inspection call needs besides the frame.
 #[derive(Default)]
 pub(super) struct Opts<'a> {
-    secs: u64,
-    flow: Option<FlowInfo>,
-    stream: Option<StreamChunk<'a>>,
-    payload_in_stream: bool,
-    buffers: Option<&'a dyn BufferSource>,
-    buffers_other: Option<&'a dyn BufferSource>,
+    pub(super) secs: u64,
+    pub(super) flow: Option<FlowInfo>,
+    pub(super) stream: Option<StreamChunk<'a>>,
+    pub(super) payload_in_stream: bool,
+    pub(super) buffers: Option<&'a dyn BufferSource>,
+    pub(super) buffers_other: Option<&'a dyn BufferSource>,
 }
 
 pub(super) fn inspect_with(

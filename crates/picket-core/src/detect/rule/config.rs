@@ -277,7 +277,7 @@ fn parse_threshold_line(line: &str, vars: &RuleVars) -> Result<ThresholdEntry, R
             let missing = |part| RuleError::from(OptionError::MissingPart { keyword: "rate_filter", part });
             let track_text = get("track").ok_or_else(|| missing("track"))?;
             let track = Track::parse(track_text)
-                .filter(|t| !matches!(t, Track::ByEither | Track::ByFlow))
+                .filter(|t| !matches!(t, Track::ByEither))
                 .ok_or_else(|| bad_part("rate_filter", "track", track_text))?;
             let new_action = match get("new_action").ok_or_else(|| missing("new_action"))? {
                 "alert" | "log" => RateFilterAction::Alert,

@@ -78,6 +78,7 @@ pub static KEYWORDS: &[KeywordDoc] = &[
         "http.referer; absent;"
     ),
     kw!("ack", Packet, "TCP acknowledgement number equals N", "ack:0;"),
+    kw!("alert", Meta, "a pass rule's matches are logged as alerts too", "alert;"),
     kw!(
         "app-layer-protocol",
         AppLayer,

@@ -83,6 +83,11 @@ impl Rule {
         self.options.iter().any(|o| matches!(o, RuleOption::Bypass))
     }
 
+    /// True when the rule carries `alert` (a pass rule that logs its matches).
+    pub fn logs_pass(&self) -> bool {
+        self.options.iter().any(|o| matches!(o, RuleOption::Alert))
+    }
+
     /// True when the rule carries `noalert` or `flowbits:noalert`.
     pub fn is_noalert(&self) -> bool {
         self.options.iter().any(|o| match o {

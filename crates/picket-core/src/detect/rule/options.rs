@@ -204,6 +204,8 @@ pub enum RuleOption {
     Threshold(Threshold),
     DetectionFilter(DetectionFilter),
     Noalert,
+    /// `alert`: a `pass` rule's matches are logged as alerts too (Suricata 8).
+    Alert,
     /// `bypass`: a match ends the inspection of the flow (Suricata's post-match bypass).
     Bypass,
     AppLayerProtocol {
@@ -734,6 +736,7 @@ fn state_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
             }))
         }),
         "noalert" => arg.none().map(|()| RuleOption::Noalert),
+        "alert" => arg.none().map(|()| RuleOption::Alert),
         "bypass" => arg.none().map(|()| RuleOption::Bypass),
         _ => return None,
     };
