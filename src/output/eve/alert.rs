@@ -22,6 +22,7 @@ pub fn write_alert(buf: &mut Vec<u8>, a: &AlertEvent<'_>, opts: &AlertLogOptions
     o.u64("ip_v", if a.tuple.is_v4 { 4 } else { 6 });
     o.str("pkt_src", if a.wire.is_some() { "wire/pcap" } else { "stream (flow timeout)" });
     write_vlan(&mut o, &a.vlan);
+    super::common::write_version(&mut o, &super::common::common_options());
     if let Some(w) = a.wire {
         write_link(&mut o, w, opts);
     }
@@ -191,7 +192,7 @@ fn write_rule_metadata(o: &mut JsonObject<'_>, pairs: &[(Arc<str>, Arc<str>)]) {
 
 /// Suricata's `traffic` object (flowbits named `traffic/id/X` or `traffic/label/X`) and
 /// `metadata.flowbits` (every other flowbit set on the flow).
-fn write_flowbits(o: &mut JsonObject<'_>, bits: FlowBits<'_>) {
+pub(super) fn write_flowbits(o: &mut JsonObject<'_>, bits: FlowBits<'_>) {
     let names: Vec<&str> = bits.names().collect();
     let ids: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/id/")).collect();
     let labels: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/label/")).collect();

@@ -52,6 +52,22 @@ pub struct AlertLogOptions {
     /// seed (`community-id-seed`, default 0).
     pub community_id: Option<u16>,
     pub ssh: SshLogOptions,
+    /// eve-log `suricata-version: yes`: every record carries `suricata_version`.
+    pub suricata_version: bool,
+    /// eve-log `metadata:` (default yes): flow records list the flow's flowbits.
+    pub metadata: bool,
+}
+
+impl AlertLogOptions {
+    /// The options every record type shares (see [`super::common`]).
+    pub fn common(&self) -> super::common::CommonOptions {
+        super::common::CommonOptions {
+            suricata_version: self.suricata_version,
+            ethernet: self.ethernet,
+            community_id: self.community_id,
+            metadata: self.metadata,
+        }
+    }
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -210,6 +226,8 @@ impl Default for AlertLogOptions {
             stats_threads: false,
             community_id: None,
             ssh: SshLogOptions::default(),
+            suricata_version: false,
+            metadata: true,
         }
     }
 }

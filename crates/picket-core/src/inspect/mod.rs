@@ -45,6 +45,7 @@ use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
 use crate::detectors::{Detectors, FlowEvent as DetectorFlowEvent, PacketFacts, Tallies};
+use crate::flow::macs;
 use crate::flow::table::MovedFlow;
 use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
@@ -108,6 +109,8 @@ pub struct InspectSettings {
     /// Report each packet's decoder anomalies as [`Event::Anomaly`] (eve `anomaly` with
     /// `types: decode: yes`); off, a packet with anomalies costs nothing more.
     pub log_decode_anomalies: bool,
+    /// Keep each flow's MAC addresses (eve-log `ethernet: yes`; see [`crate::flow::macs`]).
+    pub track_macs: bool,
 }
 
 impl InspectSettings {
@@ -170,6 +173,7 @@ impl InspectSettings {
             bypass: BypassSettings { stream_depth: engine.stream_bypass, tls: engine.tls_bypass, capture: false },
             detectors: None,
             log_decode_anomalies: false,
+            track_macs: false,
         }
     }
 }
@@ -259,6 +263,19 @@ pub struct FlowExt {
     /// `stream.midstream-policy` was applied to the flow (a TCP packet found no session),
     /// as it stood: eve flow's `exception_policy` (target `stream_midstream`).
     pub midstream_policy_applied: Option<ExceptionPolicy>,
+    /// The MAC addresses of the flow's two sides (only with
+    /// [`InspectSettings::track_macs`]).
+    pub macs: Option<Box<crate::flow::macs::MacSet>>,
+    /// Set when the flow ends with flowbits set: the engine that names them, so that its
+    /// record can list them ([`FlowExt::flowbits`]).
+    pub names: Option<Arc<DetectEngine>>,
+}
+
+impl FlowExt {
+    /// The flowbits set on the flow, for its flow record (after the flow ended).
+    pub fn flowbits(&self) -> Option<FlowBits<'_>> {
+        self.names.as_deref().map(|engine| FlowBits::new(engine, &self.detect))
+    }
 }
 
 /// Flows on their way from one worker to another: the dispatcher moved their bucket.
@@ -285,6 +302,8 @@ pub struct Inspector {
     decoder: DecoderCounters,
     /// See [`InspectSettings::log_decode_anomalies`].
     log_decode_anomalies: bool,
+    /// See [`InspectSettings::track_macs`].
+    track_macs: bool,
     stages: Stages,
     midstream_policy: ExceptionPolicy,
     stream_mem: ReassemblyMemory,
@@ -343,6 +362,7 @@ impl Inspector {
             checksum_bad_in_sample: 0,
             decoder: DecoderCounters::default(),
             log_decode_anomalies: settings.log_decode_anomalies,
+            track_macs: settings.track_macs,
             stages: Stages {
                 // App-layer parsers run with detection; they consume what the stream retains.
                 stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
@@ -457,6 +477,9 @@ impl Inspector {
                 server: (decode::ip_addr(&server.0, v4), server.1),
             });
         }
+        if self.track_macs && meta.link == LinkType::Ethernet {
+            ext.macs.get_or_insert_with(Default::default).add_frame(pkt.data, verdict.to_server);
+        }
         if ext.bypass.mode.skips_inspection() {
             // Bypassed: tracked in the flow table, nothing else.
             let c = &mut self.detection.bypass;
@@ -543,7 +566,8 @@ impl Inspector {
         if let Some(al) = app_layer {
             run.merge(self.detection.run_pending(&wire, facts, al, dir, detect, out));
             let flow_tuple = if verdict.to_server { wire.tuple } else { wire.tuple.reversed() };
-            report_done(al, (meta.ts, meta.pcap_cnt), (flow_tuple, d.vlan), facts, out);
+            let ether = self.track_macs.then(|| macs::frame_sides(pkt.data, verdict.to_server)).flatten();
+            report_done(al, (meta.ts, meta.pcap_cnt), (flow_tuple, d.vlan, ether), facts, out);
             al.prune(&mut self.detection.app_counters);
         }
         *alerted |= run.alerted;
@@ -584,7 +608,9 @@ impl Inspector {
         // structures are bounded by the flow count: `AppLayer::charged_bytes`); TCP
         // reassembly (its box and segments) is charged to the stream memcaps by the stream
         // itself, so nothing is charged twice.
-        let app_heap = app.as_deref().map_or(0, AppLayer::charged_bytes) + detect.vars.heap_bytes();
+        let app_heap = app.as_deref().map_or(0, AppLayer::charged_bytes)
+            + detect.vars.heap_bytes()
+            + ext.macs.as_ref().map_or(0, |m| m.heap_bytes() as u64);
         let FlowExt { drop_logged, .. } = ext;
         let log = FlowDropLog {
             flow_id: flow.flow_id,
@@ -851,18 +877,18 @@ fn detector_facts(tuple: &crate::decode::FiveTuple, d: &Decoded<'_>, meta: &crat
 
 /// Reports the transactions the app layer finished, oldest first.
 /// `at` is the completing packet's (timestamp, pcap_cnt); `addr` the flow's client-to-server
-/// tuple and vlan.
+/// tuple, vlan and (client, server) MAC addresses.
 fn report_done(
     app: &mut AppLayer,
     at: (Timestamp, u64),
-    addr: (crate::decode::FiveTuple, crate::decode::VlanIds),
+    addr: (crate::decode::FiveTuple, crate::decode::VlanIds, Option<(macs::Mac, macs::Mac)>),
     flow: FlowFacts,
     out: &mut Out<'_>,
 ) {
-    let ((ts, pcap_cnt), (tuple, vlan)) = (at, addr);
+    let ((ts, pcap_cnt), (tuple, vlan, ether)) = (at, addr);
     while let Some(id) = app.take_done() {
         if let Some(tx) = app.tx(id) {
-            out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, tuple, vlan, proto: app.proto, tx }));
+            out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, tuple, vlan, ether, proto: app.proto, tx }));
         }
     }
 }
