@@ -9,7 +9,7 @@
 
 use crate::output::json::JsonObject;
 use picket_core::flow::macs::{Mac, MacSet};
-use picket_core::inspect::{FlowExt, TxEvent};
+use picket_core::inspect::{FlowBits, FlowExt, TxEvent};
 use picket_core::stream::Direction;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -107,10 +107,41 @@ pub fn write_tx_common(o: &mut JsonObject<'_>, t: &TxEvent<'_>, opts: &CommonOpt
 pub fn write_flow_common(o: &mut JsonObject<'_>, ext: &FlowExt, opts: &CommonOptions) {
     write_version(o, opts);
     if let (true, Some(bits)) = (opts.metadata, ext.flowbits()) {
-        super::alert::write_flowbits(o, bits);
+        write_flowbits(o, bits);
     }
     if opts.ethernet {
         write_flow_macs(o, ext.macs.as_deref());
+    }
+}
+
+/// Suricata's `traffic` object (flowbits named `traffic/id/X` or `traffic/label/X`) and
+/// `metadata.flowbits` (every other flowbit set on the flow).
+pub fn write_flowbits(o: &mut JsonObject<'_>, bits: FlowBits<'_>) {
+    let names: Vec<&str> = bits.names().collect();
+    let ids: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/id/")).collect();
+    let labels: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/label/")).collect();
+    let others: Vec<&str> = names.iter().copied().filter(|n| !n.starts_with("traffic/")).collect();
+    let list = |o: &mut JsonObject<'_>, key: &str, items: &[&str]| {
+        o.open_list(key);
+        for item in items {
+            o.item_str(item);
+        }
+        o.close_list();
+    };
+    if !others.is_empty() {
+        o.open("metadata");
+        list(o, "flowbits", &others);
+        o.close();
+    }
+    if !ids.is_empty() || !labels.is_empty() {
+        o.open("traffic");
+        if !ids.is_empty() {
+            list(o, "id", &ids);
+        }
+        if !labels.is_empty() {
+            list(o, "label", &labels);
+        }
+        o.close();
     }
 }
 

@@ -58,18 +58,6 @@ pub struct AlertLogOptions {
     pub metadata: bool,
 }
 
-impl AlertLogOptions {
-    /// The options every record type shares (see [`super::common`]).
-    pub fn common(&self) -> super::common::CommonOptions {
-        super::common::CommonOptions {
-            suricata_version: self.suricata_version,
-            ethernet: self.ethernet,
-            community_id: self.community_id,
-            metadata: self.metadata,
-        }
-    }
-}
-
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
 /// when there is no list, none when eve-log is disabled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
