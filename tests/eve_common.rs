@@ -72,13 +72,17 @@ fn capture(dir: &Path) -> std::path::PathBuf {
 fn run(eve_options: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let pcap = capture(dir.path());
-    let rules = dir.path().join("test.rules");
+    run_on(dir.path(), &pcap, eve_options)
+}
+
+fn run_on(dir: &Path, pcap: &Path, eve_options: &str) -> Vec<Value> {
+    let rules = dir.join("test.rules");
     std::fs::write(
         &rules,
         "alert udp any any -> any 53 (flowbits:set,traffic/id/resolver; flowbits:set,seen; flowbits:noalert; sid:1;)\n",
     )
     .unwrap();
-    let yaml = dir.path().join("picket.yaml");
+    let yaml = dir.join("picket.yaml");
     std::fs::write(
         &yaml,
         format!(
@@ -88,17 +92,17 @@ fn run(eve_options: &str) -> Vec<Value> {
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_picket"))
         .args(["-k", "none", "-r"])
-        .arg(&pcap)
+        .arg(pcap)
         .arg("-S")
         .arg(&rules)
         .arg("-c")
         .arg(&yaml)
         .arg("-l")
-        .arg(dir.path())
+        .arg(dir)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(dir.path().join("eve.json")).unwrap();
+    let text = std::fs::read_to_string(dir.join("eve.json")).unwrap();
     text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
@@ -152,4 +156,26 @@ fn flow_records_list_the_flowbits() {
     let quiet = run("      metadata: no\n");
     let flow = of_type(&quiet, "flow")[0];
     assert!(flow.get("traffic").is_none() && flow.get("metadata").is_none(), "metadata: no: {flow}");
+}
+
+/// A UDP DNS flow whose first datagram is an answer (the capture began after the
+/// question) is turned round as Suricata does: the flow goes from the client to the
+/// server, and the answer is logged as a response from the server.
+#[test]
+fn dns_flow_first_seen_from_the_server_is_turned_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("answer.pcap");
+    write_pcap(
+        &pcap,
+        &[frame(SERVER_MAC, CLIENT_MAC, false, &dns(7, true)), frame(CLIENT_MAC, SERVER_MAC, true, &dns(8, false))],
+    );
+    let events = run_on(dir.path(), &pcap, "");
+    let flow = of_type(&events, "flow")[0];
+    assert_eq!((&flow["src_ip"], &flow["src_port"]), (&Value::from("10.0.0.1"), &Value::from(40000)), "{flow}");
+    assert_eq!((&flow["flow"]["pkts_toserver"], &flow["flow"]["pkts_toclient"]), (&Value::from(1), &Value::from(1)));
+    let dns = of_type(&events, "dns");
+    let answer = dns.iter().find(|r| r["dns"]["id"] == 7).expect("the answer is logged");
+    assert_eq!((&answer["dns"]["type"], &answer["src_ip"]), (&Value::from("response"), &Value::from("10.0.0.2")));
+    let question = dns.iter().find(|r| r["dns"]["id"] == 8).expect("the next question is logged");
+    assert_eq!((&question["dns"]["type"], &question["src_ip"]), (&Value::from("request"), &Value::from("10.0.0.1")));
 }

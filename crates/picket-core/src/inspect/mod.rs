@@ -456,12 +456,21 @@ impl Inspector {
         for rec in self.ended.drain(..) {
             self.detection.end_flow(rec, &mut self.stream_mem, out);
         }
-        let Some(verdict) = verdict else {
+        let Some(mut verdict) = verdict else {
             let run = self.detection.run(&wire, None, None, None, None, out);
             return self.detection.conclude(&wire, &run, None, out);
         };
         if verdict.created && meta.bucket != 0 {
             self.flows.set_bucket(verdict.handle, meta.bucket);
+        }
+        if verdict.created
+            && self.detection.engine.is_some()
+            && self.flows.flow(verdict.handle).is_some_and(|f| dns_answer_first(&d, f, &self.stages.detection_ports))
+        {
+            // Suricata turns the flow round when detection finds its first datagram is an
+            // answer: the capture began after the question.
+            self.flows.swap_roles(verdict.handle);
+            verdict.to_server = !verdict.to_server;
         }
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
         if verdict.established
@@ -891,6 +900,14 @@ fn report_done(
             out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, tuple, vlan, ether, proto: app.proto, tx }));
         }
     }
+}
+
+/// A new UDP flow's first datagram, on a DNS port, is a DNS response (Suricata's DNS
+/// probe tells the direction, and its app layer reverses the flow to match).
+fn dns_answer_first(d: &Decoded<'_>, flow: &Flow, ports: &DetectionPorts) -> bool {
+    matches!(d.l4, L4::Udp(_))
+        && ports.dns(Transport::Udp, (flow.client().1, flow.server().1))
+        && crate::applayer::dns::probe_message(d.payload, d.payload.len()) == Some(false)
 }
 
 /// The flow-table view of a decoded packet.
