@@ -2,6 +2,8 @@
 //! (`ether` on transaction and flow records), `suricata-version`, `community-id` on
 //! transaction records, and the flow record's flowbits (`metadata.flowbits`, `traffic`).
 
+mod pcapfile;
+use pcapfile::write_pcap;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -10,23 +12,6 @@ const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const SERVER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
 /// The client's packets leave through a second router halfway through the flow.
 const CLIENT_MAC_2: [u8; 6] = [2, 0, 0, 0, 0, 3];
-
-/// A little-endian microsecond pcap of Ethernet frames, one per second.
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut out = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    for word in [0u32, 0, 65535, 1] {
-        out.extend_from_slice(&word.to_le_bytes());
-    }
-    for (i, frame) in frames.iter().enumerate() {
-        for word in [1_700_000_000 + i as u32, 0, frame.len() as u32, frame.len() as u32] {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-        out.extend_from_slice(frame);
-    }
-    std::fs::write(path, out).unwrap();
-}
 
 /// A DNS message for `a.example` type A: a query, or its answer (192.0.2.1).
 fn dns(id: u16, response: bool) -> Vec<u8> {
