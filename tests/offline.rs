@@ -1,6 +1,8 @@
 //! End-to-end runs of the `picket` binary over captures: outputs, determinism, flow
 //! affinity, error handling, and survival on every conformance capture.
 
+mod pcapfile;
+use pcapfile::write_pcap;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -233,23 +235,6 @@ fn survives_every_conformance_capture() {
     }
     eprintln!("ran picket over {} conformance captures", pcaps.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-}
-
-/// A little-endian microsecond pcap of Ethernet frames, one per second.
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut out = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    for word in [0u32, 0, 65535, 1] {
-        out.extend_from_slice(&word.to_le_bytes());
-    }
-    for (i, frame) in frames.iter().enumerate() {
-        for word in [1_700_000_000 + i as u32, 0, frame.len() as u32, frame.len() as u32] {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-        out.extend_from_slice(frame);
-    }
-    std::fs::write(path, out).unwrap();
 }
 
 fn udp_frame(dst_port: u16, payload: &[u8]) -> Vec<u8> {

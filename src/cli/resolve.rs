@@ -88,6 +88,14 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     http.files = file_config(&config, eve.types.files);
     inspect.http = Arc::new(http);
     inspect.log_decode_anomalies = eve.types.anomaly && eve.anomaly.decode;
+    // Suricata keeps the flows' MAC addresses only for eve-log's `ethernet: yes`.
+    inspect.track_macs = eve.ethernet;
+    crate::output::eve::common::set_common_options(crate::output::eve::common::CommonOptions {
+        suricata_version: eve.suricata_version,
+        ethernet: eve.ethernet,
+        community_id: eve.community_id,
+        metadata: eve.metadata,
+    });
     let eve = Arc::new(eve);
     let defrag = defrag_config(&config)?;
     let bpf_expression = bpf_expression(args, &config)?;

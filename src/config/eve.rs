@@ -25,6 +25,9 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
     for output in outputs {
         let Some(eve) = output.get("eve-log") else { continue };
         opts.ethernet = yes(eve.get("ethernet"));
+        opts.suricata_version = yes(eve.get("suricata-version"));
+        // Only an explicit no turns it off, as in Suricata.
+        opts.metadata = yaml_flag(eve.get("metadata")).unwrap_or(true);
         if yes(eve.get("community-id")) {
             let seed = match eve.get("community-id-seed") {
                 Some(Value::Number(n)) => n.as_u64(),

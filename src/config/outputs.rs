@@ -26,7 +26,8 @@ pub const DEFAULT_STATS_FILE: &str = "stats.log";
 
 /// Keys of an `eve-log:` entry picket reads (`redis:` belongs to `output::redis`,
 /// `ethernet` and `types:` options to `config/eve.rs`).
-const EVE_KEYS: &[&str] = &["enabled", "filetype", "filename", "append", "types", "redis", "ethernet", "xff"];
+const EVE_KEYS: &[&str] =
+    &["enabled", "filetype", "filename", "append", "types", "redis", "ethernet", "xff", "suricata-version", "metadata"];
 const FAST_KEYS: &[&str] = &["enabled", "filename", "append"];
 const STATS_KEYS: &[&str] = &["enabled", "filename", "append"];
 

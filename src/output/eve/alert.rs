@@ -6,7 +6,7 @@ use super::{proto_name, write_ip, write_timestamp, EventHeader};
 use crate::output::json::{base64, JsonObject};
 use picket_core::decode::{ip_addr, is_icmp};
 use picket_core::decode::{Decoded, FiveTuple};
-use picket_core::inspect::{AlertEvent, AppTx, FlowBits, WirePacket};
+use picket_core::inspect::{AlertEvent, AppTx, WirePacket};
 use picket_core::packet::LinkType;
 use picket_core::stream::HeldStream;
 use std::net::IpAddr;
@@ -22,6 +22,7 @@ pub fn write_alert(buf: &mut Vec<u8>, a: &AlertEvent<'_>, opts: &AlertLogOptions
     o.u64("ip_v", if a.tuple.is_v4 { 4 } else { 6 });
     o.str("pkt_src", if a.wire.is_some() { "wire/pcap" } else { "stream (flow timeout)" });
     write_vlan(&mut o, &a.vlan);
+    super::common::write_version(&mut o, &super::common::common_options());
     if let Some(w) = a.wire {
         write_link(&mut o, w, opts);
     }
@@ -37,7 +38,7 @@ pub fn write_alert(buf: &mut Vec<u8>, a: &AlertEvent<'_>, opts: &AlertLogOptions
     }
     write_app_layer(&mut o, a, opts);
     if let (Some(bits), true) = (a.flowbits, opts.flow_vars) {
-        write_flowbits(&mut o, bits);
+        super::common::write_flowbits(&mut o, bits);
     }
     write_payload(&mut o, a, opts);
     if opts.verdict {
@@ -187,37 +188,6 @@ fn write_rule_metadata(o: &mut JsonObject<'_>, pairs: &[(Arc<str>, Arc<str>)]) {
         o.close_list();
     }
     o.close();
-}
-
-/// Suricata's `traffic` object (flowbits named `traffic/id/X` or `traffic/label/X`) and
-/// `metadata.flowbits` (every other flowbit set on the flow).
-fn write_flowbits(o: &mut JsonObject<'_>, bits: FlowBits<'_>) {
-    let names: Vec<&str> = bits.names().collect();
-    let ids: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/id/")).collect();
-    let labels: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("traffic/label/")).collect();
-    let others: Vec<&str> = names.iter().copied().filter(|n| !n.starts_with("traffic/")).collect();
-    let list = |o: &mut JsonObject<'_>, key: &str, items: &[&str]| {
-        o.open_list(key);
-        for item in items {
-            o.item_str(item);
-        }
-        o.close_list();
-    };
-    if !others.is_empty() {
-        o.open("metadata");
-        list(o, "flowbits", &others);
-        o.close();
-    }
-    if !ids.is_empty() || !labels.is_empty() {
-        o.open("traffic");
-        if !ids.is_empty() {
-            list(o, "id", &ids);
-        }
-        if !labels.is_empty() {
-            list(o, "label", &labels);
-        }
-        o.close();
-    }
 }
 
 /// `payload`, `payload_printable` and `packet`, when the eve-log options ask for them.

@@ -87,6 +87,7 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Op
         o.u64("tx_cnt", n);
     }
     o.close();
+    super::common::write_flow_common(&mut o, &rec.ext, &super::common::common_options());
     if let Some(tcp) = &rec.tcp {
         o.open("tcp")
             .str_plain("tcp_flags", |out| write_tcp_flags_hex(out, tcp.tcp_flags))

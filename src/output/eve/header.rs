@@ -68,6 +68,7 @@ pub fn write_tx_header_toward<'b>(
     o.u64("ip_v", if tuple.is_v4 { 4 } else { 6 });
     o.str("pkt_src", if t.pcap_cnt > 0 { "wire/pcap" } else { "stream (flow timeout)" });
     write_vlan(&mut o, &t.vlan);
+    super::common::write_tx_common(&mut o, t, &super::common::common_options(), dir);
     o
 }
 

@@ -15,6 +15,7 @@
 
 pub mod alert;
 pub mod anomaly;
+pub mod common;
 pub mod community_id;
 pub mod dns;
 pub mod drop;

@@ -52,6 +52,10 @@ pub struct AlertLogOptions {
     /// seed (`community-id-seed`, default 0).
     pub community_id: Option<u16>,
     pub ssh: SshLogOptions,
+    /// eve-log `suricata-version: yes`: every record carries `suricata_version`.
+    pub suricata_version: bool,
+    /// eve-log `metadata:` (default yes): flow records list the flow's flowbits.
+    pub metadata: bool,
 }
 
 /// Which event types eve-log writes: the ones named in its `types:` list, all of them
@@ -210,6 +214,8 @@ impl Default for AlertLogOptions {
             stats_threads: false,
             community_id: None,
             ssh: SshLogOptions::default(),
+            suricata_version: false,
+            metadata: true,
         }
     }
 }

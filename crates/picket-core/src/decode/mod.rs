@@ -77,6 +77,7 @@ pub const PROTO_ICMP: u8 = 1;
 pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 pub const PROTO_ICMPV6: u8 = 58;
+pub const PROTO_SCTP: u8 = 132;
 
 /// ICMP or ICMPv6: type and code stand where other protocols have ports.
 #[inline]
@@ -178,6 +179,9 @@ pub struct Decoded<'a> {
     pub fragment: bool,
     /// Set when the packet above was found inside a tunnel.
     pub tunnel: Option<TunnelInfo>,
+    /// Source and destination ports of a protocol decoded as [`L4::Other`] that has them
+    /// (SCTP: its flows are keyed and logged with ports, as Suricata's are).
+    pub other_ports: Option<(u16, u16)>,
 }
 
 /// A flow's endpoints: the one identity type shared by decode, flow tracking (inside
@@ -248,6 +252,7 @@ impl<'a> Decoded<'a> {
             bad_checksum: false,
             fragment: false,
             tunnel: None,
+            other_ports: None,
         }
     }
 
@@ -261,6 +266,7 @@ impl<'a> Decoded<'a> {
             L4::Tcp(t) => (t.src_port(), t.dst_port()),
             L4::Udp(u) => (u.src_port(), u.dst_port()),
             L4::Icmpv4(i) | L4::Icmpv6(i) => (i.icmp_type() as u16, i.code() as u16),
+            L4::Other(PROTO_SCTP) if !self.fragment => self.other_ports.unwrap_or((0, 0)),
             L4::None | L4::Other(_) => (0, 0),
         };
         Some(FiveTuple { src, dst, src_port, dst_port, proto, is_v4 })
@@ -908,6 +914,12 @@ fn decode_transport<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, proto: u8, se
             }
             d.payload = icmp.payload();
             d.l4 = L4::Icmpv6(icmp);
+        }
+        PROTO_SCTP => {
+            // The common header's ports only (chunks are not decoded).
+            d.l4 = L4::Other(proto);
+            d.other_ports =
+                segment.get(..4).map(|h| (u16::from_be_bytes([h[0], h[1]]), u16::from_be_bytes([h[2], h[3]])));
         }
         other => d.l4 = L4::Other(other),
     }

@@ -694,3 +694,22 @@ proptest! {
         }
     }
 }
+
+/// SCTP flows are keyed by their ports (the common header's), as Suricata keys them.
+#[test]
+fn sctp_ports_in_the_tuple() {
+    let mut frame = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    // IPv4, 20-byte header, total length 32, protocol 132.
+    frame.extend_from_slice(&[0x45, 0, 0, 32, 0, 1, 0, 0, 64, 132, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    // SCTP common header: ports 7 -> 9, verification tag, checksum.
+    frame.extend_from_slice(&[0, 7, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0]);
+    let d = decode(LinkType::Ethernet, &frame, &DecodeOptions::default());
+    let t = d.tuple().expect("an IP packet");
+    assert_eq!((t.proto, t.src_port, t.dst_port), (132, 7, 9));
+    // A header cut short keeps ports 0.
+    let short = &frame[..frame.len() - 10];
+    let mut cut = short.to_vec();
+    cut[16..18].copy_from_slice(&22u16.to_be_bytes());
+    let t = decode(LinkType::Ethernet, &cut, &DecodeOptions::default()).tuple().expect("an IP packet");
+    assert_eq!((t.src_port, t.dst_port), (0, 0));
+}

@@ -19,6 +19,7 @@
 pub mod counters;
 pub mod fanout_hash;
 pub mod hash;
+pub mod macs;
 pub mod table;
 pub mod tcp;
 

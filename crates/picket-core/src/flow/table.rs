@@ -650,6 +650,14 @@ impl<E: Default> FlowTable<E> {
     }
 
     /// Records the dispatch bucket of the flow (see [`Flow::bucket`]).
+    /// Client and server trade places: the app layer found that the flow's first packet
+    /// came from the server (a UDP flow whose first datagram is an answer).
+    pub fn swap_roles(&mut self, handle: FlowHandle) {
+        if let Some(slot) = self.live_slot_mut(handle) {
+            slot.flow.swap_roles();
+        }
+    }
+
     pub fn set_bucket(&mut self, handle: FlowHandle, bucket: u16) {
         if let Some(slot) = self.live_slot_mut(handle) {
             slot.flow.bucket = bucket;

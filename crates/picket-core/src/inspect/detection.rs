@@ -370,6 +370,10 @@ impl Detection {
         if let Some(app) = rec.ext.app.as_deref_mut() {
             app.release(&mut self.app_counters);
         }
+        // The flow record lists the flowbits still set (eve's `metadata`/`traffic`).
+        if !rec.ext.detect.vars.bits.is_empty() {
+            rec.ext.names = self.engine.clone();
+        }
         out.emit(Event::Flow(&rec));
         out.sub = outer_sub;
     }
@@ -439,10 +443,12 @@ impl Detection {
             }
             rec.ext.alerted |= alerted;
         }
+        // No packet: records take the flow's first MAC addresses, as Suricata's do.
+        let ether = rec.ext.macs.as_ref().and_then(|m| m.first());
         if let Some(app) = rec.ext.app.as_deref_mut() {
             let info = FlowInfo { to_server: true, ..info };
             let facts = FlowFacts { info, client, server, start: rec.start };
-            super::report_done(app, (rec.end, 0), (flow_tuple, rec.vlan), facts, out);
+            super::report_done(app, (rec.end, 0), (flow_tuple, rec.vlan, ether), facts, out);
         }
     }
 }

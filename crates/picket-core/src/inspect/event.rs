@@ -82,6 +82,9 @@ pub struct TxEvent<'a> {
     /// written), with its IP protocol and family.
     pub tuple: FiveTuple,
     pub vlan: crate::decode::VlanIds,
+    /// (client, server) MAC addresses of the completing packet (the flow's first pair at
+    /// flow end); only when they are tracked (eve-log `ethernet: yes`).
+    pub ether: Option<(crate::flow::macs::Mac, crate::flow::macs::Mac)>,
     pub proto: Option<AppProto>,
     pub tx: AppTx<'a>,
 }

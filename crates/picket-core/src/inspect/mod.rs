@@ -45,6 +45,7 @@ use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
 use crate::detectors::{Detectors, FlowEvent as DetectorFlowEvent, PacketFacts, Tallies};
+use crate::flow::macs;
 use crate::flow::table::MovedFlow;
 use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
@@ -110,6 +111,8 @@ pub struct InspectSettings {
     /// Report each packet's decoder anomalies as [`Event::Anomaly`] (eve `anomaly` with
     /// `types: decode: yes`); off, a packet with anomalies costs nothing more.
     pub log_decode_anomalies: bool,
+    /// Keep each flow's MAC addresses (eve-log `ethernet: yes`; see [`crate::flow::macs`]).
+    pub track_macs: bool,
 }
 
 impl InspectSettings {
@@ -177,6 +180,7 @@ impl InspectSettings {
             },
             detectors: None,
             log_decode_anomalies: false,
+            track_macs: false,
         }
     }
 }
@@ -266,6 +270,19 @@ pub struct FlowExt {
     /// `stream.midstream-policy` was applied to the flow (a TCP packet found no session),
     /// as it stood: eve flow's `exception_policy` (target `stream_midstream`).
     pub midstream_policy_applied: Option<ExceptionPolicy>,
+    /// The MAC addresses of the flow's two sides (only with
+    /// [`InspectSettings::track_macs`]).
+    pub macs: Option<Box<crate::flow::macs::MacSet>>,
+    /// Set when the flow ends with flowbits set: the engine that names them, so that its
+    /// record can list them ([`FlowExt::flowbits`]).
+    pub names: Option<Arc<DetectEngine>>,
+}
+
+impl FlowExt {
+    /// The flowbits set on the flow, for its flow record (after the flow ended).
+    pub fn flowbits(&self) -> Option<FlowBits<'_>> {
+        self.names.as_deref().map(|engine| FlowBits::new(engine, &self.detect))
+    }
 }
 
 /// Flows on their way from one worker to another: the dispatcher moved their bucket.
@@ -292,6 +309,8 @@ pub struct Inspector {
     decoder: DecoderCounters,
     /// See [`InspectSettings::log_decode_anomalies`].
     log_decode_anomalies: bool,
+    /// See [`InspectSettings::track_macs`].
+    track_macs: bool,
     stages: Stages,
     midstream_policy: ExceptionPolicy,
     stream_mem: ReassemblyMemory,
@@ -350,6 +369,7 @@ impl Inspector {
             checksum_bad_in_sample: 0,
             decoder: DecoderCounters::default(),
             log_decode_anomalies: settings.log_decode_anomalies,
+            track_macs: settings.track_macs,
             stages: Stages {
                 // App-layer parsers run with detection; they consume what the stream retains.
                 stream_cfg: StreamConfig { app_layer: settings.detect.is_some(), ..settings.stream },
@@ -443,12 +463,21 @@ impl Inspector {
         for rec in self.ended.drain(..) {
             self.detection.end_flow(rec, &mut self.stream_mem, out);
         }
-        let Some(verdict) = verdict else {
+        let Some(mut verdict) = verdict else {
             let run = self.detection.run(&wire, None, None, None, None, out);
             return self.detection.conclude(&wire, &run, None, out);
         };
         if verdict.created && meta.bucket != 0 {
             self.flows.set_bucket(verdict.handle, meta.bucket);
+        }
+        if verdict.created
+            && self.detection.engine.is_some()
+            && self.flows.flow(verdict.handle).is_some_and(|f| dns_answer_first(&d, f, &self.stages.detection_ports))
+        {
+            // Suricata turns the flow round when detection finds its first datagram is an
+            // answer: the capture began after the question.
+            self.flows.swap_roles(verdict.handle);
+            verdict.to_server = !verdict.to_server;
         }
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
         if verdict.established
@@ -463,6 +492,9 @@ impl Inspector {
                 client: (decode::ip_addr(&client.0, v4), client.1),
                 server: (decode::ip_addr(&server.0, v4), server.1),
             });
+        }
+        if self.track_macs && meta.link == LinkType::Ethernet {
+            ext.macs.get_or_insert_with(Default::default).add_frame(pkt.data, verdict.to_server);
         }
         if ext.bypass.mode.skips_inspection() {
             // Bypassed: tracked in the flow table, nothing else.
@@ -557,7 +589,8 @@ impl Inspector {
         if let Some(al) = app_layer {
             run.merge(self.detection.run_pending(&wire, facts, al, dir, detect, out));
             let flow_tuple = if verdict.to_server { wire.tuple } else { wire.tuple.reversed() };
-            report_done(al, (meta.ts, meta.pcap_cnt), (flow_tuple, d.vlan), facts, out);
+            let ether = self.track_macs.then(|| macs::frame_sides(pkt.data, verdict.to_server)).flatten();
+            report_done(al, (meta.ts, meta.pcap_cnt), (flow_tuple, d.vlan, ether), facts, out);
             al.prune(&mut self.detection.app_counters);
         }
         *alerted |= run.alerted;
@@ -600,7 +633,9 @@ impl Inspector {
         // structures are bounded by the flow count: `AppLayer::charged_bytes`); TCP
         // reassembly (its box and segments) is charged to the stream memcaps by the stream
         // itself, so nothing is charged twice.
-        let app_heap = app.as_deref().map_or(0, AppLayer::charged_bytes) + detect.vars.heap_bytes();
+        let app_heap = app.as_deref().map_or(0, AppLayer::charged_bytes)
+            + detect.vars.heap_bytes()
+            + ext.macs.as_ref().map_or(0, |m| m.heap_bytes() as u64);
         let FlowExt { drop_logged, .. } = ext;
         let log = FlowDropLog {
             flow_id: flow.flow_id,
@@ -870,20 +905,28 @@ fn detector_facts(tuple: &crate::decode::FiveTuple, d: &Decoded<'_>, meta: &crat
 
 /// Reports the transactions the app layer finished, oldest first.
 /// `at` is the completing packet's (timestamp, pcap_cnt); `addr` the flow's client-to-server
-/// tuple and vlan.
+/// tuple, vlan and (client, server) MAC addresses.
 fn report_done(
     app: &mut AppLayer,
     at: (Timestamp, u64),
-    addr: (crate::decode::FiveTuple, crate::decode::VlanIds),
+    addr: (crate::decode::FiveTuple, crate::decode::VlanIds, Option<(macs::Mac, macs::Mac)>),
     flow: FlowFacts,
     out: &mut Out<'_>,
 ) {
-    let ((ts, pcap_cnt), (tuple, vlan)) = (at, addr);
+    let ((ts, pcap_cnt), (tuple, vlan, ether)) = (at, addr);
     while let Some(id) = app.take_done() {
         if let Some(tx) = app.tx(id) {
-            out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, tuple, vlan, proto: app.proto, tx }));
+            out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, tuple, vlan, ether, proto: app.proto, tx }));
         }
     }
+}
+
+/// A new UDP flow's first datagram, on a DNS port, is a DNS response (Suricata's DNS
+/// probe tells the direction, and its app layer reverses the flow to match).
+fn dns_answer_first(d: &Decoded<'_>, flow: &Flow, ports: &DetectionPorts) -> bool {
+    matches!(d.l4, L4::Udp(_))
+        && ports.dns(Transport::Udp, (flow.client().1, flow.server().1))
+        && crate::applayer::dns::probe_message(d.payload, d.payload.len()) == Some(false)
 }
 
 /// The flow-table view of a decoded packet.
