@@ -8,7 +8,7 @@
 //! verdict; [`probe`] is the stateless check of one direction's first bytes.
 
 // Defined with the app layer's shared types; still reachable here, where it was.
-use crate::applayer::detect_only::probes::Probe;
+use crate::applayer::detect_only::probes::{self, Probe};
 use crate::applayer::detect_only::DetectOnlySettings;
 use crate::applayer::dns;
 pub use crate::applayer::AppProto;
@@ -76,28 +76,24 @@ enum Check {
     NoMatch,
 }
 
-/// Compares `data` with `pattern` at the start: a full match, a prefix of it (need more), or
-/// different. `nocase` compares ASCII case-insensitively.
-fn prefix(data: &[u8], pattern: &[u8], nocase: bool) -> Check {
-    let n = data.len().min(pattern.len());
-    let same = if nocase { data[..n].eq_ignore_ascii_case(&pattern[..n]) } else { data[..n] == pattern[..n] };
-    match (same, data.len() >= pattern.len()) {
-        (false, _) => Check::NoMatch,
-        (true, true) => Check::Match,
-        (true, false) => Check::NeedMore,
+impl From<Probe> for Check {
+    fn from(p: Probe) -> Check {
+        match p {
+            Probe::Match => Check::Match,
+            Probe::NeedMore => Check::NeedMore,
+            Probe::NoMatch => Check::NoMatch,
+        }
     }
 }
 
+/// Compares `data` with `pattern` at the start: a full match, a prefix of it (need more), or
+/// different. `nocase` compares ASCII case-insensitively.
+fn prefix(data: &[u8], pattern: &[u8], nocase: bool) -> Check {
+    probes::starts(data, pattern, nocase).into()
+}
+
 fn any_prefix(data: &[u8], patterns: &[&[u8]], nocase: bool) -> Check {
-    let mut result = Check::NoMatch;
-    for p in patterns {
-        match prefix(data, p, nocase) {
-            Check::Match => return Check::Match,
-            Check::NeedMore => result = Check::NeedMore,
-            Check::NoMatch => {}
-        }
-    }
-    result
+    probes::starts_any(data, patterns, nocase).into()
 }
 
 /// Request methods Suricata's HTTP detection recognises, each followed by a space.

@@ -29,7 +29,7 @@ impl Probe {
 }
 
 /// `data` starts with `pattern` (ASCII case-insensitively with `nocase`), or is a prefix of it.
-fn starts(data: &[u8], pattern: &[u8], nocase: bool) -> Probe {
+pub(crate) fn starts(data: &[u8], pattern: &[u8], nocase: bool) -> Probe {
     let n = data.len().min(pattern.len());
     let same = if nocase { data[..n].eq_ignore_ascii_case(&pattern[..n]) } else { data[..n] == pattern[..n] };
     match (same, data.len() >= pattern.len()) {
@@ -40,10 +40,10 @@ fn starts(data: &[u8], pattern: &[u8], nocase: bool) -> Probe {
 }
 
 /// The first of `patterns` that matches, else whether one still could.
-fn starts_any(data: &[u8], patterns: &[&[u8]]) -> Probe {
+pub(crate) fn starts_any(data: &[u8], patterns: &[&[u8]], nocase: bool) -> Probe {
     let mut result = Probe::NoMatch;
     for p in patterns {
-        match starts(data, p, false) {
+        match starts(data, p, nocase) {
             Probe::Match => return Probe::Match,
             Probe::NeedMore => result = Probe::NeedMore,
             Probe::NoMatch => {}
@@ -483,14 +483,14 @@ const SIP_METHODS: &[&[u8]] = &[
 
 pub fn sip(dir: Direction, data: &[u8]) -> Probe {
     match dir {
-        Direction::ToServer => starts_any(data, SIP_METHODS),
+        Direction::ToServer => starts_any(data, SIP_METHODS, false),
         Direction::ToClient => starts(data, b"SIP/2.0 ", false),
     }
 }
 
 /// BitTorrent DHT (KRPC over bencoding): a query or a response dictionary, on any port.
 pub fn bittorrent_dht(_dir: Direction, data: &[u8]) -> Probe {
-    starts_any(data, &[b"d1:ad2:id20:", b"d1:rd2:id20:"])
+    starts_any(data, &[b"d1:ad2:id20:", b"d1:rd2:id20:"], false)
 }
 
 /// QUIC versions Suricata parses: v1, v2, the IETF drafts and Google QUIC (Q0xx).
