@@ -103,9 +103,12 @@ fn list_app_layer_protocols() {
     let list = ok_stdout(&["--list-app-layer-protos"]);
     let parsed: Vec<&str> =
         list.lines().skip(1).take_while(|l| !l.starts_with('=')).filter_map(|l| l.split_whitespace().next()).collect();
-    assert_eq!(parsed, ["http", "tls", "dns", "ssh", "smtp", "ftp"], "{list}");
+    assert_eq!(parsed[..6], ["http", "tls", "dns", "ssh", "smtp", "ftp"], "{list}");
+    // Then the protocols detected without a parser, with their default ports.
+    assert!(parsed.contains(&"rfb") && parsed.contains(&"bittorrent-dht"), "{list}");
     assert!(list.lines().any(|l| l.starts_with("http ") && l.contains("parsed")), "{list}");
-    assert!(list.lines().any(|l| l == "modbus"), "header-only protocols are listed too:\n{list}");
+    assert!(list.lines().any(|l| l.starts_with("modbus ") && l.contains("not parsed") && l.ends_with("502")), "{list}");
+    assert!(list.lines().any(|l| l == "imap"), "header-only protocols are listed too:\n{list}");
 }
 
 #[test]

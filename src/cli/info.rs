@@ -154,6 +154,8 @@ fn app_proto_support(p: AppProto) -> &'static str {
     match p {
         AppProto::Http | AppProto::Tls | AppProto::Dns => "detected, parsed (sticky buffers, eve records)",
         AppProto::Ssh | AppProto::Smtp | AppProto::Ftp => "detected (app_proto, app-layer-protocol), not parsed",
+        // The detection-only table (picket_core::applayer::detect_only).
+        _ => "detected (app_proto, app-layer-protocol), not parsed",
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod afpacket;
 mod afxdp;
+mod app_detection;
 mod ddos;
 mod detectors;
 mod eve;

@@ -1,5 +1,6 @@
 //! Reading the engine's typed settings ([`picket_core::settings`]) from the YAML tree.
 
+use super::app_detection::detection_ports;
 use super::{Config, ConfigError};
 use picket_core::applayer::http::HttpConfig;
 use picket_core::settings::*;
@@ -176,6 +177,7 @@ impl EngineSettingsExt for EngineSettings {
                 *slot = Some(Vec::new());
             }
         }
+        super::app_detection::read(cfg, &mut s.detect_only, &mut warnings)?;
         Ok((s, warnings))
     }
 
@@ -203,40 +205,6 @@ impl EngineSettingsExt for EngineSettings {
             })
             .collect()
     }
-}
-
-/// A `detection-ports` value: `53`, `"53, 5353"`, `"[53,5353]"`, `"1000:1010"`, or a YAML list.
-fn detection_ports(node: &serde_yaml::Value) -> Option<Vec<u16>> {
-    use serde_yaml::Value;
-    let text = match node {
-        Value::Sequence(items) => {
-            let mut all = Vec::new();
-            for item in items {
-                all.extend(detection_ports(item)?);
-            }
-            return (!all.is_empty()).then_some(all);
-        }
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        _ => return None,
-    };
-    let mut ports = Vec::new();
-    for part in text.trim().trim_start_matches('[').trim_end_matches(']').split(',') {
-        let part = part.trim();
-        let (lo, hi) = match part.split_once(':') {
-            Some((lo, hi)) => (lo.trim().parse::<u16>().ok()?, hi.trim().parse::<u16>().ok()?),
-            None => {
-                let p = part.parse::<u16>().ok()?;
-                (p, p)
-            }
-        };
-        // A range is kept small: each port is probed by a linear scan.
-        if lo > hi || hi - lo > 1024 {
-            return None;
-        }
-        ports.extend(lo..=hi);
-    }
-    (!ports.is_empty()).then_some(ports)
 }
 
 fn set_opt<T>(field: &mut T, value: Option<T>) {

@@ -7,10 +7,27 @@
 
 use super::header::write_vlan;
 use super::{write_tcp_flags_hex, write_timestamp, EventHeader};
+use crate::output::json::JsonObject;
+use picket_core::applayer::layer::{AppLayer, DirProto};
 use picket_core::decode::is_icmp;
 use picket_core::flow::FlowRecord;
 use picket_core::inspect::{BypassCounts, BypassMode, FlowExt};
 use picket_core::settings::ExceptionPolicy;
+use picket_core::stream::Direction;
+
+/// `app_proto_ts`, `app_proto_tc`: what a direction's own bytes were recognised as, where
+/// that differs from the flow's protocol (as Suricata writes them: a direction that matched
+/// nothing is `"failed"`).
+fn write_direction_protos(o: &mut JsonObject<'_>, app: &AppLayer) {
+    for (key, dir) in [("app_proto_ts", Direction::ToServer), ("app_proto_tc", Direction::ToClient)] {
+        let name = match app.dir_proto(dir) {
+            DirProto::Detected(p) if Some(p) != app.proto => p.name(),
+            DirProto::Failed if app.proto.is_some() => "failed",
+            _ => continue,
+        };
+        o.str(key, name);
+    }
+}
 
 /// One eve `flow` line for a finished flow; with `community_id`'s seed, its Community ID.
 pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Option<u16>) {
@@ -33,6 +50,9 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Op
         o.str("app_proto", p.name());
     } else if app.is_some_and(|a| a.detection_failed()) {
         o.str("app_proto", "failed");
+    }
+    if let Some(a) = app {
+        write_direction_protos(&mut o, a);
     }
     if let Some((t, c)) = rec.icmp_toclient {
         o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());

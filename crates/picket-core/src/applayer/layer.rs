@@ -10,7 +10,7 @@
 
 use crate::applayer::http::BodyMemory;
 use crate::applayer::http::HttpConfig;
-use crate::applayer::probe::{DetectStatus, DetectionPorts, ProtoDetector, Transport};
+use crate::applayer::probe::{self, DetectStatus, DetectionPorts, ProbeResult, ProtoDetector, Transport};
 use crate::applayer::tls::TlsState;
 use crate::applayer::{dns, http, ssh, tls, AppCounters, AppCtx, AppParser, AppProto, AppTx, Pending};
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
@@ -51,6 +51,21 @@ pub struct AppLayer {
     /// What the parser's capped memory (HTTP bodies) was when last charged to the worker's
     /// [`AppCounters::http_mem`]; given back when the flow ends ([`AppLayer::release`]).
     charged: BodyMemory,
+    /// What each direction's own first bytes were recognised as, over TCP (Suricata's
+    /// `alproto_ts` and `alproto_tc`, which eve's flow record shows where they differ from
+    /// the flow's protocol).
+    dir_protos: [DirProto; 2],
+}
+
+/// The protocol one direction of a TCP flow was recognised as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DirProto {
+    /// Not decided (no data, or too little).
+    #[default]
+    Unknown,
+    Detected(AppProto),
+    /// The direction's bytes matched no protocol (eve's `"failed"`).
+    Failed,
 }
 
 impl Default for AppLayer {
@@ -73,6 +88,7 @@ impl AppLayer {
             detection_ports,
             http_config,
             charged: BodyMemory { room: 0, ..BodyMemory::default() },
+            dir_protos: Default::default(),
         }
     }
 
@@ -183,6 +199,9 @@ impl AppLayer {
     }
 
     fn parse_data(&mut self, dir: Direction, data: &[u8], ports: (u16, u16), counters: &mut AppCounters) {
+        if self.proto.is_some() && self.dir_protos[dir.index()] == DirProto::Unknown {
+            self.probe_other_direction(dir, data, ports);
+        }
         match &mut self.state {
             State::Parsing(p) => p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters)),
             State::Idle => {}
@@ -197,9 +216,36 @@ impl AppLayer {
                     cut[d] = true;
                     seen[d] = Vec::new();
                 }
+                if let DetectStatus::Detected(_) = status {
+                    self.dir_protos =
+                        [Direction::ToServer, Direction::ToClient].map(|dir| match detector.verdict(dir) {
+                            None => DirProto::Unknown,
+                            Some(Ok(p)) => DirProto::Detected(p),
+                            Some(Err(())) => DirProto::Failed,
+                        });
+                }
                 self.on_status(status, counters);
             }
         }
+    }
+
+    /// The flow's protocol is known, and `dir` starts with `data` now: what its own bytes
+    /// are is probed once more per chunk until decided (only the first chunk or two of a
+    /// direction), for eve's `app_proto_ts`/`app_proto_tc`.
+    fn probe_other_direction(&mut self, dir: Direction, data: &[u8], ports: (u16, u16)) {
+        let window = &data[..data.len().min(PROBE_LIMIT)];
+        self.dir_protos[dir.index()] =
+            match probe::probe_with(Transport::Tcp, dir, window, ports, &self.detection_ports) {
+                ProbeResult::Detected(p) => DirProto::Detected(p),
+                ProbeResult::Unknown => DirProto::Failed,
+                ProbeResult::NeedMore if window.len() >= PROBE_LIMIT => DirProto::Failed,
+                ProbeResult::NeedMore => DirProto::Unknown,
+            };
+    }
+
+    /// What `dir`'s own bytes were recognised as, over TCP.
+    pub fn dir_proto(&self, dir: Direction) -> DirProto {
+        self.dir_protos[dir.index()]
     }
 
     fn on_gap(&mut self, dir: Direction, len: u64, counters: &mut AppCounters) {

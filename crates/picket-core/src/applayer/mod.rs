@@ -24,6 +24,7 @@
 //! buffer and counter types; the protocol's `flow.rs` implements [`AppParser`] with them;
 //! [`layer`] creates the parsers.
 
+pub mod detect_only;
 pub mod dns;
 pub mod http;
 pub mod layer;
@@ -54,12 +55,63 @@ pub enum AppProto {
     Ssh,
     Smtp,
     Ftp,
+    // Detected, not parsed (see [`detect_only`]).
+    Http2,
+    Rfb,
+    Smb,
+    Dcerpc,
+    Sip,
+    BittorrentDht,
+    Dnp3,
+    Pgsql,
+    Rdp,
+    Modbus,
+    Enip,
+    Mqtt,
+    Nfs,
+    Krb5,
+    Ldap,
+    Ike,
+    Snmp,
+    Dhcp,
+    Ntp,
+    Tftp,
+    Quic,
+    Mdns,
 }
 
 impl AppProto {
-    /// Every protocol with a parser (for `--list-app-layer-protos`).
-    pub const ALL: [AppProto; 6] =
-        [AppProto::Http, AppProto::Tls, AppProto::Dns, AppProto::Ssh, AppProto::Smtp, AppProto::Ftp];
+    /// Every protocol picket detects (for `--list-app-layer-protos`).
+    pub const ALL: [AppProto; 28] = [
+        AppProto::Http,
+        AppProto::Tls,
+        AppProto::Dns,
+        AppProto::Ssh,
+        AppProto::Smtp,
+        AppProto::Ftp,
+        AppProto::Http2,
+        AppProto::Rfb,
+        AppProto::Smb,
+        AppProto::Dcerpc,
+        AppProto::Sip,
+        AppProto::BittorrentDht,
+        AppProto::Dnp3,
+        AppProto::Pgsql,
+        AppProto::Rdp,
+        AppProto::Modbus,
+        AppProto::Enip,
+        AppProto::Mqtt,
+        AppProto::Nfs,
+        AppProto::Krb5,
+        AppProto::Ldap,
+        AppProto::Ike,
+        AppProto::Snmp,
+        AppProto::Dhcp,
+        AppProto::Ntp,
+        AppProto::Tftp,
+        AppProto::Quic,
+        AppProto::Mdns,
+    ];
 
     /// Name as in rules (`alert tls ...`) and eve's `app_proto`.
     pub fn name(self) -> &'static str {
@@ -70,6 +122,28 @@ impl AppProto {
             AppProto::Ssh => "ssh",
             AppProto::Smtp => "smtp",
             AppProto::Ftp => "ftp",
+            AppProto::Http2 => "http2",
+            AppProto::Rfb => "rfb",
+            AppProto::Smb => "smb",
+            AppProto::Dcerpc => "dcerpc",
+            AppProto::Sip => "sip",
+            AppProto::BittorrentDht => "bittorrent-dht",
+            AppProto::Dnp3 => "dnp3",
+            AppProto::Pgsql => "pgsql",
+            AppProto::Rdp => "rdp",
+            AppProto::Modbus => "modbus",
+            AppProto::Enip => "enip",
+            AppProto::Mqtt => "mqtt",
+            AppProto::Nfs => "nfs",
+            AppProto::Krb5 => "krb5",
+            AppProto::Ldap => "ldap",
+            AppProto::Ike => "ike",
+            AppProto::Snmp => "snmp",
+            AppProto::Dhcp => "dhcp",
+            AppProto::Ntp => "ntp",
+            AppProto::Tftp => "tftp",
+            AppProto::Quic => "quic",
+            AppProto::Mdns => "mdns",
         }
     }
 
@@ -83,6 +157,7 @@ impl AppProto {
             AppProto::Ssh => &[22],
             AppProto::Smtp => &[25, 465, 587, 2525],
             AppProto::Ftp => &[21],
+            other => detect_only::default_ports(other),
         }
     }
 }

@@ -8,6 +8,8 @@
 //! verdict; [`probe`] is the stateless check of one direction's first bytes.
 
 // Defined with the app layer's shared types; still reachable here, where it was.
+use crate::applayer::detect_only::probes::{self, Probe};
+use crate::applayer::detect_only::DetectOnlySettings;
 use crate::applayer::dns;
 pub use crate::applayer::AppProto;
 use crate::bytes;
@@ -25,6 +27,8 @@ pub enum Transport {
 pub struct DetectionPorts {
     pub dns_tcp: Vec<u16>,
     pub dns_udp: Vec<u16>,
+    /// The protocols detected without a parser: which are enabled, on which ports.
+    pub others: DetectOnlySettings,
 }
 
 impl Default for DetectionPorts {
@@ -32,6 +36,7 @@ impl Default for DetectionPorts {
         DetectionPorts {
             dns_tcp: AppProto::Dns.default_ports().to_vec(),
             dns_udp: AppProto::Dns.default_ports().to_vec(),
+            others: DetectOnlySettings::default(),
         }
     }
 }
@@ -44,6 +49,13 @@ impl DetectionPorts {
             Transport::Udp => &self.dns_udp,
         };
         list.contains(&ports.0) || list.contains(&ports.1)
+    }
+
+    /// Whether a UDP flow whose datagram `payload` (of `dir`) has no app-layer state yet
+    /// may carry a protocol picket detects, so that the state is worth creating: a DNS
+    /// port, a detection-only protocol's port, or one of their any-port patterns.
+    pub fn udp_candidate(&self, dir: Direction, ports: (u16, u16), payload: &[u8]) -> bool {
+        self.dns(Transport::Udp, ports) || self.others.udp_candidate(dir, ports, payload)
     }
 }
 
@@ -64,28 +76,24 @@ enum Check {
     NoMatch,
 }
 
-/// Compares `data` with `pattern` at the start: a full match, a prefix of it (need more), or
-/// different. `nocase` compares ASCII case-insensitively.
-fn prefix(data: &[u8], pattern: &[u8], nocase: bool) -> Check {
-    let n = data.len().min(pattern.len());
-    let same = if nocase { data[..n].eq_ignore_ascii_case(&pattern[..n]) } else { data[..n] == pattern[..n] };
-    match (same, data.len() >= pattern.len()) {
-        (false, _) => Check::NoMatch,
-        (true, true) => Check::Match,
-        (true, false) => Check::NeedMore,
+impl From<Probe> for Check {
+    fn from(p: Probe) -> Check {
+        match p {
+            Probe::Match => Check::Match,
+            Probe::NeedMore => Check::NeedMore,
+            Probe::NoMatch => Check::NoMatch,
+        }
     }
 }
 
+/// Compares `data` with `pattern` at the start: a full match, a prefix of it (need more), or
+/// different. `nocase` compares ASCII case-insensitively.
+fn prefix(data: &[u8], pattern: &[u8], nocase: bool) -> Check {
+    probes::starts(data, pattern, nocase).into()
+}
+
 fn any_prefix(data: &[u8], patterns: &[&[u8]], nocase: bool) -> Check {
-    let mut result = Check::NoMatch;
-    for p in patterns {
-        match prefix(data, p, nocase) {
-            Check::Match => return Check::Match,
-            Check::NeedMore => result = Check::NeedMore,
-            Check::NoMatch => {}
-        }
-    }
-    result
+    probes::starts_any(data, patterns, nocase).into()
 }
 
 /// Request methods Suricata's HTTP detection recognises, each followed by a space.
@@ -223,7 +231,11 @@ pub fn probe_with(
         if dns_port && dns::probe_message(data, data.len()).is_some() {
             return ProbeResult::Detected(AppProto::Dns);
         }
-        return ProbeResult::Unknown;
+        return match detection_ports.others.detect(false, direction, data, ports) {
+            Ok(proto) => ProbeResult::Detected(proto),
+            // A datagram is all there is of it.
+            Err(_) => ProbeResult::Unknown,
+        };
     }
     let mut need_more = false;
     let mut consider = |check: Check, proto: AppProto| -> Option<ProbeResult> {
@@ -268,6 +280,11 @@ pub fn probe_with(
             Check::NeedMore => need_more = true,
             Check::NoMatch => {}
         }
+    }
+    match detection_ports.others.detect(true, direction, data, ports) {
+        Ok(proto) => return ProbeResult::Detected(proto),
+        Err(Probe::NeedMore) => need_more = true,
+        Err(_) => {}
     }
     if need_more {
         ProbeResult::NeedMore
@@ -365,6 +382,16 @@ impl ProtoDetector {
         DetectStatus::Pending
     }
 
+    /// What `direction`'s own bytes were recognised as: `Some(Ok(proto))`, `Some(Err(()))`
+    /// when they matched nothing, `None` while undecided.
+    pub fn verdict(&self, direction: Direction) -> Option<Result<AppProto, ()>> {
+        match self.directions[direction.index()] {
+            DirectionVerdict::Probing => None,
+            DirectionVerdict::Unknown => Some(Err(())),
+            DirectionVerdict::Detected(p) => Some(Ok(p)),
+        }
+    }
+
     /// For UDP and one-sided flows: gives up on a direction that will see no more data.
     pub fn direction_finished(&mut self, direction: Direction) -> DetectStatus {
         let v = &mut self.directions[direction.index()];
@@ -450,7 +477,7 @@ mod tests {
     #[test]
     fn dns_on_configured_ports() {
         let q = dns_query();
-        let ports = DetectionPorts { dns_tcp: vec![53], dns_udp: vec![5353] };
+        let ports = DetectionPorts { dns_tcp: vec![53], dns_udp: vec![5353], ..DetectionPorts::default() };
         assert_eq!(
             probe_with(Transport::Udp, ToServer, &q, (38246, 5353), &ports),
             ProbeResult::Detected(AppProto::Dns)
@@ -470,7 +497,9 @@ mod tests {
     fn dns_by_port_udp_and_tcp() {
         let q = dns_query();
         assert_eq!(probe(Transport::Udp, ToServer, &q, (38246, 53)), ProbeResult::Detected(AppProto::Dns));
-        assert_eq!(probe(Transport::Udp, ToServer, &q, (38246, 5353)), ProbeResult::Unknown);
+        assert_eq!(probe(Transport::Udp, ToServer, &q, (38246, 5354)), ProbeResult::Unknown);
+        // Port 5353 is mDNS's, as in Suricata 8.
+        assert_eq!(probe(Transport::Udp, ToServer, &q, (38246, 5353)), ProbeResult::Detected(AppProto::Mdns));
         assert_eq!(probe(Transport::Udp, ToServer, &q[..10], (38246, 53)), ProbeResult::Unknown);
         let mut framed = (q.len() as u16).to_be_bytes().to_vec();
         framed.extend(&q);
@@ -497,7 +526,8 @@ mod tests {
     #[test]
     fn detector_fails_when_both_unknown_or_limit_reached() {
         let mut det = ProtoDetector::default();
-        det.on_data(Transport::Tcp, ToServer, b"\x00\x00\x00", ANY);
+        // (A zero first byte could still be SMB's NetBIOS header: not that.)
+        det.on_data(Transport::Tcp, ToServer, b"\x01\x00\x00", ANY);
         assert_eq!(det.on_data(Transport::Tcp, ToClient, b"hello", ANY), DetectStatus::Failed);
         // A never-ending prefix ("GE...") gives up at the limit.
         let mut det = ProtoDetector::new(2);

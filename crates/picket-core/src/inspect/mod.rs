@@ -40,7 +40,7 @@
 //!   first blocked packet of its direction since the flow was dropped (eve's `flows: start`).
 
 use crate::applayer::http::HttpConfig;
-use crate::applayer::probe::{DetectionPorts, Transport};
+use crate::applayer::probe::DetectionPorts;
 use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
@@ -194,6 +194,7 @@ fn detection_ports(engine: &EngineSettings) -> DetectionPorts {
     if let Some(p) = udp {
         ports.dns_udp = p.clone();
     }
+    ports.others = engine.detect_only.clone();
     ports
 }
 
@@ -575,7 +576,7 @@ impl Inspector {
             // A bad UDP checksum does not keep the datagram from the parser (Suricata
             // checks UDP checksums only for the checksum keywords).
             let ports = (flow.client().1, flow.server().1);
-            if app.is_some() || self.stages.detection_ports.dns(Transport::Udp, ports) {
+            if app.is_some() || self.stages.detection_ports.udp_candidate(dir, ports, d.payload) {
                 let al = app.get_or_insert_with(|| self.stages.new_app_layer());
                 al.on_datagram(dir, d.payload, ports, &mut self.detection.app_counters);
                 first_tx = al.take_pending(dir);

@@ -214,6 +214,9 @@ pub struct EngineSettings {
     /// `app-layer.protocols.dns.{tcp,udp}.detection-ports.dp` (or the key without the
     /// transport): server ports on which DNS is recognised; `None` keeps port 53.
     pub dns_detection_ports: [Option<Vec<u16>>; 2],
+    /// `app-layer.protocols.<proto>.enabled` and `detection-ports` of the protocols picket
+    /// detects without parsing them.
+    pub detect_only: crate::applayer::detect_only::DetectOnlySettings,
 }
 
 impl Default for EngineSettings {
@@ -255,6 +258,7 @@ impl Default for EngineSettings {
             runmode: None,
             default_log_dir: None,
             dns_detection_ports: [None, None],
+            detect_only: Default::default(),
         }
     }
 }
