@@ -45,6 +45,7 @@ pub use compile::RuleLog;
 use compile::{ActionScope, AlertLimit, CompiledRule, PacketCheck, ProtoMatch, Suppression};
 use payload::Inspection;
 pub use ports::PortGroupLimits;
+use program::MAX_VARS;
 use state::{FlowTrackers, FlowVars, Hosts, SharedState};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -339,6 +340,10 @@ pub struct DetectCtx {
     decode_scratch: Vec<u8>,
     /// (address, length) of the buffer instances one shared prefilter scanned for this packet.
     scanned_spans: Vec<(usize, usize)>,
+    /// byte_extract/byte_math variables of the rule being evaluated. Suricata keeps them per
+    /// detection thread for the whole rule, so a variable extracted from one buffer
+    /// (`ipv4.hdr`) is usable in a later one (`tcp.hdr`); reset for each candidate.
+    rule_vars: [u64; MAX_VARS],
 }
 
 /// One alert to log.
@@ -1404,6 +1409,7 @@ impl DetectEngine {
         if rule.never_matches.is_some() {
             return None;
         }
+        ctx.rule_vars = [0; MAX_VARS];
         if !proto_matches(rule.proto, facts) || !header_matches(rule, facts) {
             // Candidates the rule header (addresses, ports) rules out: what a finer,
             // port-based grouping of the prefilter would save.
@@ -1500,7 +1506,13 @@ impl DetectEngine {
         let mut decode_scratch = std::mem::take(&mut ctx.decode_scratch);
         let mut insp = Inspection::with_scratch(data, stream_start, &mut decode_scratch);
         insp.step_limit = self.step_limit;
+        insp.vars = ctx.rule_vars;
         let ok = insp.run(program);
+        if ok {
+            // Only a matching buffer's values carry on: a failed one ends the rule, except
+            // for one instance of a multi-buffer, whose values must not leak to the next.
+            ctx.rule_vars = insp.vars;
+        }
         let (limit_hit, pcre_limit_hits) = (insp.limit_hit, insp.pcre_limit_hits);
         ctx.decode_scratch = decode_scratch;
         if limit_hit {
