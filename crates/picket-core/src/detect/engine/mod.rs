@@ -186,6 +186,11 @@ pub struct DetectPacket<'a> {
     /// This packet's payload was added to the TCP stream (Suricata's PKT_STREAM_ADD): stream
     /// rules then wait for the reassembled data instead of inspecting the packet.
     pub payload_in_stream: bool,
+    /// A further stream chunk of the packet inspected just before (the stream held more than
+    /// one contiguous run to release). Suricata evaluates a rule once per packet, over all
+    /// its chunks: on a repeat only a rule matching this chunk's stream data may alert, and
+    /// not one that alerted on an earlier chunk of the packet.
+    pub repeat: bool,
     /// Application-layer buffers (http.uri, dns.query, ...) of this packet's transaction, once
     /// app-layer parsers exist. `None`: rules on such buffers do not match.
     pub buffers: Option<&'a dyn BufferSource>,
@@ -207,6 +212,7 @@ impl Default for DetectPacket<'_> {
             stream: None,
             app_proto: None,
             payload_in_stream: false,
+            repeat: false,
             buffers: None,
             buffers_other: None,
         }
@@ -344,6 +350,9 @@ pub struct DetectCtx {
     /// detection thread for the whole rule, so a variable extracted from one buffer
     /// (`ipv4.hdr`) is usable in a later one (`tcp.hdr`); reset for each candidate.
     rule_vars: [u64; MAX_VARS],
+    /// Rules that matched on the current packet's earlier stream chunks (see
+    /// `DetectPacket::repeat`); cleared by each packet's first run.
+    packet_matched: Vec<u32>,
 }
 
 /// One alert to log.
@@ -1195,6 +1204,9 @@ impl DetectEngine {
         let stamp = ctx.stamp;
         ctx.candidates.clear();
         ctx.matches.clear();
+        if !pkt.repeat {
+            ctx.packet_matched.clear();
+        }
 
         // IP-only rules: once per flow direction.
         let ip_only_due = match flow.as_deref() {
@@ -1218,9 +1230,18 @@ impl DetectEngine {
         for i in 0..ctx.candidates.len() {
             let idx = ctx.candidates[i];
             let Some(rule) = self.rules.get(idx as usize) else { continue };
+            if pkt.repeat && (rule.payload.is_none() || ctx.packet_matched.contains(&idx)) {
+                continue;
+            }
             let Some(in_stream) = self.evaluate(ctx, rule, pkt, &facts, flow.as_deref_mut(), &hosts, now) else {
                 continue;
             };
+            if pkt.repeat && !in_stream {
+                continue;
+            }
+            if pkt.stream.is_some() {
+                ctx.packet_matched.push(idx);
+            }
             ctx.counters.rules_matched += 1;
             for action in &rule.state_actions {
                 let vars = flow.as_deref_mut().map(|f| &mut f.vars);
