@@ -62,7 +62,8 @@ pub struct HttpConfig {
     pub response_body_limit: usize,
     /// Undo gzip/deflate Content-Encoding on responses (libhtp always does).
     pub decompress_response: bool,
-    /// Undo Content-Encoding on request bodies (off in Suricata by default).
+    /// Undo Content-Encoding on request bodies (Suricata turns libhtp's request
+    /// decompression on for every server config; there is no YAML key for it).
     pub decompress_request: bool,
     /// `response-body-decompress-layer-limit` (default 2); 0 means unlimited.
     pub decompress_layer_limit: u32,
@@ -86,7 +87,7 @@ impl Default for HttpConfig {
             request_body_limit: 100 * 1024,
             response_body_limit: 100 * 1024,
             decompress_response: true,
-            decompress_request: false,
+            decompress_request: true,
             decompress_layer_limit: 2,
             compression_bomb_limit: 1024 * 1024,
             compression_bomb_ratio: 2048,

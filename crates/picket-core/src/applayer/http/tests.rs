@@ -166,6 +166,19 @@ fn a_line_without_protocol_followed_by_headers_is_not_http09() {
 }
 
 #[test]
+fn gzip_request_bodies_are_decompressed_by_default() {
+    // Suricata enables libhtp's request decompression: http.request_body sees the form.
+    let gz = gzip(b"name=john");
+    let mut req =
+        format!("POST /hi HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", gz.len()).into_bytes();
+    req.extend_from_slice(&gz);
+    let p = whole(&req, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(p.tx(0).unwrap().request_body, b"name=john");
+    let (p, _) = run(&req, b"", usize::MAX, HttpConfig { decompress_request: false, ..HttpConfig::default() });
+    assert_eq!(p.tx(0).unwrap().request_body, gz);
+}
+
+#[test]
 fn request_body_by_length_and_chunked_and_pipelining() {
     let req = b"POST /1 HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloPOST /2 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\nGET /3 HTTP/1.1\r\n\r\n";
     let resp = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Type: x\r\n\r\n";
