@@ -232,6 +232,7 @@ impl Detection {
         mut app: Option<&mut AppView<'_>>,
         out: &mut Out<'_>,
     ) -> RunVerdict {
+        let repeat = std::mem::take(&mut self.repeat_chunk) && stream.is_some();
         let Some(engine) = self.engine.clone() else { return RunVerdict::default() };
         let (ts, pcap_cnt, decoded, tuple, vlan, payload, payload_in_stream) = match &origin {
             Origin::Wire(w) => (
@@ -268,6 +269,7 @@ impl Detection {
             stream: stream.as_ref().map(|(chunk, _)| *chunk),
             app_proto: app_facts.proto.map(|p| p.name()),
             payload_in_stream,
+            repeat,
             buffers: tx_buffers.as_ref().map(|b| b.source()),
             buffers_other: other_buffers.as_ref().map(|b| b.source()),
         };
@@ -425,6 +427,7 @@ impl Detection {
             let mut alerted = false;
             let mut ran = false;
             stream.inspect_raw_held(dir, mem, |chunk, held| {
+                self.repeat_chunk = ran;
                 ran = true;
                 self.counters.stream_pseudo_packets += 1;
                 let mut view = app.as_deref_mut().map(|a| a.view(first_tx, dir));

@@ -346,6 +346,9 @@ struct Detection {
     log_ja3: bool,
     /// The plug-in detectors (`crate::detectors`), fed per packet and flow event.
     detectors: Detectors,
+    /// The next run inspects a further stream chunk of the packet just inspected (set by
+    /// the chunk callback, taken by the run): see `DetectPacket::repeat`.
+    repeat_chunk: bool,
 }
 
 #[derive(Default)]
@@ -397,6 +400,7 @@ impl Inspector {
                     ["ja3.hash", "ja3.string", "ja3s.hash", "ja3s.string"].iter().any(|b| e.uses_buffer(b))
                 }),
                 detectors: settings.detectors.as_ref().map(|d| d.worker_set()).unwrap_or_default(),
+                repeat_chunk: false,
             },
             ended: Vec::new(),
             now: Timestamp(0),
@@ -565,6 +569,7 @@ impl Inspector {
             first_tx = al.take_pending(dir);
             let det = &mut self.detection;
             reassembly.inspect_raw_held(dir, &mut self.stream_mem, |chunk, held| {
+                det.repeat_chunk = inspected;
                 inspected = true;
                 let mut view = al.view(first_tx, dir);
                 run.merge(det.run(&wire, Some(facts), Some((chunk, held)), Some(detect), Some(&mut view), out));

@@ -62,7 +62,8 @@ pub struct HttpConfig {
     pub response_body_limit: usize,
     /// Undo gzip/deflate Content-Encoding on responses (libhtp always does).
     pub decompress_response: bool,
-    /// Undo Content-Encoding on request bodies (off in Suricata by default).
+    /// Undo Content-Encoding on request bodies (Suricata turns libhtp's request
+    /// decompression on for every server config; there is no YAML key for it).
     pub decompress_request: bool,
     /// `response-body-decompress-layer-limit` (default 2); 0 means unlimited.
     pub decompress_layer_limit: u32,
@@ -86,7 +87,7 @@ impl Default for HttpConfig {
             request_body_limit: 100 * 1024,
             response_body_limit: 100 * 1024,
             decompress_response: true,
-            decompress_request: false,
+            decompress_request: true,
             decompress_layer_limit: 2,
             compression_bomb_limit: 1024 * 1024,
             compression_bomb_ratio: 2048,
@@ -115,6 +116,9 @@ pub enum Progress {
 pub enum HttpAnomaly {
     /// A request line without a protocol: HTTP/0.9, no headers.
     Http09Request,
+    /// A request line without a protocol followed by more data: parsed with headers, as
+    /// libhtp does (Suricata's `REQUEST_LINE_MISSING_PROTOCOL`).
+    RequestLineMissingProtocol,
     /// A response line that does not start with "HTTP": treated as body.
     ResponseLineNotHttp,
     InvalidStatusLine,
@@ -524,6 +528,12 @@ struct Half {
     /// Chunk-size line starting at this stream offset: how many leading blank bytes it is
     /// known to have.
     chunk_blank_run: (u64, usize),
+    /// Request side: a request line without protocol waits for what follows it (HTTP/0.9
+    /// or headers, see `request_line`).
+    awaiting_09: bool,
+    /// Request side: the response has started, so a waiting line without protocol is
+    /// HTTP/0.9 now.
+    settle_09: bool,
 }
 
 impl Half {
@@ -542,6 +552,8 @@ impl Half {
             eol: EolMemo::default(),
             consumed: 0,
             chunk_blank_run: (0, 0),
+            awaiting_09: false,
+            settle_09: false,
         }
     }
 
@@ -575,6 +587,10 @@ impl Half {
 
 /// Capacity a direction's line buffer keeps when it runs empty; larger ones are freed.
 const IDLE_BUFFER_KEEP: usize = 256;
+
+/// Whitespace allowed after a request line without protocol for it to still be HTTP/0.9
+/// (libhtp's `HTTP09_MAX_JUNK_LEN`).
+const HTTP09_MAX_JUNK_LEN: usize = 16;
 
 /// HTTP/1.x parser for one flow.
 pub struct HttpParser {
@@ -801,6 +817,11 @@ impl HttpParser {
         if data.is_empty() {
             return;
         }
+        if dir == Direction::ToClient && self.halves[0].awaiting_09 {
+            // The server answers: the request line without protocol was all of the request.
+            self.halves[0].settle_09 = true;
+            self.run(Direction::ToServer);
+        }
         let half = &mut self.halves[dir.index()];
         match half.state {
             State::Tunnel | State::Lost => {}
@@ -997,6 +1018,25 @@ impl HttpParser {
             }
             return false;
         };
+        // A line without protocol is HTTP/0.9 (no headers) when at most a little whitespace
+        // follows it; with more data it is a request with headers and a missing protocol
+        // (libhtp). libhtp looks only at the rest of the delivery holding the line; picket
+        // waits for the next request bytes, the response or the close, so that where the
+        // stream is cut never changes the outcome.
+        let raw = &half.buf[line.start..line.end];
+        let mut http09 = false;
+        if !raw.iter().all(|&b| headers::is_space(b)) && split_request_line(raw).2.is_empty() {
+            let rest = &half.buf[line.next..];
+            let spaces = rest.iter().take_while(|&&b| headers::is_space(b)).count();
+            let more_follows = spaces < rest.len() || spaces > HTTP09_MAX_JUNK_LEN;
+            if !more_follows && !half.closed && !half.settle_09 {
+                half.awaiting_09 = true;
+                return false;
+            }
+            http09 = !more_follows;
+        }
+        half.awaiting_09 = false;
+        half.settle_09 = false;
         half.pos = line.next;
         let content = half.buf[line.start..line.end].to_vec();
         if content.iter().all(|&b| headers::is_space(b)) {
@@ -1036,7 +1076,7 @@ impl HttpParser {
         tx.request_line = content;
         tx.request_progress = Progress::Line;
         self.events.push(HttpEvent::RequestLine { tx: id });
-        if no_protocol {
+        if http09 {
             // HTTP/0.9: no headers, no body.
             tx.is_http09 = true;
             tx.request_progress = Progress::Complete;
@@ -1049,6 +1089,9 @@ impl HttpParser {
         tx.request_progress = Progress::Headers;
         self.halves[0].state = State::Headers;
         self.halves[0].block = Some(HeaderBlock::new(Side::Request, self.cfg.max_headers));
+        if no_protocol {
+            self.anomaly(Some(id), HttpAnomaly::RequestLineMissingProtocol);
+        }
         true
     }
 

@@ -139,6 +139,46 @@ fn odd_request_lines() {
 }
 
 #[test]
+fn a_line_without_protocol_followed_by_headers_is_not_http09() {
+    // libhtp: more than a little whitespace after a line without protocol means headers
+    // follow ("request line: missing protocol"); the response is then parsed as one.
+    let req = b"GET /gen.php?x=1\r\nHost: h\r\nUser-Agent: myscript\r\n\r\n";
+    let resp = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 3\r\n\r\nabc";
+    for step in [usize::MAX, 1, 5] {
+        let (p, events) = run(req, resp, step, HttpConfig::default());
+        let tx = p.tx(0).unwrap();
+        assert!(!tx.is_http09, "step {step}");
+        assert_eq!(tx.uri_raw, b"/gen.php?x=1");
+        assert!(tx.request_protocol.is_empty());
+        assert_eq!(header_value(&tx.request_headers, "user-agent"), Some(&b"myscript"[..]));
+        assert_eq!(tx.status_code, Some(400));
+        assert_eq!(tx.response_body, b"abc");
+        assert!(events.contains(&HttpEvent::Anomaly { tx: Some(0), anomaly: HttpAnomaly::RequestLineMissingProtocol }));
+        assert!(!events.iter().any(|e| matches!(e, HttpEvent::Anomaly { anomaly: HttpAnomaly::Http09Request, .. })));
+    }
+    // A little trailing whitespace still leaves HTTP/0.9, however the request is cut.
+    for step in [usize::MAX, 1, 3] {
+        let (p, _) = run(b"GET /old\r\n  \r\n", b"HTTP/1.0 200 OK\r\n\r\nbody", step, HttpConfig::default());
+        let tx = p.tx(0).unwrap();
+        assert!(tx.is_http09, "step {step}");
+        assert_eq!(tx.response_body, b"HTTP/1.0 200 OK\r\n\r\nbody");
+    }
+}
+
+#[test]
+fn gzip_request_bodies_are_decompressed_by_default() {
+    // Suricata enables libhtp's request decompression: http.request_body sees the form.
+    let gz = gzip(b"name=john");
+    let mut req =
+        format!("POST /hi HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", gz.len()).into_bytes();
+    req.extend_from_slice(&gz);
+    let p = whole(&req, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(p.tx(0).unwrap().request_body, b"name=john");
+    let (p, _) = run(&req, b"", usize::MAX, HttpConfig { decompress_request: false, ..HttpConfig::default() });
+    assert_eq!(p.tx(0).unwrap().request_body, gz);
+}
+
+#[test]
 fn request_body_by_length_and_chunked_and_pipelining() {
     let req = b"POST /1 HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloPOST /2 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\nGET /3 HTTP/1.1\r\n\r\n";
     let resp = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Type: x\r\n\r\n";

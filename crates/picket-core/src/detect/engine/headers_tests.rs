@@ -90,6 +90,22 @@ fn tcp_header_buffer_includes_options_and_mss_keyword() {
 }
 
 #[test]
+fn byte_variables_carry_from_one_header_buffer_to_the_next() {
+    // The IPv4 header has TTL 64 at offset 8 and protocol 6 at offset 9; the TCP header the
+    // destination port 80 at offset 2. Variables computed from ipv4.hdr drive a byte_test, a
+    // byte count and a content offset in tcp.hdr, as Suricata's per-rule variables do.
+    let e = engine(concat!(
+        // n = 6 - 5 = 1; r = TTL (1 byte) + 16 = 80.
+        "alert tcp any any -> any any (ipv4.hdr; byte_math:bytes 1, offset 9, oper -, rvalue 5, result n; byte_math:bytes n, offset 8, oper +, rvalue 16, result r; tcp.hdr; byte_test:2,=,r,2; sid:1;)\n",
+        "alert tcp any any -> any any (ipv4.hdr; byte_math:bytes 1, offset 8, oper +, rvalue 17, result r; tcp.hdr; byte_test:2,=,r,2; sid:2;)\n",
+        // o = 6 - 4 = 2: the port is at the offset; p = 6: it is not.
+        "alert tcp any any -> any any (ipv4.hdr; byte_math:bytes 1, offset 9, oper -, rvalue 4, result o; tcp.hdr; content:\"|00 50|\"; offset:o; depth:2; sid:3;)\n",
+        "alert tcp any any -> any any (ipv4.hdr; byte_extract:1,9,p; tcp.hdr; content:\"|00 50|\"; offset:p; depth:2; sid:4;)\n",
+    ));
+    assert_eq!(sids(&e, &tcp_syn_with_mss(1460)), vec![1, 3]);
+}
+
+#[test]
 fn icmpv4_header_length_follows_suricata() {
     // Router advertisement: 2 addresses of 2 words each -> 8 + 16 header bytes.
     let mut msg = vec![9, 0, 0, 0, 2, 2, 0, 30];

@@ -48,6 +48,7 @@ pub use compile::RuleLog;
 use compile::{ActionScope, AlertLimit, CompiledRule, LimitOutcome, PacketCheck, ProtoMatch, RateFilter, Suppression};
 use payload::Inspection;
 pub use ports::PortGroupLimits;
+use program::MAX_VARS;
 use state::{FlowTrackers, FlowVars, Hosts, SharedState};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -188,6 +189,11 @@ pub struct DetectPacket<'a> {
     /// This packet's payload was added to the TCP stream (Suricata's PKT_STREAM_ADD): stream
     /// rules then wait for the reassembled data instead of inspecting the packet.
     pub payload_in_stream: bool,
+    /// A further stream chunk of the packet inspected just before (the stream held more than
+    /// one contiguous run to release). Suricata evaluates a rule once per packet, over all
+    /// its chunks: on a repeat only a rule matching this chunk's stream data may alert, and
+    /// not one that alerted on an earlier chunk of the packet.
+    pub repeat: bool,
     /// Application-layer buffers (http.uri, dns.query, ...) of this packet's transaction, once
     /// app-layer parsers exist. `None`: rules on such buffers do not match.
     pub buffers: Option<&'a dyn BufferSource>,
@@ -209,6 +215,7 @@ impl Default for DetectPacket<'_> {
             stream: None,
             app_proto: None,
             payload_in_stream: false,
+            repeat: false,
             buffers: None,
             buffers_other: None,
         }
@@ -342,6 +349,13 @@ pub struct DetectCtx {
     decode_scratch: Vec<u8>,
     /// (address, length) of the buffer instances one shared prefilter scanned for this packet.
     scanned_spans: Vec<(usize, usize)>,
+    /// byte_extract/byte_math variables of the rule being evaluated. Suricata keeps them per
+    /// detection thread for the whole rule, so a variable extracted from one buffer
+    /// (`ipv4.hdr`) is usable in a later one (`tcp.hdr`); reset for each candidate.
+    rule_vars: [u64; MAX_VARS],
+    /// Rules that matched on the current packet's earlier stream chunks (see
+    /// `DetectPacket::repeat`); cleared by each packet's first run.
+    packet_matched: Vec<u32>,
 }
 
 /// One alert to log.
@@ -1202,6 +1216,9 @@ impl DetectEngine {
         let stamp = ctx.stamp;
         ctx.candidates.clear();
         ctx.matches.clear();
+        if !pkt.repeat {
+            ctx.packet_matched.clear();
+        }
 
         // IP-only rules: once per flow direction.
         let ip_only_due = match flow.as_deref() {
@@ -1225,9 +1242,18 @@ impl DetectEngine {
         for i in 0..ctx.candidates.len() {
             let idx = ctx.candidates[i];
             let Some(rule) = self.rules.get(idx as usize) else { continue };
+            if pkt.repeat && (rule.payload.is_none() || ctx.packet_matched.contains(&idx)) {
+                continue;
+            }
             let Some(in_stream) = self.evaluate(ctx, rule, pkt, &facts, flow.as_deref_mut(), &hosts, now) else {
                 continue;
             };
+            if pkt.repeat && !in_stream {
+                continue;
+            }
+            if pkt.stream.is_some() {
+                ctx.packet_matched.push(idx);
+            }
             ctx.counters.rules_matched += 1;
             for action in &rule.state_actions {
                 let vars = flow.as_deref_mut().map(|f| &mut f.vars);
@@ -1437,6 +1463,7 @@ impl DetectEngine {
         if rule.never_matches.is_some() {
             return None;
         }
+        ctx.rule_vars = [0; MAX_VARS];
         if !proto_matches(rule.proto, facts) || !header_matches(rule, facts) {
             // Candidates the rule header (addresses, ports) rules out: what a finer,
             // port-based grouping of the prefilter would save.
@@ -1533,7 +1560,13 @@ impl DetectEngine {
         let mut decode_scratch = std::mem::take(&mut ctx.decode_scratch);
         let mut insp = Inspection::with_scratch(data, stream_start, &mut decode_scratch);
         insp.step_limit = self.step_limit;
+        insp.vars = ctx.rule_vars;
         let ok = insp.run(program);
+        if ok {
+            // Only a matching buffer's values carry on: a failed one ends the rule, except
+            // for one instance of a multi-buffer, whose values must not leak to the next.
+            ctx.rule_vars = insp.vars;
+        }
         let (limit_hit, pcre_limit_hits) = (insp.limit_hit, insp.pcre_limit_hits);
         ctx.decode_scratch = decode_scratch;
         if limit_hit {

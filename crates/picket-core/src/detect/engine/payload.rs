@@ -387,7 +387,12 @@ impl<'b, 's> Inspection<'b, 's> {
                 offset = offset.max(o);
             }
         } else {
-            if let Some(d) = pos(c.depth)? {
+            if let Some(mut d) = pos(c.depth)? {
+                // Two numbers were summed when the rule compiled (depth counts from offset);
+                // with a variable on either side the sum happens here, as in Suricata.
+                if matches!((c.depth, c.offset), (Some(Val::Var(_)), Some(_)) | (Some(_), Some(Val::Var(_)))) {
+                    d = d.saturating_add(pos(c.offset)?.unwrap_or(0));
+                }
                 depth = d;
                 if self.stream_start != 0 {
                     match self.clip_depth_to_stream(depth) {

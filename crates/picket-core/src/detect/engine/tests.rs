@@ -57,6 +57,7 @@ pub(super) struct Opts<'a> {
     pub(super) flow: Option<FlowInfo>,
     pub(super) stream: Option<StreamChunk<'a>>,
     pub(super) payload_in_stream: bool,
+    pub(super) repeat: bool,
     pub(super) buffers: Option<&'a dyn BufferSource>,
     pub(super) buffers_other: Option<&'a dyn BufferSource>,
 }
@@ -77,6 +78,7 @@ pub(super) fn inspect_with(
         flow: o.flow,
         stream: o.stream,
         payload_in_stream: o.payload_in_stream,
+        repeat: o.repeat,
         buffers: o.buffers,
         buffers_other: o.buffers_other,
         ..Default::default()
@@ -327,6 +329,31 @@ alert ip any any -> any any (msg:"everything"; sid:3;)"#,
     );
     assert!(inspect_with(&e, &mut ctx, &frame, Opts { flow: to_server(), ..Default::default() }, Some(&mut flow))
         .is_empty());
+}
+
+#[test]
+fn a_packet_with_several_stream_chunks_alerts_once_per_rule() {
+    // A packet whose ack releases two contiguous runs is inspected per chunk; as in
+    // Suricata (one rule evaluation per packet, over every chunk), a header-only rule alerts
+    // on the first chunk only, a content rule on the first chunk it matches in, never twice.
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"header"; flow:to_server; ttl:64; sid:1;)
+alert tcp any any -> any any (msg:"content"; flow:to_server; content:"ATTACK"; sid:2;)
+alert tcp any any -> any any (msg:"second"; flow:to_server; content:"LATER"; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = tcp(CLIENT, 1, SERVER, 2, b"");
+    let run = |ctx: &mut DetectCtx, data: &'static [u8], offset: u64, repeat: bool| {
+        let chunk = StreamChunk { offset, data, new_start: offset, new_end: offset + data.len() as u64, gap_before: 0 };
+        let o = Opts { flow: to_server(), stream: Some(chunk), repeat, ..Default::default() };
+        let mut s: Vec<u32> = inspect_with(&e, ctx, &frame, o, None).iter().map(|a| a.sid).collect();
+        s.sort_unstable();
+        s
+    };
+    assert_eq!(run(&mut ctx, b"xxATTACK", 0, false), vec![1, 2]);
+    assert_eq!(run(&mut ctx, b"ATTACK LATER", 100, true), vec![3]);
+    // The next packet starts afresh.
+    assert_eq!(run(&mut ctx, b"ATTACK", 200, false), vec![1, 2]);
 }
 
 #[test]
