@@ -40,7 +40,7 @@
 //!   first blocked packet of its direction since the flow was dropped (eve's `flows: start`).
 
 use crate::applayer::http::HttpConfig;
-use crate::applayer::probe::DetectionPorts;
+use crate::applayer::probe::{DetectionPorts, Transport};
 use crate::counters::CounterSet;
 use crate::decode::{self, DecodeEvent, DecodeOptions, Decoded, IpLayer, L4};
 use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo};
