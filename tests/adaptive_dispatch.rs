@@ -4,6 +4,9 @@
 //! imbalance, so a small skewed capture sees many moves, flows moved mid-stream (TCP
 //! reassembly and HTTP state with them) and flows timing out after they moved.
 
+mod pcapfile;
+
+use pcapfile::{udp, Tcp};
 use std::path::Path;
 use std::process::Command;
 
@@ -30,48 +33,7 @@ struct Timed {
     frame: Vec<u8>,
 }
 
-/// A TCP conversation's packets, both ways, with consistent sequence numbers.
-struct Tcp {
-    client: ([u8; 4], u16),
-    server: ([u8; 4], u16),
-    seq_c: u32,
-    seq_s: u32,
-}
-
 impl Tcp {
-    fn new(client: ([u8; 4], u16), server: ([u8; 4], u16)) -> Self {
-        Tcp { client, server, seq_c: 1000, seq_s: 5000 }
-    }
-
-    fn segment(&mut self, to_server: bool, flags: &str, payload: &[u8]) -> Vec<u8> {
-        let (src, dst) = if to_server { (self.client, self.server) } else { (self.server, self.client) };
-        let (seq, ack) = if to_server { (self.seq_c, self.seq_s) } else { (self.seq_s, self.seq_c) };
-        let mut b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-            .ipv4(src.0, dst.0, 64)
-            .tcp(src.1, dst.1, seq, 64240);
-        if flags.contains('S') {
-            b = b.syn();
-        }
-        if flags.contains('A') {
-            b = b.ack(ack);
-        }
-        if flags.contains('P') {
-            b = b.psh();
-        }
-        if flags.contains('F') {
-            b = b.fin();
-        }
-        let mut out = Vec::new();
-        b.write(&mut out, payload).unwrap();
-        let advance = payload.len() as u32 + u32::from(flags.contains('S') || flags.contains('F'));
-        if to_server {
-            self.seq_c = self.seq_c.wrapping_add(advance);
-        } else {
-            self.seq_s = self.seq_s.wrapping_add(advance);
-        }
-        out
-    }
-
     /// Handshake, then `exchanges` request/response pairs, then FIN both ways; packets
     /// spread from `start_us` every `gap_us`.
     fn conversation(&mut self, start_us: u64, gap_us: u64, exchanges: &[(Vec<u8>, Vec<u8>)], out: &mut Vec<Timed>) {
@@ -103,16 +65,6 @@ impl Tcp {
         let ack = self.segment(true, "A", b"");
         push(ack, out);
     }
-}
-
-fn udp(src: ([u8; 4], u16), dst: ([u8; 4], u16), payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-        .ipv4(src.0, dst.0, 64)
-        .udp(src.1, dst.1)
-        .write(&mut out, payload)
-        .unwrap();
-    out
 }
 
 fn http_get(host: &str, agent: &str) -> Vec<u8> {

@@ -3,98 +3,45 @@
 //! (`app_proto`, `app_proto_tc`), a rule whose header names the protocol, and the
 //! `app-layer.protocols.<proto>.enabled` / `detection-ports` YAML keys.
 
+mod pcapfile;
+
+use pcapfile::{udp, write_pcap_every, Tcp};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-/// One TCP connection's packets: handshake, then each message acked by the other side,
+/// One TCP connection's frames: handshake, then each message acked by the other side,
 /// then FINs.
-struct Tcp {
-    client: ([u8; 4], u16),
-    server: ([u8; 4], u16),
-    seq_c: u32,
-    seq_s: u32,
+struct Session {
+    tcp: Tcp,
     frames: Vec<Vec<u8>>,
 }
 
-impl Tcp {
+impl Session {
     fn new(client: ([u8; 4], u16), server: ([u8; 4], u16)) -> Self {
-        let mut t = Tcp { client, server, seq_c: 1000, seq_s: 5000, frames: Vec::new() };
-        t.segment(true, "S", b"");
-        t.segment(false, "SA", b"");
-        t.segment(true, "A", b"");
-        t
-    }
-
-    fn segment(&mut self, to_server: bool, flags: &str, payload: &[u8]) {
-        let (src, dst) = if to_server { (self.client, self.server) } else { (self.server, self.client) };
-        let (seq, ack) = if to_server { (self.seq_c, self.seq_s) } else { (self.seq_s, self.seq_c) };
-        let mut b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-            .ipv4(src.0, dst.0, 64)
-            .tcp(src.1, dst.1, seq, 64240);
-        if flags.contains('S') {
-            b = b.syn();
-        }
-        if flags.contains('A') {
-            b = b.ack(ack);
-        }
-        if flags.contains('P') {
-            b = b.psh();
-        }
-        if flags.contains('F') {
-            b = b.fin();
-        }
-        let mut out = Vec::new();
-        b.write(&mut out, payload).unwrap();
-        let advance = payload.len() as u32 + u32::from(flags.contains('S') || flags.contains('F'));
-        if to_server {
-            self.seq_c = self.seq_c.wrapping_add(advance);
-        } else {
-            self.seq_s = self.seq_s.wrapping_add(advance);
-        }
-        self.frames.push(out);
+        let mut tcp = Tcp::new(client, server);
+        let frames = vec![tcp.segment(true, "S", b""), tcp.segment(false, "SA", b""), tcp.segment(true, "A", b"")];
+        Session { tcp, frames }
     }
 
     /// A message and the other side's ack.
     fn send(mut self, to_server: bool, payload: &[u8]) -> Self {
-        self.segment(to_server, "PA", payload);
-        self.segment(!to_server, "A", b"");
+        self.frames.push(self.tcp.segment(to_server, "PA", payload));
+        self.frames.push(self.tcp.segment(!to_server, "A", b""));
         self
     }
 
     fn close(mut self) -> Vec<Vec<u8>> {
-        self.segment(true, "FA", b"");
-        self.segment(false, "FA", b"");
-        self.segment(true, "A", b"");
+        self.frames.push(self.tcp.segment(true, "FA", b""));
+        self.frames.push(self.tcp.segment(false, "FA", b""));
+        self.frames.push(self.tcp.segment(true, "A", b""));
         self.frames
     }
 }
 
-fn udp(client: ([u8; 4], u16), server: ([u8; 4], u16), payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-        .ipv4(client.0, server.0, 64)
-        .udp(client.1, server.1)
-        .write(&mut out, payload)
-        .unwrap();
-    out
-}
-
-/// A little-endian microsecond pcap, one frame per millisecond.
+/// A capture with one frame per millisecond.
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut out = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    for word in [0u32, 0, 65535, 1] {
-        out.extend_from_slice(&word.to_le_bytes());
-    }
-    for (i, frame) in frames.iter().enumerate() {
-        for word in [1_700_000_000, i as u32 * 1000, frame.len() as u32, frame.len() as u32] {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-        out.extend_from_slice(frame);
-    }
-    std::fs::write(path, out).unwrap();
+    write_pcap_every(path, frames, 1000);
 }
 
 const C: [u8; 4] = [10, 0, 0, 1];
@@ -104,14 +51,15 @@ const S: [u8; 4] = [10, 0, 0, 2];
 /// SSH banner, SNMP over UDP.
 fn capture(dir: &Path) -> std::path::PathBuf {
     let mut frames = Vec::new();
-    frames.extend(Tcp::new((C, 40001), (S, 7000)).send(false, b"RFB 003.008\n").send(true, b"RFB 003.008\n").close());
+    frames
+        .extend(Session::new((C, 40001), (S, 7000)).send(false, b"RFB 003.008\n").send(true, b"RFB 003.008\n").close());
     frames.extend(
-        Tcp::new((C, 40002), (S, 5432)).send(true, &[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]).send(false, b"N").close(),
+        Session::new((C, 40002), (S, 5432)).send(true, &[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]).send(false, b"N").close(),
     );
     let dnp3 = [0x05, 0x64, 0x05, 0xc9, 0x01, 0x00, 0x00, 0x04, 0xe9, 0x21];
-    frames.extend(Tcp::new((C, 40003), (S, 20000)).send(true, &dnp3).close());
+    frames.extend(Session::new((C, 40003), (S, 20000)).send(true, &dnp3).close());
     frames.extend(
-        Tcp::new((C, 40004), (S, 8080))
+        Session::new((C, 40004), (S, 8080))
             .send(true, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             .send(false, b"SSH-2.0-OpenSSH_9.6\r\n")
             .close(),
