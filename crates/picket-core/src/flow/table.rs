@@ -658,6 +658,15 @@ impl<E: Default> FlowTable<E> {
         }
     }
 
+    /// Client and server trade places, TCP session sides included: protocol detection
+    /// found that a TCP session picked up midstream was first seen from its server.
+    pub fn reverse_session(&mut self, handle: FlowHandle) {
+        if let Some(slot) = self.live_slot_mut(handle) {
+            slot.flow.swap_roles();
+            slot.flow.tcp.swap_sides();
+        }
+    }
+
     pub fn set_bucket(&mut self, handle: FlowHandle, bucket: u16) {
         if let Some(slot) = self.live_slot_mut(handle) {
             slot.flow.bucket = bucket;

@@ -251,6 +251,16 @@ impl TcpSession {
         out
     }
 
+    /// Client and server trade places after the fact: the app layer found that the
+    /// session, picked up midstream, was first seen from its server (Suricata's
+    /// `StreamTcpReverseSession`). Every per-side field of both views moves with its
+    /// owner; the state itself is named from the client's side and stays.
+    pub fn swap_sides(&mut self) {
+        std::mem::swap(&mut self.client_isn, &mut self.server_isn);
+        std::mem::swap(&mut self.client_fin_acked_by, &mut self.server_fin_acked_by);
+        self.stream.sides.swap(0, 1);
+    }
+
     /// The flow's view.
     fn advance(&mut self, seg: &TcpSegment, payload_len: u32, from_client: bool, cfg: TcpConfig) -> TcpOutcome {
         let mut out = TcpOutcome::default();
@@ -840,6 +850,21 @@ mod tests {
         assert!(out.midstream_pickup && out.session_started);
         assert_eq!(on.state, TcpState::Established);
         assert!(on.midstream && on.reached_established);
+    }
+
+    #[test]
+    fn swap_sides_moves_each_direction_with_its_owner() {
+        let mut s = TcpSession::default();
+        // Picked up from the server's data packet, taken for the client's: its sequence
+        // number starts the "client" direction, its ACK the other.
+        s.on_segment(&seg(f::ACK | f::PSH, 500, 100), 10, true, MIDSTREAM);
+        assert_eq!((s.stream().base_seq(true), s.stream().base_seq(false)), (Some(500), Some(100)));
+        s.swap_sides();
+        assert_eq!((s.stream().base_seq(true), s.stream().base_seq(false)), (Some(100), Some(500)));
+        // The real client's ACK of the server's data moves the session on, from its side.
+        s.on_segment(&seg(f::ACK, 100, 510), 0, true, MIDSTREAM);
+        assert_eq!(s.stream().base_seq(true), Some(100));
+        assert_eq!(s.state, TcpState::Established);
     }
 
     #[test]

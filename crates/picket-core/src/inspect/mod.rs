@@ -62,6 +62,7 @@ mod detection;
 pub mod event;
 #[cfg(test)]
 mod ips_tests;
+mod midstream;
 #[cfg(test)]
 mod pass_alert_tests;
 #[cfg(test)]
@@ -483,6 +484,23 @@ impl Inspector {
             // answer: the capture began after the question.
             self.flows.swap_roles(verdict.handle);
             verdict.to_server = !verdict.to_server;
+        }
+        if verdict.to_server
+            && self.detection.engine.is_some()
+            && !skip_stream
+            && self.flows.flow_and_ext_mut(verdict.handle).is_some_and(|(f, e)| {
+                midstream::server_spoke_first(
+                    &d,
+                    f,
+                    e.stream.is_none() && e.app.is_none(),
+                    &self.stages.detection_ports,
+                )
+            })
+        {
+            // The TCP equivalent: a session picked up midstream whose first data is the
+            // server's is turned round, TCP session sides included.
+            self.flows.reverse_session(verdict.handle);
+            verdict.to_server = false;
         }
         let Some((flow, ext)) = self.flows.flow_and_ext_mut(verdict.handle) else { return Verdict::Pass };
         if verdict.established
