@@ -979,7 +979,12 @@ fn flow_packet(wire: &WirePacket<'_>, skip_stream: bool) -> FlowPacket {
         vlan: d.vlan,
         ts: wire.meta.ts,
         pcap_cnt: wire.meta.pcap_cnt,
-        wire_len: wire.meta.wire_len,
+        // An inner packet counts with its own length in its flow, as Suricata's tunnel
+        // pseudo-packet does (the outer flow has the whole packet's, see `outer_flow`).
+        wire_len: match d.tunnel {
+            Some(t) => wire.meta.wire_len.saturating_sub(t.inner_offset),
+            None => wire.meta.wire_len,
+        },
         payload_len: d.payload.len() as u32,
         tcp,
     }
