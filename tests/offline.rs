@@ -409,3 +409,83 @@ fn bounds_hyperscan_refused_pattern_falls_back_and_matches() {
         assert_eq!(alerts, vec![(1, 80), (2, 81)], "{algo}");
     }
 }
+
+/// A capture of tunnels: eight inner UDP conversations in GRE between two endpoints, and
+/// eight in VXLAN where each direction leaves its VTEP from its own source port (two outer
+/// flows per conversation, as real VTEPs do).
+fn tunnel_frames() -> Vec<Vec<u8>> {
+    let (a, b) = ([192, 0, 2, 1], [192, 0, 2, 2]);
+    let inner = |i: u8, back: bool| {
+        let (x, y, sp, dp) =
+            if back { ([10, 9, 0, 2], [10, 9, 0, i], 53, 1000) } else { ([10, 9, 0, i], [10, 9, 0, 2], 1000, 53) };
+        let mut out = Vec::new();
+        etherparse::PacketBuilder::ipv4(x, y, 64).udp(sp, dp).write(&mut out, b"tunnelled").unwrap();
+        out
+    };
+    let mut frames = Vec::new();
+    for i in 10..18u8 {
+        for back in [false, true] {
+            let (x, y) = if back { (b, a) } else { (a, b) };
+            let gre = [&[0u8, 0, 0x08, 0x00][..], &inner(i, back)].concat();
+            let mut out = Vec::new();
+            etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+                .ipv4(x, y, 64)
+                .write(&mut out, etherparse::IpNumber(47), &gre)
+                .unwrap();
+            frames.push(out);
+            let eth = [&[2u8, 0, 0, 0, 0, 3, 2, 0, 0, 0, 0, 4, 0x08, 0x00][..], &inner(i + 20, back)].concat();
+            let vxlan = [&[0x08u8, 0, 0, 0, 0, 0, 100, 0][..], &eth].concat();
+            let sport = if back { 50000 } else { 40000 } + i as u16;
+            let mut out = Vec::new();
+            etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+                .ipv4(x, y, 64)
+                .udp(sport, 4789)
+                .write(&mut out, &vxlan)
+                .unwrap();
+            frames.push(out);
+        }
+    }
+    frames
+}
+
+/// Tunnels are dispatched by their outer packet: the outer flows (GRE, each VXLAN
+/// direction) and the inner flows get the same records whether one thread or two workers
+/// did the work, and each inner conversation is one flow with packets both ways.
+#[test]
+fn tunnel_flow_records_do_not_depend_on_run_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("tunnels.pcap");
+    write_pcap(&pcap, &tunnel_frames());
+    let flows = |mode: &[&str]| -> BTreeSet<String> {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec!["-r", pcap.to_str().unwrap(), "-l", out.path().to_str().unwrap()];
+        args.extend_from_slice(mode);
+        run_ok(&args);
+        read_eve(out.path())
+            .iter()
+            .filter(|e| e["event_type"] == "flow")
+            .map(|e| {
+                let f = &e["flow"];
+                format!(
+                    "{} {}:{} {}:{} {}/{}",
+                    e["proto"],
+                    e["src_ip"],
+                    e["src_port"],
+                    e["dest_ip"],
+                    e["dest_port"],
+                    f["pkts_toserver"],
+                    f["pkts_toclient"]
+                )
+            })
+            .collect()
+    };
+    let single = flows(&["--runmode", "single"]);
+    // One GRE flow with every GRE packet, 16 outer VXLAN flows, 16 inner flows.
+    assert_eq!(single.len(), 33, "{single:#?}");
+    assert!(single.contains("\"GRE\" \"192.0.2.1\":null \"192.0.2.2\":null 8/8"), "{single:#?}");
+    assert!(single.contains("\"UDP\" \"192.0.2.2\":50010 \"192.0.2.1\":4789 1/0"), "{single:#?}");
+    assert!(single.contains("\"UDP\" \"10.9.0.30\":1000 \"10.9.0.2\":53 1/1"), "{single:#?}");
+    for workers in ["2", "3"] {
+        assert_eq!(single, flows(&["--workers", workers, "--dispatch", "flow"]), "{workers} workers");
+    }
+}

@@ -547,6 +547,7 @@ where
     let Some(outer) = d.tuple() else {
         return false;
     };
+    let outer_vlan = d.vlan;
     let mut inner = Decoded::empty();
     inner.vlan = d.vlan;
     inner.vlan_depth = d.vlan_depth;
@@ -560,7 +561,7 @@ where
         None => (1, w.offset_of(start), kind),
     };
     inner.events.union(d.events);
-    inner.tunnel = Some(TunnelInfo { kind, innermost_kind, outer, depth, inner_offset });
+    inner.tunnel = Some(TunnelInfo { kind, innermost_kind, outer, outer_vlan, depth, inner_offset });
     *d = inner;
     true
 }
@@ -934,9 +935,14 @@ fn decode_transport<'a>(w: &mut Walk<'a, '_>, d: &mut Decoded<'a>, proto: u8, se
 /// every packet [`decode`] would give an equal or reversed [`FiveTuple`] and VLANs —
 /// except that ICMP is hashed without type/code (so echo request and reply meet on one
 /// worker) and fragments without ports (so all fragments of a datagram meet). Tunnelled
-/// packets hash on their innermost tuple: the plain parse hands anything that may be an
-/// encapsulation (GRE, IP-in-IP, tunnel UDP ports, MPLS, PPP, PPPoE, NSH) to [`decode`],
-/// so the two never disagree. Packets without an IP layer hash to 0. Uses the default
+/// packets hash on their OUTERMOST tuple, as Suricata's autofp dispatches a tunnel packet
+/// and its inner packets to the thread of the outer flow: the outer flow (which has a
+/// flow record of its own) and every inner flow of one tunnel live on one worker. An
+/// IP-in-IP or GRE tunnel is thus one worker's load. UDP tunnels (VXLAN, Geneve, Teredo)
+/// hash on the outer addresses without ports: the two directions are two outer flows with
+/// different source ports, and both must meet the inner flows they carry, so all the
+/// traffic between two tunnel endpoints is one worker's load too. Encapsulations
+/// the plain parse cannot see through (MPLS, PPP, PPPoE, NSH) are left to [`decode`]. Packets without an IP layer hash to 0. Uses the default
 /// tunnel ports; see [`flow_hash_with`].
 pub fn flow_hash(link: LinkType, data: &[u8]) -> u32 {
     flow_hash_with(link, data, &DecodeOptions::DEFAULT)
@@ -948,13 +954,9 @@ pub fn flow_hash_with(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 
     match locate_network_layer(link, data) {
         Located::Ip(network, vlan) => {
             let vlan_word = vlan_word(vlan);
-            let hashed = match network {
+            match network {
                 NetworkLayer::V4(ip) => hash_ipv4(ip, vlan_word, opts),
                 NetworkLayer::V6(ip) => hash_ipv6(ip, vlan_word, opts),
-            };
-            match hashed {
-                Some(h) => h,
-                None => hash_by_decoding(link, data, opts),
             }
         }
         Located::NeedsDecode => hash_by_decoding(link, data, opts),
@@ -1043,39 +1045,45 @@ fn ports(proto: u8, l4: &[u8]) -> (u16, u16) {
     }
 }
 
-/// True when `decode` may find a tunnel behind this protocol and these ports.
+/// True for UDP with a tunnel port (VXLAN, Geneve, Teredo) at either end. Such packets
+/// hash without their ports: the two directions of a UDP tunnel are two outer flows
+/// (each VTEP picks its own source port, from the inner flow), and both must be on the
+/// worker of the inner flows they carry. Either end, so both directions agree.
 #[inline]
-fn may_be_tunnel(proto: u8, src_port: u16, dst_port: u16, opts: &DecodeOptions) -> bool {
-    match proto {
-        tunnel::PROTO_GRE | tunnel::PROTO_IPIP | tunnel::PROTO_IPV6_IN_IP => true,
-        PROTO_UDP => {
-            opts.vxlan_ports.contains(dst_port)
-                || opts.geneve_ports.contains(dst_port)
-                || opts.teredo_ports.contains(src_port)
-                || opts.teredo_ports.contains(dst_port)
-        }
-        _ => false,
+fn udp_tunnel_ports(proto: u8, src_port: u16, dst_port: u16, opts: &DecodeOptions) -> bool {
+    proto == PROTO_UDP
+        && [src_port, dst_port]
+            .into_iter()
+            .any(|p| opts.vxlan_ports.contains(p) || opts.geneve_ports.contains(p) || opts.teredo_ports.contains(p))
+}
+
+/// Ports a packet is hashed with: none for a UDP tunnel (see [`udp_tunnel_ports`]).
+#[inline]
+fn hash_ports(proto: u8, ports: (u16, u16), opts: &DecodeOptions) -> (u16, u16) {
+    if udp_tunnel_ports(proto, ports.0, ports.1, opts) {
+        (0, 0)
+    } else {
+        ports
     }
 }
 
-/// `None` when the packet may be a tunnel and must be decoded.
-fn hash_ipv4(ip: &[u8], vlan_word: u64, opts: &DecodeOptions) -> Option<u32> {
+/// The hash of the packet's own (outermost) IPv4 tuple, tunnel or not.
+fn hash_ipv4(ip: &[u8], vlan_word: u64, opts: &DecodeOptions) -> u32 {
     if ip.len() < ipv4::IPV4_MIN_HEADER_LEN {
-        return Some(0);
+        return 0;
     }
     let header_len = ((ip[0] & 0x0f) as usize) * 4;
     let proto = ip[9];
     let is_fragment = ip[6] & 0x3f != 0 || ip[7] != 0;
     let (src_port, dst_port) = match ip.get(header_len..) {
-        Some(l4) if !is_fragment && header_len >= ipv4::IPV4_MIN_HEADER_LEN => ports(proto, l4),
+        Some(l4) if !is_fragment && header_len >= ipv4::IPV4_MIN_HEADER_LEN => {
+            hash_ports(proto, ports(proto, l4), opts)
+        }
         _ => (0, 0),
     };
-    if !is_fragment && may_be_tunnel(proto, src_port, dst_port, opts) {
-        return None;
-    }
     let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
     let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
-    Some(hash_v4_key(src, dst, src_port, dst_port, proto, vlan_word))
+    hash_v4_key(src, dst, src_port, dst_port, proto, vlan_word)
 }
 
 fn hash_v4_key(src: u32, dst: u32, src_port: u16, dst_port: u16, proto: u8, vlan_word: u64) -> u32 {
@@ -1088,20 +1096,18 @@ fn hash_v4_key(src: u32, dst: u32, src_port: u16, dst_port: u16, proto: u8, vlan
     finish(h)
 }
 
-/// `None` when the packet may be a tunnel and must be decoded.
-fn hash_ipv6(ip: &[u8], vlan_word: u64, opts: &DecodeOptions) -> Option<u32> {
+/// The hash of the packet's own (outermost) IPv6 tuple, tunnel or not.
+fn hash_ipv6(ip: &[u8], vlan_word: u64, opts: &DecodeOptions) -> u32 {
     if ip.len() < ipv6::IPV6_HEADER_LEN {
-        return Some(0);
+        return 0;
     }
-    let (proto, src_port, dst_port, is_fragment) = ipv6_upper_ports(ip);
-    if !is_fragment && may_be_tunnel(proto, src_port, dst_port, opts) {
-        return None;
-    }
+    let (proto, src_port, dst_port, _) = ipv6_upper_ports(ip);
+    let (src_port, dst_port) = hash_ports(proto, (src_port, dst_port), opts);
     let mut src = [0u8; 16];
     src.copy_from_slice(&ip[8..24]);
     let mut dst = [0u8; 16];
     dst.copy_from_slice(&ip[24..40]);
-    Some(hash_v6_key(u128::from_be_bytes(src), u128::from_be_bytes(dst), src_port, dst_port, proto, vlan_word))
+    hash_v6_key(u128::from_be_bytes(src), u128::from_be_bytes(dst), src_port, dst_port, proto, vlan_word)
 }
 
 fn hash_v6_key(src: u128, dst: u128, src_port: u16, dst_port: u16, proto: u8, vlan_word: u64) -> u32 {
@@ -1123,12 +1129,18 @@ fn hash_v6_key(src: u128, dst: u128, src_port: u16, dst_port: u16, proto: u8, vl
 /// (a UDP port that is a tunnel port one way only) still meets itself.
 fn hash_by_decoding(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 {
     let d = decode(link, data, &DecodeOptions { validate_checksums: false, ..*opts });
-    let Some(t) = d.tuple() else {
-        return 0;
+    // A tunnel under the encapsulation (GRE behind MPLS, ...) hashes on its outer packet,
+    // as the plain path does; fragment is then the outer packet's too (ports are 0 when
+    // it is fragmented, and a tunnel is only entered on an unfragmented one).
+    let (t, vlan, fragment) = match d.tunnel {
+        Some(t) => (t.outer, t.outer_vlan, false),
+        None => match d.tuple() {
+            Some(t) => (t, if d.vlan_depth > MAX_VLAN_LAYERS { [0; 3] } else { d.vlan }, d.fragment),
+            None => return 0,
+        },
     };
-    let vlan = if d.vlan_depth > MAX_VLAN_LAYERS { [0; 3] } else { d.vlan };
     let (src_port, dst_port) = match t.proto {
-        PROTO_TCP | PROTO_UDP if !d.fragment => (t.src_port, t.dst_port),
+        PROTO_TCP | PROTO_UDP if !fragment => hash_ports(t.proto, (t.src_port, t.dst_port), opts),
         _ => (0, 0),
     };
     if t.is_v4 {

@@ -81,6 +81,9 @@ pub struct TunnelInfo {
     pub innermost_kind: TunnelKind,
     /// The outermost IP packet's flow key.
     pub outer: FiveTuple,
+    /// VLAN ids of the outermost packet (the inner packet may add tags: ERSPAN, bridged
+    /// Ethernet); the outer flow is keyed with these.
+    pub outer_vlan: super::VlanIds,
     /// Number of tunnels crossed to reach the inner packet (1 for one tunnel).
     pub depth: u8,
     /// Offset in the captured bytes where the innermost tunnel's payload starts: the

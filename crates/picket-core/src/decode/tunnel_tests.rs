@@ -127,13 +127,16 @@ fn gre_carries_ipv4_and_reports_the_outer_packet() {
     assert_eq!(&frame[t.inner_offset as usize..], &inner[..]);
     assert_eq!(d.tunnel_depth(), 1);
 
-    // Both directions of the inner flow meet, whatever the outer addresses.
+    // The dispatch hash is the outer flow's (the tunnel lives on one worker): both
+    // directions of the tunnel meet, whatever they carry.
     let reply = ipv4_udp(INNER_B, INNER_A, 53, 1234, b"answer");
-    let back = ethernet(ETHERTYPE_IPV4, &ipv4_around(47, [203, 0, 113, 9], OUTER_A, &gre([0, 0], 0x0800, &[], &reply)));
+    let back = ethernet(ETHERTYPE_IPV4, &ipv4_around(47, OUTER_B, OUTER_A, &gre([0, 0], 0x0800, &[], &reply)));
     assert_eq!(flow_hash(LinkType::Ethernet, &frame), flow_hash(LinkType::Ethernet, &back));
-    // And the hash is the inner flow's, not the outer one's.
-    let plain = ethernet(ETHERTYPE_IPV4, &inner);
+    let plain = ethernet(ETHERTYPE_IPV4, &ipv4_around(47, OUTER_A, OUTER_B, b"not decoded"));
     assert_eq!(flow_hash(LinkType::Ethernet, &frame), flow_hash(LinkType::Ethernet, &plain));
+    let other_tunnel =
+        ethernet(ETHERTYPE_IPV4, &ipv4_around(47, [203, 0, 113, 9], OUTER_A, &gre([0, 0], 0x0800, &[], &reply)));
+    assert_ne!(flow_hash(LinkType::Ethernet, &frame), flow_hash(LinkType::Ethernet, &other_tunnel));
 }
 
 #[test]
@@ -612,19 +615,28 @@ proptest! {
         }
     }
 
-    /// Inner flows in GRE and VXLAN: both directions meet, and the hash is the one the
-    /// bare inner packet gets.
+    /// GRE and VXLAN tunnels: both directions of the tunnel meet, and the hash is the one
+    /// the bare outer packet gets, whatever the inner flow.
     #[test]
     fn tunnelled_flow_hash_is_symmetric(a: [u8; 4], b: [u8; 4], sport: u16, dport: u16, vxlan_tunnel: bool) {
         let forward = ipv4_udp(a, b, sport, dport, b"f");
         let backward = ipv4_udp(b, a, dport, sport, b"b");
-        let wrap = |inner: &[u8]| if vxlan_tunnel {
-            ipv4_udp(OUTER_A, OUTER_B, 40000, 4789, &vxlan(3, &ethernet(ETHERTYPE_IPV4, inner)))
-        } else {
-            ipv4_around(47, OUTER_B, OUTER_A, &gre([0, 0], 0x0800, &[], inner))
+        let wrap = |inner: &[u8], back: bool| {
+            let (x, y) = if back { (OUTER_B, OUTER_A) } else { (OUTER_A, OUTER_B) };
+            if vxlan_tunnel {
+                let (s, d) = if back { (4789, 40000) } else { (40000, 4789) };
+                ipv4_udp(x, y, s, d, &vxlan(3, &ethernet(ETHERTYPE_IPV4, inner)))
+            } else {
+                ipv4_around(47, x, y, &gre([0, 0], 0x0800, &[], inner))
+            }
         };
-        let (f, r) = (wrap(&forward), wrap(&backward));
+        let (f, r) = (wrap(&forward, false), wrap(&backward, true));
         prop_assert_eq!(flow_hash(LinkType::RawIpv4, &f), flow_hash(LinkType::RawIpv4, &r));
-        prop_assert_eq!(flow_hash(LinkType::RawIpv4, &f), flow_hash(LinkType::RawIpv4, &forward));
+        let bare = if vxlan_tunnel {
+            ipv4_udp(OUTER_A, OUTER_B, 40000, 4789, b"x")
+        } else {
+            ipv4_around(47, OUTER_A, OUTER_B, b"x")
+        };
+        prop_assert_eq!(flow_hash(LinkType::RawIpv4, &f), flow_hash(LinkType::RawIpv4, &bare));
     }
 }

@@ -431,6 +431,33 @@ impl Inspector {
         det.engine.replace(engine)
     }
 
+    /// Counts a tunnelled packet in the flow of its outermost packet (the IP-in-IP, GRE or
+    /// ERSPAN flow between the tunnel endpoints, the outer UDP flow of VXLAN, Geneve or
+    /// Teredo), as Suricata does: that flow gets a flow record of its own, with the whole
+    /// packet's length in its byte counters. It is only tracked: no stream, app layer or
+    /// detection (the inner packet is what rules see).
+    fn outer_flow(&mut self, t: &decode::TunnelInfo, meta: &crate::packet::PacketMeta, out: &mut Out<'_>) {
+        let pkt = FlowPacket {
+            tuple: t.outer,
+            vlan: t.outer_vlan,
+            ts: meta.ts,
+            pcap_cnt: meta.pcap_cnt,
+            wire_len: meta.wire_len,
+            payload_len: 0,
+            tcp: None,
+        };
+        let ended = &mut self.ended;
+        let verdict = self.flows.process(&pkt, &mut |rec| ended.push(rec));
+        for rec in self.ended.drain(..) {
+            self.detection.end_flow(rec, &mut self.stream_mem, out);
+        }
+        if let Some(v) = verdict {
+            if v.created && meta.bucket != 0 {
+                self.flows.set_bucket(v.handle, meta.bucket);
+            }
+        }
+    }
+
     /// Inspects one packet. Events it raises go to `sink` keyed by its `pcap_cnt`; the
     /// returned verdict says whether the packet may go on (inline modes act on it).
     pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {
@@ -457,6 +484,9 @@ impl Inspector {
         let Some(tuple) = d.tuple() else { return Verdict::Pass };
         if !self.detection.detectors.is_empty() {
             self.detection.detectors.packet(&detector_facts(&tuple, &d, meta));
+        }
+        if let Some(t) = d.tunnel {
+            self.outer_flow(&t, meta, out);
         }
         let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
         if d.fragment {
@@ -967,7 +997,12 @@ fn flow_packet(wire: &WirePacket<'_>, skip_stream: bool) -> FlowPacket {
         vlan: d.vlan,
         ts: wire.meta.ts,
         pcap_cnt: wire.meta.pcap_cnt,
-        wire_len: wire.meta.wire_len,
+        // An inner packet counts with its own length in its flow, as Suricata's tunnel
+        // pseudo-packet does (the outer flow has the whole packet's, see `outer_flow`).
+        wire_len: match d.tunnel {
+            Some(t) => wire.meta.wire_len.saturating_sub(t.inner_offset),
+            None => wire.meta.wire_len,
+        },
         payload_len: d.payload.len() as u32,
         tcp,
     }
