@@ -160,6 +160,7 @@ impl HttpAnomaly {
     pub fn suricata_event(self) -> Option<(Direction, &'static str)> {
         match self {
             HttpAnomaly::RequestLineMissingProtocol => Some((Direction::ToServer, "REQUEST_LINE_MISSING_PROTOCOL")),
+            HttpAnomaly::ResponseWithoutRequest => Some((Direction::ToClient, "UNABLE_TO_MATCH_RESPONSE_TO_REQUEST")),
             _ => None,
         }
     }
