@@ -64,6 +64,11 @@ impl EventSink for LogSink {
                         .push_sub(Sink::Eve, key, sub, |buf| eve::anomaly::write_anomalies(buf, a, &self.opts.anomaly));
                 }
             }
+            Event::AppAnomaly(a) => {
+                if self.opts.types.anomaly && self.opts.anomaly.applayer {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| eve::anomaly::write_app_anomaly(buf, a));
+                }
+            }
         }
     }
 }

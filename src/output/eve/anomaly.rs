@@ -6,13 +6,16 @@
 //! What is logged follows the `anomaly:` entry of eve-log `types:`: `types: {decode,
 //! stream, applayer}` (Suricata's defaults: applayer only) and `packethdr`. Decoder events
 //! reach the sink only when `decode` is on (`InspectSettings::log_decode_anomalies`), so
-//! the packet path pays nothing otherwise. picket reports no stream or app-layer
-//! anomalies as records yet (they are counters: `stream.*`, `app_layer.*`).
+//! the packet path pays nothing otherwise. App-layer anomalies (`type: "applayer"`,
+//! `layer: "proto_parser"`, with the parser's event name, `app_proto` and `tx_id`) come
+//! from the parsers (`Event::AppAnomaly`) and are written when `applayer` is on. picket
+//! reports no stream anomalies as records yet (they are counters: `stream.*`).
 
 use super::options::AnomalyLogOptions;
 use super::EventHeader;
 use crate::output::json::base64;
-use picket_core::inspect::AnomalyEvent;
+use picket_core::inspect::{AnomalyEvent, AppAnomalyEvent};
+use picket_core::stream::Direction;
 
 /// Bytes of the packet a record carries with `packethdr: yes` (Suricata's 32).
 const PACKET_HEADER_BYTES: usize = 32;
@@ -50,6 +53,36 @@ pub fn write_anomalies(buf: &mut Vec<u8>, a: &AnomalyEvent<'_>, opts: &AnomalyLo
         }
         o.finish();
     }
+}
+
+/// Appends the eve `anomaly` record of an app-layer parser anomaly to `buf`, addressed
+/// from the sender of the data it was found in, as Suricata writes it.
+pub fn write_app_anomaly(buf: &mut Vec<u8>, a: &AppAnomalyEvent) {
+    // The tuple is the flow's, client to server: turned round for data the server sent.
+    let t = if a.anomaly.dir == Direction::ToServer { a.tuple } else { a.tuple.reversed() };
+    let mut o = EventHeader {
+        ts: a.ts,
+        flow_id: Some(a.flow.info.flow_id),
+        pcap_cnt: (a.pcap_cnt > 0).then_some(a.pcap_cnt),
+        event_type: "anomaly",
+        src_ip: t.src_ip(),
+        src_port: t.src_port,
+        dest_ip: t.dst_ip(),
+        dest_port: t.dst_port,
+        proto: t.proto,
+        icmp: None,
+    }
+    .write(buf);
+    o.u64("ip_v", if t.is_v4 { 4 } else { 6 });
+    o.str("pkt_src", if a.pcap_cnt > 0 { "wire/pcap" } else { "stream (flow timeout)" });
+    super::header::write_vlan(&mut o, &a.vlan);
+    o.u64("tx_id", a.anomaly.tx);
+    let an = o.open("anomaly");
+    if let Some(p) = a.proto {
+        an.str("app_proto", p.name());
+    }
+    an.str("type", "applayer").str("event", a.anomaly.event).str("layer", "proto_parser").close();
+    o.finish();
 }
 
 #[cfg(test)]
@@ -109,5 +142,44 @@ mod tests {
         let mut frame = vec![0u8; 60];
         frame[12..14].copy_from_slice(&46u16.to_be_bytes());
         assert!(records(&frame, &AnomalyLogOptions { decode: true, ..Default::default() }).is_empty());
+    }
+
+    /// An app-layer anomaly found in a response is written server to client, with the
+    /// parser's event, `app_proto`, `layer` and `tx_id` as Suricata writes them.
+    #[test]
+    fn app_layer_anomaly_in_suricata_shape() {
+        use picket_core::applayer::{AppAnomaly, AppProto};
+        use picket_core::decode::{FiveTuple, PROTO_UDP};
+        let frame = truncated_udp();
+        let decoded = decode(LinkType::Ethernet, &frame, &DecodeOptions::default());
+        let tuple: FiveTuple = decoded.tuple().expect("tuple");
+        assert_eq!(tuple.proto, PROTO_UDP);
+        let flow = picket_core::inspect::FlowFacts {
+            info: picket_core::detect::engine::FlowInfo { flow_id: 42, ..Default::default() },
+            client: ([0; 16], 5000),
+            server: ([0; 16], 53),
+            start: Timestamp(0),
+        };
+        let event = AppAnomalyEvent {
+            ts: Timestamp(1_000_000_000),
+            pcap_cnt: 2,
+            flow,
+            tuple,
+            vlan: Default::default(),
+            proto: Some(AppProto::Dns),
+            anomaly: AppAnomaly { dir: Direction::ToClient, tx: 1, event: "invalid_opcode" },
+        };
+        let mut buf = Vec::new();
+        write_app_anomaly(&mut buf, &event);
+        let r: serde_json::Value = serde_json::from_slice(buf.trim_ascii_end()).expect("json");
+        assert_eq!(
+            (r["event_type"].as_str(), r["pcap_cnt"].as_u64(), r["tx_id"].as_u64()),
+            (Some("anomaly"), Some(2), Some(1))
+        );
+        assert_eq!((r["src_ip"].as_str(), r["src_port"].as_u64()), (Some("10.0.0.2"), Some(53)));
+        assert_eq!(
+            r["anomaly"],
+            serde_json::json!({"app_proto": "dns", "type": "applayer", "event": "invalid_opcode", "layer": "proto_parser"})
+        );
     }
 }

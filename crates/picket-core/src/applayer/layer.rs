@@ -343,6 +343,11 @@ impl AppLayer {
         self.pending.take_done()
     }
 
+    /// The next parser anomaly not reported yet.
+    pub(crate) fn take_anomaly(&mut self) -> Option<super::AppAnomaly> {
+        self.pending.take_anomaly()
+    }
+
     /// Transactions the flow's parser had so far (eve flow's `tx_cnt`); 0 without one.
     pub fn tx_count(&self) -> u64 {
         match &self.state {

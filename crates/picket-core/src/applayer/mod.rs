@@ -245,6 +245,32 @@ impl<'a> AppCtx<'a> {
     pub fn done(&mut self, tx: u64) {
         self.pending.done.push(tx);
     }
+
+    /// The parser found a protocol anomaly (Suricata's app-layer event `event`, e.g.
+    /// `REQUEST_LINE_MISSING_PROTOCOL`) in transaction `tx` while parsing data of `dir`.
+    /// It is reported (`Event::AppAnomaly`, eve `anomaly` of type `applayer`) after this
+    /// packet's detection. At most [`MAX_APP_ANOMALIES`] per packet; the rest are counted
+    /// in `app_layer.anomalies_dropped`.
+    pub fn anomaly(&mut self, dir: Direction, tx: u64, event: &'static str) {
+        if self.pending.anomalies.len() >= MAX_APP_ANOMALIES {
+            self.counters.anomalies_dropped += 1;
+            return;
+        }
+        self.pending.anomalies.push(AppAnomaly { dir, tx, event });
+    }
+}
+
+/// App-layer anomalies one packet may report (more are counted, not reported).
+pub const MAX_APP_ANOMALIES: usize = 16;
+
+/// A protocol anomaly found by a parser, waiting to be reported after the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppAnomaly {
+    /// Direction of the data it was found in (the record's addresses follow it).
+    pub dir: Direction,
+    pub tx: u64,
+    /// Suricata's event name.
+    pub event: &'static str,
 }
 
 /// The transactions of a flow whose progress changed since they were last inspected, per
@@ -256,6 +282,8 @@ pub struct Pending {
     /// every packet; each transaction is done once, so this holds at most what one packet
     /// completes.
     done: Vec<u64>,
+    /// Anomalies found since the last packet (at most [`MAX_APP_ANOMALIES`]).
+    anomalies: Vec<AppAnomaly>,
 }
 
 impl Pending {
@@ -288,9 +316,15 @@ impl Pending {
         (!self.done.is_empty()).then(|| self.done.remove(0))
     }
 
+    /// The oldest anomaly not reported yet.
+    pub(crate) fn take_anomaly(&mut self) -> Option<AppAnomaly> {
+        (!self.anomalies.is_empty()).then(|| self.anomalies.remove(0))
+    }
+
     /// Heap of the queues, at allocated capacity.
     pub(crate) fn heap_bytes(&self) -> usize {
         (self.queues.iter().map(Vec::capacity).sum::<usize>() + self.done.capacity()) * std::mem::size_of::<u64>()
+            + self.anomalies.capacity() * std::mem::size_of::<AppAnomaly>()
     }
 
     /// The lowest transaction id waiting, in either direction.
@@ -364,6 +398,8 @@ pub(crate) struct AppCounters {
     pub tls: TlsCounters,
     pub http_anomalies: u64,
     pub pending_dropped: u64,
+    /// App-layer anomalies past [`MAX_APP_ANOMALIES`] in one packet, not reported.
+    pub anomalies_dropped: u64,
     pub alerted_forgotten: u64,
     pub dns: DnsAppCounters,
     pub ssh: SshAppCounters,
@@ -412,6 +448,7 @@ impl AppCounters {
         }
         s.add("app_layer.http.anomalies", self.http_anomalies);
         s.add("app_layer.pending_dropped", self.pending_dropped);
+        s.add("app_layer.anomalies_dropped", self.anomalies_dropped);
         s.add("app_layer.alerted_forgotten", self.alerted_forgotten);
         s.add("http.memuse", self.http_mem.memuse);
         s.add("http.memcap", self.http_mem.refusals);

@@ -58,6 +58,22 @@ pub enum Event<'a> {
     /// A packet's decoder found anomalies (reported only when asked for:
     /// `InspectSettings::log_decode_anomalies`).
     Anomaly(&'a AnomalyEvent<'a>),
+    /// An app-layer parser found a protocol anomaly (eve `anomaly` of type `applayer`).
+    AppAnomaly(&'a AppAnomalyEvent),
+}
+
+/// A protocol anomaly an app-layer parser found in a transaction, reported after the
+/// detection of the packet whose data showed it (or at flow end, `pcap_cnt` 0).
+pub struct AppAnomalyEvent {
+    pub ts: Timestamp,
+    pub pcap_cnt: u64,
+    pub flow: FlowFacts,
+    /// The flow's client-to-server tuple; records use the packet's direction
+    /// ([`crate::applayer::AppAnomaly::dir`]).
+    pub tuple: FiveTuple,
+    pub vlan: crate::decode::VlanIds,
+    pub proto: Option<AppProto>,
+    pub anomaly: crate::applayer::AppAnomaly,
 }
 
 /// A packet with decoder anomalies (`decoded.events`), what eve `anomaly` records of type

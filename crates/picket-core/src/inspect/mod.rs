@@ -73,6 +73,7 @@ use crate::applayer::{AppCounters, MemCap};
 pub use bypass::{BypassCounts, BypassMode, BypassReason, BypassRequest, BypassSettings, FlowBypass};
 use detection::{FlowDropLog, Out, RunVerdict};
 pub use event::AnomalyEvent;
+pub use event::AppAnomalyEvent;
 pub use event::{
     clock_key, packet_key, AlertEvent, AppFacts, DropEvent, Event, EventSink, FlowBits, FlowFacts, Reject, RejectReply,
     RejectTarget, TxEvent, Verdict, WirePacket, SHUTDOWN_KEY,
@@ -972,6 +973,9 @@ fn report_done(
         if let Some(tx) = app.tx(id) {
             out.emit(Event::Transaction(&TxEvent { ts, pcap_cnt, flow, tuple, vlan, ether, proto: app.proto, tx }));
         }
+    }
+    while let Some(anomaly) = app.take_anomaly() {
+        out.emit(Event::AppAnomaly(&AppAnomalyEvent { ts, pcap_cnt, flow, tuple, vlan, proto: app.proto, anomaly }));
     }
 }
 

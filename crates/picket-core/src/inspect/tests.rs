@@ -18,6 +18,7 @@ pub(super) enum Seen {
     Flow { alerted: bool, pkts: u64 },
     Tx { id: u64, pcap_cnt: u64, proto: &'static str, detail: String },
     Anomaly { pcap_cnt: u64, events: Vec<&'static str> },
+    AppAnomaly { pcap_cnt: u64, tx: u64, event: &'static str },
 }
 
 #[derive(Default)]
@@ -45,6 +46,7 @@ impl EventSink for Collect {
             Event::Anomaly(a) => {
                 Seen::Anomaly { pcap_cnt: a.meta.pcap_cnt, events: a.decoded.events.iter().map(|e| e.name()).collect() }
             }
+            Event::AppAnomaly(a) => Seen::AppAnomaly { pcap_cnt: a.pcap_cnt, tx: a.anomaly.tx, event: a.anomaly.event },
         };
         self.0.push((key, seen));
     }

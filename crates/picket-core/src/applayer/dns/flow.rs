@@ -25,6 +25,16 @@ pub(crate) fn new_flow(transport: Transport, cx: &mut AppCtx<'_>) -> Box<dyn App
     Box::new(DnsFlow { state: DnsState::default() })
 }
 
+impl DnsFlow {
+    /// Reports the protocol anomalies of message `id` that Suricata raises as app-layer
+    /// events: an opcode of 7 or more (unassigned) is `invalid_opcode`.
+    fn note_anomalies(&self, dir: Direction, id: u64, cx: &mut AppCtx<'_>) {
+        if self.state.tx(id).is_some_and(|tx| tx.opcode() >= 7) {
+            cx.anomaly(dir, id, "invalid_opcode");
+        }
+    }
+}
+
 impl AppParser for DnsFlow {
     /// Stream bytes: each message they complete is a transaction.
     fn on_data(&mut self, dir: Direction, data: &[u8], cx: &mut AppCtx<'_>) {
@@ -35,6 +45,7 @@ impl AppParser for DnsFlow {
         cx.counters.dns.tx_tcp += next - first_new;
         for id in first_new..next {
             cx.progressed(dir, id);
+            self.note_anomalies(dir, id, cx);
             cx.done(id);
         }
     }
@@ -48,6 +59,7 @@ impl AppParser for DnsFlow {
         if let Some(id) = self.state.parse_udp(dir, datagram, &mut cx.counters.dns.parser) {
             cx.counters.dns.tx_udp += 1;
             cx.progressed(dir, id);
+            self.note_anomalies(dir, id, cx);
             cx.done(id);
         }
     }
@@ -116,5 +128,22 @@ mod tests {
         assert!(matches!(flow.tx(1), Some(AppTx::Dns(tx)) if !tx.is_request()));
         assert_eq!(flow.prune(&pending), Some(2), "nothing waits: every transaction goes");
         assert!(flow.tx(1).is_none());
+    }
+
+    /// An unassigned opcode (7..=15) is Suricata's `invalid_opcode` app-layer event, in
+    /// the message's direction; a standard query raises nothing.
+    #[test]
+    fn invalid_opcode_is_an_app_layer_anomaly() {
+        use crate::applayer::AppAnomaly;
+        let (mut pending, mut c) = (Pending::default(), AppCounters::default());
+        let mut flow = new_flow(Transport::Udp, &mut AppCtx::new(&mut pending, &mut c));
+        flow.on_datagram(Direction::ToServer, &request(1, 0, &["a.example"]), &mut AppCtx::new(&mut pending, &mut c));
+        assert_eq!(pending.take_anomaly(), None);
+        flow.on_datagram(Direction::ToServer, &request(2, 9, &["a.example"]), &mut AppCtx::new(&mut pending, &mut c));
+        assert_eq!(
+            pending.take_anomaly(),
+            Some(AppAnomaly { dir: Direction::ToServer, tx: 1, event: "invalid_opcode" })
+        );
+        assert_eq!(pending.take_anomaly(), None);
     }
 }

@@ -89,8 +89,11 @@ fn note_event(cx: &mut AppCtx<'_>, ev: HttpEvent, finished: &mut Vec<u64>) {
         // packet is quadratic. Bodies are inspected whole when the message completes (or
         // the flow ends); Suricata inspects them in windows as they arrive.
         HttpEvent::RequestBodyData { .. } | HttpEvent::ResponseBodyData { .. } => return,
-        HttpEvent::Anomaly { .. } => {
+        HttpEvent::Anomaly { tx, anomaly } => {
             cx.counters.http_anomalies += 1;
+            if let (Some(tx), Some((dir, event))) = (tx, anomaly.suricata_event()) {
+                cx.anomaly(dir, tx, event);
+            }
             return;
         }
     };

@@ -153,6 +153,19 @@ pub enum HttpAnomaly {
     TransactionDropped,
 }
 
+impl HttpAnomaly {
+    /// Suricata's app-layer event for this anomaly and the direction of the data that
+    /// shows it (eve `anomaly` records of type `applayer`); `None` where picket's
+    /// anomaly has no exact Suricata counterpart.
+    pub fn suricata_event(self) -> Option<(Direction, &'static str)> {
+        match self {
+            HttpAnomaly::RequestLineMissingProtocol => Some((Direction::ToServer, "REQUEST_LINE_MISSING_PROTOCOL")),
+            HttpAnomaly::ResponseWithoutRequest => Some((Direction::ToClient, "UNABLE_TO_MATCH_RESPONSE_TO_REQUEST")),
+            _ => None,
+        }
+    }
+}
+
 /// What happened while parsing; `tx` is an [`HttpTx::id`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HttpEvent {
