@@ -415,6 +415,7 @@ impl Detection {
             bytes_toclient: rec.bytes_toclient,
             stream_bytes: [stream.inspected(Direction::ToServer), stream.inspected(Direction::ToClient)],
             stream_size: [stream.seq_space_seen(Direction::ToServer), stream.seq_space_seen(Direction::ToClient)],
+            age_secs: super::age_secs(rec.start, rec.end),
         };
         for dir in [Direction::ToServer, Direction::ToClient] {
             let to_server = dir == Direction::ToServer;

@@ -1025,7 +1025,13 @@ fn flow_info(flow: &Flow, verdict: &crate::flow::PacketVerdict) -> FlowInfo {
         bytes_toclient: flow.bytes_toclient,
         stream_bytes: [0, 0],
         stream_size: [0, 0],
+        age_secs: age_secs(flow.first_ts, flow.last_ts),
     }
+}
+
+/// `flow.age` of a flow seen from `first` to `last`, saturated at `u32::MAX`.
+pub(crate) fn age_secs(first: crate::packet::Timestamp, last: crate::packet::Timestamp) -> u32 {
+    last.secs().saturating_sub(first.secs()).min(u64::from(u32::MAX)) as u32
 }
 
 /// `stream_size` facts [client, server] of a TCP flow whose reassembly does not exist yet

@@ -39,6 +39,7 @@ pub(crate) enum PacketCheck {
     StreamSize { side: crate::detect::rule::options::StreamSide, cmp: crate::detect::rule::UintCmp<u32> },
     AppProto { negated: bool, name: &'static str },
     FlowCount(crate::detect::rule::options::FlowCount),
+    FlowAge(crate::detect::rule::UintCmp<u32>),
 }
 
 /// Conditions on per-flow / per-host state.
@@ -439,6 +440,7 @@ impl<'n> RuleBuild<'n> {
             }
             RuleOption::StreamSize { side, cmp } => checks.push(PacketCheck::StreamSize { side: *side, cmp: *cmp }),
             RuleOption::FlowCount(c) => checks.push(PacketCheck::FlowCount(*c)),
+            RuleOption::FlowAge(c) => checks.push(PacketCheck::FlowAge(*c)),
             RuleOption::AppLayerProtocol { negated, name } => {
                 checks.push(PacketCheck::AppProto { negated: *negated, name })
             }

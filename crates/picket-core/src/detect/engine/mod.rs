@@ -167,6 +167,9 @@ pub struct FlowInfo {
     /// TCP sequence space seen per side [client, server] (Suricata's `next_seq - isn`,
     /// counting the SYN), for `stream_size`; 0 for a side not seen yet.
     pub stream_size: [u64; 2],
+    /// Whole seconds between the flow's first and latest packet (`flow.age`; Suricata
+    /// subtracts the seconds of the two timestamps).
+    pub age_secs: u32,
 }
 
 /// One packet as the engine sees it.
@@ -1764,6 +1767,7 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
                 StreamSide::Either => cmp.matches(client) || cmp.matches(server),
             };
         }
+        PacketCheck::FlowAge(cmp) => return pkt.flow.is_some_and(|info| cmp.matches(info.age_secs)),
         PacketCheck::AppProto { negated, name } => return (pkt.app_proto == Some(*name)) != *negated,
         PacketCheck::FlowCount(fc) => {
             let Some(info) = pkt.flow else { return false };
@@ -1834,7 +1838,10 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
             }
             cmp.matches(len)
         }
-        PacketCheck::StreamSize { .. } | PacketCheck::AppProto { .. } | PacketCheck::FlowCount(_) => true,
+        PacketCheck::StreamSize { .. }
+        | PacketCheck::AppProto { .. }
+        | PacketCheck::FlowCount(_)
+        | PacketCheck::FlowAge(_) => true,
     }
 }
 

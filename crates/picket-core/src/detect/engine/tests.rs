@@ -1049,3 +1049,28 @@ fn absent_placement_is_checked_at_load() {
     assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent: maybe; sid:1;)"#), 1);
     assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent; sid:1;)"#), 0);
 }
+
+#[test]
+fn flow_age_compares_whole_seconds_since_the_flow_began() {
+    let e = engine(
+        r#"alert ip any any -> any any (flow.age:>20; sid:1;)
+alert ip any any -> any any (flow.age:<=20; sid:2;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = udp(CLIENT, 1, SERVER, 2, b"x");
+    let mut run = |age_secs: u32| -> Vec<u32> {
+        let flow = FlowInfo { flow_id: 1, to_server: true, age_secs, ..Default::default() };
+        inspect_with(&e, &mut ctx, &frame, Opts { flow: Some(flow), ..Default::default() }, None)
+            .iter()
+            .map(|a| a.sid)
+            .collect()
+    };
+    assert_eq!(run(21), vec![1]);
+    assert_eq!(run(20), vec![2]);
+    assert_eq!(run(0), vec![2]);
+    assert!(sids(&e, &frame).is_empty(), "no flow, no flow.age");
+    assert_eq!(
+        crate::inspect::age_secs(crate::packet::Timestamp(999_999_999), crate::packet::Timestamp(1_000_000_000)),
+        1
+    );
+}

@@ -138,6 +138,7 @@ pub static KEYWORDS: &[KeywordDoc] = &[
     ),
     kw!("flags", Packet, "TCP flags ([!+*]FSRPAUCE, optional mask to ignore)", "flags:S,CE;"),
     kw!("flow", Flow, "flow direction and state (established, to_server, ...)", "flow:established,to_server;"),
+    kw!("flow.age", Flow, "seconds from the flow's first packet to this one compare to N", "flow.age:>20;"),
     kw!("flow.bytes", Flow, "bytes of the flow in a direction compare to N", "flow.bytes:toserver,>1000;"),
     kw!(
         "flow.bytes_toclient",

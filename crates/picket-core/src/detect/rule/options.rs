@@ -238,6 +238,8 @@ pub enum RuleOption {
     Tag(Tag),
     /// `flow.pkts` / `flow.bytes` (and the older `flow.pkts_toserver:N` forms).
     FlowCount(FlowCount),
+    /// `flow.age`: whole seconds from the flow's first packet to its latest one.
+    FlowAge(UintCmp<u32>),
 }
 
 impl From<PacketKeyword> for RuleOption {
@@ -616,6 +618,7 @@ fn packet_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
         | "flow.pkts_toclient"
         | "flow.bytes_toserver"
         | "flow.bytes_toclient" => value().and_then(|v| parse_flow_count(kw, v)).map(RuleOption::FlowCount),
+        "flow.age" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::FlowAge),
         _ => return packet_keywords::parse(kw, arg.value).map(|parsed| parsed.map(RuleOption::from)),
     };
     Some(parsed)
