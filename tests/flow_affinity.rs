@@ -17,7 +17,7 @@ fn check_capture(path: &Path, workers: usize) -> usize {
 /// One policy: each flow's packets get one (worker, bucket).
 fn check_policy(path: &Path, workers: usize, kind: PolicyKind) -> usize {
     let Ok(mut source) = open_offline(path) else { return 0 };
-    let mut policy = make_policy(kind, workers);
+    let mut policy = make_policy(kind, workers, true);
     let opts = DecodeOptions { validate_checksums: false, ..DecodeOptions::default() };
     // (source, source port, destination, destination port, protocol, VLANs) -> worker.
     type Endpoints = ([u8; 16], u16, [u8; 16], u16, u8, [u16; 3]);

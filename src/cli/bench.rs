@@ -96,7 +96,12 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             source.reset();
             let (mut eve, mut fast) = (std::io::sink(), std::io::sink());
             let logs = pipeline::LogWriters { eve: &mut eve, fast: &mut fast };
-            let s = pipeline::run(&mut source, make_policy(base.policy, opts.workers), &opts, logs)?;
+            let s = pipeline::run(
+                &mut source,
+                make_policy(base.policy, opts.workers, opts.inspect.track_vlan),
+                &opts,
+                logs,
+            )?;
             if best.as_ref().is_none_or(|b| s.wall < b.wall) {
                 best = Some(s);
             }

@@ -192,7 +192,7 @@ fn run_offline(args: &RunArgs) -> Result<OfflineEnd, CliError> {
     let state = display.as_ref().map(progress::ProgressDisplay::state);
     let summary = pipeline::run_with_progress(
         source.as_mut(),
-        make_policy(resolved.policy, resolved.options.workers),
+        make_policy(resolved.policy, resolved.options.workers, resolved.options.inspect.track_vlan),
         &resolved.options,
         logs,
         state,

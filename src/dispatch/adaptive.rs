@@ -197,11 +197,12 @@ impl Rebalancer {
 /// `--dispatch adaptive`: the flow hash through the indirection table.
 pub struct Adaptive {
     pub table: IndirectionTable,
+    hash: super::FlowHash,
 }
 
 impl Adaptive {
-    pub fn new(workers: usize) -> Self {
-        Adaptive { table: IndirectionTable::new(workers) }
+    pub fn new(workers: usize, hash: super::FlowHash) -> Self {
+        Adaptive { table: IndirectionTable::new(workers), hash }
     }
 }
 
@@ -211,7 +212,7 @@ impl DispatchPolicy for Adaptive {
     }
 
     fn pick_bucket(&mut self, link: LinkType, data: &[u8], workers: usize) -> (usize, u16) {
-        let bucket = bucket_of(crate::decode::flow_hash(link, data));
+        let bucket = bucket_of(self.hash.hash(link, data));
         (self.table.worker(bucket).min(workers.saturating_sub(1)), bucket)
     }
 

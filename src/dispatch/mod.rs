@@ -64,22 +64,41 @@ impl fmt::Display for PolicyKind {
     }
 }
 
-/// The policy for `workers` workers.
-pub fn make_policy(kind: PolicyKind, workers: usize) -> Box<dyn DispatchPolicy> {
+/// The policy for `workers` workers. `track_vlan` is `vlan.use-for-tracking`: off, the
+/// flow hash ignores VLAN ids, as the flow table does.
+pub fn make_policy(kind: PolicyKind, workers: usize, track_vlan: bool) -> Box<dyn DispatchPolicy> {
+    let hash = FlowHash::new(track_vlan);
     match kind {
-        PolicyKind::Adaptive => Box::new(adaptive::Adaptive::new(workers)),
-        PolicyKind::Flow => Box::new(FlowHash),
+        PolicyKind::Adaptive => Box::new(adaptive::Adaptive::new(workers, hash)),
+        PolicyKind::Flow => Box::new(hash),
         PolicyKind::RoundRobin => Box::new(RoundRobin::default()),
         PolicyKind::Random => Box::new(Random::with_seed(0x9E37_79B9_7F4A_7C15)),
     }
 }
 
-pub struct FlowHash;
+/// The symmetric flow hash ([`crate::decode::flow_hash_with`]) with the decoder's default
+/// tunnel ports.
+#[derive(Clone)]
+pub struct FlowHash {
+    opts: crate::decode::DecodeOptions,
+}
+
+impl FlowHash {
+    pub fn new(track_vlan: bool) -> Self {
+        FlowHash { opts: crate::decode::DecodeOptions { track_vlan, ..crate::decode::DecodeOptions::DEFAULT } }
+    }
+
+    /// The packet's flow hash.
+    #[inline]
+    pub fn hash(&self, link: LinkType, data: &[u8]) -> u32 {
+        crate::decode::flow_hash_with(link, data, &self.opts)
+    }
+}
 
 impl DispatchPolicy for FlowHash {
     fn pick(&mut self, link: LinkType, data: &[u8], workers: usize) -> usize {
         // Multiply-shift maps the 32-bit hash onto 0..workers without a division.
-        ((crate::decode::flow_hash(link, data) as u64 * workers as u64) >> 32) as usize
+        ((self.hash(link, data) as u64 * workers as u64) >> 32) as usize
     }
     fn name(&self) -> &'static str {
         "flow"

@@ -702,7 +702,7 @@ mod tests {
         };
         let (mut eve, mut fast) = (Vec::new(), Vec::new());
         let mut source = ListSource { packets, next: 0 };
-        run(&mut source, make_policy(PolicyKind::Flow, 2), &opts, LogWriters { eve: &mut eve, fast: &mut fast })
+        run(&mut source, make_policy(PolicyKind::Flow, 2, true), &opts, LogWriters { eve: &mut eve, fast: &mut fast })
     }
 
     #[test]

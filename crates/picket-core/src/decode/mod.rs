@@ -119,6 +119,9 @@ pub struct DecodeOptions {
     /// Most encapsulation layers (IP headers, GRE, PPP, MPLS stacks, ...) decoded in one
     /// packet before `too_many_layers` stops the walk (Suricata's `decoder.max-layers`).
     pub max_layers: u8,
+    /// VLAN ids are part of the flow (`vlan.use-for-tracking`, default yes): off, the
+    /// dispatch hash ignores them, so both sides of a flow tagged on one side only meet.
+    pub track_vlan: bool,
 }
 
 impl DecodeOptions {
@@ -129,6 +132,7 @@ impl DecodeOptions {
         geneve_ports: PortList::one(GENEVE_DEFAULT_PORT),
         teredo_ports: PortList::one(TEREDO_DEFAULT_PORT),
         max_layers: DEFAULT_MAX_LAYERS,
+        track_vlan: true,
     };
 }
 
@@ -953,7 +957,7 @@ pub fn flow_hash(link: LinkType, data: &[u8]) -> u32 {
 pub fn flow_hash_with(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 {
     match locate_network_layer(link, data) {
         Located::Ip(network, vlan) => {
-            let vlan_word = vlan_word(vlan);
+            let vlan_word = tracked_vlan_word(vlan, opts);
             match network {
                 NetworkLayer::V4(ip) => hash_ipv4(ip, vlan_word, opts),
                 NetworkLayer::V6(ip) => hash_ipv6(ip, vlan_word, opts),
@@ -974,6 +978,16 @@ enum Located<'a> {
     /// An encapsulation the plain parse leaves to `decode`.
     NeedsDecode,
     NoIp,
+}
+
+/// [`vlan_word`], or 0 when VLANs are not part of the flow.
+#[inline]
+fn tracked_vlan_word(vlan: VlanIds, opts: &DecodeOptions) -> u64 {
+    if opts.track_vlan {
+        vlan_word(vlan)
+    } else {
+        0
+    }
 }
 
 #[inline]
@@ -1146,7 +1160,7 @@ fn hash_by_decoding(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 {
     if t.is_v4 {
         let src = u32::from_be_bytes([t.src[12], t.src[13], t.src[14], t.src[15]]);
         let dst = u32::from_be_bytes([t.dst[12], t.dst[13], t.dst[14], t.dst[15]]);
-        hash_v4_key(src, dst, src_port, dst_port, t.proto, vlan_word(vlan))
+        hash_v4_key(src, dst, src_port, dst_port, t.proto, tracked_vlan_word(vlan, opts))
     } else {
         hash_v6_key(
             u128::from_be_bytes(t.src),
@@ -1154,7 +1168,7 @@ fn hash_by_decoding(link: LinkType, data: &[u8], opts: &DecodeOptions) -> u32 {
             src_port,
             dst_port,
             t.proto,
-            vlan_word(vlan),
+            tracked_vlan_word(vlan, opts),
         )
     }
 }

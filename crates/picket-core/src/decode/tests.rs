@@ -546,6 +546,12 @@ fn flow_hash_basics() {
         .write(&mut tagged, b"q")
         .unwrap();
     assert_ne!(flow_hash(LinkType::Ethernet, &a), flow_hash(LinkType::Ethernet, &tagged));
+    // ...unless `vlan.use-for-tracking` is off.
+    let untracked = DecodeOptions { track_vlan: false, ..DecodeOptions::DEFAULT };
+    assert_eq!(
+        flow_hash_with(LinkType::Ethernet, &a, &untracked),
+        flow_hash_with(LinkType::Ethernet, &tagged, &untracked)
+    );
     // Non-IP and garbage.
     assert_eq!(flow_hash(LinkType::Ethernet, &[0xff; 10]), 0);
     let mut arp = a.clone();

@@ -222,6 +222,9 @@ pub struct FlowConfig {
     /// reassembly ([`tcp::StreamView`]) keeps reassembly's sequence bookkeeping, which stops
     /// at the depth. Give it the value reassembly uses.
     pub reassembly_depth: u64,
+    /// `vlan.use-for-tracking`: VLAN ids are part of the flow key. Off, packets of one
+    /// tuple on any VLANs are one flow, which keeps the VLANs of its first packet for eve.
+    pub track_vlan: bool,
 }
 
 impl Default for FlowConfig {
@@ -235,6 +238,7 @@ impl Default for FlowConfig {
             midstream: false,
             async_oneside: false,
             reassembly_depth: 1024 * 1024,
+            track_vlan: true,
         }
     }
 }

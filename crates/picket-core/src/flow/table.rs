@@ -72,6 +72,8 @@ pub struct Flow {
     pub last_ts: Timestamp,
     pub first_pcap_cnt: u64,
     pub last_pcap_cnt: u64,
+    /// VLAN ids of the flow's first packet (the key's, unless `vlan.use-for-tracking` is off).
+    pub vlan: crate::decode::VlanIds,
     pub icmp_toserver: Option<(u8, u8)>,
     pub icmp_toclient: Option<(u8, u8)>,
     /// The engine is done with the flow ([`FlowTable::set_bypassed`]): it times out after
@@ -392,7 +394,7 @@ impl<E: Default> FlowTable<E> {
     /// (evicted under the memcap, replaced by TCP port reuse) are handed to `ended`.
     /// Returns `None` only when no flow could be created (memcap below one flow).
     pub fn process(&mut self, pkt: &FlowPacket, ended: &mut impl FnMut(FlowRecord<E>)) -> Option<PacketVerdict> {
-        let (key, src_is_lo) = FlowKey::from_packet(pkt);
+        let (key, src_is_lo) = FlowKey::new(&pkt.tuple, if self.config.track_vlan { pkt.vlan } else { [0; 3] });
         let hash = key_hash_seeded(&key, self.hash_seed);
         let (index, created) = match self.lookup(hash, &key) {
             Some(index) if self.is_tcp_reuse(index, pkt) => {
@@ -521,6 +523,7 @@ impl<E: Default> FlowTable<E> {
             last_ts: pkt.ts,
             first_pcap_cnt: pkt.pcap_cnt,
             last_pcap_cnt: pkt.pcap_cnt,
+            vlan: pkt.vlan,
             ..Flow::default()
         };
         let proto = key.tuple.proto;
@@ -862,7 +865,7 @@ impl<E: Default> FlowTable<E> {
         let record = FlowRecord {
             flow_id: flow.flow_id,
             tuple: flow.tuple(),
-            vlan: flow.key.vlan,
+            vlan: flow.vlan,
             pkts_toserver: flow.pkts_toserver,
             pkts_toclient: flow.pkts_toclient,
             bytes_toserver: flow.bytes_toserver,

@@ -676,3 +676,22 @@ fn lookup_throughput() {
     let n = rounds as f64 * pkts.len() as f64;
     println!("{:.1} M lookups/s over {} flows ({established})", n / elapsed / 1e6, flows);
 }
+
+#[test]
+fn vlan_tracking_off_makes_one_flow_of_both_vlans_and_keeps_the_first() {
+    for (track_vlan, flows) in [(true, 2), (false, 1)] {
+        let mut g = Gen::new();
+        let mut t = table(FlowConfig { track_vlan, ..FlowConfig::default() });
+        let mut ended = Vec::new();
+        let mut syn = g.tcp(true, SYN, 100, 0, 0, 0);
+        syn.vlan = [3136, 0, 0];
+        run(&mut t, &syn, &mut ended);
+        run(&mut t, &g.tcp(false, SYN | ACK, 500, 101, 0, 0), &mut ended);
+        let records = flush(&mut t);
+        assert_eq!(records.len(), flows, "track_vlan {track_vlan}");
+        if !track_vlan {
+            assert_eq!(records[0].vlan, [3136, 0, 0]);
+            assert_eq!((records[0].pkts_toserver, records[0].pkts_toclient), (1, 1));
+        }
+    }
+}

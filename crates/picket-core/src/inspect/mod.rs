@@ -115,6 +115,9 @@ pub struct InspectSettings {
     pub log_decode_anomalies: bool,
     /// Keep each flow's MAC addresses (eve-log `ethernet: yes`; see [`crate::flow::macs`]).
     pub track_macs: bool,
+    /// `vlan.use-for-tracking`: VLAN ids are part of the flow key (off: a flow tagged on
+    /// one side only, or re-tagged on the way back, is one flow).
+    pub track_vlan: bool,
 }
 
 impl InspectSettings {
@@ -147,6 +150,7 @@ impl InspectSettings {
             midstream,
             async_oneside: engine.async_oneside,
             reassembly_depth: engine.stream_reassembly_depth,
+            track_vlan: engine.vlan_use_for_tracking,
             emergency_recovery_percent: engine.flow_emergency_recovery,
         };
         let stream = StreamConfig {
@@ -183,6 +187,7 @@ impl InspectSettings {
             detectors: None,
             log_decode_anomalies: false,
             track_macs: false,
+            track_vlan: engine.vlan_use_for_tracking,
         }
     }
 }
@@ -368,6 +373,7 @@ impl Inspector {
             flows: FlowTable::new(settings.flow.clone()),
             decode_opts: DecodeOptions {
                 validate_checksums: settings.checksum != ChecksumMode::Never,
+                track_vlan: settings.track_vlan,
                 ..DecodeOptions::default()
             },
             checksum: settings.checksum,
