@@ -22,7 +22,27 @@ pub(super) fn server_spoke_first(d: &Decoded<'_>, flow: &Flow, no_state: bool, p
     }
     let p = d.payload;
     let flow_ports = (flow.client().1, flow.server().1);
-    http_response(p) || tls_server_hello(p) || (ports.dns(Transport::Tcp, flow_ports) && dns_tcp_answer(p))
+    http_response(p)
+        || tls_server_hello(p)
+        || smb_response(p)
+        || (ports.dns(Transport::Tcp, flow_ports) && dns_tcp_answer(p))
+}
+
+/// A NetBIOS session message carrying an SMB1 reply (flags bit 0x80) or an SMB2/3
+/// response (flags bit SERVER_TO_REDIR), as Suricata's SMB probe tells the direction.
+fn smb_response(p: &[u8]) -> bool {
+    const NBSS_HEADER: usize = 4;
+    if p.first() != Some(&0) {
+        return false;
+    }
+    match p.get(NBSS_HEADER..NBSS_HEADER + 4) {
+        // SMB1 header: protocol(4) command(1) status(4) flags(1).
+        Some(b"\xffSMB") => p.get(NBSS_HEADER + 9).is_some_and(|flags| flags & 0x80 != 0),
+        // SMB2 header: protocol(4) structure size(2) credit charge(2) status(4) command(2)
+        // credits(2) flags(4, little-endian).
+        Some(b"\xfeSMB") => p.get(NBSS_HEADER + 16).is_some_and(|flags| flags & 0x01 != 0),
+        _ => false,
+    }
 }
 
 /// A status line: "HTTP/1." then a version digit (Suricata's toclient pattern; requests
@@ -64,6 +84,21 @@ mod tests {
         assert!(!tls_server_hello(&[0x16, 3, 1, 0, 0x40, 1, 0, 0]));
         assert!(!tls_server_hello(&[0x17, 3, 3, 0, 0x40, 2]));
         assert!(!tls_server_hello(&[0x16, 3]));
+    }
+
+    #[test]
+    fn smb_replies_but_not_requests() {
+        let smb1 = |flags: u8| [&[0, 0, 0, 0x9f][..], b"\xffSMB", &[0x72, 0, 0, 0, 0, flags]].concat();
+        assert!(smb_response(&smb1(0x88)));
+        assert!(!smb_response(&smb1(0x08)));
+        let smb2 = |flags: u8| {
+            let mut m = [&[0, 0, 0, 0x40][..], b"\xfeSMB"].concat();
+            m.extend_from_slice(&[64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, flags, 0, 0, 0]);
+            m
+        };
+        assert!(smb_response(&smb2(0x01)));
+        assert!(!smb_response(&smb2(0x00)));
+        assert!(!smb_response(b"\0\0\0\x10\xffSM"));
     }
 
     #[test]
