@@ -267,3 +267,30 @@ fn rules_the_engine_rejects_count_as_failed_with_their_line() {
     assert!(stderr.contains("engine.rules:2: sid 20: transforms need a sticky buffer"), "{stderr}");
     assert!(stdout.contains("loaded  1") && stdout.contains("skipped 0") && stdout.contains("failed  1"), "{stdout}");
 }
+
+#[test]
+fn an_alert_on_a_packet_a_pass_rule_also_matched_has_verdict_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("picket.yaml");
+    // Alerts are evaluated before pass rules, so the alert is raised and the packet then
+    // passed: Suricata's verdict is the packet's last action.
+    std::fs::write(
+        &yaml,
+        "%YAML 1.1\n---\noutputs:\n  - eve-log:\n      enabled: yes\n      filename: eve.json\n      types:\n        - alert:\n            verdict: yes\naction-order:\n  - alert\n  - pass\n  - drop\n  - reject\n",
+    )
+    .unwrap();
+    let alert_rule = "alert tcp any any -> any 80 (msg:\"injection\"; flow:established,to_server; content:\"|3b|id\"; sid:1; rev:1;)\n";
+    let pass_rule = "pass tcp any any -> any 80 (flow:established,to_server; content:\"|3b|id\"; sid:2; rev:1;)\n";
+    let verdicts = |rules: &str| -> Vec<String> {
+        let file = dir.path().join("v.rules");
+        std::fs::write(&file, rules).unwrap();
+        let (_, events) = run_sample(&file, &["-c", yaml.to_str().unwrap()]);
+        events
+            .iter()
+            .filter(|e| e["event_type"] == "alert")
+            .map(|e| e["verdict"]["action"].as_str().unwrap_or("none").to_string())
+            .collect()
+    };
+    assert_eq!(verdicts(alert_rule), vec!["alert"]);
+    assert_eq!(verdicts(&format!("{alert_rule}{pass_rule}")), vec!["pass"]);
+}

@@ -42,7 +42,7 @@ pub fn write_alert(buf: &mut Vec<u8>, a: &AlertEvent<'_>, opts: &AlertLogOptions
     }
     write_payload(&mut o, a, opts);
     if opts.verdict {
-        super::verdict::write_verdict(&mut o, a.verdict);
+        super::verdict::write_verdict(&mut o, a.verdict, a.passed);
     }
     o.finish();
 }

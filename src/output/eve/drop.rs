@@ -70,7 +70,7 @@ pub fn write_drop(buf: &mut Vec<u8>, d: &DropEvent<'_>, opts: &DropLogOptions) {
     }
     o.str("reason", d.reason).close();
     if opts.verdict {
-        write_verdict(&mut o, d.verdict);
+        write_verdict(&mut o, d.verdict, false);
     }
     if let (Some(alert), true) = (d.alert, opts.alerts) {
         write_drop_alert(&mut o, alert);

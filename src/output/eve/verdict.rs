@@ -5,12 +5,13 @@ use crate::output::json::JsonObject;
 
 /// eve's `verdict` object: what was done with the packet. `to_client`/`to_server` name the
 /// reject target as Suricata does: the source of the rejected packet is `to_client`.
-/// The key is `reject_target`, as Suricata's EVE schema spells it.
-pub fn write_verdict(o: &mut JsonObject<'_>, verdict: Verdict) {
+/// The key is `reject_target`, as Suricata's EVE schema spells it. `passed`: a pass rule
+/// matched the packet (an alert's packet only), so a packet not blocked is "pass".
+pub fn write_verdict(o: &mut JsonObject<'_>, verdict: Verdict, passed: bool) {
     o.open("verdict");
     match verdict {
         Verdict::Pass => {
-            o.str("action", "alert");
+            o.str("action", if passed { "pass" } else { "alert" });
         }
         Verdict::Drop => {
             o.str("action", "drop");

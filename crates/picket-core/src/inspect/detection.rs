@@ -304,6 +304,7 @@ impl Detection {
                 }
             }
         }
+        let passed = self.live.iter().any(|&i| self.alerts.get(i).is_some_and(|a| a.action == Action::Pass));
         for &i in &self.live {
             let Some(alert) = self.alerts.get(i) else { continue };
             if alert.silent || (alert.action == Action::Pass && !alert.logs_pass) {
@@ -325,6 +326,7 @@ impl Detection {
                 flow: facts,
                 blocked: self.simulate_ips && blocks(alert.action),
                 verdict: verdict.verdict,
+                passed,
                 payload,
                 held,
                 app: app_facts,

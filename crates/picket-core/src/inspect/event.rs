@@ -174,6 +174,9 @@ pub struct AlertEvent<'a> {
     /// What is done with the packet as far as the rules that ran with this alert's tell
     /// (eve's `verdict`); always `Pass` in IDS mode, where nothing is blocked.
     pub verdict: Verdict,
+    /// A pass rule matched the packet too (the packet's last action is pass: eve's
+    /// `verdict.action` is then "pass" unless the packet is blocked).
+    pub passed: bool,
     /// The bytes the rule was inspecting: the reassembled stream chunk for stream matches,
     /// the packet's payload otherwise.
     pub payload: &'a [u8],
