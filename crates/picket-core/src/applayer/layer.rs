@@ -180,6 +180,9 @@ impl AppLayer {
                 }
             };
             stream.app_consume(dir, upto, mem);
+            if self.pending.take_raw_due(dir) {
+                stream.trigger_raw(dir);
+            }
         }
     }
 

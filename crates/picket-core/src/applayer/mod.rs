@@ -246,6 +246,14 @@ impl<'a> AppCtx<'a> {
         self.pending.done.push(tx);
     }
 
+    /// A message of `dir` is complete (an HTTP request or response, a TLS record): the raw
+    /// stream of `dir` is inspected on the next packet instead of waiting for a chunk's
+    /// worth of acknowledged data, so stream and transaction rules see it together (as
+    /// Suricata's parsers trigger raw stream inspection).
+    pub fn trigger_raw(&mut self, dir: Direction) {
+        self.pending.raw_due[dir.index()] = true;
+    }
+
     /// The parser found a protocol anomaly (Suricata's app-layer event `event`, e.g.
     /// `REQUEST_LINE_MISSING_PROTOCOL`) in transaction `tx` while parsing data of `dir`.
     /// It is reported (`Event::AppAnomaly`, eve `anomaly` of type `applayer`) after this
@@ -284,6 +292,9 @@ pub struct Pending {
     done: Vec<u64>,
     /// Anomalies found since the last packet (at most [`MAX_APP_ANOMALIES`]).
     anomalies: Vec<AppAnomaly>,
+    /// Per direction: the parser finished a message, so the raw stream of that direction
+    /// is due for inspection now ([`AppCtx::trigger_raw`]).
+    raw_due: [bool; 2],
 }
 
 impl Pending {
@@ -309,6 +320,11 @@ impl Pending {
 
     pub fn is_empty(&self) -> bool {
         self.queues.iter().all(|q| q.is_empty())
+    }
+
+    /// Whether a parser asked for the raw stream of `dir` to be inspected now; clears it.
+    pub(crate) fn take_raw_due(&mut self, dir: Direction) -> bool {
+        std::mem::take(&mut self.raw_due[dir.index()])
     }
 
     /// The oldest transaction done and not reported yet.

@@ -202,6 +202,29 @@ fn http_session() -> Vec<Vec<u8>> {
 }
 
 #[test]
+fn a_complete_http_message_releases_its_raw_stream_on_the_next_packet() {
+    // Both messages are far smaller than a stream chunk: without the parser's trigger they
+    // would be inspected only at flow end (pcap_cnt 0).
+    let rules = "alert tcp any any -> any any (flow:to_server; content:\"GET /one\"; sid:1;)
+alert tcp any any -> any any (flow:to_client; content:\"200 OK\"; sid:2;)\n";
+    let mut insp = inspector(rules, false);
+    let mut sink = Collect::default();
+    feed(&mut insp, &http_session(), &mut sink);
+    insp.finish(&mut sink);
+    let alerts: Vec<(u32, u64)> = sink
+        .0
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Seen::Alert { sid, pcap_cnt, .. } => Some((*sid, *pcap_cnt)),
+            _ => None,
+        })
+        .collect();
+    // The request is acked by packet 5 and inspected with the client's next packet (6);
+    // the response is acked by packet 6 and inspected with the server's next packet (7).
+    assert_eq!(alerts, [(1, 6), (2, 7)], "{:?}", sink.0);
+}
+
+#[test]
 fn transactions_are_reported_once_when_done_and_open_ones_at_flow_end() {
     let mut insp = inspector("alert http any any -> any any (http.uri; content:\"/nothing\"; sid:3;)\n", false);
     let mut sink = Collect::default();

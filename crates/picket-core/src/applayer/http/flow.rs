@@ -76,6 +76,11 @@ fn note_event(cx: &mut AppCtx<'_>, ev: HttpEvent, finished: &mut Vec<u64>) {
     if let HttpEvent::RequestComplete { tx } | HttpEvent::ResponseComplete { tx } = ev {
         finished.push(tx);
     }
+    match ev {
+        HttpEvent::RequestComplete { .. } => cx.trigger_raw(Direction::ToServer),
+        HttpEvent::ResponseComplete { .. } => cx.trigger_raw(Direction::ToClient),
+        _ => {}
+    }
     let (dir, tx) = match ev {
         HttpEvent::RequestLine { tx } => {
             cx.counters.http_tx += 1;

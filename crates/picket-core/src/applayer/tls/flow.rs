@@ -21,7 +21,12 @@ impl AppParser for TlsState {
         }
         let before = TlsProgress::of(self, dir);
         let was_done = self.log_complete();
+        let records = |c: &super::TlsCounters| c.records + c.encrypted_records + c.sslv2_records + c.invalid_records;
+        let records_before = records(&cx.counters.tls);
         self.parse(dir, data, &mut cx.counters.tls);
+        if records(&cx.counters.tls) != records_before {
+            cx.trigger_raw(dir);
+        }
         if TlsProgress::of(self, dir) != before {
             cx.progressed(dir, TLS_TX_ID);
         }

@@ -373,7 +373,6 @@ pub static SURICATA_ONLY_KEYWORDS: &[&str] = &[
     "filesha256",
     "filesize",
     "filestore",
-    "flow.age",
     "frame",
     "ftp.completion_code",
     "ftp.dynamic_port",
