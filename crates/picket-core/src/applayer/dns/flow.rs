@@ -43,6 +43,9 @@ impl AppParser for DnsFlow {
         // Transaction ids are handed out consecutively, and only to parsed messages.
         let next = self.state.next_tx_id();
         cx.counters.dns.tx_tcp += next - first_new;
+        if next > first_new {
+            cx.trigger_raw(dir);
+        }
         for id in first_new..next {
             cx.progressed(dir, id);
             self.note_anomalies(dir, id, cx);
