@@ -127,7 +127,14 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Op
                 o.bool(name, true);
             }
         }
-        o.str("state", tcp.state.as_str()).close();
+        o.str("state", tcp.state.as_str());
+        if tcp.state != crate::flow::tcp::TcpState::None {
+            // Suricata's streaming buffer starts with one region and opens another only
+            // for data more than 256 KiB beyond what it holds; picket's reassembly has no
+            // regions, so a session reports Suricata's usual 1.
+            o.u64("ts_max_regions", 1).u64("tc_max_regions", 1);
+        }
+        o.close();
     }
     o.finish();
 }
