@@ -402,7 +402,14 @@ impl AppLayer {
             }
             _ => (None, None),
         };
-        AppView { proto: self.proto, tx: tx.map(|t| (t, dir)), tls, alerted: &mut self.alerted, app_only: false }
+        AppView {
+            proto: self.proto,
+            tx: tx.map(|t| (t, dir)),
+            tls,
+            alerted: &mut self.alerted,
+            app_only: false,
+            anomalies: self.pending.anomalies(),
+        }
     }
 
     /// Finished transactions and their alert marks go (each protocol knows which are); the
@@ -448,6 +455,8 @@ pub(crate) struct AppView<'a> {
     alerted: &'a mut Vec<(u64, u32)>,
     /// An extra run for a further transaction: only transaction rules may alert.
     pub app_only: bool,
+    /// The app-layer anomalies raised since the last packet (all transactions).
+    pub anomalies: &'a [super::AppAnomaly],
 }
 
 impl AppView<'_> {

@@ -333,6 +333,11 @@ impl Pending {
     }
 
     /// The oldest anomaly not reported yet.
+    /// The anomalies raised since the last packet, oldest first.
+    pub(crate) fn anomalies(&self) -> &[AppAnomaly] {
+        &self.anomalies
+    }
+
     pub(crate) fn take_anomaly(&mut self) -> Option<AppAnomaly> {
         (!self.anomalies.is_empty()).then(|| self.anomalies.remove(0))
     }

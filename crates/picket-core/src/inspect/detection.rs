@@ -6,7 +6,7 @@ use super::{Detection, FlowExt};
 use crate::applayer::layer::{AppLayer, AppView};
 use crate::applayer::AppBuffers;
 use crate::decode::FiveTuple;
-use crate::detect::engine::{Alert, DetectFlow, DetectPacket, FlowInfo};
+use crate::detect::engine::{Alert, AppEvents, DetectFlow, DetectPacket, FlowInfo};
 use crate::detect::rule::Action;
 use crate::flow::{FlowRecord, PacketVerdict};
 use crate::packet::Timestamp;
@@ -81,6 +81,18 @@ pub(super) struct FlowDropLog<'f> {
     pub flow_dropped: bool,
     /// A drop event was reported in [to server, to client] while the flow was dropped.
     pub logged: &'f mut [bool; 2],
+}
+
+/// The app-layer events raised on one transaction since the last packet (`app-layer-event`).
+struct TxEvents<'a> {
+    anomalies: &'a [crate::applayer::AppAnomaly],
+    tx: u64,
+}
+
+impl AppEvents for TxEvents<'_> {
+    fn raised(&self, event: &str) -> bool {
+        self.anomalies.iter().any(|a| a.tx == self.tx && a.event.eq_ignore_ascii_case(event))
+    }
 }
 
 /// A rule action that blocks the packet in IPS mode.
@@ -258,6 +270,10 @@ impl Detection {
             tls: app.as_ref().and_then(|a| a.tls),
             log_ja3: self.log_ja3,
         };
+        let tx_events = app.as_ref().and_then(|a| {
+            let (tx, _) = a.tx?;
+            Some(TxEvents { anomalies: a.anomalies, tx: tx.id() })
+        });
         let pkt = DetectPacket {
             ts,
             pcap_cnt,
@@ -272,6 +288,7 @@ impl Detection {
             repeat,
             buffers: tx_buffers.as_ref().map(|b| b.source()),
             buffers_other: other_buffers.as_ref().map(|b| b.source()),
+            app_events: tx_events.as_ref().map(|e| e as &dyn AppEvents),
         };
         self.alerts.clear();
         engine.inspect(&mut self.ctx, &pkt, detect.as_deref_mut(), &mut self.alerts);

@@ -306,3 +306,38 @@ fn decoder_anomalies_are_reported_when_asked_for() {
         }
     }
 }
+
+/// A DNS query for "a." (type A) from CLIENT to SERVER port 53 with header `flags`.
+fn dns_query(flags: u16) -> Vec<u8> {
+    let mut msg = vec![0x12, 0x34];
+    msg.extend_from_slice(&flags.to_be_bytes());
+    msg.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 1, 0, 1]);
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4(CLIENT, SERVER, 64)
+        .udp(40001, 53)
+        .write(&mut out, &msg)
+        .expect("build");
+    out
+}
+
+#[test]
+fn app_layer_event_matches_the_transaction_that_raised_it() {
+    let rules = "alert dns any any -> any any (app-layer-event:dns.z_flag_set; sid:1;)
+alert dns any any -> any any (app-layer-event:dns.invalid_opcode; sid:2;)
+alert http any any -> any any (app-layer-event:http.request_line_missing_protocol; sid:3;)\n";
+    let mut insp = inspector(rules, false);
+    let mut sink = Collect::default();
+    // A plain query, one with the reserved Z bit (0x0040) set, one with opcode 9.
+    feed(&mut insp, &[dns_query(0x0100), dns_query(0x0140), dns_query(0x4900)], &mut sink);
+    insp.finish(&mut sink);
+    let alerts: Vec<(u32, u64)> = sink
+        .0
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Seen::Alert { sid, pcap_cnt, .. } => Some((*sid, *pcap_cnt)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(alerts, [(1, 2), (2, 3)], "{:?}", sink.0);
+}

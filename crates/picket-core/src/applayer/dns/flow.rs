@@ -27,9 +27,14 @@ pub(crate) fn new_flow(transport: Transport, cx: &mut AppCtx<'_>) -> Box<dyn App
 
 impl DnsFlow {
     /// Reports the protocol anomalies of message `id` that Suricata raises as app-layer
-    /// events: an opcode of 7 or more (unassigned) is `invalid_opcode`.
+    /// events: an opcode of 7 or more (unassigned) is `invalid_opcode`, the reserved Z bit
+    /// set is `z_flag_set`.
     fn note_anomalies(&self, dir: Direction, id: u64, cx: &mut AppCtx<'_>) {
-        if self.state.tx(id).is_some_and(|tx| tx.opcode() >= 7) {
+        let Some(tx) = self.state.tx(id) else { return };
+        if tx.z_flag() {
+            cx.anomaly(dir, id, "z_flag_set");
+        }
+        if tx.opcode() >= 7 {
             cx.anomaly(dir, id, "invalid_opcode");
         }
     }

@@ -538,6 +538,11 @@ impl DnsTransaction {
         self.message.header.opcode()
     }
 
+    /// The reserved Z bit of the header is set.
+    pub fn z_flag(&self) -> bool {
+        self.message.header.z()
+    }
+
     pub fn rcode(&self) -> u8 {
         self.message.header.rcode()
     }

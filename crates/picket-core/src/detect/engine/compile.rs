@@ -21,11 +21,17 @@ use crate::detect::rule::{
 /// Keywords evaluated on the packet headers and flow, before any payload.
 pub(crate) enum PacketCheck {
     Flags(crate::detect::rule::options::TcpFlags),
-    Window { negated: bool, size: u16 },
+    Window {
+        negated: bool,
+        size: u16,
+    },
     Seq(u32),
     Ack(u32),
     Ttl(crate::detect::rule::UintCmp<u8>),
-    Tos { negated: bool, tos: u8 },
+    Tos {
+        negated: bool,
+        tos: u8,
+    },
     Ipopts(crate::detect::rule::options::IpOption),
     Fragbits(crate::detect::rule::options::Fragbits),
     Fragoffset(crate::detect::rule::UintCmp<u16>),
@@ -36,10 +42,21 @@ pub(crate) enum PacketCheck {
     IcmpId(u16),
     IcmpSeq(u16),
     Dsize(crate::detect::rule::UintCmp<u16>),
-    StreamSize { side: crate::detect::rule::options::StreamSide, cmp: crate::detect::rule::UintCmp<u32> },
-    AppProto { negated: bool, name: &'static str },
+    StreamSize {
+        side: crate::detect::rule::options::StreamSide,
+        cmp: crate::detect::rule::UintCmp<u32>,
+    },
+    AppProto {
+        negated: bool,
+        name: &'static str,
+    },
     FlowCount(crate::detect::rule::options::FlowCount),
     FlowAge(crate::detect::rule::UintCmp<u32>),
+    /// `app-layer-event`: the packet's transaction raised `event` in a flow of `proto`.
+    AppEvent {
+        proto: Option<&'static str>,
+        event: Box<str>,
+    },
 }
 
 /// Conditions on per-flow / per-host state.
@@ -441,6 +458,9 @@ impl<'n> RuleBuild<'n> {
             RuleOption::StreamSize { side, cmp } => checks.push(PacketCheck::StreamSize { side: *side, cmp: *cmp }),
             RuleOption::FlowCount(c) => checks.push(PacketCheck::FlowCount(*c)),
             RuleOption::FlowAge(c) => checks.push(PacketCheck::FlowAge(*c)),
+            RuleOption::AppLayerEvent { proto, event } => {
+                checks.push(PacketCheck::AppEvent { proto: *proto, event: event.as_str().into() })
+            }
             RuleOption::AppLayerProtocol { negated, name } => {
                 checks.push(PacketCheck::AppProto { negated: *negated, name })
             }

@@ -203,6 +203,15 @@ pub struct DetectPacket<'a> {
     /// The same transaction seen from the other direction, for transactional (`=>`) rules
     /// whose buffers span both.
     pub buffers_other: Option<&'a dyn BufferSource>,
+    /// The app-layer events the flow's parser raised on this run's transaction (for
+    /// `app-layer-event`).
+    pub app_events: Option<&'a dyn AppEvents>,
+}
+
+/// The app-layer events raised on a transaction, by Suricata's event name.
+pub trait AppEvents {
+    /// Whether `event` (lower case, without the protocol) was raised.
+    fn raised(&self, event: &str) -> bool;
 }
 
 impl Default for DetectPacket<'_> {
@@ -221,6 +230,7 @@ impl Default for DetectPacket<'_> {
             repeat: false,
             buffers: None,
             buffers_other: None,
+            app_events: None,
         }
     }
 }
@@ -1768,6 +1778,10 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
             };
         }
         PacketCheck::FlowAge(cmp) => return pkt.flow.is_some_and(|info| cmp.matches(info.age_secs)),
+        PacketCheck::AppEvent { proto, event } => {
+            return proto.is_none_or(|p| pkt.app_proto == Some(p))
+                && pkt.app_events.is_some_and(|events| events.raised(event));
+        }
         PacketCheck::AppProto { negated, name } => return (pkt.app_proto == Some(*name)) != *negated,
         PacketCheck::FlowCount(fc) => {
             let Some(info) = pkt.flow else { return false };
@@ -1841,7 +1855,8 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
         PacketCheck::StreamSize { .. }
         | PacketCheck::AppProto { .. }
         | PacketCheck::FlowCount(_)
-        | PacketCheck::FlowAge(_) => true,
+        | PacketCheck::FlowAge(_)
+        | PacketCheck::AppEvent { .. } => true,
     }
 }
 

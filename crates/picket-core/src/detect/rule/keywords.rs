@@ -80,6 +80,12 @@ pub static KEYWORDS: &[KeywordDoc] = &[
     kw!("ack", Packet, "TCP acknowledgement number equals N", "ack:0;"),
     kw!("alert", Meta, "a pass rule's matches are logged as alerts too", "alert;"),
     kw!(
+        "app-layer-event",
+        AppLayer,
+        "the flow's parser raised this app-layer event on the transaction",
+        "app-layer-event:dns.z_flag_set;"
+    ),
+    kw!(
         "app-layer-protocol",
         AppLayer,
         "the flow's detected application protocol is (not) P",
@@ -308,7 +314,6 @@ pub fn is_known_keyword(name: &str) -> bool {
 /// fails the rule ("unknown rule keyword", as in Suricata). A test checks the list stays sorted
 /// and disjoint from what picket implements: implementing a keyword means removing it here.
 pub static SURICATA_ONLY_KEYWORDS: &[&str] = &[
-    "app-layer-event",
     "app-layer-state",
     "asn1",
     "bittorrent-dht.nodes",

@@ -240,6 +240,14 @@ pub enum RuleOption {
     FlowCount(FlowCount),
     /// `flow.age`: whole seconds from the flow's first packet to its latest one.
     FlowAge(UintCmp<u32>),
+    /// `app-layer-event:<proto>.<event>`: the flow's parser raised this event on the
+    /// transaction inspected (Suricata's app-layer events, e.g. `dns.z_flag_set`). `proto`
+    /// is `None` for the generic `applayer_*` events of protocol detection; `event` is
+    /// lower case.
+    AppLayerEvent {
+        proto: Option<&'static str>,
+        event: String,
+    },
 }
 
 impl From<PacketKeyword> for RuleOption {
@@ -304,6 +312,24 @@ fn parse_flow_count(kw: &str, value: &str) -> Result<FlowCount, OptionError> {
         }
     };
     Ok(FlowCount { kind, dir, cmp: parse_uint_cmp(cmp_text, kw)? })
+}
+
+/// `dns.z_flag_set` (protocol, then the event) or a generic `applayer_*` event name.
+fn parse_app_layer_event(value: &str) -> Result<RuleOption, OptionError> {
+    let value = value.trim();
+    let valid = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let (proto, event) = match value.split_once('.') {
+        Some((proto, event)) => {
+            let name = crate::detect::rule::header::app_protocol(proto)
+                .ok_or_else(|| OptionError::UnknownAppProtocol { name: proto.to_string() })?;
+            (Some(name), event)
+        }
+        None => (None, value),
+    };
+    if !valid(event) {
+        return Err(bad_part("app-layer-event", "event", event));
+    }
+    Ok(RuleOption::AppLayerEvent { proto, event: event.to_ascii_lowercase() })
 }
 
 type OptResult<T> = Result<T, OptionError>;
@@ -619,6 +645,7 @@ fn packet_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
         | "flow.bytes_toserver"
         | "flow.bytes_toclient" => value().and_then(|v| parse_flow_count(kw, v)).map(RuleOption::FlowCount),
         "flow.age" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::FlowAge),
+        "app-layer-event" => value().and_then(parse_app_layer_event),
         _ => return packet_keywords::parse(kw, arg.value).map(|parsed| parsed.map(RuleOption::from)),
     };
     Some(parsed)

@@ -310,6 +310,8 @@ fn option_errors_are_typed_and_keep_their_messages() {
     assert_eq!(invalid("uricontent:\"|zz|\";"), "uricontent: invalid hex in content: |zz|");
     assert_eq!(invalid("tcp.flags:SX;"), "tcp.flags: flags: invalid flag 'X'");
     assert_eq!(invalid("app-layer-protocol:gopher;"), "app-layer-protocol: unknown app-layer protocol 'gopher'");
+    assert_eq!(invalid("app-layer-event:gopher.bad_thing;"), "app-layer-event: unknown app-layer protocol 'gopher'");
+    assert!(invalid("app-layer-event:dns.;").contains("event"));
     assert_eq!(invalid("detection_filter:track by_src, count 1;"), "detection_filter: threshold: missing seconds");
     assert_eq!(invalid("flow:sideways;"), "invalid flow option 'sideways'");
     assert_eq!(invalid("msg:\"a\"; msg:\"b\";"), "'msg' given twice");
