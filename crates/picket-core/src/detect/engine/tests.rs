@@ -1049,3 +1049,36 @@ fn absent_placement_is_checked_at_load() {
     assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent: maybe; sid:1;)"#), 1);
     assert_eq!(rejected(r#"alert http any any -> any any (http.referer; absent; sid:1;)"#), 0);
 }
+
+/// Header keywords (`flags`, `ttl`, `window`, ...) make a rule inspect the packet, as
+/// Suricata's `SIG_FLAG_REQUIRE_PACKET` does: its content matches the packet's own bytes
+/// even when they went into the stream (a TCP Fast Open SYN's data), and never a stream
+/// chunk.
+#[test]
+fn header_keywords_make_a_rule_inspect_the_packet() {
+    let e = engine(
+        r#"alert tcp any any -> any any (flags:PA; content:"GET"; sid:1;)
+alert tcp any any -> any any (ttl:64; content:"GET"; sid:2;)
+alert tcp any any -> any any (content:"GET"; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let frame = tcp(CLIENT, 1, SERVER, 2, b"GET /");
+    let a = inspect_with(
+        &e,
+        &mut ctx,
+        &frame,
+        Opts { flow: to_server(), payload_in_stream: true, ..Default::default() },
+        None,
+    );
+    assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(1, false), (2, false)]);
+    let data = b"GET /";
+    let chunk = StreamChunk { offset: 0, data, new_start: 0, new_end: data.len() as u64, gap_before: 0 };
+    let a = inspect_with(
+        &e,
+        &mut ctx,
+        &tcp(CLIENT, 1, SERVER, 2, b""),
+        Opts { flow: to_server(), stream: Some(chunk), ..Default::default() },
+        None,
+    );
+    assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(3, true)]);
+}
