@@ -307,7 +307,13 @@ impl TcpSession {
         match self.state {
             TcpState::None => self.on_no_session(seg, syn, ack, fin, from_client, cfg, &mut out),
             TcpState::SynSent => self.on_syn_sent(seg, syn, ack, from_client, cfg, &mut out),
-            TcpState::SynRecv => self.on_syn_recv(seg, syn, ack, from_client, cfg, &mut out),
+            // A session picked up from its SYN/ACK: the server's own ACKs may come first
+            // (the client's side is not captured); see `synack_pickup_ack`.
+            TcpState::SynRecv if !syn && ack && !from_client && self.midstream && self.synack_pickup_ack(seg, cfg) => {
+                self.state = TcpState::Established;
+                self.reached_established = true;
+            }
+            TcpState::SynRecv => self.on_syn_recv(seg, syn, ack, from_client, &mut out),
             TcpState::Closed => {
                 out.after_close = true;
             }
@@ -403,25 +409,8 @@ impl TcpSession {
         }
     }
 
-    fn on_syn_recv(
-        &mut self,
-        seg: &TcpSegment,
-        syn: bool,
-        ack: bool,
-        from_client: bool,
-        cfg: TcpConfig,
-        out: &mut TcpOutcome,
-    ) {
+    fn on_syn_recv(&mut self, seg: &TcpSegment, syn: bool, ack: bool, from_client: bool, out: &mut TcpOutcome) {
         match (syn, ack, from_client) {
-            // A session picked up from its SYN/ACK: the server's own ACKs may come first
-            // (the client's side is not captured). Suricata takes the session as
-            // established on one that continues the server's sequence with
-            // `async-oneside`, or on an "ACK for missing data" (sequence and ACK number
-            // both past what the SYN/ACK told of the client).
-            (false, true, false) if self.midstream && self.synack_pickup_ack(seg, cfg) => {
-                self.state = TcpState::Established;
-                self.reached_established = true;
-            }
             (true, true, false) => {
                 let expected = self.client_isn.map(|isn| isn.wrapping_add(1));
                 if expected.is_some_and(|e| e != seg.ack) {
@@ -447,8 +436,10 @@ impl TcpSession {
         }
     }
 
-    /// See [`TcpSession::on_syn_recv`]: whether the server's ACK establishes a session
-    /// picked up from its SYN/ACK.
+    /// Whether the server's ACK establishes a session picked up from its SYN/ACK (in
+    /// SYN_RECV). Suricata takes it as established on an ACK that continues the server's
+    /// sequence with `async-oneside`, or on an "ACK for missing data": sequence and ACK
+    /// number both past what the SYN/ACK told of the client (its ISN + 1).
     fn synack_pickup_ack(&self, seg: &TcpSegment, cfg: TcpConfig) -> bool {
         let (Some(server_isn), Some(client_isn)) = (self.server_isn, self.client_isn) else {
             return false;

@@ -1062,23 +1062,13 @@ alert tcp any any -> any any (ttl:64; content:"GET"; sid:2;)
 alert tcp any any -> any any (content:"GET"; sid:3;)"#,
     );
     let mut ctx = e.new_ctx();
-    let frame = tcp(CLIENT, 1, SERVER, 2, b"GET /");
-    let a = inspect_with(
-        &e,
-        &mut ctx,
-        &frame,
-        Opts { flow: to_server(), payload_in_stream: true, ..Default::default() },
-        None,
-    );
-    assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(1, false), (2, false)]);
+    let mut run = |payload: &[u8], opts: Opts| -> Vec<(u32, bool)> {
+        let frame = tcp(CLIENT, 1, SERVER, 2, payload);
+        inspect_with(&e, &mut ctx, &frame, opts, None).iter().map(|a| (a.sid, a.in_stream)).collect()
+    };
+    let in_stream = Opts { flow: to_server(), payload_in_stream: true, ..Default::default() };
+    assert_eq!(run(b"GET /", in_stream), vec![(1, false), (2, false)]);
     let data = b"GET /";
     let chunk = StreamChunk { offset: 0, data, new_start: 0, new_end: data.len() as u64, gap_before: 0 };
-    let a = inspect_with(
-        &e,
-        &mut ctx,
-        &tcp(CLIENT, 1, SERVER, 2, b""),
-        Opts { flow: to_server(), stream: Some(chunk), ..Default::default() },
-        None,
-    );
-    assert_eq!(a.iter().map(|a| (a.sid, a.in_stream)).collect::<Vec<_>>(), vec![(3, true)]);
+    assert_eq!(run(b"", Opts { flow: to_server(), stream: Some(chunk), ..Default::default() }), vec![(3, true)]);
 }
