@@ -128,15 +128,23 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Op
             }
         }
         o.str("state", tcp.state.as_str());
-        if tcp.state != crate::flow::tcp::TcpState::None {
-            // Suricata's streaming buffer starts with one region and opens another only
-            // for data more than 256 KiB beyond what it holds; picket's reassembly has no
-            // regions, so a session reports Suricata's usual 1.
-            o.u64("ts_max_regions", 1).u64("tc_max_regions", 1);
-        }
+        write_max_regions(&mut o, rec);
         o.close();
     }
     o.finish();
+}
+
+/// `ts_max_regions` / `tc_max_regions`: the most memory regions each direction's
+/// reassembly buffer needed at once, written (as Suricata does) for every TCP session; a
+/// session without reassembly state yet (no payload seen) has the initial 1.
+fn write_max_regions(o: &mut JsonObject<'_>, rec: &FlowRecord<FlowExt>) {
+    if rec.tcp.is_none_or(|t| t.state == picket_core::flow::tcp::TcpState::None) {
+        return;
+    }
+    let stream = rec.ext.stream.as_deref();
+    for (key, dir) in [("ts_max_regions", Direction::ToServer), ("tc_max_regions", Direction::ToClient)] {
+        o.u64(key, stream.map_or(1, |s| s.max_regions(dir)).into());
+    }
 }
 
 /// Suricata's eve name of an exception policy.
@@ -239,6 +247,26 @@ mod tests {
         let p = &v["flow"]["exception_policy"][0];
         assert_eq!((p["target"].as_str(), p["policy"].as_str()), (Some("stream_midstream"), Some("pass_flow")));
         assert!(flow_object(FlowBypass::default()).get("exception_policy").is_none());
+    }
+
+    /// `ts_max_regions`/`tc_max_regions` come with every TCP session (1 before any
+    /// reassembly state exists), not with a TCP flow that never had one.
+    #[test]
+    fn tcp_sessions_carry_max_regions() {
+        use picket_core::flow::{tcp::TcpState, TcpRecord};
+        let mut rec = record(FlowBypass::default());
+        let tcp = |state| TcpRecord { tcp_flags: 0x12, tcp_flags_ts: 0x02, tcp_flags_tc: 0x10, state };
+        rec.tcp = Some(tcp(TcpState::CloseWait));
+        let mut buf = Vec::new();
+        write_flow(&mut buf, &rec, None);
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        assert_eq!(v["tcp"]["state"], "close_wait");
+        assert_eq!((v["tcp"]["ts_max_regions"].as_u64(), v["tcp"]["tc_max_regions"].as_u64()), (Some(1), Some(1)));
+        rec.tcp = Some(tcp(TcpState::None));
+        buf.clear();
+        write_flow(&mut buf, &rec, None);
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("json");
+        assert!(v["tcp"].get("ts_max_regions").is_none() && v["tcp"].get("tc_max_regions").is_none());
     }
 
     #[test]

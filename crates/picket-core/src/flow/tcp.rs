@@ -3,11 +3,13 @@
 //!
 //! ```text
 //! none ─SYN─▶ syn_sent ─SYN/ACK─▶ syn_recv ─ACK─▶ established
-//! established ─FIN from client─▶ fin_wait1 ─ACK of FIN─▶ fin_wait2 ─FIN─▶ time_wait ─ACK─▶ closed
+//! established ─FIN from server─▶ fin_wait1 ─ACK of FIN─▶ fin_wait2 ─FIN─▶ time_wait ─ACK─▶ closed
 //!             fin_wait1 ─FIN+ACK of FIN─▶ time_wait;   fin_wait1 ─FIN─▶ closing ─ACK─▶ time_wait
-//! established ─FIN from server─▶ close_wait ─FIN from client─▶ last_ack ─ACK of FIN─▶ closed
+//! established ─FIN from client─▶ close_wait ─FIN from server─▶ last_ack ─ACK of FIN─▶ closed
 //! any state ─RST─▶ closed
 //! ```
+//! The names are Suricata's, which are named from the server's side: a client that
+//! closes first puts the session in close_wait (Suricata's `StreamTcpHandleFin`).
 //! What it checks: handshake ACK numbers (SYN/ACK acks the client ISN, the final ACK acks
 //! the server ISN) and that a FIN was acknowledged before moving past it. What it does not
 //! do (that is the stream-reassembly stage's job): window tracking, RST sequence
@@ -15,7 +17,15 @@
 //!
 //! Midstream pickup (`midstream = true`): a session whose first packet carries ACK is taken
 //! as established; a first SYN/ACK starts in syn_recv with the roles swapped so the SYN/ACK
-//! sender is the server. With midstream off such flows stay in state none ("new").
+//! sender is the server. With midstream off such flows stay in state none ("new"), except
+//! that `async_oneside` alone also picks a session up from its SYN/ACK, as Suricata does.
+//! A session picked up from its SYN/ACK becomes established on the server's own ACK when
+//! that continues the server's sequence (`async_oneside`) or acknowledges client data never
+//! seen (Suricata's "ACK for missing data").
+//!
+//! One-sided (`async_oneside`) captures: a client whose SYN gets no visible answer is
+//! established by its next ACK; without `async_oneside`, the stream view ignores such
+//! segments ([`StreamView::ignored`]) so none of their data is reassembled.
 //!
 //! # One owner, two views
 //!
@@ -297,6 +307,12 @@ impl TcpSession {
         match self.state {
             TcpState::None => self.on_no_session(seg, syn, ack, fin, from_client, cfg, &mut out),
             TcpState::SynSent => self.on_syn_sent(seg, syn, ack, from_client, cfg, &mut out),
+            // A session picked up from its SYN/ACK: the server's own ACKs may come first
+            // (the client's side is not captured); see `synack_pickup_ack`.
+            TcpState::SynRecv if !syn && ack && !from_client && self.midstream && self.synack_pickup_ack(seg, cfg) => {
+                self.state = TcpState::Established;
+                self.reached_established = true;
+            }
             TcpState::SynRecv => self.on_syn_recv(seg, syn, ack, from_client, &mut out),
             TcpState::Closed => {
                 out.after_close = true;
@@ -332,7 +348,9 @@ impl TcpSession {
             out.session_started = true;
             out.swap_roles = !from_client;
         } else if syn && ack {
-            if cfg.midstream {
+            // Suricata picks a session up from its SYN/ACK with midstream pickup or with
+            // `async-oneside` (a capture that only sees the server's side).
+            if cfg.midstream || cfg.async_oneside {
                 self.state = TcpState::SynRecv;
                 self.server_isn = Some(seg.seq);
                 self.client_isn = Some(seg.ack.wrapping_sub(1));
@@ -418,6 +436,20 @@ impl TcpSession {
         }
     }
 
+    /// Whether the server's ACK establishes a session picked up from its SYN/ACK (in
+    /// SYN_RECV). Suricata takes it as established on an ACK that continues the server's
+    /// sequence with `async-oneside`, or on an "ACK for missing data": sequence and ACK
+    /// number both past what the SYN/ACK told of the client (its ISN + 1).
+    fn synack_pickup_ack(&self, seg: &TcpSegment, cfg: TcpConfig) -> bool {
+        let (Some(server_isn), Some(client_isn)) = (self.server_isn, self.client_isn) else {
+            return false;
+        };
+        let gt = |a: u32, b: u32| (a.wrapping_sub(b) as i32) > 0;
+        let client_next = client_isn.wrapping_add(1);
+        (cfg.async_oneside && seg.seq == server_isn.wrapping_add(1))
+            || (gt(seg.seq, client_next) && gt(seg.ack, client_next))
+    }
+
     fn syn_on_open_session(&self, seg: &TcpSegment, ack: bool, from_client: bool, state: TcpState) -> StreamEvent {
         if state.is_shutting_down() {
             return StreamEvent::ShutdownSynResend;
@@ -443,17 +475,19 @@ impl TcpSession {
                 self.server_fin_acked_by.get_or_insert(fin_ack);
             }
         }
+        // Suricata's names: a FIN from the server opens FIN_WAIT1, one from the client
+        // CLOSE_WAIT (its `StreamTcpHandleFin`); eve's `tcp.state` shows them.
         self.state = match (self.state, from_client) {
-            (TcpState::Established, true) if fin => TcpState::FinWait1,
-            (TcpState::Established, false) if fin => TcpState::CloseWait,
-            (TcpState::FinWait1, false) if fin && acks(self.client_fin_acked_by) => TcpState::TimeWait,
-            (TcpState::FinWait1, false) if fin => TcpState::Closing,
-            (TcpState::FinWait1, false) if acks(self.client_fin_acked_by) => TcpState::FinWait2,
-            (TcpState::FinWait2, false) if fin => TcpState::TimeWait,
-            (TcpState::Closing, false) if acks(self.client_fin_acked_by) => TcpState::TimeWait,
-            (TcpState::TimeWait, true) if acks(self.server_fin_acked_by) => TcpState::Closed,
-            (TcpState::CloseWait, true) if fin => TcpState::LastAck,
-            (TcpState::LastAck, false) if acks(self.client_fin_acked_by) => TcpState::Closed,
+            (TcpState::Established, false) if fin => TcpState::FinWait1,
+            (TcpState::Established, true) if fin => TcpState::CloseWait,
+            (TcpState::FinWait1, true) if fin && acks(self.server_fin_acked_by) => TcpState::TimeWait,
+            (TcpState::FinWait1, true) if fin => TcpState::Closing,
+            (TcpState::FinWait1, true) if acks(self.server_fin_acked_by) => TcpState::FinWait2,
+            (TcpState::FinWait2, true) if fin => TcpState::TimeWait,
+            (TcpState::Closing, true) if acks(self.server_fin_acked_by) => TcpState::TimeWait,
+            (TcpState::TimeWait, false) if acks(self.client_fin_acked_by) => TcpState::Closed,
+            (TcpState::CloseWait, false) if fin => TcpState::LastAck,
+            (TcpState::LastAck, true) if acks(self.server_fin_acked_by) => TcpState::Closed,
             (state, _) => state,
         };
     }
@@ -475,6 +509,8 @@ pub struct StreamView {
     state: TcpState,
     /// The client's direction (to server), then the server's.
     sides: [StreamSide; 2],
+    /// The latest segment was not accepted by the session (see [`StreamView::ignored`]).
+    ignored: bool,
 }
 
 /// One direction of a [`StreamView`]. Offsets count from the stream start (`base_seq`).
@@ -592,11 +628,21 @@ impl StreamView {
         self.state > TcpState::TimeWait
     }
 
+    /// Whether the latest segment was rejected by a tracked session (e.g. the client's
+    /// ACKs after its SYN when no SYN/ACK was seen, without `async-oneside`): reassembly
+    /// takes neither its data nor its ACK, as Suricata's stream engine does not.
+    #[inline]
+    pub fn ignored(&self) -> bool {
+        self.ignored
+    }
+
     /// One segment from the client (`from_client`, the sender's final role) or server.
     fn on_segment(&mut self, seg: &TcpSegment, payload_len: u32, from_client: bool, cfg: TcpConfig) {
         let flags = seg.flags;
         let (d, o) = if from_client { (0, 1) } else { (1, 0) };
-        if !self.track_handshake(seg, d, o, cfg) {
+        let tracked = self.track_handshake(seg, d, o, cfg);
+        self.ignored = !tracked && self.state != TcpState::None;
+        if !tracked {
             return;
         }
         self.sides[d].has |= StreamSide::SEEN;
@@ -647,7 +693,7 @@ impl StreamView {
                     self.sides[d].init(seg.seq.wrapping_add(1));
                     self.state = TcpState::SynSent;
                 } else if syn && ack {
-                    if !cfg.midstream {
+                    if !(cfg.midstream || cfg.async_oneside) {
                         return false;
                     }
                     self.sides[d].init(seg.seq.wrapping_add(1));
@@ -663,6 +709,15 @@ impl StreamView {
                     }
                     self.state = TcpState::Established;
                 }
+            }
+            // Without `async-oneside`, Suricata ignores the client's segments after its
+            // SYN while nothing came back: none of their data is reassembled. (A server
+            // that answered with a SYN of its own, a split handshake, is not modelled
+            // here: its client's data stays reassembled as before.)
+            TcpState::SynSent
+                if !syn && ack && from_client && !cfg.async_oneside && self.sides[o].has & StreamSide::SEEN == 0 =>
+            {
+                return false
             }
             TcpState::SynSent => {
                 if syn && ack && !from_client {
@@ -693,26 +748,28 @@ impl StreamView {
         let fin = flags & f::FIN != 0;
         let client_fin_acked = self.sides[0].fin_acked();
         let server_fin_acked = self.sides[1].fin_acked();
+        // Suricata's names (see the module doc): the server's FIN opens FIN_WAIT1, the
+        // client's CLOSE_WAIT, which is past TIME_WAIT and so flushes raw inspection.
         self.state = match self.state {
             TcpState::SynRecv | TcpState::Established if fin => {
                 if from_client {
-                    TcpState::FinWait1
-                } else {
                     TcpState::CloseWait
+                } else {
+                    TcpState::FinWait1
                 }
             }
-            TcpState::FinWait1 if !from_client && fin => {
-                if client_fin_acked {
+            TcpState::FinWait1 if from_client && fin => {
+                if server_fin_acked {
                     TcpState::TimeWait
                 } else {
                     TcpState::Closing
                 }
             }
-            TcpState::FinWait1 if !from_client && client_fin_acked => TcpState::FinWait2,
-            TcpState::FinWait2 if !from_client && fin => TcpState::TimeWait,
-            TcpState::CloseWait if from_client && fin => TcpState::LastAck,
-            TcpState::LastAck if !from_client && client_fin_acked => TcpState::Closed,
-            TcpState::TimeWait if from_client && server_fin_acked => TcpState::Closed,
+            TcpState::FinWait1 if from_client && server_fin_acked => TcpState::FinWait2,
+            TcpState::FinWait2 if from_client && fin => TcpState::TimeWait,
+            TcpState::CloseWait if !from_client && fin => TcpState::LastAck,
+            TcpState::LastAck if from_client && server_fin_acked => TcpState::Closed,
+            TcpState::TimeWait if !from_client && client_fin_acked => TcpState::Closed,
             TcpState::Closing if client_fin_acked && server_fin_acked => TcpState::Closed,
             s => s,
         };
@@ -768,14 +825,14 @@ mod tests {
     }
 
     #[test]
-    fn client_close_walks_fin_wait_to_closed() {
+    fn server_close_walks_fin_wait_to_closed() {
         let mut s = handshake();
-        // Client sends 10 bytes of data with its FIN: the FIN occupies seq 111.
-        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 10, true, STRICT);
+        // Server sends 10 bytes of data with its FIN: the FIN occupies seq 511.
+        s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 10, false, STRICT);
         assert_eq!(s.state, TcpState::FinWait1);
-        s.on_segment(&seg(f::FIN | f::ACK, 501, 112), 0, false, STRICT);
+        s.on_segment(&seg(f::FIN | f::ACK, 101, 512), 0, true, STRICT);
         assert_eq!(s.state, TcpState::TimeWait);
-        s.on_segment(&seg(f::ACK, 112, 502), 0, true, STRICT);
+        s.on_segment(&seg(f::ACK, 512, 102), 0, false, STRICT);
         assert_eq!(s.state, TcpState::Closed);
         assert_eq!(s.state.flow_state(), FlowState::Closed);
     }
@@ -783,38 +840,96 @@ mod tests {
     #[test]
     fn fin_wait1_needs_the_fin_acknowledged() {
         let mut s = handshake();
-        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 10, true, STRICT);
+        s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 10, false, STRICT);
         // ACK that does not cover the FIN: still fin_wait1.
-        s.on_segment(&seg(f::ACK, 501, 105), 0, false, STRICT);
+        s.on_segment(&seg(f::ACK, 101, 505), 0, true, STRICT);
         assert_eq!(s.state, TcpState::FinWait1);
-        s.on_segment(&seg(f::ACK, 501, 112), 0, false, STRICT);
+        s.on_segment(&seg(f::ACK, 101, 512), 0, true, STRICT);
         assert_eq!(s.state, TcpState::FinWait2);
-        s.on_segment(&seg(f::FIN | f::ACK, 501, 112), 0, false, STRICT);
+        s.on_segment(&seg(f::FIN | f::ACK, 101, 512), 0, true, STRICT);
         assert_eq!(s.state, TcpState::TimeWait);
     }
 
     #[test]
     fn simultaneous_close_goes_through_closing() {
         let mut s = handshake();
-        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 0, true, STRICT);
-        // Server FIN crosses the client's FIN: it does not acknowledge it yet.
         s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 0, false, STRICT);
+        // Client FIN crosses the server's FIN: it does not acknowledge it yet.
+        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 0, true, STRICT);
         assert_eq!(s.state, TcpState::Closing);
-        s.on_segment(&seg(f::ACK, 502, 102), 0, false, STRICT);
+        s.on_segment(&seg(f::ACK, 102, 502), 0, true, STRICT);
         assert_eq!(s.state, TcpState::TimeWait);
     }
 
     #[test]
-    fn server_close_walks_close_wait_to_closed() {
+    fn client_close_walks_close_wait_to_closed() {
+        // Suricata names the client's FIN first CLOSE_WAIT (eve `tcp.state`).
         let mut s = handshake();
-        s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 0, false, STRICT);
+        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 0, true, STRICT);
         assert_eq!(s.state, TcpState::CloseWait);
         assert_eq!(s.state.flow_state(), FlowState::Established);
-        s.on_segment(&seg(f::FIN | f::ACK, 101, 502), 0, true, STRICT);
+        s.on_segment(&seg(f::FIN | f::ACK, 501, 102), 0, false, STRICT);
         assert_eq!(s.state, TcpState::LastAck);
         assert_eq!(s.state.flow_state(), FlowState::Closed);
-        s.on_segment(&seg(f::ACK, 502, 102), 0, false, STRICT);
+        s.on_segment(&seg(f::ACK, 102, 502), 0, true, STRICT);
         assert_eq!(s.state, TcpState::Closed);
+    }
+
+    const ASYNC: TcpConfig = TcpConfig { midstream: false, async_oneside: true, reassembly_depth: 0 };
+
+    /// `async-oneside` alone picks a session up from its SYN/ACK (the server's side of an
+    /// asymmetric capture), turned round; the server's next ACK, continuing its own
+    /// sequence, makes it established. Its FIN is Suricata's FIN_WAIT1.
+    #[test]
+    fn async_oneside_picks_up_a_synack_and_the_server_ack_establishes() {
+        let mut s = TcpSession::default();
+        let out = s.on_segment(&seg(f::SYN | f::ACK, 5000, 101), 0, true, ASYNC);
+        assert!(out.swap_roles && out.midstream_pickup);
+        assert_eq!((s.state, s.stream().state()), (TcpState::SynRecv, TcpState::SynRecv));
+        assert_eq!(s.stream().base_seq(false), Some(5001));
+        s.on_segment(&seg(f::ACK, 5001, 141), 0, false, ASYNC);
+        assert_eq!(s.state, TcpState::Established);
+        s.on_segment(&seg(f::FIN | f::ACK, 5001, 141), 100, false, ASYNC);
+        assert_eq!((s.state, s.state.flow_state()), (TcpState::FinWait1, FlowState::Established));
+        // Without either option, the SYN/ACK starts nothing.
+        let mut s = TcpSession::default();
+        assert!(s.on_segment(&seg(f::SYN | f::ACK, 5000, 101), 0, true, STRICT).no_session);
+    }
+
+    /// Midstream pickup from a SYN/ACK without `async-oneside`: the server's ACK for client
+    /// data never captured (sequence and ACK number both past the client's ISN + 1, as
+    /// Suricata compares them) establishes the session.
+    #[test]
+    fn midstream_synack_pickup_established_by_an_ack_for_missing_data() {
+        let mut s = TcpSession::default();
+        s.on_segment(&seg(f::SYN | f::ACK, 2_548_486_694, 2_059_970_494), 0, true, MIDSTREAM);
+        s.on_segment(&seg(f::ACK, 2_548_486_695, 2_059_970_575), 0, false, MIDSTREAM);
+        assert_eq!(s.state, TcpState::Established);
+        // An ACK that acknowledges nothing new is still the wrong direction.
+        let mut s = TcpSession::default();
+        s.on_segment(&seg(f::SYN | f::ACK, 500, 101), 0, true, MIDSTREAM);
+        let out = s.on_segment(&seg(f::ACK, 501, 101), 0, false, MIDSTREAM);
+        assert_eq!((s.state, out.event), (TcpState::SynRecv, Some(StreamEvent::ThreeWhsAckInWrongDir)));
+    }
+
+    /// A client talking on after its SYN with no answer seen: without `async-oneside` the
+    /// stream view rejects its segments (reassembly takes no data), with it they establish.
+    #[test]
+    fn client_segments_after_an_unanswered_syn_need_async_oneside() {
+        let mut s = TcpSession::default();
+        s.on_segment(&seg(f::SYN, 100, 0), 0, true, MIDSTREAM);
+        s.on_segment(&seg(f::ACK | f::PSH, 101, 900), 40, true, MIDSTREAM);
+        assert!(s.stream().ignored());
+        assert_eq!((s.state, s.stream().state()), (TcpState::SynSent, TcpState::SynSent));
+        let mut s = TcpSession::default();
+        s.on_segment(&seg(f::SYN, 100, 0), 0, true, ASYNC);
+        s.on_segment(&seg(f::ACK | f::PSH, 101, 900), 40, true, ASYNC);
+        assert!(!s.stream().ignored());
+        assert_eq!((s.state, s.stream().state()), (TcpState::Established, TcpState::Established));
+        // A client FIN is Suricata's CLOSE_WAIT, which flushes raw inspection.
+        s.on_segment(&seg(f::FIN | f::ACK, 141, 900), 0, true, ASYNC);
+        assert_eq!(s.state, TcpState::CloseWait);
+        assert!(s.stream().is_closing());
     }
 
     #[test]
@@ -957,19 +1072,19 @@ mod tests {
         // client ACK.
         s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 0, false, MIDSTREAM);
         assert_eq!(s.state, TcpState::SynRecv);
-        assert_eq!(s.stream().state(), TcpState::CloseWait);
-        assert!(s.stream().is_closing());
+        assert_eq!(s.stream().state(), TcpState::FinWait1);
+        assert!(!s.stream().is_closing());
     }
 
     #[test]
     fn stream_view_closes_a_simultaneous_close_without_time_wait() {
         let mut s = handshake();
-        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 0, true, STRICT);
         s.on_segment(&seg(f::FIN | f::ACK, 501, 101), 0, false, STRICT);
+        s.on_segment(&seg(f::FIN | f::ACK, 101, 501), 0, true, STRICT);
         assert_eq!((s.state, s.stream().state()), (TcpState::Closing, TcpState::Closing));
-        s.on_segment(&seg(f::ACK, 502, 102), 0, false, STRICT);
-        assert_eq!((s.state, s.stream().state()), (TcpState::TimeWait, TcpState::Closing));
         s.on_segment(&seg(f::ACK, 102, 502), 0, true, STRICT);
+        assert_eq!((s.state, s.stream().state()), (TcpState::TimeWait, TcpState::Closing));
+        s.on_segment(&seg(f::ACK, 502, 102), 0, false, STRICT);
         assert_eq!((s.state, s.stream().state()), (TcpState::Closed, TcpState::Closed));
     }
 

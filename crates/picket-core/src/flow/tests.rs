@@ -158,10 +158,11 @@ fn three_way_handshake_then_fin_fin_ack_closes() {
 
     let data = run(&mut t, &g.tcp(true, PSH | ACK, 101, 501, 20, 1), &mut ended);
     assert!(data.established);
+    // Suricata's names: the client closing first is CLOSE_WAIT.
     let fin1 = run(&mut t, &g.tcp(true, FIN | ACK, 121, 501, 0, 2), &mut ended);
-    assert_eq!(fin1.tcp_state, TcpState::FinWait1);
+    assert_eq!(fin1.tcp_state, TcpState::CloseWait);
     let fin2 = run(&mut t, &g.tcp(false, FIN | ACK, 501, 122, 0, 2), &mut ended);
-    assert_eq!(fin2.tcp_state, TcpState::TimeWait);
+    assert_eq!(fin2.tcp_state, TcpState::LastAck);
     let last = run(&mut t, &g.tcp(true, ACK, 122, 502, 0, 2), &mut ended);
     assert_eq!((last.tcp_state, last.state, last.established), (TcpState::Closed, FlowState::Closed, true));
     assert!(ended.is_empty());

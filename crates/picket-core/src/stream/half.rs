@@ -252,7 +252,15 @@ pub(crate) struct StreamHalf {
     /// Last packet carrying data in this direction: (offset, len, stored).
     pub last_packet: Option<(u64, u32, bool)>,
     pub packets: u64,
+    /// Most memory regions Suricata's streaming buffer would have held at once for this
+    /// direction (eve flow `tcp.ts_max_regions` / `tc_max_regions`): 1, plus one for
+    /// each run of held data more than [`REGION_GAP`] past the previous one.
+    pub max_regions: u16,
 }
+
+/// Suricata's `STREAMING_BUFFER_REGION_GAP_DEFAULT`: out-of-order data further than this
+/// past the held data starts a new memory region of the streaming buffer.
+pub const REGION_GAP: u64 = 256 * 1024;
 
 impl StreamHalf {
     pub fn new(policy: OverlapPolicy) -> Self {
@@ -275,7 +283,23 @@ impl StreamHalf {
             trigger_raw: false,
             last_packet: None,
             packets: 0,
+            max_regions: 1,
         }
+    }
+
+    /// Counts the regions the held blocks would form in Suricata's streaming buffer and
+    /// raises [`StreamHalf::max_regions`]. Called only when a segment opened a new block
+    /// (out-of-order data), so the in-order path never pays for it.
+    fn note_regions(&mut self) {
+        let mut regions: u16 = 1;
+        let mut prev_end: Option<u64> = None;
+        for b in self.blocks.values() {
+            if prev_end.is_some_and(|end| b.offset.saturating_sub(end) > REGION_GAP) {
+                regions = regions.saturating_add(1);
+            }
+            prev_end = Some(b.end());
+        }
+        self.max_regions = self.max_regions.max(regions);
     }
 
     /// Converts a 32-bit sequence number into a signed stream offset, given the sequence
@@ -408,6 +432,7 @@ impl StreamHalf {
         let duplicate = !past_everything && self.records.contains(&record.key());
         let overlapping = !past_everything && self.overlapping_records(s, e).next().is_some();
         let plan = self.plan_write(s, e);
+        let new_block = plan.keeper == Keeper::Fresh && plan.count == 0;
         if plan.keeper == Keeper::Fresh
             && plan.count == 0
             && limits.max_regions > 0
@@ -467,6 +492,9 @@ impl StreamHalf {
             self.record_classes |= 1 << SegRecord::class(record.len);
         }
         self.next_off = self.next_off.max(e);
+        if new_block && self.blocks.len() > 1 {
+            self.note_regions();
+        }
         self.sync_memory(mem);
         let result = if new_bytes > 0 { InsertResult::Inserted } else { InsertResult::NothingNew };
         (result, detail)

@@ -19,7 +19,7 @@
 //!   bytes are waiting (acked edge − inspected edge ≥ chunk size);
 //! - the app-layer asked for it ([`TcpReassembly::trigger_raw`], e.g. a complete HTTP
 //!   request), or the direction just reached `reassembly.depth`;
-//! - the session is closing: Suricata's states past TIME_WAIT (CLOSE_WAIT after the server's
+//! - the session is closing: Suricata's states past TIME_WAIT (CLOSE_WAIT after the client's
 //!   FIN, LAST_ACK, CLOSING, CLOSED — CLOSED includes an accepted RST).
 //!
 //! The inspected range runs from the inspected edge to the acknowledged edge, one chunk per
@@ -380,6 +380,9 @@ impl TcpReassembly {
             }
         }
         out.tracked = true;
+        if session.ignored() {
+            return out;
+        }
         let base = |dir: Direction| session.base_seq(dir == Direction::ToServer);
         let (base_d, base_o) = (base(dir), base(dir.opposite()));
         self.halves[d].initialized = base_d.is_some();
@@ -712,6 +715,12 @@ impl TcpReassembly {
         } else {
             0
         }
+    }
+
+    /// Most memory regions Suricata's streaming buffer would have needed at once for `dir`
+    /// (eve flow `tcp.ts_max_regions` / `tc_max_regions`); at least 1.
+    pub fn max_regions(&self, dir: Direction) -> u16 {
+        self.halves[dir.index()].max_regions
     }
 
     /// What this stream is charged to its worker's budgets: (segment bytes, session).

@@ -464,29 +464,31 @@ fn app_layer_trigger_flushes_below_chunk_size() {
 }
 
 #[test]
-fn server_fin_moves_to_close_wait_which_flushes_acked_data() {
+fn client_fin_moves_to_close_wait_which_flushes_acked_data() {
+    // Suricata names a session whose client closed first CLOSE_WAIT, a state past
+    // TIME_WAIT: acknowledged data is inspected without waiting for a full chunk.
     let mut c = Conn::handshake(cfg(), 1, 1);
-    c.send(TS, 0, 0, ACK, b"request");
-    c.send(TC, 0, 7, ACK | FIN, b"");
+    c.send(TC, 0, 0, ACK, b"response");
+    c.send(TS, 0, 8, ACK | FIN, b"");
     assert_eq!(c.s.stream().state(), TcpState::CloseWait);
-    c.send(TS, 7, 1, ACK, b"");
-    assert_eq!(c.inspected_bytes(TS), vec![b"request".to_vec()]);
+    c.send(TC, 8, 1, ACK, b"");
+    assert_eq!(c.inspected_bytes(TC), vec![b"response".to_vec()]);
 }
 
 #[test]
-fn client_close_flushes_only_when_closed() {
+fn server_close_flushes_only_when_closed() {
     let mut c = Conn::handshake(cfg(), 1, 1);
-    c.send(TS, 0, 0, ACK, b"abc");
-    c.send(TS, 3, 0, ACK | FIN, b"");
+    c.send(TC, 0, 0, ACK, b"abc");
+    c.send(TC, 3, 0, ACK | FIN, b"");
     assert_eq!(c.s.stream().state(), TcpState::FinWait1);
-    c.send(TC, 0, 4, ACK, b"");
+    c.send(TS, 0, 4, ACK, b"");
     assert_eq!(c.s.stream().state(), TcpState::FinWait2);
-    c.send(TC, 0, 4, ACK | FIN, b"");
+    c.send(TS, 0, 4, ACK | FIN, b"");
     assert_eq!(c.s.stream().state(), TcpState::TimeWait);
-    assert!(c.inspect(TC).is_empty());
-    c.send(TS, 4, 1, ACK, b"");
+    assert!(c.inspect(TS).is_empty());
+    c.send(TC, 4, 1, ACK, b"");
     assert_eq!(c.s.stream().state(), TcpState::Closed);
-    assert_eq!(c.inspected_bytes(TS), vec![b"abc".to_vec()]);
+    assert_eq!(c.inspected_bytes(TC), vec![b"abc".to_vec()]);
 }
 
 #[test]
@@ -932,4 +934,19 @@ proptest! {
         r.release(&mut mem);
         prop_assert_eq!(mem.used(), 0);
     }
+}
+
+/// eve flow's `ts_max_regions`: out-of-order data more than 256 KiB past the held bytes
+/// opens another region of Suricata's streaming buffer; closer holes do not.
+#[test]
+fn max_regions_counts_far_out_of_order_runs() {
+    let big = StreamConfig { depth: 0, ..cfg() };
+    let mut c = Conn::handshake(big, 1, 1);
+    assert_eq!((c.r.max_regions(TS), c.r.max_regions(TC)), (1, 1));
+    c.send(TS, 0, 0, ACK, b"start");
+    c.send(TS, 1000, 0, ACK, b"near hole");
+    assert_eq!(c.r.max_regions(TS), 1, "a small hole stays in the region");
+    c.send(TS, 1000 + 300 * 1024, 0, ACK, b"far ahead");
+    assert_eq!(c.r.max_regions(TS), 2);
+    assert_eq!(c.r.max_regions(TC), 1);
 }

@@ -417,6 +417,9 @@ impl<'n> RuleBuild<'n> {
 
     /// Files one option where the engine evaluates it.
     fn add(&mut self, opt: &RuleOption) -> Result<(), String> {
+        if requires_packet(opt) {
+            self.require_packet = true;
+        }
         let checks = &mut self.packet_checks;
         match opt {
             RuleOption::Content(c) => self.payload.content(c)?,
@@ -777,4 +780,31 @@ pub struct AppFastPattern {
     pub transforms: Vec<Transform>,
     pub bytes: Vec<u8>,
     pub nocase: bool,
+}
+
+/// Keywords that describe one packet (its header fields, or the flow's packet counters):
+/// Suricata flags their rules `SIG_FLAG_REQUIRE_PACKET`, so the rule's payload contents
+/// are matched against the packet, never against reassembled stream data. (E.g.
+/// `flags:S; content:"GET"` matches a TCP Fast Open SYN's own data.) `dsize`, header
+/// buffers and `flow:no_stream` set it where they are filed.
+fn requires_packet(opt: &RuleOption) -> bool {
+    matches!(
+        opt,
+        RuleOption::Flags(_)
+            | RuleOption::Window { .. }
+            | RuleOption::Seq(_)
+            | RuleOption::Ack(_)
+            | RuleOption::Ttl(_)
+            | RuleOption::Tos { .. }
+            | RuleOption::Ipopts(_)
+            | RuleOption::Fragbits(_)
+            | RuleOption::Fragoffset(_)
+            | RuleOption::IpId(_)
+            | RuleOption::IpProto(_)
+            | RuleOption::Itype(_)
+            | RuleOption::Icode(_)
+            | RuleOption::IcmpId(_)
+            | RuleOption::IcmpSeq(_)
+            | RuleOption::FlowCount(_)
+    )
 }

@@ -1074,3 +1074,26 @@ alert ip any any -> any any (flow.age:<=20; sid:2;)"#,
         1
     );
 }
+
+/// Header keywords (`flags`, `ttl`, `window`, ...) make a rule inspect the packet, as
+/// Suricata's `SIG_FLAG_REQUIRE_PACKET` does: its content matches the packet's own bytes
+/// even when they went into the stream (a TCP Fast Open SYN's data), and never a stream
+/// chunk.
+#[test]
+fn header_keywords_make_a_rule_inspect_the_packet() {
+    let e = engine(
+        r#"alert tcp any any -> any any (flags:PA; content:"GET"; sid:1;)
+alert tcp any any -> any any (ttl:64; content:"GET"; sid:2;)
+alert tcp any any -> any any (content:"GET"; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut run = |payload: &[u8], opts: Opts| -> Vec<(u32, bool)> {
+        let frame = tcp(CLIENT, 1, SERVER, 2, payload);
+        inspect_with(&e, &mut ctx, &frame, opts, None).iter().map(|a| (a.sid, a.in_stream)).collect()
+    };
+    let in_stream = Opts { flow: to_server(), payload_in_stream: true, ..Default::default() };
+    assert_eq!(run(b"GET /", in_stream), vec![(1, false), (2, false)]);
+    let data = b"GET /";
+    let chunk = StreamChunk { offset: 0, data, new_start: 0, new_end: data.len() as u64, gap_before: 0 };
+    assert_eq!(run(b"", Opts { flow: to_server(), stream: Some(chunk), ..Default::default() }), vec![(3, true)]);
+}
