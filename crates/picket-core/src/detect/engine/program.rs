@@ -243,9 +243,11 @@ impl PayloadOp {
         }
     }
 
-    /// A content that is relative through `distance` only (no `within`).
+    /// A content that is relative through `distance` only (no `within`) and not negated.
+    /// Suricata marks the content before such a one `DISTANCE_NEXT` only, which does not
+    /// retry it; a negated one marks it `RELATIVE_NEXT`, which does (detect-distance.c).
     fn is_distance_only_content(&self) -> bool {
-        matches!(self, PayloadOp::Content(c) if c.within.is_none())
+        matches!(self, PayloadOp::Content(c) if c.within.is_none() && !c.negated)
     }
 }
 
@@ -272,7 +274,9 @@ impl Program {
         let retry: Vec<bool> = (0..n)
             .map(|i| match ops.get(i + 1) {
                 // A later occurrence only helps when the next keyword is bounded by it: `within`,
-                // or a relative non-content keyword (pcre R, byte_*, isdataat at a fixed distance).
+                // a negated relative content (it must be absent after this match, so a later
+                // match narrows what it must be absent from), or a relative non-content keyword
+                // (pcre R, byte_*, isdataat at a fixed distance).
                 Some(next) => next.is_relative() && !next.is_distance_only_content(),
                 None => false,
             })

@@ -124,6 +124,22 @@ fn relative_content_backtracks_to_later_occurrence() {
 }
 
 #[test]
+fn negated_distance_content_retries_the_content_before_it() {
+    // Suricata's UriTestSig21 shape: the first "fix" is followed by "and", the second is not.
+    // A negated distance-only content makes the keyword before it try later occurrences
+    // (Suricata marks it RELATIVE_NEXT, a plain distance-only content DISTANCE_NEXT).
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"neg"; content:"fix"; content:"this"; within:6; content:!"and"; distance:0; sid:1;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_this_and_yes_fix_this_now")), vec![1]);
+    assert!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_this_and_fix_that")).is_empty());
+    // The same with a pcre first.
+    let e = engine(r#"alert tcp any any -> any any (msg:"re"; pcre:"/fix_/"; content:!"and"; distance:0; sid:2;)"#);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_and fix_now")), vec![2]);
+    assert!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_and fix_and")).is_empty());
+}
+
+#[test]
 fn depth_offset_startswith_endswith() {
     let e = engine(
         r#"alert tcp any any -> any any (msg:"d"; content:"GET"; depth:3; sid:1;)
