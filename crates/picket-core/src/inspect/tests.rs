@@ -283,3 +283,32 @@ fn decoder_anomalies_are_reported_when_asked_for() {
         }
     }
 }
+
+/// TCP Fast Open: the SYN carries the request and the SYN/ACK acknowledges it. As in
+/// Suricata (whose SYN_SENT state accepts a SYN/ACK without reassembly) the request
+/// reaches the app layer with the server's next packet, not with the SYN/ACK, so an
+/// `alert http` rule without payload first sees HTTP on the client's packet after that.
+#[test]
+fn syn_ack_does_not_hand_fast_open_data_to_the_app_layer() {
+    let mut insp = inspector("alert http any any -> any any (flow:to_server; sid:4;)\n", false);
+    let mut sink = Collect::default();
+    let req = b"GET / HTTP/1.0\r\n\r\n";
+    let c = 101 + req.len() as u32;
+    let frames = vec![
+        tcp(true, 100, 0, true, req),
+        tcp(false, 500, c, true, b""),
+        tcp(true, c, 501, false, b""),
+        tcp(false, 501, c, false, b""),
+        tcp(true, c, 501, false, b""),
+    ];
+    feed(&mut insp, &frames, &mut sink);
+    let alerts: Vec<u64> = sink
+        .0
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Seen::Alert { sid: 4, pcap_cnt, .. } => Some(*pcap_cnt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(alerts, [5], "{:?}", sink.0);
+}
