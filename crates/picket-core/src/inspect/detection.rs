@@ -372,8 +372,9 @@ impl Detection {
         if let Some(app) = rec.ext.app.as_deref_mut() {
             app.release(&mut self.app_counters);
         }
-        // The flow record lists the flowbits still set (eve's `metadata`/`traffic`).
-        if !rec.ext.detect.vars.bits.is_empty() {
+        // The flow record lists the flowbits still set and the last entropy values (eve's
+        // `metadata`/`traffic`).
+        if !rec.ext.detect.vars.bits.is_empty() || !rec.ext.detect.vars.entropy.is_empty() {
             rec.ext.names = self.engine.clone();
         }
         out.emit(Event::Flow(&rec));

@@ -213,6 +213,13 @@ pub(crate) enum PayloadOp {
         rvalue: Val,
         var: u8,
     },
+    /// `entropy`: the Shannon entropy of the buffer (or a window of it) compared with a
+    /// float. The value is kept for the flow under the buffer's name (`None`: the packet
+    /// payload / stream, Suricata's "content").
+    Entropy {
+        spec: crate::detect::rule::entropy::Entropy,
+        buffer: Option<crate::detect::rule::buffers::Buffer>,
+    },
     /// `bsize` / `urilen`: the length of the whole (transformed) buffer, wherever the keyword
     /// stands in the rule. Compiled to the front of its program.
     Bsize(UintCmp<u64>),
@@ -238,7 +245,7 @@ impl PayloadOp {
             | PayloadOp::ByteJump { read, .. }
             | PayloadOp::ByteExtract { read, .. }
             | PayloadOp::ByteMath { read, .. } => read.relative,
-            PayloadOp::Bsize(_) => false,
+            PayloadOp::Bsize(_) | PayloadOp::Entropy { .. } => false,
             PayloadOp::Base64Decode { relative, .. } => *relative,
         }
     }

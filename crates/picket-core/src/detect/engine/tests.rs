@@ -238,6 +238,26 @@ alert tcp any any -> any any (msg:"cmd w/o login"; content:"CMD"; flowbits:isnot
 }
 
 #[test]
+fn entropy_compares_and_keeps_the_last_value_per_buffer() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"hi"; entropy: value > 1.5; sid:1;)
+alert tcp any any -> any any (msg:"lo"; entropy: value < 1.5; sid:2;)
+alert tcp any any -> any any (msg:"window"; entropy: offset 2, bytes 2, value = 0; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let o = || Opts { flow: to_server(), ..Default::default() };
+    // "abcd": 2 bits per byte; its window "cd" is 1 bit, so sid 3 (= 0) fails, but its
+    // value is the one kept: the last computed, matching or not (Suricata's flow float var).
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"abcd"), o(), Some(&mut flow));
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(e.entropy_values(&flow).collect::<Vec<_>>(), vec![("content", 1.0)]);
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"aaaa"), o(), Some(&mut flow));
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(e.entropy_values(&flow).collect::<Vec<_>>(), vec![("content", 0.0)]);
+}
+
+#[test]
 fn flowint_counts() {
     let e = engine(
         r#"alert tcp any any -> any any (msg:"count"; content:"X"; flowint:hits,+,1; flowint:hits,>,2; sid:1;)"#,
