@@ -128,9 +128,13 @@ pub fn write_flowbits(o: &mut JsonObject<'_>, bits: FlowBits<'_>) {
         }
         o.close_list();
     };
-    if !others.is_empty() {
+    let mut entropy = bits.entropy().peekable();
+    if !others.is_empty() || entropy.peek().is_some() {
         o.open("metadata");
-        list(o, "flowbits", &others);
+        if !others.is_empty() {
+            list(o, "flowbits", &others);
+        }
+        write_entropy(o, entropy);
         o.close();
     }
     if !ids.is_empty() || !labels.is_empty() {
@@ -160,6 +164,32 @@ pub fn write_flow_macs(o: &mut JsonObject<'_>, macs: Option<&MacSet>) {
             o.item_str(mac_text(mac, &mut text));
         }
         o.close_list();
+    }
+    o.close();
+}
+
+/// `metadata.entropy`: the flow's last `entropy` value per buffer, keyed by Suricata's
+/// buffer type name (`file.data` → `file_data`).
+fn write_entropy(o: &mut JsonObject<'_>, mut values: std::iter::Peekable<impl Iterator<Item = (&'static str, f64)>>) {
+    if values.peek().is_none() {
+        return;
+    }
+    o.open("entropy");
+    let mut key = [0u8; 64];
+    for (name, value) in values {
+        // Buffer names are short ASCII; one that does not fit is logged as it is.
+        let n = name.len();
+        match key.get_mut(..n) {
+            Some(k) => {
+                for (dst, &b) in k.iter_mut().zip(name.as_bytes()) {
+                    *dst = if b == b'.' { b'_' } else { b };
+                }
+                o.f64(std::str::from_utf8(&key[..n]).unwrap_or(name), value);
+            }
+            None => {
+                o.f64(name, value);
+            }
+        }
     }
     o.close();
 }

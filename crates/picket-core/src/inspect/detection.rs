@@ -391,8 +391,9 @@ impl Detection {
         if let Some(app) = rec.ext.app.as_deref_mut() {
             app.release(&mut self.app_counters);
         }
-        // The flow record lists the flowbits still set (eve's `metadata`/`traffic`).
-        if !rec.ext.detect.vars.bits.is_empty() {
+        // The flow record lists the flowbits still set and the last entropy values (eve's
+        // `metadata`/`traffic`).
+        if !rec.ext.detect.vars.bits.is_empty() || !rec.ext.detect.vars.entropy.is_empty() {
             rec.ext.names = self.engine.clone();
         }
         out.emit(Event::Flow(&rec));
@@ -446,22 +447,44 @@ impl Detection {
             let first_tx = app.as_deref_mut().and_then(|a| a.take_pending(dir));
             let mut alerted = false;
             let mut ran = false;
+            // The transactions after the first, taken with the first chunk.
+            let mut further: Vec<u64> = Vec::new();
             stream.inspect_raw_held(dir, mem, |chunk, held| {
                 self.repeat_chunk = ran;
+                if !ran {
+                    if let Some(a) = app.as_deref_mut() {
+                        further.extend(std::iter::from_fn(|| a.take_pending(dir)));
+                    }
+                }
                 ran = true;
                 self.counters.stream_pseudo_packets += 1;
                 let mut view = app.as_deref_mut().map(|a| a.view(first_tx, dir));
                 alerted |=
                     self.detect(origin(), Some(facts), Some((chunk, held)), Some(detect), view.as_mut(), out).alerted;
+                // A rule with both payload and transaction keywords reads the stream with
+                // every transaction, as Suricata's per-transaction stream engine does: a
+                // repeat run of the chunk per further transaction, in which only such rules
+                // not matched on this chunk yet are evaluated.
+                if let Some(a) = app.as_deref_mut() {
+                    for &tx in &further {
+                        self.repeat_chunk = true;
+                        let mut view = a.view(Some(tx), dir);
+                        view.app_only = true;
+                        alerted |= self
+                            .detect(origin(), Some(facts), Some((chunk, held)), Some(detect), Some(&mut view), out)
+                            .alerted;
+                    }
+                }
             });
             // Transactions still waiting: a pseudo packet with their buffers only.
             if let Some(app) = app {
-                let mut next = if ran { app.take_pending(dir) } else { first_tx };
+                let mut next = if ran { further.first().copied() } else { first_tx };
+                let mut rest = further.iter().skip(1).copied();
                 while let Some(tx) = next {
                     let mut view = app.view(Some(tx), dir);
                     view.app_only = true;
                     alerted |= self.detect(origin(), Some(facts), None, Some(detect), Some(&mut view), out).alerted;
-                    next = app.take_pending(dir);
+                    next = if ran { rest.next() } else { app.take_pending(dir) };
                 }
             }
             rec.ext.alerted |= alerted;

@@ -154,6 +154,12 @@ impl<'a> FlowBits<'a> {
     pub fn names(&self) -> impl Iterator<Item = &'a str> + 'a {
         self.engine.flowbits_set(self.flow)
     }
+
+    /// The last `entropy` value per buffer (Suricata's `metadata.entropy`), by the buffer's
+    /// dotted name (`file.data`; `content` for the payload / stream).
+    pub fn entropy(&self) -> impl Iterator<Item = (&'static str, f64)> + 'a {
+        self.engine.entropy_values(self.flow)
+    }
 }
 
 /// A rule matched.

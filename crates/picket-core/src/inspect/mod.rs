@@ -614,11 +614,11 @@ impl Inspector {
                 [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
             facts.info.stream_size =
                 [reassembly.seq_space_seen(Direction::ToServer), reassembly.seq_space_seen(Direction::ToClient)];
-            // This packet may release data in its own direction (inline mode, or the
-            // other side's ACKs arrived earlier) and, by acking, in the opposite one.
+            // This packet releases data to the app layer by acking it (the opposite
+            // direction) and, in inline mode, in its own direction.
             let al = app.get_or_insert_with(|| stages.new_app_layer());
             let ports = (flow.client().1, flow.server().1);
-            for side in [dir, dir.opposite()] {
+            for side in app_feed_sides(reassembly, dir, seg.flags).into_iter().flatten() {
                 al.feed(reassembly, side, ports, &mut self.stream_mem, &mut self.detection.app_counters);
             }
             first_tx = al.take_pending(dir);
@@ -962,6 +962,19 @@ fn detector_facts(tuple: &crate::decode::FiveTuple, d: &Decoded<'_>, meta: &crat
         to_server: None,
         ts: meta.ts,
     }
+}
+
+/// The directions whose released stream data a TCP packet hands the app layer, in order.
+/// A SYN/ACK hands none: Suricata's SYN_SENT state accepts it without running reassembly,
+/// so TCP Fast Open data the SYN/ACK acknowledges is parsed on a later packet (and an
+/// `alert http` rule without payload sees the protocol from then on). Otherwise the data
+/// the packet acknowledges (the opposite direction), and its own direction's only where
+/// a packet's own data is parsed on arrival (inline mode, one-sided pickup).
+fn app_feed_sides(stream: &TcpReassembly, dir: Direction, flags: TcpFlags) -> [Option<Direction>; 2] {
+    if flags.has(TcpFlags::SYN) && flags.has(TcpFlags::ACK) {
+        return [None, None];
+    }
+    [stream.app_feeds_own_direction().then_some(dir), Some(dir.opposite())]
 }
 
 /// Reports the transactions the app layer finished, oldest first.

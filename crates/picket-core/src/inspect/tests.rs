@@ -341,3 +341,55 @@ alert http any any -> any any (app-layer-event:http.request_line_missing_protoco
         .collect();
     assert_eq!(alerts, [(1, 2), (2, 3)], "{:?}", sink.0);
 }
+
+/// TCP Fast Open: the SYN carries the request and the SYN/ACK acknowledges it. As in
+/// Suricata (whose SYN_SENT state accepts a SYN/ACK without reassembly) the request
+/// reaches the app layer with the server's next packet, not with the SYN/ACK, so an
+/// `alert http` rule without payload first sees HTTP on the client's packet after that.
+#[test]
+fn syn_ack_does_not_hand_fast_open_data_to_the_app_layer() {
+    let mut insp = inspector("alert http any any -> any any (flow:to_server; sid:4;)\n", false);
+    let mut sink = Collect::default();
+    let req = b"GET / HTTP/1.0\r\n\r\n";
+    let c = 101 + req.len() as u32;
+    let frames = vec![
+        tcp(true, 100, 0, true, req),
+        tcp(false, 500, c, true, b""),
+        tcp(true, c, 501, false, b""),
+        tcp(false, 501, c, false, b""),
+        tcp(true, c, 501, false, b""),
+    ];
+    feed(&mut insp, &frames, &mut sink);
+    let alerts: Vec<u64> = sink
+        .0
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Seen::Alert { sid: 4, pcap_cnt, .. } => Some(*pcap_cnt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(alerts, [5], "{:?}", sink.0);
+}
+
+/// At flow end a rule with payload and transaction keywords reads the stream with every
+/// transaction, not only the first: the second request's URI and the stream that holds it
+/// match together (Suricata's detect-pcre-03: one segment with two requests).
+#[test]
+fn flow_end_gives_the_stream_to_every_transaction() {
+    let rules = "alert tcp any any -> any any (content:\"GET /two/\"; http.uri; content:\"/two/\"; sid:9;)\n\
+                 alert tcp any any -> any any (content:\"GET /one/\"; http.uri; content:\"/nope/\"; sid:10;)\n";
+    let mut insp = inspector(rules, false);
+    let mut sink = Collect::default();
+    let reqs = b"GET /one/ HTTP/1.1\r\nHost: a\r\n\r\nGET /two/ HTTP/1.1\r\nHost: b\r\n\r\n";
+    feed(&mut insp, &[tcp(true, 1000, 2000, false, reqs)], &mut sink);
+    insp.finish(&mut sink);
+    let alerts: Vec<(u32, u64)> = sink
+        .0
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Seen::Alert { sid, pcap_cnt, .. } => Some((*sid, *pcap_cnt)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(alerts, [(9, 0)], "{:?}", sink.0);
+}

@@ -451,6 +451,14 @@ impl TcpReassembly {
         self.eof
     }
 
+    /// Whether a packet hands the app layer data of its own direction. In IDS mode only
+    /// an acknowledgement releases data, and it travels the other way: Suricata's default
+    /// `UPDATE_DIR_OPPOSING`. Inline mode and one-sided pickup parse the data on the packet
+    /// that carries it.
+    pub fn app_feeds_own_direction(&self) -> bool {
+        self.cfg.inline || self.cfg.async_oneside
+    }
+
     /// Runs detection's stream inspection for a packet travelling in `dir` (or, after
     /// [`close`](Self::close), for the flow-end pseudo packet of `dir`). Calls `f` for each
     /// chunk that Suricata would inspect at this point, then marks it inspected and frees

@@ -435,6 +435,7 @@ impl<'n> RuleBuild<'n> {
             RuleOption::StickyBuffer { buffer, .. } => self.payload.sticky_buffer(buffer),
             RuleOption::PktData => self.payload.pkt_data(),
             RuleOption::Bsize(cmp) => self.payload.bsize(*cmp)?,
+            RuleOption::Entropy(e) => self.payload.entropy(e)?,
             RuleOption::Absent { or_else } => self.payload.absent(*or_else)?,
             RuleOption::Urilen { cmp, raw } => self.payload.urilen(*cmp, *raw)?,
             RuleOption::Flow(f) => self.flow(f),

@@ -456,6 +456,12 @@ impl PayloadLists {
         self.chain.clear();
     }
 
+    /// `entropy` on the sticky buffer, or on the packet payload / stream without one.
+    pub(crate) fn entropy(&mut self, spec: &crate::detect::rule::entropy::Entropy) -> Result<(), String> {
+        self.push(self.sticky, true, PayloadOp::Entropy { spec: *spec, buffer: self.sticky });
+        Ok(())
+    }
+
     pub(crate) fn bsize(&mut self, cmp: UintCmp<u64>) -> Result<(), String> {
         if self.sticky.is_none() {
             return Err("bsize needs a sticky buffer".into());

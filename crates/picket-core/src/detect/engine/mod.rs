@@ -369,6 +369,9 @@ pub struct DetectCtx {
     /// Rules that matched on the current packet's earlier stream chunks (see
     /// `DetectPacket::repeat`); cleared by each packet's first run.
     packet_matched: Vec<u32>,
+    /// `entropy` values computed while evaluating the current rule, for the flow's
+    /// variables (one per buffer: bounded by the buffers a rule names).
+    entropy: Vec<(Option<Buffer>, f64)>,
 }
 
 /// One alert to log.
@@ -1196,6 +1199,12 @@ impl DetectEngine {
     }
 
     /// Runs every applicable rule on `pkt`; alerts are appended to `alerts`.
+    /// The last `entropy` value per buffer on `flow`, with Suricata's buffer names
+    /// (`file.data` → `file_data`; the payload / stream is `content`).
+    pub fn entropy_values<'a>(&self, flow: &'a DetectFlow) -> impl Iterator<Item = (&'static str, f64)> + 'a {
+        flow.vars.entropy.iter().map(|&(buffer, value)| (buffer.map_or("content", |b| b.name), value))
+    }
+
     /// Names of the flowbits set on `flow`, in id order.
     pub fn flowbits_set<'a>(&'a self, flow: &'a DetectFlow) -> impl Iterator<Item = &'a str> + 'a {
         flow.vars.bits.iter().filter_map(|&id| self.names.flowbits.get(id as usize).map(String::as_str))
@@ -1258,7 +1267,14 @@ impl DetectEngine {
             if pkt.repeat && (rule.payload.is_none() || ctx.packet_matched.contains(&idx)) {
                 continue;
             }
-            let Some(in_stream) = self.evaluate(ctx, rule, pkt, &facts, flow.as_deref_mut(), &hosts, now) else {
+            let evaluated = self.evaluate(ctx, rule, pkt, &facts, flow.as_deref_mut(), &hosts, now);
+            // Suricata keeps every entropy value computed, matching or not, as a flow variable.
+            if let (false, Some(f)) = (ctx.entropy.is_empty(), flow.as_deref_mut()) {
+                for &(buffer, value) in &ctx.entropy {
+                    f.vars.set_entropy(buffer, value);
+                }
+            }
+            let Some(in_stream) = evaluated else {
                 continue;
             };
             if pkt.repeat && !in_stream {
@@ -1477,6 +1493,7 @@ impl DetectEngine {
             return None;
         }
         ctx.rule_vars = [0; MAX_VARS];
+        ctx.entropy.clear();
         if !proto_matches(rule.proto, facts) || !header_matches(rule, facts) {
             // Candidates the rule header (addresses, ports) rules out: what a finer,
             // port-based grouping of the prefilter would save.
@@ -1581,6 +1598,12 @@ impl DetectEngine {
             ctx.rule_vars = insp.vars;
         }
         let (limit_hit, pcre_limit_hits) = (insp.limit_hit, insp.pcre_limit_hits);
+        if let Some((buffer, value)) = insp.entropy {
+            match ctx.entropy.iter_mut().find(|e| e.0 == buffer) {
+                Some(slot) => slot.1 = value,
+                None => ctx.entropy.push((buffer, value)),
+            }
+        }
         ctx.decode_scratch = decode_scratch;
         if limit_hit {
             ctx.counters.recursion_limit += 1;

@@ -37,6 +37,8 @@ pub(crate) struct Inspection<'b, 's> {
     pub limit_hit: bool,
     /// pcre evaluations stopped by a PCRE2 limit.
     pub pcre_limit_hits: u32,
+    /// The last `entropy` value computed in this run and its buffer (see `PayloadOp::Entropy`).
+    pub entropy: Option<(Option<crate::detect::rule::buffers::Buffer>, f64)>,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -96,6 +98,7 @@ impl<'b, 's> Inspection<'b, 's> {
             step_limit: super::InspectionLimits::DEFAULT.inspection_recursion_limit,
             limit_hit: false,
             pcre_limit_hits: 0,
+            entropy: None,
         }
     }
 
@@ -172,6 +175,17 @@ impl<'b, 's> Inspection<'b, 's> {
                 self.offset = end_of_read;
                 self.next(program, i)
             }
+            PayloadOp::Entropy { spec, buffer } => match spec.measure(self.buf) {
+                Some(value) => {
+                    self.entropy = Some((*buffer, value));
+                    if spec.value.matches(value) {
+                        self.next(program, i)
+                    } else {
+                        Outcome::NoMatch
+                    }
+                }
+                None => Outcome::NoMatch,
+            },
             PayloadOp::Bsize(cmp) => {
                 if cmp.matches(self.buf.len() as u64) {
                     self.next(program, i)

@@ -213,6 +213,13 @@ pub(crate) enum PayloadOp {
         rvalue: Val,
         var: u8,
     },
+    /// `entropy`: the Shannon entropy of the buffer (or a window of it) compared with a
+    /// float. The value is kept for the flow under the buffer's name (`None`: the packet
+    /// payload / stream, Suricata's "content").
+    Entropy {
+        spec: crate::detect::rule::entropy::Entropy,
+        buffer: Option<crate::detect::rule::buffers::Buffer>,
+    },
     /// `bsize` / `urilen`: the length of the whole (transformed) buffer, wherever the keyword
     /// stands in the rule. Compiled to the front of its program.
     Bsize(UintCmp<u64>),
@@ -238,14 +245,16 @@ impl PayloadOp {
             | PayloadOp::ByteJump { read, .. }
             | PayloadOp::ByteExtract { read, .. }
             | PayloadOp::ByteMath { read, .. } => read.relative,
-            PayloadOp::Bsize(_) => false,
+            PayloadOp::Bsize(_) | PayloadOp::Entropy { .. } => false,
             PayloadOp::Base64Decode { relative, .. } => *relative,
         }
     }
 
-    /// A content that is relative through `distance` only (no `within`).
+    /// A content that is relative through `distance` only (no `within`) and not negated.
+    /// Suricata marks the content before such a one `DISTANCE_NEXT` only, which does not
+    /// retry it; a negated one marks it `RELATIVE_NEXT`, which does (detect-distance.c).
     fn is_distance_only_content(&self) -> bool {
-        matches!(self, PayloadOp::Content(c) if c.within.is_none())
+        matches!(self, PayloadOp::Content(c) if c.within.is_none() && !c.negated)
     }
 }
 
@@ -272,7 +281,9 @@ impl Program {
         let retry: Vec<bool> = (0..n)
             .map(|i| match ops.get(i + 1) {
                 // A later occurrence only helps when the next keyword is bounded by it: `within`,
-                // or a relative non-content keyword (pcre R, byte_*, isdataat at a fixed distance).
+                // a negated relative content (it must be absent after this match, so a later
+                // match narrows what it must be absent from), or a relative non-content keyword
+                // (pcre R, byte_*, isdataat at a fixed distance).
                 Some(next) => next.is_relative() && !next.is_distance_only_content(),
                 None => false,
             })

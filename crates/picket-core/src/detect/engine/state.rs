@@ -21,13 +21,18 @@ pub(crate) const FLOW_TRACKERS: TableConfig = TableConfig { hash_size: 256, prea
 pub struct FlowVars {
     pub(crate) bits: Vec<u32>,
     pub(crate) ints: Vec<(u32, u32)>,
+    /// The last `entropy` value per buffer (`None`: payload / stream). Bounded by the
+    /// buffers the rules name (a static set), so it needs no limit of its own.
+    pub(crate) entropy: Vec<(Option<crate::detect::rule::buffers::Buffer>, f64)>,
 }
 
 impl FlowVars {
     /// Heap the flow's flowbits and flowints hold (allocated capacity), charged to
     /// `flow.memcap` with the flow's other per-flow state. Empty vars allocate nothing.
     pub fn heap_bytes(&self) -> u64 {
-        (self.bits.capacity() * std::mem::size_of::<u32>() + self.ints.capacity() * std::mem::size_of::<(u32, u32)>())
+        (self.bits.capacity() * std::mem::size_of::<u32>()
+            + self.ints.capacity() * std::mem::size_of::<(u32, u32)>()
+            + self.entropy.capacity() * std::mem::size_of::<(Option<crate::detect::rule::buffers::Buffer>, f64)>())
             as u64
     }
 
@@ -47,6 +52,13 @@ impl FlowVars {
 
     pub(crate) fn int(&self, id: u32) -> Option<u32> {
         self.ints.binary_search_by_key(&id, |e| e.0).ok().map(|i| self.ints[i].1)
+    }
+
+    pub(crate) fn set_entropy(&mut self, buffer: Option<crate::detect::rule::buffers::Buffer>, value: f64) {
+        match self.entropy.iter_mut().find(|e| e.0 == buffer) {
+            Some(slot) => slot.1 = value,
+            None => self.entropy.push((buffer, value)),
+        }
     }
 
     fn set_int(&mut self, id: u32, v: u32) {

@@ -124,6 +124,22 @@ fn relative_content_backtracks_to_later_occurrence() {
 }
 
 #[test]
+fn negated_distance_content_retries_the_content_before_it() {
+    // Suricata's UriTestSig21 shape: the first "fix" is followed by "and", the second is not.
+    // A negated distance-only content makes the keyword before it try later occurrences
+    // (Suricata marks it RELATIVE_NEXT, a plain distance-only content DISTANCE_NEXT).
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"neg"; content:"fix"; content:"this"; within:6; content:!"and"; distance:0; sid:1;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_this_and_yes_fix_this_now")), vec![1]);
+    assert!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_this_and_fix_that")).is_empty());
+    // The same with a pcre first.
+    let e = engine(r#"alert tcp any any -> any any (msg:"re"; pcre:"/fix_/"; content:!"and"; distance:0; sid:2;)"#);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_and fix_now")), vec![2]);
+    assert!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"fix_and fix_and")).is_empty());
+}
+
+#[test]
 fn depth_offset_startswith_endswith() {
     let e = engine(
         r#"alert tcp any any -> any any (msg:"d"; content:"GET"; depth:3; sid:1;)
@@ -219,6 +235,26 @@ alert tcp any any -> any any (msg:"cmd w/o login"; content:"CMD"; flowbits:isnot
     let mut fresh = DetectFlow::default();
     let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"LOGIN CMD"), o(), Some(&mut fresh));
     assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![2]);
+}
+
+#[test]
+fn entropy_compares_and_keeps_the_last_value_per_buffer() {
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"hi"; entropy: value > 1.5; sid:1;)
+alert tcp any any -> any any (msg:"lo"; entropy: value < 1.5; sid:2;)
+alert tcp any any -> any any (msg:"window"; entropy: offset 2, bytes 2, value = 0; sid:3;)"#,
+    );
+    let mut ctx = e.new_ctx();
+    let mut flow = DetectFlow::default();
+    let o = || Opts { flow: to_server(), ..Default::default() };
+    // "abcd": 2 bits per byte; its window "cd" is 1 bit, so sid 3 (= 0) fails, but its
+    // value is the one kept: the last computed, matching or not (Suricata's flow float var).
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"abcd"), o(), Some(&mut flow));
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(e.entropy_values(&flow).collect::<Vec<_>>(), vec![("content", 1.0)]);
+    let a = inspect_with(&e, &mut ctx, &tcp(CLIENT, 1, SERVER, 2, b"aaaa"), o(), Some(&mut flow));
+    assert_eq!(a.iter().map(|a| a.sid).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(e.entropy_values(&flow).collect::<Vec<_>>(), vec![("content", 0.0)]);
 }
 
 #[test]

@@ -137,6 +137,12 @@ pub static KEYWORDS: &[KeywordDoc] = &[
     kw!("dsize", Packet, "payload size compares to N (or N<>M)", "dsize:>100;"),
     kw!("endswith", ContentModifier, "the content ends the buffer", "content:\"abc\"; endswith;"),
     kw!(
+        "entropy",
+        Payload,
+        "Shannon entropy of the current buffer compares to a float",
+        "file.data; entropy: value > 7;"
+    ),
+    kw!(
         "fast_pattern",
         ContentModifier,
         "use this content (or a chop of it) as the prefilter pattern",
@@ -369,7 +375,6 @@ pub static SURICATA_ONLY_KEYWORDS: &[&str] = &[
     "enip.status",
     "enip.vendor_id",
     "enip_command",
-    "entropy",
     "file.mime",
     "fileext",
     "filemagic",

@@ -13,6 +13,7 @@
 pub mod bits;
 pub mod buffers;
 pub mod config;
+pub mod entropy;
 pub mod error;
 pub mod header;
 pub mod keywords;

@@ -177,6 +177,8 @@ pub enum RuleOption {
     IcmpSeq(u16),
     Dsize(UintCmp<u16>),
     Bsize(UintCmp<u64>),
+    /// `entropy`: the current buffer's Shannon entropy compared with a float.
+    Entropy(super::entropy::Entropy),
     /// `absent`: the sticky buffer must not exist; with `or_else`, a missing buffer
     /// matches and a present one is inspected by the keywords that follow.
     Absent {
@@ -659,6 +661,7 @@ fn app_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
     let number = |field: AppNumber, cmp: UintCmp<u64>| RuleOption::AppNumber { field, cmp, index: NumberIndex::Any };
     let parsed = match kw {
         "bsize" => value().and_then(|v| parse_uint_cmp(v, kw)).map(RuleOption::Bsize),
+        "entropy" => value().and_then(super::entropy::parse_entropy).map(RuleOption::Entropy),
         "absent" => match arg.value.map(str::trim) {
             None | Some("") => Ok(RuleOption::Absent { or_else: false }),
             Some("or_else") => Ok(RuleOption::Absent { or_else: true }),
