@@ -76,7 +76,8 @@ const YAML: &str = "outputs:\n  - eve-log:\n      enabled: yes\n      types:\n  
 const RULES: &str = "alert smtp any any -> any any (msg:\"helo\"; smtp.helo; content:\"client.example\"; sid:1;)\n\
     alert smtp any any -> any any (msg:\"rcpt\"; smtp.rcpt_to; content:\"bob@\"; sid:2;)\n\
     alert smtp any any -> any any (msg:\"attachment\"; file.name; content:\"data.bin\"; sid:3;)\n\
-    alert smtp any any -> any any (msg:\"no such recipient\"; smtp.rcpt_to; content:\"eve@\"; sid:4;)\n";
+    alert smtp any any -> any any (msg:\"no such recipient\"; smtp.rcpt_to; content:\"eve@\"; sid:4;)\n\
+    alert smtp any any -> any any (msg:\"decoded attachment\"; file.data; content:\"abcd\"; sid:5;)\n";
 
 #[test]
 fn smtp_fileinfo_and_alert_records() {
@@ -112,7 +113,7 @@ fn smtp_fileinfo_and_alert_records() {
     let mut sids: Vec<u64> =
         of_type(&events, "alert").iter().map(|a| a["alert"]["signature_id"].as_u64().unwrap()).collect();
     sids.sort_unstable();
-    assert_eq!(sids, [1, 2, 3], "once each per mail");
+    assert_eq!(sids, [1, 2, 3, 5], "once each per mail");
     let a = of_type(&events, "alert").into_iter().find(|a| a["alert"]["signature_id"] == 3).unwrap();
     assert_eq!(a["app_proto"], "smtp");
     assert_eq!(a["email"]["attachment"][0], "data.bin");

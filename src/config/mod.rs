@@ -110,6 +110,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "app-layer.protocols.http.memcap",
     "app-layer.protocols.smtp.max-tx",
     "app-layer.protocols.smtp.mime.*",
+    "app-layer.protocols.smtp.inspected-tracker.content-limit",
     "decoder.*",
     "defrag.*",
     "outputs.*",

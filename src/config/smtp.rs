@@ -56,6 +56,9 @@ pub fn smtp_config(config: &Config) -> Result<SmtpConfig, ConfigError> {
         }
         m.url_schemes = schemes;
     }
+    if let Some(v) = config.get_size(&key("inspected-tracker.content-limit"))? {
+        m.content_limit = usize::try_from(v).unwrap_or(usize::MAX);
+    }
     if let Some(v) = config.get_size(&key("max-tx"))? {
         c.max_tx = v;
     }
@@ -98,10 +101,10 @@ mod tests {
         assert_eq!(c, SmtpConfig::default());
         assert!(c.mime.decode_mime && c.mime.extract_urls && !c.mime.body_md5);
         let yaml =
-            "app-layer:\n  protocols:\n    smtp:\n      max-tx: 10\n      mime:\n        decode-base64: no\n        \
+            "app-layer:\n  protocols:\n    smtp:\n      max-tx: 10\n      inspected-tracker:\n        content-limit: 5kb\n      mime:\n        decode-base64: no\n        \
                     body-md5: yes\n        header-value-depth: 100\n        extract-urls-schemes: [http, https]\n";
         let c = smtp_config(&Config::from_yaml_str(yaml).expect("yaml")).expect("valid");
-        assert_eq!(c.max_tx, 10);
+        assert_eq!((c.max_tx, c.mime.content_limit), (10, 5 * 1024));
         assert!(!c.mime.decode_base64 && c.mime.body_md5);
         assert_eq!(c.mime.header_value_depth, 100);
         assert_eq!(c.mime.url_schemes.iter().collect::<Vec<_>>(), vec![&b"http://"[..], b"https://"]);

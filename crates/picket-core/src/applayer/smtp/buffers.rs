@@ -1,6 +1,7 @@
 //! SMTP as the detection engine sees it, to the server: `smtp.helo` (the session's),
 //! `smtp.mail_from`, `smtp.rcpt_to` (one instance per recipient) and `file.name` (one
-//! instance per attachment) of the mail.
+//! instance per attachment) and `file.data` (the start of each attachment's decoded
+//! content, up to `content-limit`) of the mail.
 
 use super::record::SmtpView;
 use crate::detect::engine::BufferSource;
@@ -33,6 +34,7 @@ impl BufferSource for SmtpBuffers<'_> {
             ("smtp.mail_from", 0) => tx.mail_from.as_deref()?,
             ("smtp.rcpt_to", i) => tx.rcpt_to.get(i)?,
             ("file.name", i) => &tx.files().get(i)?.name,
+            ("file.data", i) => tx.mime.as_ref()?.file_data.get(i)?,
             _ => return None,
         };
         (!b.is_empty()).then_some(b)

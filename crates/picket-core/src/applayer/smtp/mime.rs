@@ -61,6 +61,8 @@ pub const MAX_BOUNDARIES: usize = 32;
 pub const MAX_ATTACHMENTS: usize = 128;
 /// URLs kept per mail.
 pub const MAX_URLS: usize = 128;
+/// Attachment bytes kept for `file.data` per mail, all attachments together.
+pub const MAX_FILE_DATA: usize = 1 << 20;
 
 /// URL schemes searched (`extract-urls-schemes`).
 pub const MAX_SCHEMES: usize = 8;
@@ -113,6 +115,9 @@ pub struct MimeConfig {
     pub log_url_scheme: bool,
     /// `body-md5`: MD5 of the body (from the first body line to the end of the mail).
     pub body_md5: bool,
+    /// `inspected-tracker.content-limit`: bytes of each attachment kept for `file.data`
+    /// (Suricata's default 100000).
+    pub content_limit: usize,
 }
 
 impl Default for MimeConfig {
@@ -130,6 +135,7 @@ impl Default for MimeConfig {
             },
             log_url_scheme: false,
             body_md5: false,
+            content_limit: 100_000,
         }
     }
 }
@@ -142,6 +148,9 @@ pub struct MimeCounters {
     pub boundaries_dropped: u64,
     pub attachments_dropped: u64,
     pub urls_dropped: u64,
+    /// Attachment bytes not kept for `file.data` (past `content-limit`, or past
+    /// [`MAX_FILE_DATA`] for the whole mail).
+    pub file_data_cut: u64,
 }
 
 /// One header: its name as sent and its value (folded lines joined).
@@ -276,6 +285,11 @@ pub struct MimeParser {
     held_len: usize,
     /// The attachments as files, in order; the last is the one open.
     pub files: Vec<HttpFile>,
+    /// The start of each file's content, for `file.data` (at most `content-limit` bytes
+    /// each, [`MAX_FILE_DATA`] together).
+    pub file_data: Vec<Vec<u8>>,
+    /// Attachments closed so far (a closed one is due for inspection).
+    pub closed_files: usize,
     file_open: bool,
     md5: Option<md5::Md5>,
     md5_started: bool,
@@ -399,6 +413,7 @@ impl MimeParser {
         if !self.filename.is_empty() && cfg.decode_mime {
             if self.files.len() < MAX_ATTACHMENTS {
                 self.files.push(HttpFile::open(&self.filename, usize::MAX, files));
+                self.file_data.push(Vec::new());
                 self.file_open = true;
             } else {
                 counters.attachments_dropped += 1;
@@ -481,7 +496,7 @@ impl MimeParser {
                     let mut out = std::mem::take(&mut self.scratch);
                     out.clear();
                     self.base64.finish(&mut out);
-                    self.append(&out);
+                    self.append(&out, cfg, counters);
                     self.scratch = out;
                 }
                 if closing {
@@ -503,9 +518,9 @@ impl MimeParser {
                 if attachment {
                     if self.held_len > 0 {
                         let held = self.held;
-                        self.append(&held[..self.held_len]);
+                        self.append(&held[..self.held_len], cfg, counters);
                     }
-                    self.append(line);
+                    self.append(line, cfg, counters);
                     self.hold(&full[line.len()..]);
                 }
             }
@@ -522,7 +537,7 @@ impl MimeParser {
                 if self.base64.decode(line, &mut out).is_ok() {
                     self.find_urls(&out, cfg, counters);
                     if attachment {
-                        self.append(&out);
+                        self.append(&out, cfg, counters);
                     }
                 } else {
                     self.base64 = Base64::default();
@@ -541,7 +556,7 @@ impl MimeParser {
                 out.clear();
                 w |= self.quoted_printable(line, full, &mut out);
                 self.find_urls(&out, cfg, counters);
-                self.append(&out);
+                self.append(&out, cfg, counters);
                 self.scratch = out;
             }
         }
@@ -616,11 +631,19 @@ impl MimeParser {
     }
 
     /// Appends decoded bytes to the open attachment.
-    fn append(&mut self, data: &[u8]) {
-        if self.file_open && !data.is_empty() {
-            if let Some(f) = self.files.last_mut() {
-                f.append(data);
-            }
+    fn append(&mut self, data: &[u8], cfg: &MimeConfig, counters: &mut MimeCounters) {
+        if !self.file_open || data.is_empty() {
+            return;
+        }
+        if let Some(f) = self.files.last_mut() {
+            f.append(data);
+        }
+        let held: usize = self.file_data.iter().map(Vec::len).sum();
+        if let Some(d) = self.file_data.last_mut() {
+            let room = cfg.content_limit.saturating_sub(d.len()).min(MAX_FILE_DATA.saturating_sub(held));
+            let n = room.min(data.len());
+            d.extend_from_slice(&data[..n]);
+            counters.file_data_cut += (data.len() - n) as u64;
         }
     }
 
@@ -630,6 +653,7 @@ impl MimeParser {
                 f.close(true);
             }
             self.file_open = false;
+            self.closed_files += 1;
         }
     }
 
@@ -710,6 +734,7 @@ impl MimeParser {
             + self.url_line.capacity()
             + self.scratch.capacity()
             + self.files.iter().map(|f| f.name.capacity() + std::mem::size_of::<HttpFile>()).sum::<usize>()
+            + vecs(&self.file_data)
     }
 }
 
@@ -908,6 +933,17 @@ Content-Disposition: attachment; filename=\"t.txt\"\r\n\r\nab\r\ncd\r\n--b--\r\n
         let mut p = MimeParser::new(&cfg);
         feed(&mut p, mail, &cfg, &HASH);
         assert_eq!(p.files[0].size, 6, "ab\\r\\ncd");
+        assert_eq!(p.file_data, vec![b"ab\r\ncd".to_vec()]);
+        assert_eq!(p.closed_files, 1);
+        let cut = MimeConfig { content_limit: 3, ..cfg };
+        let mut p = MimeParser::new(&cut);
+        let mut c = MimeCounters::default();
+        for full in mail.split_inclusive(|&b| b == b'\n') {
+            let line = full.strip_suffix(b"\r\n").unwrap_or(full);
+            p.parse_line(line, full, &cut, &HASH, &mut c);
+        }
+        assert_eq!((p.file_data[0].as_slice(), c.file_data_cut), (&b"ab\r"[..], 3));
+        assert_eq!(p.files[0].size, 6, "the file itself is not cut");
     }
 
     #[test]

@@ -78,6 +78,7 @@ impl SmtpCounters {
             ("app_layer.smtp.mime.boundaries_dropped", self.mime.boundaries_dropped),
             ("app_layer.smtp.mime.attachments_dropped", self.mime.attachments_dropped),
             ("app_layer.smtp.mime.urls_dropped", self.mime.urls_dropped),
+            ("app_layer.smtp.mime.file_data_cut", self.mime.file_data_cut),
         ]
         .into_iter()
     }
@@ -348,7 +349,9 @@ impl SmtpState {
             self.curr = Some(id);
             ev.push(SmtpEvent::NewTx(id));
         }
-        if let Some(id) = self.curr {
+        // A command moves the mail on; mail data does so when an attachment or the mail
+        // ends (re-inspecting a growing mail on every packet would be quadratic).
+        if let Some(id) = self.curr.filter(|_| !self.data_mode) {
             ev.push(SmtpEvent::Progressed(Direction::ToServer, id));
         }
         if !self.first_reply_seen {
@@ -483,12 +486,17 @@ impl SmtpState {
                 m.complete(&cfg, &mut counters.mime);
             }
             tx.request = Progress::Complete;
+            ev.push(SmtpEvent::Progressed(Direction::ToServer, id));
             return;
         }
         let (files, cfg) = (self.files, self.cfg.mime);
         let mut warnings = 0;
         if let Some(m) = self.tx_mut(id).and_then(|t| t.mime.as_mut()) {
+            let closed = m.closed_files;
             warnings = m.parse_line(line, full, &cfg, &files, &mut counters.mime);
+            if m.closed_files != closed {
+                ev.push(SmtpEvent::Progressed(Direction::ToServer, id));
+            }
         }
         for (bit, name) in mime::ANOMALY_EVENTS {
             if warnings & bit != 0 {
@@ -506,10 +514,10 @@ impl SmtpState {
         }
         let n = (self.bdat_len - self.bdat_idx).min(data.len() as u64) as usize;
         self.bdat_idx += n as u64;
-        if let Some(id) = self.curr {
-            ev.push(SmtpEvent::Progressed(Direction::ToServer, id));
-        }
         if self.bdat_idx == self.bdat_len {
+            if let Some(id) = self.curr {
+                ev.push(SmtpEvent::Progressed(Direction::ToServer, id));
+            }
             self.data_mode = false;
             if self.current == Command::BdatLast {
                 if let Some(tx) = self.curr_tx_mut() {
