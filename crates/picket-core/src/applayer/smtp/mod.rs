@@ -266,7 +266,8 @@ impl SmtpState {
                 self.discard[i] = lf.is_none();
                 continue;
             }
-            let room = limit - self.line[i].len();
+            // saturating: a server reply can end data mode under a partly collected line.
+            let room = limit.saturating_sub(self.line[i].len());
             if chunk.len() > room {
                 self.line[i].extend_from_slice(&chunk[..room]);
                 let piece = std::mem::take(&mut self.line[i]);

@@ -197,3 +197,60 @@ fn flow_end_truncates_an_open_attachment() {
     st.on_close();
     assert_eq!(st.tx(0).expect("tx").files()[0].state, FileState::Truncated);
 }
+
+/// Hostile input: random bytes and random mixes of SMTP/MIME fragments, both ways, in
+/// random pieces, never panic and stay within the bounds.
+#[test]
+fn hostile_input_does_not_panic() {
+    let pieces: [&[u8]; 16] = [
+        b"220 x\r\n",
+        b"354 go\r\n",
+        b"250-PIPELINING\r\n",
+        b"250 ok\r\n",
+        b"DATA\r\n",
+        b"BDAT 5 LAST\r\n",
+        b"MAIL FROM:<a>\r\n",
+        b"Content-Type: multipart/mixed; boundary=b\r\n\r\n",
+        b"--b\r\nContent-Transfer-Encoding: quoted-printable\r\nContent-Type: a; name=x\r\n\r\n",
+        b"=4",
+        b"=\r\n",
+        b"Content-Transfer-Encoding: base64\r\nContent-Disposition: a; filename=f\r\n\r\nQQ=",
+        b"--b--\r\n",
+        b".\r\n",
+        b"\r\n",
+        b"Content-Type: message/rfc822\r\n\r\n",
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..300 {
+        let files = FileConfig { enabled: true, md5: true, sha1: false, sha256: true };
+        let mut st = SmtpState::new(SmtpConfig::default(), files);
+        let (mut ev, mut c) = (Vec::new(), SmtpCounters::default());
+        for _ in 0..60 {
+            let dir = if next() % 3 == 0 { S } else { C };
+            let data: Vec<u8> = match next() % 4 {
+                0 => (0..next() % 5000).map(|_| next() as u8).collect(),
+                1 => vec![b'A'; (next() % 70_000) as usize],
+                _ => pieces[(next() % 16) as usize].to_vec(),
+            };
+            let mut rest = data.as_slice();
+            while !rest.is_empty() {
+                let n = 1 + (next() as usize % rest.len());
+                st.parse(dir, &rest[..n], &mut c, &mut ev);
+                rest = &rest[n..];
+            }
+            if next() % 20 == 0 {
+                st.on_gap(dir, 10);
+            }
+        }
+        st.on_close();
+        assert!(st.line.iter().all(|l| l.len() <= BODY_LINE_LIMIT));
+        assert!(st.cmds.len() <= MAX_COMMANDS);
+        assert!(st.txs().all(|t| t.rcpt_to.len() <= MAX_RCPT && t.files().len() <= mime::MAX_ATTACHMENTS));
+    }
+}
