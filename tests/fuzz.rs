@@ -695,6 +695,7 @@ fn http_config(sel: u64) -> HttpConfig {
         max_tx: [1, 3, 512][(sel >> 15) as usize % 3],
         // Bodies as files, hashed or not (the tracking must hold on any input too).
         files: FileConfig { enabled: sel & (1 << 17) != 0, md5: sel & (1 << 18) != 0, sha1: false, sha256: true },
+        smtp: Default::default(),
     }
 }
 

@@ -152,8 +152,10 @@ fn write_app_layer_protos(out: &mut dyn Write) -> io::Result<()> {
 /// What picket does with a protocol (an exhaustive match: a new protocol must say).
 fn app_proto_support(p: AppProto) -> &'static str {
     match p {
-        AppProto::Http | AppProto::Tls | AppProto::Dns => "detected, parsed (sticky buffers, eve records)",
-        AppProto::Ssh | AppProto::Smtp | AppProto::Ftp => "detected (app_proto, app-layer-protocol), not parsed",
+        AppProto::Http | AppProto::Tls | AppProto::Dns | AppProto::Smtp => {
+            "detected, parsed (sticky buffers, eve records)"
+        }
+        AppProto::Ssh | AppProto::Ftp => "detected (app_proto, app-layer-protocol), not parsed",
         // The detection-only table (picket_core::applayer::detect_only).
         _ => "detected (app_proto, app-layer-protocol), not parsed",
     }

@@ -4,7 +4,7 @@
 use super::args::RunArgs;
 use crate::capture::bpf::{expression_from_file_text, BpfFilter};
 use crate::config::{
-    alert_log_options, file_config, http_config, AppendDefault, Config, EngineSettings, EngineSettingsExt,
+    alert_log_options, file_config, http_config, smtp_config, AppendDefault, Config, EngineSettings, EngineSettingsExt,
     OutputsConfig,
 };
 use crate::dispatch::adaptive::AdaptiveSettings;
@@ -86,6 +86,12 @@ pub fn resolve(args: &RunArgs) -> Result<Resolved, CliError> {
     eve.types = outputs.eve_types();
     eve.fast_log = outputs.fast.is_some();
     http.files = file_config(&config, eve.types.files);
+    http.smtp = smtp_config(&config)?;
+    // `body-md5: auto` (the default): computed when eve's `smtp` entry logs it, as Suricata.
+    let body_md5_key = format!("{}.mime.body-md5", crate::config::SMTP_PREFIX);
+    if eve.smtp.email.body_md5 && config.get_str(&body_md5_key).is_none_or(|v| v == "auto") {
+        http.smtp.mime.body_md5 = true;
+    }
     inspect.http = Arc::new(http);
     inspect.log_decode_anomalies = eve.types.anomaly && eve.anomaly.decode;
     // Suricata keeps the flows' MAC addresses only for eve-log's `ethernet: yes`.

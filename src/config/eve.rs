@@ -55,6 +55,9 @@ pub fn alert_log_options(config: &Config) -> AlertLogOptions {
                 if let Some(anomaly) = t.get("anomaly") {
                     opts.anomaly = anomaly_log_options(anomaly);
                 }
+                if let Some(smtp) = t.get("smtp") {
+                    opts.smtp = super::smtp::smtp_log_options(smtp);
+                }
                 if let Some(dns) = t.get("dns") {
                     opts.dns = dns_log_options(dns);
                 }

@@ -23,6 +23,7 @@ mod eve;
 mod nfq;
 mod outputs;
 mod settings;
+mod smtp;
 mod unknown;
 
 pub use afpacket::{
@@ -40,6 +41,7 @@ pub use picket_core::settings::{
     parse_bool, parse_size, ChecksumMode, EngineSettings, ExceptionPolicy, FlowTimeouts, ProtoTimeouts, StreamInline,
 };
 pub use settings::{http_config, EngineSettingsExt, HTTP_CONFIG_PREFIX};
+pub use smtp::{smtp_config, SMTP_PREFIX};
 pub use unknown::{is_recognised, unrecognised_keys, SURICATA_KEYS};
 
 use serde::de::{self, Deserialize, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess};
@@ -106,6 +108,9 @@ pub const KNOWN_KEYS: &[&str] = &[
     "detect.sgh-mpm-caching-path",
     "app-layer.*",
     "app-layer.protocols.http.memcap",
+    "app-layer.protocols.smtp.max-tx",
+    "app-layer.protocols.smtp.mime.*",
+    "app-layer.protocols.smtp.inspected-tracker.content-limit",
     "decoder.*",
     "defrag.*",
     "outputs.*",

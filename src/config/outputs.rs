@@ -309,7 +309,7 @@ mod tests {
     fn listed_outputs_only_and_log_dir_precedence() {
         let yaml = "default-log-dir: /var/log/x\noutputs:\n  - fast:\n      enabled: no\n  - eve-log:\n      \
                     enabled: yes\n      filename: alerts.json\n      append: yes\n      types:\n        - alert:\n            \
-                    payload: yes\n        - smtp\n        - ftp\n";
+                    payload: yes\n        - smtp\n        - ftp\n        - rdp\n";
         let o = outputs(yaml, None, AppendDefault::Truncate).unwrap();
         assert_eq!(o.log_dir, PathBuf::from("/var/log/x"));
         assert_eq!(o.fast, None);
@@ -317,7 +317,7 @@ mod tests {
         let eve = o.eve.unwrap();
         assert_eq!(eve.target, TargetSpec::Regular { path: "/var/log/x/alerts.json".into(), append: true });
         assert!(eve.types.alert && !eve.types.flow && !eve.types.stats && !eve.types.drop);
-        assert_eq!(o.warnings, vec!["outputs.1.eve-log: eve-log types 'smtp', 'ftp' are not produced by picket yet"]);
+        assert_eq!(o.warnings, vec!["outputs.1.eve-log: eve-log types 'ftp', 'rdp' are not produced by picket yet"]);
         let o = outputs(yaml, Some("/cli"), AppendDefault::Truncate).unwrap();
         assert_eq!(o.log_dir, PathBuf::from("/cli"), "-l wins");
     }

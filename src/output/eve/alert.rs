@@ -163,6 +163,7 @@ fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOp
             st.write_record(o, opts.ssh.hassh);
             o.close();
         }
+        Some(AppTx::Smtp(v)) => super::smtp::write_smtp_objects(o, &v, &Default::default()),
         Some(AppTx::Tls(_)) | None => {}
     }
     if let Some(st) = a.app.tls {

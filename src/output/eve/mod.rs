@@ -24,6 +24,7 @@ pub mod flow;
 pub mod header;
 pub mod http;
 pub mod options;
+pub mod smtp;
 pub mod ssh;
 pub mod tls;
 pub mod tx;

@@ -2,6 +2,7 @@
 
 use super::dns::DnsLogOptions;
 use super::http::HttpLogOptions;
+use super::smtp::SmtpLogOptions;
 use super::ssh::SshLogOptions;
 use super::tls::TlsLogOptions;
 use picket_core::applayer::http::HttpTx;
@@ -52,6 +53,8 @@ pub struct AlertLogOptions {
     /// seed (`community-id-seed`, default 0).
     pub community_id: Option<u16>,
     pub ssh: SshLogOptions,
+    /// The `smtp:` entry of `types:` (the `email` object's extra fields).
+    pub smtp: SmtpLogOptions,
     /// eve-log `suricata-version: yes`: every record carries `suricata_version`.
     pub suricata_version: bool,
     /// eve-log `metadata:` (default yes): flow records list the flow's flowbits.
@@ -73,6 +76,8 @@ pub struct EveTypes {
     pub files: bool,
     pub anomaly: bool,
     pub ssh: bool,
+    /// `smtp`: one record per mail.
+    pub smtp: bool,
 }
 
 impl EveTypes {
@@ -88,6 +93,7 @@ impl EveTypes {
             files: true,
             anomaly: true,
             ssh: true,
+            smtp: true,
         }
     }
 
@@ -103,6 +109,7 @@ impl EveTypes {
             files: false,
             anomaly: false,
             ssh: false,
+            smtp: false,
         }
     }
 
@@ -120,6 +127,7 @@ impl EveTypes {
             "files" => &mut self.files,
             "anomaly" => &mut self.anomaly,
             "ssh" => &mut self.ssh,
+            "smtp" => &mut self.smtp,
             _ => return false,
         };
         *slot = true;
@@ -214,6 +222,7 @@ impl Default for AlertLogOptions {
             stats_threads: false,
             community_id: None,
             ssh: SshLogOptions::default(),
+            smtp: SmtpLogOptions::default(),
             suricata_version: false,
             metadata: true,
         }

@@ -8,7 +8,7 @@
 //! (a DNS response and a downloaded file go server to client).
 
 use super::options::AlertLogOptions;
-use super::{dns, fileinfo, http, ssh, tls};
+use super::{dns, fileinfo, http, smtp, ssh, tls};
 use crate::output::merge::{EventBuf, Sink};
 use picket_core::inspect::{AppTx, TxEvent};
 
@@ -35,6 +35,16 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
         AppTx::Ssh(st) => {
             if opts.types.ssh && st.has_record() {
                 lines.push_sub(Sink::Eve, key, sub, |buf| ssh::write_ssh(buf, t, st, &opts.ssh));
+            }
+        }
+        AppTx::Smtp(v) => {
+            if opts.types.smtp {
+                lines.push_sub(Sink::Eve, key, sub, |buf| smtp::write_smtp(buf, t, &v, &opts.smtp));
+            }
+            if opts.types.files {
+                for file in v.tx.files() {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| smtp::write_smtp_fileinfo(buf, t, &v, file));
+                }
             }
         }
         AppTx::Tls(st) => {

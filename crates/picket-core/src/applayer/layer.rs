@@ -12,7 +12,7 @@ use crate::applayer::http::BodyMemory;
 use crate::applayer::http::HttpConfig;
 use crate::applayer::probe::{self, DetectStatus, DetectionPorts, ProbeResult, ProtoDetector, Transport};
 use crate::applayer::tls::TlsState;
-use crate::applayer::{dns, http, ssh, tls, AppCounters, AppCtx, AppParser, AppProto, AppTx, Pending};
+use crate::applayer::{dns, http, smtp, ssh, tls, AppCounters, AppCtx, AppParser, AppProto, AppTx, Pending};
 use crate::stream::{AppData, Direction, ReassemblyMemory, TcpReassembly};
 use std::sync::Arc;
 
@@ -437,6 +437,7 @@ fn new_parser(
         (AppProto::Tls, Transport::Tcp) => tls::flow::new_flow(cx),
         (AppProto::Dns, _) => dns::flow::new_flow(transport, cx),
         (AppProto::Ssh, Transport::Tcp) => ssh::flow::new_flow(cx),
+        (AppProto::Smtp, Transport::Tcp) => smtp::flow::new_flow(http_config.smtp, http_config.files, cx),
         _ => {
             cx.counters.flows_other += 1;
             return None;

@@ -29,6 +29,7 @@ pub mod dns;
 pub mod http;
 pub mod layer;
 pub mod probe;
+pub mod smtp;
 pub mod ssh;
 pub mod tls;
 
@@ -39,6 +40,9 @@ use dns::buffers::DnsTxBuffers;
 use dns::{DnsCounters, DnsTransaction};
 use http::buffers::TxBuffers;
 use http::{BodyMemory, HttpTx};
+use smtp::buffers::SmtpBuffers;
+use smtp::record::SmtpView;
+use smtp::SmtpCounters;
 use ssh::buffers::{SshBuffers, SSH_TX_ID};
 use ssh::{SshCounters, SshState};
 use tls::buffers::{TlsBuffers, TLS_TX_ID};
@@ -363,6 +367,8 @@ pub enum AppTx<'a> {
     Tls(&'a TlsState),
     /// So is an SSH session.
     Ssh(&'a SshState),
+    /// One mail, with its session's HELO.
+    Smtp(SmtpView<'a>),
 }
 
 impl AppTx<'_> {
@@ -373,6 +379,7 @@ impl AppTx<'_> {
             AppTx::Dns(t) => t.tx_id,
             AppTx::Tls(_) => TLS_TX_ID,
             AppTx::Ssh(_) => SSH_TX_ID,
+            AppTx::Smtp(v) => v.tx.id,
         }
     }
 }
@@ -386,6 +393,7 @@ pub(crate) enum AppBuffers<'a> {
     Dns(DnsTxBuffers<'a>),
     Tls(TlsBuffers<'a>),
     Ssh(SshBuffers<'a>),
+    Smtp(SmtpBuffers<'a>),
 }
 
 impl<'a> AppBuffers<'a> {
@@ -395,6 +403,7 @@ impl<'a> AppBuffers<'a> {
             AppTx::Dns(t) => AppBuffers::Dns(DnsTxBuffers::new(t, dir)),
             AppTx::Tls(t) => AppBuffers::Tls(TlsBuffers::new(t, dir)),
             AppTx::Ssh(t) => AppBuffers::Ssh(SshBuffers::new(t, dir)),
+            AppTx::Smtp(v) => AppBuffers::Smtp(SmtpBuffers::new(v, dir)),
         }
     }
 
@@ -404,6 +413,7 @@ impl<'a> AppBuffers<'a> {
             AppBuffers::Dns(b) => b,
             AppBuffers::Tls(b) => b,
             AppBuffers::Ssh(b) => b,
+            AppBuffers::Smtp(b) => b,
         }
     }
 }
@@ -424,6 +434,7 @@ pub(crate) struct AppCounters {
     pub alerted_forgotten: u64,
     pub dns: DnsAppCounters,
     pub ssh: SshAppCounters,
+    pub smtp: SmtpAppCounters,
     /// HTTP body storage against `app-layer.protocols.http.memcap`.
     pub http_mem: MemCap,
 }
@@ -482,7 +493,21 @@ impl AppCounters {
         for (name, v) in self.ssh.parser.counters() {
             s.add(&format!("app_layer.{name}"), v);
         }
+        s.add("app_layer.flow.smtp", self.smtp.flows);
+        s.add("app_layer.tx.smtp", self.smtp.tx);
+        for (name, v) in self.smtp.parser.counters() {
+            s.add(name, v);
+        }
     }
+}
+
+/// Worker-wide SMTP counters (Suricata's `app_layer.flow.smtp`, `app_layer.tx.smtp`) plus
+/// the parser's own.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SmtpAppCounters {
+    pub flows: u64,
+    pub tx: u64,
+    pub parser: SmtpCounters,
 }
 
 /// Worker-wide SSH counters (Suricata's `app_layer.flow.ssh`, `app_layer.tx.ssh`) plus the

@@ -77,8 +77,10 @@ pub struct HttpConfig {
     pub max_headers: usize,
     /// Live transactions per flow before the oldest is dropped.
     pub max_tx: usize,
-    /// Bodies tracked as files (eve `fileinfo`), and their digests.
+    /// Bodies tracked as files (eve `fileinfo`), and their digests (SMTP attachments too).
     pub files: FileConfig,
+    /// The SMTP parser's settings, which travel with the per-run app-layer settings.
+    pub smtp: crate::applayer::smtp::SmtpConfig,
 }
 
 impl Default for HttpConfig {
@@ -95,6 +97,7 @@ impl Default for HttpConfig {
             max_headers: 1024,
             max_tx: 512,
             files: FileConfig::default(),
+            smtp: crate::applayer::smtp::SmtpConfig::default(),
         }
     }
 }
