@@ -663,12 +663,12 @@ mod tests {
 
     #[test]
     fn a_protocol_without_parser_goes_idle() {
-        // SMTP is recognised by its banner but not parsed: what follows makes no transaction.
+        // FTP is recognised by its banner but not parsed: what follows makes no transaction.
         let mut app = AppLayer::default();
         let mut c = AppCounters::default();
-        app.on_data(Direction::ToClient, b"220 mail.example ESMTP\r\n", (40000, 25), &mut c);
-        assert_eq!(app.proto, Some(AppProto::Smtp));
-        app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 25), &mut c);
+        app.on_data(Direction::ToClient, b"220 ftp.example FTP server ready\r\n", (40000, 21), &mut c);
+        assert_eq!(app.proto, Some(AppProto::Ftp));
+        app.on_data(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n", (40000, 21), &mut c);
         assert!(!app.has_pending());
     }
 }
