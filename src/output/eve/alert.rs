@@ -163,6 +163,11 @@ fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOp
             st.write_record(o, opts.ssh.hassh);
             o.close();
         }
+        Some(AppTx::Http2(tx)) => {
+            o.open("http");
+            tx.write_record(o);
+            o.close();
+        }
         Some(AppTx::Tls(_)) | None => {}
     }
     if let Some(st) = a.app.tls {

@@ -73,6 +73,10 @@ pub struct EveTypes {
     pub files: bool,
     pub anomaly: bool,
     pub ssh: bool,
+    /// `http2`: `http` records of HTTP/2 transactions (Suricata's eve-log.http2).
+    pub http2: bool,
+    /// `doh2`: records of DNS-over-HTTP/2 flows (`dns` records with the `http` object).
+    pub doh2: bool,
 }
 
 impl EveTypes {
@@ -88,6 +92,8 @@ impl EveTypes {
             files: true,
             anomaly: true,
             ssh: true,
+            http2: true,
+            doh2: true,
         }
     }
 
@@ -103,6 +109,8 @@ impl EveTypes {
             files: false,
             anomaly: false,
             ssh: false,
+            http2: false,
+            doh2: false,
         }
     }
 
@@ -120,6 +128,8 @@ impl EveTypes {
             "files" => &mut self.files,
             "anomaly" => &mut self.anomaly,
             "ssh" => &mut self.ssh,
+            "http2" => &mut self.http2,
+            "doh2" => &mut self.doh2,
             _ => return false,
         };
         *slot = true;

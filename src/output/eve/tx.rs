@@ -8,7 +8,7 @@
 //! (a DNS response and a downloaded file go server to client).
 
 use super::options::AlertLogOptions;
-use super::{dns, fileinfo, http, ssh, tls};
+use super::{dns, fileinfo, http, http2, ssh, tls};
 use crate::output::merge::{EventBuf, Sink};
 use picket_core::inspect::{AppTx, TxEvent};
 
@@ -35,6 +35,16 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
         AppTx::Ssh(st) => {
             if opts.types.ssh && st.has_record() {
                 lines.push_sub(Sink::Eve, key, sub, |buf| ssh::write_ssh(buf, t, st, &opts.ssh));
+            }
+        }
+        AppTx::Http2(tx) => {
+            if opts.types.http2 && tx.has_record() {
+                lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_http2(buf, t, tx));
+            }
+            if opts.types.files {
+                for (dir, file) in tx.http.files() {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_fileinfo2(buf, t, tx, dir, file));
+                }
             }
         }
         AppTx::Tls(st) => {

@@ -427,6 +427,7 @@ fn new_parser(
         (AppProto::Tls, Transport::Tcp) => tls::flow::new_flow(cx),
         (AppProto::Dns, _) => dns::flow::new_flow(transport, cx),
         (AppProto::Ssh, Transport::Tcp) => ssh::flow::new_flow(cx),
+        (AppProto::Http2, Transport::Tcp) => crate::applayer::http2::flow::new_flow(*http_config, cx),
         _ => {
             cx.counters.flows_other += 1;
             return None;

@@ -27,6 +27,7 @@
 pub mod detect_only;
 pub mod dns;
 pub mod http;
+pub mod http2;
 pub mod layer;
 pub mod probe;
 pub mod ssh;
@@ -39,6 +40,7 @@ use dns::buffers::DnsTxBuffers;
 use dns::{DnsCounters, DnsTransaction};
 use http::buffers::TxBuffers;
 use http::{BodyMemory, HttpTx};
+use http2::Http2Tx;
 use ssh::buffers::{SshBuffers, SSH_TX_ID};
 use ssh::{SshCounters, SshState};
 use tls::buffers::{TlsBuffers, TLS_TX_ID};
@@ -342,6 +344,8 @@ pub enum AppTx<'a> {
     Tls(&'a TlsState),
     /// So is an SSH session.
     Ssh(&'a SshState),
+    /// One HTTP/2 stream (or stream-0 frame).
+    Http2(&'a Http2Tx),
 }
 
 impl AppTx<'_> {
@@ -352,6 +356,7 @@ impl AppTx<'_> {
             AppTx::Dns(t) => t.tx_id,
             AppTx::Tls(_) => TLS_TX_ID,
             AppTx::Ssh(_) => SSH_TX_ID,
+            AppTx::Http2(t) => t.id,
         }
     }
 }
@@ -374,6 +379,8 @@ impl<'a> AppBuffers<'a> {
             AppTx::Dns(t) => AppBuffers::Dns(DnsTxBuffers::new(t, dir)),
             AppTx::Tls(t) => AppBuffers::Tls(TlsBuffers::new(t, dir)),
             AppTx::Ssh(t) => AppBuffers::Ssh(SshBuffers::new(t, dir)),
+            // The `http.*` keywords see an HTTP/2 stream through its HTTP/1-shaped view.
+            AppTx::Http2(t) => AppBuffers::Http(TxBuffers::new(&t.http, dir)),
         }
     }
 
@@ -403,6 +410,7 @@ pub(crate) struct AppCounters {
     pub alerted_forgotten: u64,
     pub dns: DnsAppCounters,
     pub ssh: SshAppCounters,
+    pub http2: http2::flow::Http2AppCounters,
     /// HTTP body storage against `app-layer.protocols.http.memcap`.
     pub http_mem: MemCap,
 }
@@ -459,6 +467,11 @@ impl AppCounters {
         s.add("app_layer.flow.ssh", self.ssh.flows);
         s.add("app_layer.tx.ssh", self.ssh.tx);
         for (name, v) in self.ssh.parser.counters() {
+            s.add(&format!("app_layer.{name}"), v);
+        }
+        s.add("app_layer.flow.http2", self.http2.flows);
+        s.add("app_layer.tx.http2", self.http2.tx);
+        for (name, v) in self.http2.parser.counters() {
             s.add(&format!("app_layer.{name}"), v);
         }
     }

@@ -41,6 +41,7 @@ impl EventSink for Collect {
                     AppTx::Dns(d) => format!("dns {}", d.tx_id),
                     AppTx::Tls(_) => "tls".into(),
                     AppTx::Ssh(_) => "ssh".into(),
+                    AppTx::Http2(t) => format!("http2 {}", t.stream_id),
                 },
             },
             Event::Anomaly(a) => {
