@@ -38,8 +38,15 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
             }
         }
         AppTx::Http2(tx) => {
-            if opts.types.http2 && tx.has_record() {
-                lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_http2(buf, t, tx));
+            match tx.doh.as_deref().and_then(|d| d.dns_tx()) {
+                Some(dns) if opts.types.doh2 && opts.dns.logs(dns) => {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_doh2(buf, t, tx, dns, &opts.dns));
+                }
+                Some(_) => {}
+                None if opts.types.http2 && tx.has_record() => {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_http2(buf, t, tx));
+                }
+                None => {}
             }
             if opts.types.files {
                 for (dir, file) in tx.http.files() {

@@ -55,6 +55,8 @@ pub struct AppLayer {
     /// `alproto_ts` and `alproto_tc`, which eve's flow record shows where they differ from
     /// the flow's protocol).
     dir_protos: [DirProto; 2],
+    /// The protocol detected first when the parser changed it (eve's `app_proto_orig`).
+    proto_orig: Option<AppProto>,
 }
 
 /// The protocol one direction of a TCP flow was recognised as.
@@ -89,6 +91,7 @@ impl AppLayer {
             http_config,
             charged: BodyMemory { room: 0, ..BodyMemory::default() },
             dir_protos: Default::default(),
+            proto_orig: None,
         }
     }
 
@@ -203,7 +206,13 @@ impl AppLayer {
             self.probe_other_direction(dir, data, ports);
         }
         match &mut self.state {
-            State::Parsing(p) => p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters)),
+            State::Parsing(p) => {
+                p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters));
+                if let Some(new) = p.proto_change().filter(|&new| Some(new) != self.proto) {
+                    self.proto_orig = self.proto_orig.or(self.proto);
+                    self.proto = Some(new);
+                }
+            }
             State::Idle => {}
             State::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -241,6 +250,12 @@ impl AppLayer {
                 ProbeResult::NeedMore if window.len() >= PROBE_LIMIT => DirProto::Failed,
                 ProbeResult::NeedMore => DirProto::Unknown,
             };
+    }
+
+    /// The protocol first detected, when the parser changed the flow's (eve's
+    /// `app_proto_orig`).
+    pub fn proto_orig(&self) -> Option<AppProto> {
+        self.proto_orig
     }
 
     /// What `dir`'s own bytes were recognised as, over TCP.

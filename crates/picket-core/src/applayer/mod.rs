@@ -80,11 +80,13 @@ pub enum AppProto {
     Tftp,
     Quic,
     Mdns,
+    /// DNS over HTTP/2: an HTTP/2 flow whose streams carried DNS messages.
+    Doh2,
 }
 
 impl AppProto {
     /// Every protocol picket detects (for `--list-app-layer-protos`).
-    pub const ALL: [AppProto; 28] = [
+    pub const ALL: [AppProto; 29] = [
         AppProto::Http,
         AppProto::Tls,
         AppProto::Dns,
@@ -113,6 +115,7 @@ impl AppProto {
         AppProto::Tftp,
         AppProto::Quic,
         AppProto::Mdns,
+        AppProto::Doh2,
     ];
 
     /// Name as in rules (`alert tls ...`) and eve's `app_proto`.
@@ -146,6 +149,7 @@ impl AppProto {
             AppProto::Tftp => "tftp",
             AppProto::Quic => "quic",
             AppProto::Mdns => "mdns",
+            AppProto::Doh2 => "doh2",
         }
     }
 
@@ -183,6 +187,12 @@ pub trait AppParser: Send {
 
     /// End of the flow: what runs until the connection closes is complete now.
     fn on_close(&mut self, _cx: &mut AppCtx<'_>) {}
+
+    /// The protocol the flow turned into (HTTP/2 carrying DNS is `doh2`), once it did;
+    /// the app layer keeps the protocol detected first as `app_proto_orig`.
+    fn proto_change(&self) -> Option<AppProto> {
+        None
+    }
 
     /// Transaction `id`, while the parser keeps it.
     fn tx(&self, id: u64) -> Option<AppTx<'_>>;

@@ -3,7 +3,7 @@
 
 use super::{Http2Counters, Http2Event, Http2Parser};
 use crate::applayer::http::HttpConfig;
-use crate::applayer::{AppCtx, AppParser, AppTx, Pending};
+use crate::applayer::{AppCtx, AppParser, AppProto, AppTx, Pending};
 use crate::stream::Direction;
 
 /// Worker-wide HTTP/2 counters (Suricata's `app_layer.flow.http2`, `app_layer.tx.http2`)
@@ -69,6 +69,11 @@ impl AppParser for Http2Parser {
 
     fn tx(&self, id: u64) -> Option<AppTx<'_>> {
         Http2Parser::tx(self, id).map(AppTx::Http2)
+    }
+
+    /// A stream carried DNS: the flow is DNS over HTTP/2 from now on.
+    fn proto_change(&self) -> Option<AppProto> {
+        self.doh.then_some(AppProto::Doh2)
     }
 
     fn tx_count(&self) -> u64 {

@@ -21,6 +21,7 @@ pub mod flow;
 pub mod hpack;
 pub mod record;
 
+use crate::applayer::dns::{parse_message, DnsTransaction};
 use crate::applayer::http::{FileConfig, Header, HttpConfig, HttpFile, HttpTx, Progress};
 use crate::stream::Direction;
 use hpack::{Decoder, Field};
@@ -41,6 +42,8 @@ pub const MAX_FIELDS: usize = 1024;
 pub const MAX_STREAMS: usize = 4096;
 /// Settings kept per transaction and side.
 const MAX_SETTINGS: usize = 64;
+/// DNS records kept per section of a DoH message (as DNS's default).
+const DOH_MAX_RECORDS: usize = 256;
 /// Largest DNS message a DoH body may carry.
 const MAX_DNS_MESSAGE: usize = 0xffff;
 
@@ -137,6 +140,33 @@ pub struct DohData {
     pub body: [Vec<u8>; 2],
     /// The DNS request of a GET (`dns=` query parameter, base64url).
     pub get_request: Option<Vec<u8>>,
+    /// The DNS messages parsed from them, when they are DNS: request, then response.
+    pub dns: [Option<DnsTransaction>; 2],
+}
+
+impl DohData {
+    /// The DNS transaction Suricata logs and alerts with: the response if there is one.
+    pub fn dns_tx(&self) -> Option<&DnsTransaction> {
+        self.dns[1].as_ref().or(self.dns[0].as_ref())
+    }
+
+    /// Parses the DNS message of side `dir` (once its body is complete, or a GET's `dns=`).
+    fn parse(&mut self, dir: Direction) -> bool {
+        let side = dir.index();
+        let msg = match dir {
+            Direction::ToServer if self.body[0].is_empty() => self.get_request.as_deref(),
+            _ => self.is_dns[side].then_some(self.body[side].as_slice()),
+        };
+        let Some(msg) = msg.filter(|m| !m.is_empty()) else { return false };
+        let Ok((message, _)) = parse_message(msg, DOH_MAX_RECORDS) else { return false };
+        // A request must be a query and a response an answer, as DNS over UDP/TCP.
+        if message.header.qr() != (dir == Direction::ToClient) {
+            return false;
+        }
+        self.dns[side] = Some(DnsTransaction { tx_id: 1, direction: dir, message, request_tx: None });
+        self.body[side] = Vec::new();
+        true
+    }
 }
 
 /// One HTTP/2 stream (or one stream-0 frame) as a transaction.
@@ -316,6 +346,8 @@ pub struct Http2Parser {
     /// The client preface is still expected (false once seen or when the connection was
     /// upgraded from HTTP/1.1, where it comes too but is optional to us).
     preface_pending: bool,
+    /// A stream carried DNS (DNS over HTTPS): the flow's protocol is `doh2` now.
+    pub doh: bool,
     pub counters: Http2Counters,
 }
 
@@ -332,6 +364,7 @@ impl Http2Parser {
             txs: VecDeque::new(),
             next_id: 0,
             preface_pending: true,
+            doh: false,
             counters: Http2Counters::default(),
         }
     }
@@ -835,6 +868,9 @@ impl Http2Parser {
     fn end_stream(&mut self, i: usize, dir: Direction, out: &mut impl FnMut(Http2Event)) {
         let tx = &mut self.txs[i];
         tx.progress[dir.index()] = StreamProgress::Closed;
+        if tx.doh.as_deref_mut().is_some_and(|d| d.parse(dir)) {
+            self.doh = true;
+        }
         let h = &mut tx.http;
         let (progress, file) = match dir {
             Direction::ToServer => (&mut h.request_progress, &mut h.request_file),
