@@ -212,6 +212,13 @@ impl AppLayer {
                     self.proto_orig = self.proto_orig.or(self.proto);
                     self.proto = Some(new);
                 }
+                // Only when HTTP/2 is enabled (`app-layer.protocols.http2.enabled`);
+                // otherwise the HTTP/1 parser just stops at the 101.
+                if self.detection_ports.others.tcp_enabled(AppProto::Http2) {
+                    if let Some(up) = p.h2c_upgrade() {
+                        self.switch_to_http2(up, counters);
+                    }
+                }
             }
             State::Idle => {}
             State::Probing { detector, seen, cut } => {
@@ -250,6 +257,20 @@ impl AppLayer {
                 ProbeResult::NeedMore if window.len() >= PROBE_LIMIT => DirProto::Failed,
                 ProbeResult::NeedMore => DirProto::Unknown,
             };
+    }
+
+    /// HTTP/1.1 upgraded to HTTP/2 (`Upgrade: h2c`): the HTTP/2 parser takes over the
+    /// flow, with the HTTP/1 transactions still waiting; the flow is `http2` from now on
+    /// (`app_proto_orig` `http`), as in Suricata.
+    fn switch_to_http2(&mut self, up: crate::applayer::http::upgrade::H2cUpgrade, counters: &mut AppCounters) {
+        // The HTTP/1 parser's bodies left the memcap with it.
+        counters.http_mem.memuse -= self.charged.held;
+        self.charged = BodyMemory { room: 0, ..BodyMemory::default() };
+        let cx = &mut AppCtx::new(&mut self.pending, counters);
+        let parser = crate::applayer::http2::flow::upgraded_flow(up, *self.http_config, cx);
+        self.proto_orig = self.proto_orig.or(self.proto);
+        self.proto = Some(AppProto::Http2);
+        self.state = State::Parsing(parser);
     }
 
     /// The protocol first detected, when the parser changed the flow's (eve's

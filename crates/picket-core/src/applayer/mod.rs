@@ -194,6 +194,12 @@ pub trait AppParser: Send {
         None
     }
 
+    /// The connection switched from HTTP/1.1 to HTTP/2 (`Upgrade: h2c`): what the HTTP/2
+    /// parser taking over needs (once). Only the HTTP parser implements it.
+    fn h2c_upgrade(&mut self) -> Option<http::upgrade::H2cUpgrade> {
+        None
+    }
+
     /// Transaction `id`, while the parser keeps it.
     fn tx(&self, id: u64) -> Option<AppTx<'_>>;
 

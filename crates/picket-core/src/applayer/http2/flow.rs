@@ -2,6 +2,7 @@
 //! and report them done; its anomalies become Suricata's `http2` app-layer events.
 
 use super::{Http2Counters, Http2Event, Http2Parser};
+use crate::applayer::http::upgrade::H2cUpgrade;
 use crate::applayer::http::HttpConfig;
 use crate::applayer::{AppCtx, AppParser, AppProto, AppTx, Pending};
 use crate::stream::Direction;
@@ -31,6 +32,23 @@ impl Http2AppCounters {
 pub(crate) fn new_flow(config: HttpConfig, cx: &mut AppCtx<'_>) -> Box<dyn AppParser> {
     cx.counters.http2.flows += 1;
     Box::new(Http2Parser::new(config))
+}
+
+/// The parser of a flow upgraded from HTTP/1.1 (`Upgrade: h2c`): the upgrade's
+/// SETTINGS and request become HTTP/2 transactions, then the bytes already seen after the
+/// HTTP/1 messages are parsed as HTTP/2.
+pub(crate) fn upgraded_flow(up: H2cUpgrade, config: HttpConfig, cx: &mut AppCtx<'_>) -> Box<dyn AppParser> {
+    cx.counters.http2.flows += 1;
+    let mut p = Http2Parser::new(config);
+    p.continue_from(up.next_tx_id, up.txs);
+    p.upgraded(&up.request, up.settings.as_deref(), &mut |ev| note(cx, ev));
+    for dir in [Direction::ToServer, Direction::ToClient] {
+        if !up.rest[dir.index()].is_empty() {
+            AppParser::on_data(&mut p, dir, &up.rest[dir.index()], cx);
+        }
+    }
+    p.drain_counters(cx);
+    Box::new(p)
 }
 
 /// Hands what the parser reported to the app layer.
@@ -68,6 +86,9 @@ impl AppParser for Http2Parser {
     }
 
     fn tx(&self, id: u64) -> Option<AppTx<'_>> {
+        if let Some(t) = self.http1_tx(id) {
+            return Some(AppTx::Http(t));
+        }
         Http2Parser::tx(self, id).map(AppTx::Http2)
     }
 
@@ -90,6 +111,7 @@ impl AppParser for Http2Parser {
             return None;
         }
         self.prune_completed();
-        Some(self.txs().next().map_or(u64::MAX, |t| t.id))
+        let first = self.txs().next().map_or(u64::MAX, |t| t.id);
+        Some(self.http1_first_id().map_or(first, |h| h.min(first)))
     }
 }

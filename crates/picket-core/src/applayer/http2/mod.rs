@@ -348,6 +348,8 @@ pub struct Http2Parser {
     preface_pending: bool,
     /// A stream carried DNS (DNS over HTTPS): the flow's protocol is `doh2` now.
     pub doh: bool,
+    /// The HTTP/1 transactions of a connection upgraded to HTTP/2, until inspected.
+    http1: Vec<HttpTx>,
     pub counters: Http2Counters,
 }
 
@@ -365,6 +367,7 @@ impl Http2Parser {
             next_id: 0,
             preface_pending: true,
             doh: false,
+            http1: Vec::new(),
             counters: Http2Counters::default(),
         }
     }
@@ -383,8 +386,25 @@ impl Http2Parser {
         self.next_id
     }
 
+    /// Takes over from an HTTP/1 parser: its transactions stay until pruned, ids go on.
+    pub fn continue_from(&mut self, next_id: u64, http1: Vec<HttpTx>) {
+        self.next_id = next_id;
+        self.http1 = http1;
+    }
+
+    /// An HTTP/1 transaction of before the upgrade.
+    pub fn http1_tx(&self, id: u64) -> Option<&HttpTx> {
+        self.http1.iter().find(|t| t.id == id)
+    }
+
+    /// The lowest id of the HTTP/1 transactions still held.
+    pub fn http1_first_id(&self) -> Option<u64> {
+        self.http1.iter().map(|t| t.id).min()
+    }
+
     /// Frees complete transactions from the front.
     pub fn prune_completed(&mut self) {
+        self.http1.retain(|t| !t.is_complete());
         while self.txs.front().is_some_and(|t| t.is_complete()) {
             self.txs.pop_front();
         }
@@ -924,6 +944,9 @@ impl Http2Parser {
         tx.progress[0] = StreamProgress::Closed;
         tx.update_http_view(Direction::ToServer);
         tx.http.request_progress = Progress::Complete;
+        // The request was inspected as the HTTP/1 transaction already: its buffers are not
+        // offered again on stream 1 (Suricata alerts once on the upgrade request).
+        tx.http.request_missing = true;
         let id = tx.id;
         out(Http2Event::Progress { dir: Direction::ToServer, tx: id });
     }

@@ -205,3 +205,31 @@ fn base64url() {
     assert_eq!(base64url_decode(b"-_8"), Some(vec![0xfb, 0xff]));
     assert_eq!(base64url_decode(b"a!"), None);
 }
+
+#[test]
+fn h2c_upgrade_hands_over_to_http2() {
+    use crate::applayer::http::HttpParser;
+    let mut h1 = HttpParser::new(config());
+    let req = b"GET /robots.txt HTTP/1.1\r\nHost: nghttp2.org\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n";
+    h1.on_data(Direction::ToServer, req, &mut |_| {});
+    assert!(h1.take_h2c_upgrade().is_none(), "no 101 yet");
+    let mut resp = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".to_vec();
+    let server_settings = frame(ft::SETTINGS, 0, 0, &settings(&[(3, 100)]));
+    resp.extend(&server_settings);
+    h1.on_data(Direction::ToClient, &resp, &mut |_| {});
+    let up = h1.take_h2c_upgrade().expect("upgrade");
+    assert!(h1.take_h2c_upgrade().is_none(), "once");
+    assert_eq!(up.rest[1], server_settings, "the server's HTTP/2 bytes are handed over");
+    assert_eq!(up.txs.len(), 1);
+    let mut p = Http2Parser::new(config());
+    p.continue_from(up.next_tx_id, up.txs);
+    p.upgraded(&up.request, up.settings.as_deref(), &mut |_| {});
+    assert!(p.http1_tx(0).is_some_and(|t| t.status_code == Some(101)));
+    let s = p.tx(1).expect("settings of HTTP2-Settings");
+    assert_eq!(s.frames[0].settings, vec![(3, 100), (4, 65535)]);
+    let r = p.tx(2).expect("stream 1");
+    assert_eq!(r.stream_id, 1);
+    let names: Vec<_> = r.headers(Direction::ToServer).map(|(n, _)| n.to_vec()).collect();
+    assert_eq!(&names[..3], [&b":method"[..], b":path", b":authority"]);
+    assert_eq!(r.http.uri_raw, b"/robots.txt");
+}
