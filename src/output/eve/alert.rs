@@ -164,6 +164,11 @@ fn write_app_layer(o: &mut JsonObject<'_>, a: &AlertEvent<'_>, opts: &AlertLogOp
             o.close();
         }
         Some(AppTx::Smtp(v)) => super::smtp::write_smtp_objects(o, &v, &Default::default()),
+        Some(AppTx::Http2(tx)) => {
+            o.open("http");
+            tx.write_record(o);
+            o.close();
+        }
         Some(AppTx::Tls(_)) | None => {}
     }
     if let Some(st) = a.app.tls {

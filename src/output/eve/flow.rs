@@ -53,6 +53,9 @@ pub fn write_flow(buf: &mut Vec<u8>, rec: &FlowRecord<FlowExt>, community_id: Op
     }
     if let Some(a) = app {
         write_direction_protos(&mut o, a);
+        if let Some(orig) = a.proto_orig() {
+            o.str("app_proto_orig", orig.name());
+        }
     }
     if let Some((t, c)) = rec.icmp_toclient {
         o.u64("response_icmp_type", t.into()).u64("response_icmp_code", c.into());

@@ -23,6 +23,7 @@ pub mod fileinfo;
 pub mod flow;
 pub mod header;
 pub mod http;
+pub mod http2;
 pub mod options;
 pub mod smtp;
 pub mod ssh;

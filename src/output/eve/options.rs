@@ -78,6 +78,10 @@ pub struct EveTypes {
     pub ssh: bool,
     /// `smtp`: one record per mail.
     pub smtp: bool,
+    /// `http2`: `http` records of HTTP/2 transactions (Suricata's eve-log.http2).
+    pub http2: bool,
+    /// `doh2`: records of DNS-over-HTTP/2 flows (`dns` records with the `http` object).
+    pub doh2: bool,
 }
 
 impl EveTypes {
@@ -94,6 +98,8 @@ impl EveTypes {
             anomaly: true,
             ssh: true,
             smtp: true,
+            http2: true,
+            doh2: true,
         }
     }
 
@@ -110,6 +116,8 @@ impl EveTypes {
             anomaly: false,
             ssh: false,
             smtp: false,
+            http2: false,
+            doh2: false,
         }
     }
 
@@ -128,6 +136,8 @@ impl EveTypes {
             "anomaly" => &mut self.anomaly,
             "ssh" => &mut self.ssh,
             "smtp" => &mut self.smtp,
+            "http2" => &mut self.http2,
+            "doh2" => &mut self.doh2,
             _ => return false,
         };
         *slot = true;

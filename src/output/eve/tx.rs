@@ -8,7 +8,7 @@
 //! (a DNS response and a downloaded file go server to client).
 
 use super::options::AlertLogOptions;
-use super::{dns, fileinfo, http, smtp, ssh, tls};
+use super::{dns, fileinfo, http, http2, smtp, ssh, tls};
 use crate::output::merge::{EventBuf, Sink};
 use picket_core::inspect::{AppTx, TxEvent};
 
@@ -44,6 +44,23 @@ pub fn write_transaction(lines: &mut EventBuf, key: u64, sub: u64, t: &TxEvent<'
             if opts.types.files {
                 for file in v.tx.files() {
                     lines.push_sub(Sink::Eve, key, sub, |buf| smtp::write_smtp_fileinfo(buf, t, &v, file));
+                }
+            }
+        }
+        AppTx::Http2(tx) => {
+            match tx.doh.as_deref().and_then(|d| d.dns_tx()) {
+                Some(dns) if opts.types.doh2 && opts.dns.logs(dns) => {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_doh2(buf, t, tx, dns, &opts.dns));
+                }
+                Some(_) => {}
+                None if opts.types.http2 && tx.has_record() => {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_http2(buf, t, tx));
+                }
+                None => {}
+            }
+            if opts.types.files {
+                for (dir, file) in tx.http.files() {
+                    lines.push_sub(Sink::Eve, key, sub, |buf| http2::write_fileinfo2(buf, t, tx, dir, file));
                 }
             }
         }

@@ -55,6 +55,8 @@ pub struct AppLayer {
     /// `alproto_ts` and `alproto_tc`, which eve's flow record shows where they differ from
     /// the flow's protocol).
     dir_protos: [DirProto; 2],
+    /// The protocol detected first when the parser changed it (eve's `app_proto_orig`).
+    proto_orig: Option<AppProto>,
 }
 
 /// The protocol one direction of a TCP flow was recognised as.
@@ -89,6 +91,7 @@ impl AppLayer {
             http_config,
             charged: BodyMemory { room: 0, ..BodyMemory::default() },
             dir_protos: Default::default(),
+            proto_orig: None,
         }
     }
 
@@ -206,7 +209,20 @@ impl AppLayer {
             self.probe_other_direction(dir, data, ports);
         }
         match &mut self.state {
-            State::Parsing(p) => p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters)),
+            State::Parsing(p) => {
+                p.on_data(dir, data, &mut AppCtx::new(&mut self.pending, counters));
+                if let Some(new) = p.proto_change().filter(|&new| Some(new) != self.proto) {
+                    self.proto_orig = self.proto_orig.or(self.proto);
+                    self.proto = Some(new);
+                }
+                // Only when HTTP/2 is enabled (`app-layer.protocols.http2.enabled`);
+                // otherwise the HTTP/1 parser just stops at the 101.
+                if self.detection_ports.others.tcp_enabled(AppProto::Http2) {
+                    if let Some(up) = p.h2c_upgrade() {
+                        self.switch_to_http2(up, counters);
+                    }
+                }
+            }
             State::Idle => {}
             State::Probing { detector, seen, cut } => {
                 let d = dir.index();
@@ -244,6 +260,26 @@ impl AppLayer {
                 ProbeResult::NeedMore if window.len() >= PROBE_LIMIT => DirProto::Failed,
                 ProbeResult::NeedMore => DirProto::Unknown,
             };
+    }
+
+    /// HTTP/1.1 upgraded to HTTP/2 (`Upgrade: h2c`): the HTTP/2 parser takes over the
+    /// flow, with the HTTP/1 transactions still waiting; the flow is `http2` from now on
+    /// (`app_proto_orig` `http`), as in Suricata.
+    fn switch_to_http2(&mut self, up: crate::applayer::http::upgrade::H2cUpgrade, counters: &mut AppCounters) {
+        // The HTTP/1 parser's bodies left the memcap with it.
+        counters.http_mem.memuse -= self.charged.held;
+        self.charged = BodyMemory { room: 0, ..BodyMemory::default() };
+        let cx = &mut AppCtx::new(&mut self.pending, counters);
+        let parser = crate::applayer::http2::flow::upgraded_flow(up, *self.http_config, cx);
+        self.proto_orig = self.proto_orig.or(self.proto);
+        self.proto = Some(AppProto::Http2);
+        self.state = State::Parsing(parser);
+    }
+
+    /// The protocol first detected, when the parser changed the flow's (eve's
+    /// `app_proto_orig`).
+    pub fn proto_orig(&self) -> Option<AppProto> {
+        self.proto_orig
     }
 
     /// What `dir`'s own bytes were recognised as, over TCP.
@@ -438,6 +474,7 @@ fn new_parser(
         (AppProto::Dns, _) => dns::flow::new_flow(transport, cx),
         (AppProto::Ssh, Transport::Tcp) => ssh::flow::new_flow(cx),
         (AppProto::Smtp, Transport::Tcp) => smtp::flow::new_flow(http_config.smtp, http_config.files, cx),
+        (AppProto::Http2, Transport::Tcp) => crate::applayer::http2::flow::new_flow(*http_config, cx),
         _ => {
             cx.counters.flows_other += 1;
             return None;

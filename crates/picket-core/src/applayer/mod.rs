@@ -27,6 +27,7 @@
 pub mod detect_only;
 pub mod dns;
 pub mod http;
+pub mod http2;
 pub mod layer;
 pub mod probe;
 pub mod smtp;
@@ -40,6 +41,7 @@ use dns::buffers::DnsTxBuffers;
 use dns::{DnsCounters, DnsTransaction};
 use http::buffers::TxBuffers;
 use http::{BodyMemory, HttpTx};
+use http2::Http2Tx;
 use smtp::buffers::SmtpBuffers;
 use smtp::record::SmtpView;
 use smtp::SmtpCounters;
@@ -82,11 +84,13 @@ pub enum AppProto {
     Tftp,
     Quic,
     Mdns,
+    /// DNS over HTTP/2: an HTTP/2 flow whose streams carried DNS messages.
+    Doh2,
 }
 
 impl AppProto {
     /// Every protocol picket detects (for `--list-app-layer-protos`).
-    pub const ALL: [AppProto; 28] = [
+    pub const ALL: [AppProto; 29] = [
         AppProto::Http,
         AppProto::Tls,
         AppProto::Dns,
@@ -115,6 +119,7 @@ impl AppProto {
         AppProto::Tftp,
         AppProto::Quic,
         AppProto::Mdns,
+        AppProto::Doh2,
     ];
 
     /// Name as in rules (`alert tls ...`) and eve's `app_proto`.
@@ -148,6 +153,7 @@ impl AppProto {
             AppProto::Tftp => "tftp",
             AppProto::Quic => "quic",
             AppProto::Mdns => "mdns",
+            AppProto::Doh2 => "doh2",
         }
     }
 
@@ -185,6 +191,18 @@ pub trait AppParser: Send {
 
     /// End of the flow: what runs until the connection closes is complete now.
     fn on_close(&mut self, _cx: &mut AppCtx<'_>) {}
+
+    /// The protocol the flow turned into (HTTP/2 carrying DNS is `doh2`), once it did;
+    /// the app layer keeps the protocol detected first as `app_proto_orig`.
+    fn proto_change(&self) -> Option<AppProto> {
+        None
+    }
+
+    /// The connection switched from HTTP/1.1 to HTTP/2 (`Upgrade: h2c`): what the HTTP/2
+    /// parser taking over needs (once). Only the HTTP parser implements it.
+    fn h2c_upgrade(&mut self) -> Option<http::upgrade::H2cUpgrade> {
+        None
+    }
 
     /// Transaction `id`, while the parser keeps it.
     fn tx(&self, id: u64) -> Option<AppTx<'_>>;
@@ -369,6 +387,8 @@ pub enum AppTx<'a> {
     Ssh(&'a SshState),
     /// One mail, with its session's HELO.
     Smtp(SmtpView<'a>),
+    /// One HTTP/2 stream (or stream-0 frame).
+    Http2(&'a Http2Tx),
 }
 
 impl AppTx<'_> {
@@ -380,6 +400,7 @@ impl AppTx<'_> {
             AppTx::Tls(_) => TLS_TX_ID,
             AppTx::Ssh(_) => SSH_TX_ID,
             AppTx::Smtp(v) => v.tx.id,
+            AppTx::Http2(t) => t.id,
         }
     }
 }
@@ -404,6 +425,8 @@ impl<'a> AppBuffers<'a> {
             AppTx::Tls(t) => AppBuffers::Tls(TlsBuffers::new(t, dir)),
             AppTx::Ssh(t) => AppBuffers::Ssh(SshBuffers::new(t, dir)),
             AppTx::Smtp(v) => AppBuffers::Smtp(SmtpBuffers::new(v, dir)),
+            // The `http.*` keywords see an HTTP/2 stream through its HTTP/1-shaped view.
+            AppTx::Http2(t) => AppBuffers::Http(TxBuffers::new(&t.http, dir)),
         }
     }
 
@@ -435,6 +458,7 @@ pub(crate) struct AppCounters {
     pub dns: DnsAppCounters,
     pub ssh: SshAppCounters,
     pub smtp: SmtpAppCounters,
+    pub http2: http2::flow::Http2AppCounters,
     /// HTTP body storage against `app-layer.protocols.http.memcap`.
     pub http_mem: MemCap,
 }
@@ -497,6 +521,11 @@ impl AppCounters {
         s.add("app_layer.tx.smtp", self.smtp.tx);
         for (name, v) in self.smtp.parser.counters() {
             s.add(name, v);
+        }
+        s.add("app_layer.flow.http2", self.http2.flows);
+        s.add("app_layer.tx.http2", self.http2.tx);
+        for (name, v) in self.http2.parser.counters() {
+            s.add(&format!("app_layer.{name}"), v);
         }
     }
 }

@@ -42,6 +42,7 @@ impl EventSink for Collect {
                     AppTx::Tls(_) => "tls".into(),
                     AppTx::Ssh(_) => "ssh".into(),
                     AppTx::Smtp(v) => format!("smtp {}", v.tx.id),
+                    AppTx::Http2(t) => format!("http2 {}", t.stream_id),
                 },
             },
             Event::Anomaly(a) => {

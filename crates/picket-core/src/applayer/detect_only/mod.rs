@@ -198,6 +198,12 @@ impl DetectOnlySettings {
         }
     }
 
+    /// Whether `proto` is enabled over TCP (`app-layer.protocols.<name>.enabled`); true for a
+    /// protocol not in the table.
+    pub fn tcp_enabled(&self, proto: AppProto) -> bool {
+        TABLE.iter().position(|e| e.proto == proto).is_none_or(|i| self.protocols[i].tcp.enabled)
+    }
+
     /// Whether a UDP datagram could start a detection-only protocol: its flow is on one of
     /// an enabled protocol's ports, or an any-port pattern matches it. Stateless and cheap:
     /// it decides whether a UDP flow gets app-layer state at all.

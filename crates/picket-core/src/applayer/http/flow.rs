@@ -33,6 +33,10 @@ impl AppParser for HttpParser {
         }
     }
 
+    fn h2c_upgrade(&mut self) -> Option<super::upgrade::H2cUpgrade> {
+        self.take_h2c_upgrade()
+    }
+
     fn tx(&self, id: u64) -> Option<AppTx<'_>> {
         HttpParser::tx(self, id).map(AppTx::Http)
     }

@@ -38,6 +38,7 @@ pub mod headers;
 pub mod record;
 #[cfg(test)]
 mod tests;
+pub mod upgrade;
 pub mod uri;
 
 use std::collections::VecDeque;
@@ -550,6 +551,9 @@ struct Half {
     /// Request side: the response has started, so a waiting line without protocol is
     /// HTTP/0.9 now.
     settle_09: bool,
+    /// The bytes buffered when the direction became a tunnel (at most one buffer's worth),
+    /// for a protocol that takes over (HTTP/2 after `Upgrade: h2c`).
+    tunnel_rest: Vec<u8>,
 }
 
 impl Half {
@@ -570,6 +574,7 @@ impl Half {
             chunk_blank_run: (0, 0),
             awaiting_09: false,
             settle_09: false,
+            tunnel_rest: Vec::new(),
         }
     }
 
@@ -1002,6 +1007,9 @@ impl HttpParser {
         }
         let half = &mut self.halves[idx];
         if matches!(half.state, State::Tunnel | State::Lost) {
+            if half.state == State::Tunnel && half.tunnel_rest.is_empty() {
+                half.tunnel_rest = half.pending().to_vec();
+            }
             half.discard();
         } else {
             half.compact();

@@ -46,9 +46,11 @@ pub(crate) enum PacketCheck {
         side: crate::detect::rule::options::StreamSide,
         cmp: crate::detect::rule::UintCmp<u32>,
     },
+    /// The flow's protocol is (not) `name`, with Suricata's equivalences unless `exact`.
     AppProto {
         negated: bool,
         name: &'static str,
+        exact: bool,
     },
     FlowCount(crate::detect::rule::options::FlowCount),
     FlowAge(crate::detect::rule::UintCmp<u32>),
@@ -465,8 +467,8 @@ impl<'n> RuleBuild<'n> {
             RuleOption::AppLayerEvent { proto, event } => {
                 checks.push(PacketCheck::AppEvent { proto: *proto, event: event.as_str().into() })
             }
-            RuleOption::AppLayerProtocol { negated, name } => {
-                checks.push(PacketCheck::AppProto { negated: *negated, name })
+            RuleOption::AppLayerProtocol { negated, name, exact } => {
+                checks.push(PacketCheck::AppProto { negated: *negated, name, exact: *exact })
             }
             RuleOption::AppNumber { field, cmp, index } => self.app_numbers.push((*field, *cmp, *index)),
             RuleOption::Flowbits(f) => self.flowbits(f),
@@ -694,7 +696,13 @@ pub(crate) fn compile_rule(
     // A bare application-protocol rule (`alert http ... (sid:1;)`) matches on the protocol
     // alone: without app-layer detection that is unknown, so it must not match every packet.
     if let (Protocol::App(name), None, true) = (header.protocol, &payload, app_buffers.is_empty()) {
-        build.packet_checks.push(PacketCheck::AppProto { negated: false, name });
+        build.packet_checks.push(PacketCheck::AppProto { negated: false, name, exact: false });
+    } else if let (Protocol::App(name @ ("http1" | "http2" | "doh2")), false) =
+        (header.protocol, app_buffers.is_empty())
+    {
+        // The `http.*` buffers exist over HTTP/1 and HTTP/2: a rule naming one version
+        // (or DNS over HTTP/2) in its header only matches flows of it.
+        build.packet_checks.push(PacketCheck::AppProto { negated: false, name, exact: false });
     }
 
     // Packet rules take their fast pattern from pkt_data, app-layer rules from an app buffer.

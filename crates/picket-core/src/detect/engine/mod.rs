@@ -1754,6 +1754,26 @@ fn proto_matches(p: ProtoMatch, f: &PacketFacts) -> bool {
     }
 }
 
+/// Whether a rule's protocol `rule` (as `app-layer-protocol` or a rule header names it)
+/// covers a flow detected as `flow` (Suricata's `AppProtoEquals`; `exact`:
+/// `AppProtoEqualsStrict`). Flow names are eve's: `http` is HTTP/1.
+pub(crate) fn app_proto_matches(rule: &str, flow: &str, exact: bool) -> bool {
+    if rule == flow {
+        return true;
+    }
+    match (rule, exact) {
+        ("http2", _) => flow == "doh2",
+        ("doh2", true) => flow == "http2",
+        (_, true) => false,
+        ("http1", false) => flow == "http",
+        ("http", false) => flow == "http2",
+        ("dns", false) => flow == "doh2",
+        ("doh2", false) => matches!(flow, "http2" | "dns"),
+        ("dcerpc", false) => flow == "smb",
+        _ => false,
+    }
+}
+
 fn header_matches(r: &CompiledRule, f: &PacketFacts) -> bool {
     let one_way = |src_is_pkt_src: bool| -> bool {
         let (s4, d4, s6, d6, sp, dp) = if src_is_pkt_src {
@@ -1805,7 +1825,9 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
             return proto.is_none_or(|p| pkt.app_proto == Some(p))
                 && pkt.app_events.is_some_and(|events| events.raised(event));
         }
-        PacketCheck::AppProto { negated, name } => return (pkt.app_proto == Some(*name)) != *negated,
+        PacketCheck::AppProto { negated, name, exact } => {
+            return pkt.app_proto.is_some_and(|flow| app_proto_matches(name, flow, *exact)) != *negated
+        }
         PacketCheck::FlowCount(fc) => {
             let Some(info) = pkt.flow else { return false };
             let (to_server, to_client) = match fc.kind {

@@ -213,6 +213,8 @@ pub enum RuleOption {
     AppLayerProtocol {
         negated: bool,
         name: &'static str,
+        /// `,exact`: the flow's protocol itself, without Suricata's equivalences.
+        exact: bool,
     },
     /// Following payload keywords inspect this buffer; `direction` from the optional
     /// `http.header: to_client;` form restricts which side's buffer is meant.
@@ -672,9 +674,13 @@ fn app_keyword(arg: &Arg<'_>) -> Option<OptResult<RuleOption>> {
         "urilen" => value().and_then(|v| parse_urilen(v, kw)),
         "app-layer-protocol" => value().and_then(|v| {
             let (negated, v) = strip_bang(v);
+            let (v, exact) = match v.split_once(',') {
+                Some((v, m)) if m.trim() == "exact" => (v, true),
+                _ => (v, false),
+            };
             let name =
                 app_protocol(v.trim()).ok_or_else(|| OptionError::UnknownAppProtocol { name: v.trim().to_string() })?;
-            Ok(RuleOption::AppLayerProtocol { negated, name })
+            Ok(RuleOption::AppLayerProtocol { negated, name, exact })
         }),
         "dns.opcode" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsOpcode, cmp)),
         "dns.rcode" => value().and_then(|v| parse_dns_number(v, kw)).map(|cmp| number(AppNumber::DnsRcode, cmp)),

@@ -729,7 +729,14 @@ fn limits_and_other_keywords() {
         RuleOption::StreamSize { side: StreamSide::Either, cmp: UintCmp::Ne(6) }
     );
     assert!(invalid("stream_size:up,<,6;").contains("side"));
-    assert_eq!(first("app-layer-protocol:!http;"), RuleOption::AppLayerProtocol { negated: true, name: "http" });
+    assert_eq!(
+        first("app-layer-protocol:!http;"),
+        RuleOption::AppLayerProtocol { negated: true, name: "http", exact: false }
+    );
+    assert_eq!(
+        first("app-layer-protocol:dns,exact;"),
+        RuleOption::AppLayerProtocol { negated: false, name: "dns", exact: true }
+    );
     assert!(invalid("app-layer-protocol:gopher;").contains("unknown app-layer"));
     assert_eq!(
         first("base64_decode:bytes 10, offset 2, relative;"),
