@@ -89,6 +89,17 @@ pub(super) fn udp(payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The (sid, pcap_cnt) of every alert the sink saw, in order.
+fn alerts_of(sink: &Collect) -> Vec<(u32, u64)> {
+    sink.0
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Seen::Alert { sid, pcap_cnt, .. } => Some((*sid, *pcap_cnt)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Feeds `frames` (numbered from 1, one second apart) and returns each packet's verdict.
 pub(super) fn feed(insp: &mut Inspector, frames: &[Vec<u8>], sink: &mut Collect) -> Vec<Verdict> {
     frames
@@ -213,14 +224,7 @@ alert tcp any any -> any any (flow:to_client; content:\"200 OK\"; sid:2;)\n";
     let mut sink = Collect::default();
     feed(&mut insp, &http_session(), &mut sink);
     insp.finish(&mut sink);
-    let alerts: Vec<(u32, u64)> = sink
-        .0
-        .iter()
-        .filter_map(|(_, s)| match s {
-            Seen::Alert { sid, pcap_cnt, .. } => Some((*sid, *pcap_cnt)),
-            _ => None,
-        })
-        .collect();
+    let alerts = alerts_of(&sink);
     // The request is acked by packet 5 and inspected with the client's next packet (6);
     // the response is acked by packet 6 and inspected with the server's next packet (7).
     assert_eq!(alerts, [(1, 6), (2, 7)], "{:?}", sink.0);
@@ -333,14 +337,7 @@ alert http any any -> any any (app-layer-event:http.request_line_missing_protoco
     // A plain query, one with the reserved Z bit (0x0040) set, one with opcode 9.
     feed(&mut insp, &[dns_query(0x0100), dns_query(0x0140), dns_query(0x4900)], &mut sink);
     insp.finish(&mut sink);
-    let alerts: Vec<(u32, u64)> = sink
-        .0
-        .iter()
-        .filter_map(|(_, s)| match s {
-            Seen::Alert { sid, pcap_cnt, .. } => Some((*sid, *pcap_cnt)),
-            _ => None,
-        })
-        .collect();
+    let alerts = alerts_of(&sink);
     assert_eq!(alerts, [(1, 2), (2, 3)], "{:?}", sink.0);
 }
 
@@ -385,13 +382,6 @@ fn flow_end_gives_the_stream_to_every_transaction() {
     let reqs = b"GET /one/ HTTP/1.1\r\nHost: a\r\n\r\nGET /two/ HTTP/1.1\r\nHost: b\r\n\r\n";
     feed(&mut insp, &[tcp(true, 1000, 2000, false, reqs)], &mut sink);
     insp.finish(&mut sink);
-    let alerts: Vec<(u32, u64)> = sink
-        .0
-        .iter()
-        .filter_map(|(_, s)| match s {
-            Seen::Alert { sid, pcap_cnt, .. } => Some((*sid, *pcap_cnt)),
-            _ => None,
-        })
-        .collect();
+    let alerts = alerts_of(&sink);
     assert_eq!(alerts, [(9, 0)], "{:?}", sink.0);
 }
