@@ -107,6 +107,10 @@ fn list_app_layer_protocols() {
     // Then the protocols detected without a parser, with their default ports.
     assert!(parsed.contains(&"rfb") && parsed.contains(&"bittorrent-dht"), "{list}");
     assert!(list.lines().any(|l| l.starts_with("http ") && l.contains("parsed")), "{list}");
+    for proto in ["ssh ", "smtp ", "http2 "] {
+        assert!(list.lines().any(|l| l.starts_with(proto) && l.contains("detected, parsed")), "{proto}: {list}");
+    }
+    assert!(list.lines().any(|l| l.starts_with("ftp ") && l.contains("not parsed")), "{list}");
     assert!(list.lines().any(|l| l.starts_with("modbus ") && l.contains("not parsed") && l.ends_with("502")), "{list}");
     assert!(list.lines().any(|l| l == "imap"), "header-only protocols are listed too:\n{list}");
 }

@@ -149,14 +149,17 @@ fn write_app_layer_protos(out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// What picket does with a protocol (an exhaustive match: a new protocol must say).
+/// What picket does with a protocol: the parsed ones are named, everything else is
+/// detected only (the FTP banner and the table in picket_core::applayer::detect_only).
 fn app_proto_support(p: AppProto) -> &'static str {
     match p {
-        AppProto::Http | AppProto::Tls | AppProto::Dns | AppProto::Smtp => {
-            "detected, parsed (sticky buffers, eve records)"
-        }
-        AppProto::Ssh | AppProto::Ftp => "detected (app_proto, app-layer-protocol), not parsed",
-        // The detection-only table (picket_core::applayer::detect_only).
+        AppProto::Http
+        | AppProto::Http2
+        | AppProto::Doh2
+        | AppProto::Tls
+        | AppProto::Dns
+        | AppProto::Ssh
+        | AppProto::Smtp => "detected, parsed (sticky buffers, eve records)",
         _ => "detected (app_proto, app-layer-protocol), not parsed",
     }
 }
