@@ -89,7 +89,7 @@ fn fast_disabled_eve_filename_and_types_honoured() {
     let yaml =
         "outputs:\n  - fast:\n      enabled: no\n      filename: fast.log\n  - eve-log:\n      enabled: yes\n      \
                 filetype: regular\n      filename: events.json\n      types:\n        - alert:\n            \
-                payload: yes\n        - smtp:\n            extended: yes\n  - stats:\n      enabled: yes\n      \
+                payload: yes\n        - ftp:\n            extended: yes\n  - stats:\n      enabled: yes\n      \
                 filename: counters.log\n";
     let out = run.picket(yaml, Some("logs"), &[]);
     let logs = run.path("logs");
@@ -102,7 +102,7 @@ fn fast_disabled_eve_filename_and_types_honoured() {
     assert!(events[0]["payload"].is_string(), "per-type options still apply: {}", events[0]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
-        stderr.matches("eve-log type 'smtp' is not produced by picket yet").count(),
+        stderr.matches("eve-log type 'ftp' is not produced by picket yet").count(),
         1,
         "a listed type picket does not produce warns once: {stderr}"
     );
