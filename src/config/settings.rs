@@ -82,28 +82,19 @@ impl EngineSettingsExt for EngineSettings {
         }
         set_opt(&mut s.stream_checksum_validation, cfg.get_bool("stream.checksum-validation")?);
         set_opt(&mut s.stream_bypass, cfg.get_bool("stream.bypass")?);
-        // Suricata's `encryption-handling` (default, bypass, full); older files say
-        // `bypass: yes` under the tls section.
+        // Suricata's `encryption-handling` (track-only or default, bypass, full); older
+        // files say `bypass: yes` under the tls section.
         if let Some(text) = cfg.get_str("app-layer.protocols.tls.encryption-handling") {
-            s.tls_bypass = match text.trim() {
-                "bypass" => true,
-                "default" | "full" | "track-only" => false,
-                other => {
-                    return Err(bad("app-layer.protocols.tls.encryption-handling", other, "default, bypass or full"))
-                }
-            };
+            s.tls_encryption = EncryptionHandling::parse(&text).ok_or_else(|| {
+                bad("app-layer.protocols.tls.encryption-handling", &text, "track-only, default, bypass or full")
+            })?;
         } else if let Some(v) = cfg.get_bool("app-layer.protocols.tls.bypass")? {
-            s.tls_bypass = v;
+            s.tls_encryption = if v { EncryptionHandling::Bypass } else { EncryptionHandling::TrackOnly };
         }
-        // SSH's: track-only (the default), full or bypass.
         if let Some(text) = cfg.get_str("app-layer.protocols.ssh.encryption-handling") {
-            s.ssh_bypass = match text.trim() {
-                "bypass" => true,
-                "track-only" | "full" | "default" => false,
-                other => {
-                    return Err(bad("app-layer.protocols.ssh.encryption-handling", other, "track-only, full or bypass"))
-                }
-            };
+            s.ssh_encryption = EncryptionHandling::parse(&text).ok_or_else(|| {
+                bad("app-layer.protocols.ssh.encryption-handling", &text, "track-only, bypass or full")
+            })?;
         }
         if let Some(text) = cfg.get_str("pcap-file.checksum-checks") {
             s.checksum_mode =

@@ -417,6 +417,15 @@ impl AppLayer {
         }
     }
 
+    /// The flow is TLS and application data flowed (what Suricata's TLS `encryption-handling:
+    /// track-only` acts on).
+    pub fn tls_application_data(&self) -> bool {
+        match &self.state {
+            State::Parsing(p) => matches!(p.flow_tx(), Some(AppTx::Tls(st)) if st.application_data_seen()),
+            _ => false,
+        }
+    }
+
     /// The flow is SSH and both sides sent NEWKEYS: what follows is encrypted (what
     /// Suricata's SSH `encryption-handling` acts on).
     pub fn ssh_keys_exchanged(&self) -> bool {

@@ -1,6 +1,7 @@
 //! Flow bypass in the inspector: what triggers it (the `bypass` keyword, `stream.bypass`
 //! at the reassembly depth, TLS past its handshake), local and capture modes, the
-//! `bypassed` timeout and the `flow_bypassed.*` counters.
+//! `bypassed` timeout and the `flow_bypassed.*` counters; and the encrypted payload that
+//! `track-only` no longer inspects.
 
 use super::tests::{feed, udp, Collect, Seen};
 use super::*;
@@ -187,7 +188,7 @@ fn stream_bypass_at_the_reassembly_depth() {
 fn tls_bypass_once_both_sides_encrypt() {
     let rules = "alert tls any any -> any any (msg:\"sni\"; tls.sni; content:\"nothing\"; sid:9;)\n";
     let frames = session(&client_stream(), &server_stream());
-    let engine = EngineSettings { tls_bypass: true, ..Default::default() };
+    let engine = EngineSettings { tls_encryption: EncryptionHandling::Bypass, ..Default::default() };
     let mut insp = inspector_with(rules, engine, false);
     let mut sink = Flows::default();
     feed_at(&mut insp, &frames, &mut sink);
@@ -205,7 +206,7 @@ fn ssh_bypass_once_both_sides_sent_newkeys() {
     use crate::applayer::ssh::tests::side_stream;
     let rules = "alert ssh any any -> any any (msg:\"sw\"; ssh.software; content:\"nothing\"; sid:9;)\n";
     let frames = session(&side_stream("SSH-2.0-OpenSSH_7.4\r\n"), &side_stream("SSH-2.0-OpenSSH_8.0\r\n"));
-    let engine = EngineSettings { ssh_bypass: true, ..Default::default() };
+    let engine = EngineSettings { ssh_encryption: EncryptionHandling::Bypass, ..Default::default() };
     let mut insp = inspector_with(rules, engine, false);
     feed_at(&mut insp, &frames, &mut Flows::default());
     let c = insp.counters();
@@ -214,6 +215,57 @@ fn ssh_bypass_once_both_sides_sent_newkeys() {
     let mut insp = inspector_with(rules, EngineSettings::default(), false);
     feed_at(&mut insp, &frames, &mut Flows::default());
     assert_eq!(insp.counters().get("picket.bypass.ssh"), Some(0), "track-only: inspected");
+}
+
+/// Rules on the payload of the packets after the handshake (`later ... data`, 17 bytes
+/// each): by content and by `dsize`.
+const PAYLOAD_RULES: &str = "alert tcp any any -> any any (msg:\"later\"; content:\"later\"; sid:1;)\n\
+                             alert tcp any any -> any any (msg:\"size\"; dsize:17; sid:2;)\n";
+
+/// Suricata's default `encryption-handling: track-only` (see `encrypted`): once TLS
+/// application data flowed, neither later packets nor the stream are inspected for
+/// content, not at flow end either; `full` inspects them as before.
+#[test]
+fn tls_payload_is_not_inspected_once_application_data_flowed() {
+    let frames = session(&client_stream(), &server_stream());
+    let mut insp = inspector_with(PAYLOAD_RULES, EngineSettings::default(), false);
+    let mut sink = Flows::default();
+    feed_at(&mut insp, &frames, &mut sink);
+    insp.finish(&mut sink);
+    assert_eq!(sink.1, Vec::<u32>::new(), "track-only: no payload alerts");
+    let c = insp.counters();
+    assert_eq!(c.get("picket.encrypted.tls_flows"), Some(1), "{c:?}");
+    assert_eq!(c.get("picket.encrypted.packets_without_payload"), Some(2), "{c:?}");
+    assert_eq!(c.get("picket.bypass.tls"), Some(0), "tracked, not bypassed");
+
+    let full = EngineSettings { tls_encryption: EncryptionHandling::Full, ..Default::default() };
+    let mut insp = inspector_with(PAYLOAD_RULES, full, false);
+    let mut sink = Flows::default();
+    feed_at(&mut insp, &frames, &mut sink);
+    insp.finish(&mut sink);
+    let mut sids = sink.1.clone();
+    sids.sort();
+    assert_eq!(sids, vec![1, 1, 2, 2], "full: both later packets alert on content and size");
+    assert_eq!(insp.counters().get("picket.encrypted.tls_flows"), Some(0));
+}
+
+/// SSH under `track-only`: once both sides sent NEWKEYS the payload is not inspected.
+#[test]
+fn ssh_payload_is_not_inspected_after_newkeys() {
+    use crate::applayer::ssh::tests::side_stream;
+    let frames = session(&side_stream("SSH-2.0-OpenSSH_7.4\r\n"), &side_stream("SSH-2.0-OpenSSH_8.0\r\n"));
+    let mut insp = inspector_with(PAYLOAD_RULES, EngineSettings::default(), false);
+    let mut sink = Flows::default();
+    feed_at(&mut insp, &frames, &mut sink);
+    insp.finish(&mut sink);
+    assert_eq!(sink.1, Vec::<u32>::new());
+    assert_eq!(insp.counters().get("picket.encrypted.ssh_flows"), Some(1));
+    let full = EngineSettings { ssh_encryption: EncryptionHandling::Full, ..Default::default() };
+    let mut insp = inspector_with(PAYLOAD_RULES, full, false);
+    let mut sink = Flows::default();
+    feed_at(&mut insp, &frames, &mut sink);
+    insp.finish(&mut sink);
+    assert!(sink.1.contains(&1) && sink.1.contains(&2), "{:?}", sink.1);
 }
 
 #[test]

@@ -246,7 +246,7 @@ impl Detection {
     ) -> RunVerdict {
         let repeat = std::mem::take(&mut self.repeat_chunk) && stream.is_some();
         let Some(engine) = self.engine.clone() else { return RunVerdict::default() };
-        let (ts, pcap_cnt, decoded, tuple, vlan, payload, payload_in_stream) = match &origin {
+        let (ts, pcap_cnt, decoded, tuple, vlan, payload, payload_in_stream, no_payload) = match &origin {
             Origin::Wire(w) => (
                 w.meta.ts,
                 w.meta.pcap_cnt,
@@ -255,8 +255,9 @@ impl Detection {
                 w.decoded.vlan,
                 w.decoded.payload,
                 w.payload_in_stream,
+                w.no_payload,
             ),
-            Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false),
+            Origin::FlowEnd { ts, tuple, vlan } => (*ts, 0, None, *tuple, *vlan, &[][..], false, false),
         };
         let tx = app.as_ref().and_then(|a| a.tx);
         let tx_buffers = tx.map(|(tx, dir)| AppBuffers::new(tx, dir));
@@ -285,6 +286,7 @@ impl Detection {
             stream: stream.as_ref().map(|(chunk, _)| *chunk),
             app_proto: app_facts.proto.map(|p| p.name()),
             payload_in_stream,
+            no_payload,
             repeat,
             buffers: tx_buffers.as_ref().map(|b| b.source()),
             buffers_other: other_buffers.as_ref().map(|b| b.source()),

@@ -114,6 +114,9 @@ pub struct WirePacket<'a> {
     /// The payload was added to the TCP stream (Suricata's PKT_STREAM_ADD): stream rules
     /// then wait for the reassembled data instead of matching the packet alone.
     pub payload_in_stream: bool,
+    /// The flow's payload is no longer inspected (Suricata's PKT_NOPAYLOAD_INSPECTION: its
+    /// payload is encrypted, see [`super::encrypted`]).
+    pub no_payload: bool,
 }
 
 /// The flow side of an alert: its counters so far and its orientation.

@@ -9,10 +9,11 @@
 //! |---|---|
 //! | `mod.rs` | [`Inspector`]: per packet, decode → flow → stream → app layer → detection |
 //! | `bypass.rs` | flow bypass: triggers, local/capture modes, `flow_bypassed.*` counters |
+//! | `encrypted.rs` | TLS/SSH `encryption-handling: track-only`: no payload inspection once encrypted |
 //! | `detection.rs` | running the engine on a packet or on flow-end stream data; alerts, drops |
 //! | `event.rs` | the events, the sink trait, the verdict, the events' sort keys |
 //! | `tests.rs` | the contract with the caller: verdicts and events |
-//! | `bypass_tests.rs` | flow bypass: triggers, local and capture modes, timeouts |
+//! | `bypass_tests.rs` | flow bypass: triggers, local and capture modes, timeouts; encrypted payload |
 //! | `ips_tests.rs` | IPS semantics: what drop, reject and pass act on, in-line stream inspection |
 //!
 //! The application layer (protocol detection, one folder per protocol) is `crate::applayer`.
@@ -49,7 +50,7 @@ use crate::flow::macs;
 use crate::flow::table::MovedFlow;
 use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
-use crate::settings::{ChecksumMode, EngineSettings, ExceptionPolicy, ProtoTimeouts, StreamInline};
+use crate::settings::{ChecksumMode, EncryptionHandling, EngineSettings, ExceptionPolicy, ProtoTimeouts, StreamInline};
 use crate::stream::{
     Direction, HostOsPolicy, InsertResult, ReassemblyMemory, Segment, StreamConfig, TcpFlags, TcpReassembly,
 };
@@ -59,6 +60,7 @@ pub mod bypass;
 #[cfg(test)]
 mod bypass_tests;
 mod detection;
+pub mod encrypted;
 pub mod event;
 #[cfg(test)]
 mod ips_tests;
@@ -108,6 +110,8 @@ pub struct InspectSettings {
     /// What bypasses a flow (`stream.bypass`, TLS `encryption-handling`), and whether the
     /// capture can take bypassed flows (see [`bypass`]).
     pub bypass: BypassSettings,
+    /// TLS/SSH `encryption-handling` (see [`encrypted`]).
+    pub encrypted: encrypted::EncryptedSettings,
     /// `ddos.detectors`: the plug-in detectors each worker feeds (`None`: none).
     pub detectors: Option<Arc<crate::detectors::DetectorSettings>>,
     /// Report each packet's decoder anomalies as [`Event::Anomaly`] (eve `anomaly` with
@@ -180,10 +184,11 @@ impl InspectSettings {
             http: Arc::new(HttpConfig::default()),
             bypass: BypassSettings {
                 stream_depth: engine.stream_bypass,
-                tls: engine.tls_bypass,
-                ssh: engine.ssh_bypass,
+                tls: engine.tls_encryption == EncryptionHandling::Bypass,
+                ssh: engine.ssh_encryption == EncryptionHandling::Bypass,
                 capture: false,
             },
+            encrypted: encrypted::EncryptedSettings { tls: engine.tls_encryption, ssh: engine.ssh_encryption },
             detectors: None,
             log_decode_anomalies: false,
             track_macs: false,
@@ -273,6 +278,8 @@ pub struct FlowExt {
     pub app: Option<Box<AppLayer>>,
     /// The engine is done with the flow (see [`bypass`]).
     pub bypass: FlowBypass,
+    /// The payload is encrypted and no longer inspected (see [`encrypted`]).
+    pub no_payload: bool,
     /// The detectors were told this TCP flow completed its handshake.
     pub handshake_reported: bool,
     /// `stream.midstream-policy` was applied to the flow (a TCP packet found no session),
@@ -328,6 +335,8 @@ pub struct Inspector {
     /// Latest capture time seen; flows expire against it.
     now: Timestamp,
     bypass: BypassSettings,
+    encrypted: encrypted::EncryptedSettings,
+    encrypted_counters: encrypted::EncryptedCounters,
     /// Flows to install in the capture's bypass table, taken by the caller.
     bypass_requests: Vec<BypassRequest>,
     last_expiry_sec: u64,
@@ -413,6 +422,8 @@ impl Inspector {
             ended: Vec::new(),
             now: Timestamp(0),
             bypass: settings.bypass,
+            encrypted: settings.encrypted,
+            encrypted_counters: Default::default(),
             bypass_requests: Vec::new(),
             last_expiry_sec: 0,
         }
@@ -495,7 +506,8 @@ impl Inspector {
         if let Some(t) = d.tunnel {
             self.outer_flow(&t, meta, out);
         }
-        let mut wire = WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false };
+        let mut wire =
+            WirePacket { meta, frame: pkt.data, decoded: &d, tuple, payload_in_stream: false, no_payload: false };
         if d.fragment {
             // Fragments are not reassembled yet: they are inspected on their own, without a flow.
             let run = self.detection.run(&wire, None, None, None, None, out);
@@ -578,13 +590,17 @@ impl Inspector {
             return gated;
         }
         let dir = if verdict.to_server { Direction::ToServer } else { Direction::ToClient };
+        if ext.no_payload {
+            wire.no_payload = true;
+            self.encrypted_counters.packets += 1;
+        }
         let mut facts = FlowFacts {
             info: flow_info(flow, &verdict),
             client: flow.client(),
             server: flow.server(),
             start: flow.first_ts,
         };
-        let FlowExt { stream, detect, alerted, dropped, app, .. } = ext;
+        let FlowExt { stream, detect, alerted, dropped, app, no_payload, .. } = ext;
         let mut run = RunVerdict::default();
         let mut inspected = false;
         let mut app_layer = None;
@@ -653,6 +669,17 @@ impl Inspector {
             let ether = self.track_macs.then(|| macs::frame_sides(pkt.data, verdict.to_server)).flatten();
             report_done(al, (meta.ts, meta.pcap_cnt), (flow_tuple, d.vlan, ether), facts, out);
             al.prune(&mut self.detection.app_counters);
+        }
+        // The parser saw the payload turn to ciphertext on this packet (which was inspected
+        // in full): later packets are not (see `encrypted`).
+        if !*no_payload {
+            if let Some(why) = app.as_deref().and_then(|a| self.encrypted.payload_encrypted(a)) {
+                *no_payload = true;
+                self.encrypted_counters.count(why);
+                if let Some(s) = stream.as_deref_mut() {
+                    s.disable_raw();
+                }
+            }
         }
         *alerted |= run.alerted;
         *dropped |= run.drop_flow;
@@ -939,6 +966,7 @@ impl Inspector {
         s.add("detect.stream_pseudo_packets", det.counters.stream_pseudo_packets);
         s.add("ips.blocked", det.counters.blocked_packets);
         det.bypass.add_to(&mut s);
+        self.encrypted_counters.add_to(&mut s);
         det.app_counters.add_to(&mut s);
         if let Some(engine) = &det.engine {
             for (name, v) in engine.counters(&det.ctx) {

@@ -14,6 +14,33 @@ pub enum StreamInline {
     No,
 }
 
+/// What happens to a flow once its payload is encrypted (`app-layer.protocols.tls.` and
+/// `.ssh.encryption-handling`), as in Suricata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EncryptionHandling {
+    /// Suricata's default (`track-only`, TLS also spells it `default`): the parser goes on
+    /// tracking the session (its keywords and records), but packet payloads and the raw
+    /// stream are no longer inspected: content rules cannot match ciphertext.
+    #[default]
+    TrackOnly,
+    /// The flow is bypassed (see [`crate::inspect::bypass`]).
+    Bypass,
+    /// Encrypted payload is inspected like any other.
+    Full,
+}
+
+impl EncryptionHandling {
+    /// Suricata's spellings: `track-only`, `default` (TLS's older name), `bypass`, `full`.
+    pub fn parse(text: &str) -> Option<EncryptionHandling> {
+        match text.trim() {
+            "track-only" | "default" => Some(EncryptionHandling::TrackOnly),
+            "bypass" => Some(EncryptionHandling::Bypass),
+            "full" => Some(EncryptionHandling::Full),
+            _ => None,
+        }
+    }
+}
+
 /// Checksum validation of captured packets (`pcap-file.checksum-checks`, `-k`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChecksumMode {
@@ -165,12 +192,13 @@ pub struct EngineSettings {
     pub stream_checksum_validation: bool,
     /// `stream.bypass`: a TCP flow whose stream reached `reassembly.depth` is bypassed.
     pub stream_bypass: bool,
-    /// `app-layer.protocols.tls.encryption-handling: bypass`: a TLS flow past its
-    /// handshake is bypassed.
-    pub tls_bypass: bool,
-    /// `app-layer.protocols.ssh.encryption-handling: bypass`: an SSH flow whose two sides
-    /// both sent NEWKEYS (encrypted from then on) is bypassed.
-    pub ssh_bypass: bool,
+    /// `app-layer.protocols.tls.encryption-handling`: with `bypass` a TLS flow past its
+    /// handshake is bypassed; with `track-only` (the default) its payload is no longer
+    /// inspected once application data was seen.
+    pub tls_encryption: EncryptionHandling,
+    /// `app-layer.protocols.ssh.encryption-handling`, acting once both SSH sides sent
+    /// NEWKEYS (encrypted from then on).
+    pub ssh_encryption: EncryptionHandling,
     /// `pcap-file.checksum-checks`, overridden by `-k` (see [`EngineSettings::apply_checksum_flag`]).
     pub checksum_mode: ChecksumMode,
     /// `flow.memcap`, bytes.
@@ -234,8 +262,8 @@ impl Default for EngineSettings {
             stream_reassembly_max_regions: crate::stream::StreamConfig::DEFAULT_MAX_REGIONS,
             stream_checksum_validation: true,
             stream_bypass: false,
-            tls_bypass: false,
-            ssh_bypass: false,
+            tls_encryption: EncryptionHandling::TrackOnly,
+            ssh_encryption: EncryptionHandling::TrackOnly,
             checksum_mode: ChecksumMode::Auto,
             flow_memcap: 32 << 20,
             flow_hash_size: 65536,

@@ -297,6 +297,9 @@ pub struct TcpReassembly {
     session_closing: bool,
     /// Flow ended: everything buffered is inspectable.
     eof: bool,
+    /// Raw inspection is off for both directions (Suricata's DISABLE_RAW, set once the
+    /// payload is encrypted): no more chunks; held data is kept only for the app layer.
+    raw_disabled: bool,
     /// Session state charged to `stream.memcap` (from the first tracked segment on).
     session_charge: SessionCharge,
 }
@@ -323,6 +326,7 @@ impl TcpReassembly {
             halves: [StreamHalf::new(cfg.policy), StreamHalf::new(cfg.policy)],
             session_closing: false,
             eof: false,
+            raw_disabled: false,
             session_charge: SessionCharge::None,
         }
     }
@@ -441,6 +445,16 @@ impl TcpReassembly {
         self.halves[dir.index()].trigger_raw = true;
     }
 
+    /// Stops raw (detection) inspection of both directions for good: the data held and to
+    /// come is inspected no more and is freed once the app layer has read it.
+    pub fn disable_raw(&mut self) {
+        self.raw_disabled = true;
+    }
+
+    pub fn raw_disabled(&self) -> bool {
+        self.raw_disabled
+    }
+
     /// Flow end: everything buffered in both directions becomes inspectable and no more
     /// data is accepted.
     pub fn close(&mut self) {
@@ -488,7 +502,11 @@ impl TcpReassembly {
         if !h.initialized {
             return false;
         }
-        let produced = if cfg.inline && !eof {
+        let produced = if self.raw_disabled {
+            h.raw_progress = h.raw_progress.max(h.next_off);
+            h.trigger_raw = false;
+            false
+        } else if cfg.inline && !eof {
             Self::inspect_inline(h, chunk_size, &mut f)
         } else {
             let acked = if h.ack_seen { h.last_ack_off } else { 0 };

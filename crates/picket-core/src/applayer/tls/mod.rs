@@ -539,6 +539,13 @@ impl TlsState {
         })
     }
 
+    /// An application-data record was seen: from the server, or from the client once the
+    /// ServerHello was seen (a client's 0-RTT data before it does not count), or in a
+    /// session picked up without its ClientHello. Suricata stops payload inspection here.
+    pub fn application_data_seen(&self) -> bool {
+        self.app_data[1] || self.app_data[0] && (self.server_hello.is_some() || self.client_hello.is_none())
+    }
+
     /// Both directions have switched to encrypted records.
     pub fn handshake_done(&self) -> bool {
         self.dirs.iter().all(|p| p.encrypted) || self.encrypted_records.iter().all(|&n| n > 0)

@@ -192,6 +192,10 @@ pub struct DetectPacket<'a> {
     /// This packet's payload was added to the TCP stream (Suricata's PKT_STREAM_ADD): stream
     /// rules then wait for the reassembled data instead of inspecting the packet.
     pub payload_in_stream: bool,
+    /// Suricata's PKT_NOPAYLOAD_INSPECTION: the flow's payload is no longer inspected (it is
+    /// encrypted): neither the payload nor stream data is scanned, and rules that need a
+    /// payload (content, pcre, byte tests, `dsize` that an empty packet fails) do not match.
+    pub no_payload: bool,
     /// A further stream chunk of the packet inspected just before (the stream held more than
     /// one contiguous run to release). Suricata evaluates a rule once per packet, over all
     /// its chunks: on a repeat only a rule matching this chunk's stream data may alert, and
@@ -227,6 +231,7 @@ impl Default for DetectPacket<'_> {
             stream: None,
             app_proto: None,
             payload_in_stream: false,
+            no_payload: false,
             repeat: false,
             buffers: None,
             buffers_other: None,
@@ -1332,7 +1337,7 @@ impl DetectEngine {
         // holds those.
         let port = if facts.has_ports { ports::key_port(facts.dir, facts.sp, facts.dp) } else { 0 };
         let port_group = group.port_groups.get(group.port_map.group_of(port));
-        if let Some(port_group) = port_group.filter(|g| g.mpm.pattern_count() > 0) {
+        if let Some(port_group) = port_group.filter(|g| g.mpm.pattern_count() > 0 && !pkt.no_payload) {
             if let Some(chunk) = pkt.stream.as_ref().filter(|c| !c.data.is_empty()) {
                 counters.prefilter_scans += 1;
                 if port_group.mpm.scan(chunk.data, scratch, &mut on_match).is_err() {
@@ -1517,6 +1522,9 @@ impl DetectEngine {
         }
         let mut in_stream = false;
         if let Some(program) = &rule.payload {
+            if pkt.no_payload {
+                return None;
+            }
             let stream = pkt.stream.as_ref().filter(|c| !c.data.is_empty());
             let mut matched = false;
             if !rule.require_packet {
@@ -1891,8 +1899,10 @@ fn packet_check(c: &PacketCheck, pkt: &DetectPacket<'_>) -> bool {
         PacketCheck::Dsize(cmp) => {
             let len = d.payload.len().min(u16::MAX as usize) as u16;
             // Suricata marks `dsize:!N` rules as needing a payload: an empty packet never
-            // matches them, while `<N`/`<=N` do match empty packets.
-            if len == 0 && matches!(cmp, crate::detect::rule::UintCmp::Ne(_)) {
+            // matches them, while `<N`/`<=N` do match empty packets. A packet whose payload
+            // is not inspected does not meet a rule that needs one.
+            let needs_payload = matches!(cmp, crate::detect::rule::UintCmp::Ne(_)) || !cmp.matches(0);
+            if needs_payload && (len == 0 || pkt.no_payload) {
                 return false;
             }
             cmp.matches(len)
