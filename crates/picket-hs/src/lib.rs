@@ -250,12 +250,11 @@ impl HsMatcher {
         state: &mut HsScratchState,
         on_match: &mut dyn FnMut(u32),
     ) -> Result<(), MpmError> {
-        let hs_scratch = state.fit(&hs.database).map_err(Self::scan_error)?;
         seen.reset_for(hs.ids.slot_count());
         for window in overlapping_windows(haystack.len(), max_window, hs.longest.saturating_sub(1)) {
             let data = haystack.get(window).unwrap_or_default();
             hs.database
-                .scan(data, hs_scratch, |group| hs.ids.report(group as usize, seen, on_match))
+                .scan(data, &mut state.raw, |group| hs.ids.report(group as usize, seen, on_match))
                 .map_err(Self::scan_error)?;
         }
         Ok(())
