@@ -633,9 +633,27 @@ impl StreamHalf {
 
     /// Counts holes that the peer has acknowledged past (Suricata declares a gap then and
     /// moves on). Each hole is counted once.
+    ///
+    /// Called for both directions on every segment, so the common cases skip the ordered
+    /// map: nothing acknowledged past what was already examined (a hole needs a block
+    /// starting past the cursor and at or before `acked`), or a single block that starts
+    /// at or before the cursor (in-order data: no hole can be in front of it). Both
+    /// shortcuts leave `gap_checked` where the walk below would leave it, or earlier inside
+    /// held data, which the next walk passes over without counting anything.
     pub fn check_gaps(&mut self, mem: &mut ReassemblyMemory, acked: u64) -> bool {
-        let mut found = false;
         let mut cursor = self.gap_checked.max(self.left);
+        if cursor >= acked {
+            return false;
+        }
+        if self.blocks.len() == 1 {
+            if let Some((_, b)) = self.blocks.first_key_value() {
+                if b.offset <= cursor {
+                    self.gap_checked = cursor.max(b.end());
+                    return false;
+                }
+            }
+        }
+        let mut found = false;
         for b in self.blocks_from(cursor) {
             if b.offset > acked {
                 break;
