@@ -321,9 +321,18 @@ impl StreamHalf {
 
     /// Held blocks in order, starting with the one holding `pos` (or the first after it).
     pub fn blocks_from(&self, pos: u64) -> impl Iterator<Item = &Block> + '_ {
-        let start = match self.blocks.range(..=pos).next_back() {
-            Some((&k, b)) if b.end() > pos => Included(k),
-            _ => Excluded(pos),
+        // One block (in-order data): it is the answer iff it reaches past `pos`, and a
+        // full range needs no key search (this runs several times per segment).
+        let start = if self.blocks.len() == 1 {
+            match self.blocks.first_key_value() {
+                Some((_, b)) if b.end() > pos => Unbounded,
+                _ => Excluded(pos),
+            }
+        } else {
+            match self.blocks.range(..=pos).next_back() {
+                Some((&k, b)) if b.end() > pos => Included(k),
+                _ => Excluded(pos),
+            }
         };
         self.blocks.range((start, Unbounded)).map(|(_, b)| b)
     }
