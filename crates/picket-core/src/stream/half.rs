@@ -522,13 +522,21 @@ impl StreamHalf {
     /// into one, keeping the buffer of whichever block sticking out of the range is larger.
     fn plan_write(&self, s: u64, e: u64) -> WritePlan {
         let mut plan = WritePlan { touched: None, count: 0, heap_before: 0, heap_after: 0, keeper: Keeper::Fresh };
-        let start = match self.blocks.range(..=s).next_back() {
-            Some((&k, b)) if b.end() >= s => Included(k),
-            _ => Excluded(s),
-        };
         let mut first: Option<&Block> = None;
         let mut last: Option<&Block> = None;
-        for (_, b) in self.blocks.range((start, Included(e))) {
+        // One block (in-order data): it is touched iff the range search below would yield
+        // it (it reaches `s`, or starts after `s`, and starts at or before `e`); no search.
+        let (lone, range) = if self.blocks.len() == 1 {
+            let lone = self.blocks.first_key_value().map(|(_, b)| b);
+            (lone.filter(|b| b.offset <= e && (b.end() >= s || b.offset > s)), None)
+        } else {
+            let start = match self.blocks.range(..=s).next_back() {
+                Some((&k, b)) if b.end() >= s => Included(k),
+                _ => Excluded(s),
+            };
+            (None, Some(self.blocks.range((start, Included(e)))))
+        };
+        for b in lone.into_iter().chain(range.into_iter().flatten().map(|(_, b)| b)) {
             first.get_or_insert(b);
             last = Some(b);
             plan.count += 1;

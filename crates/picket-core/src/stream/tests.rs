@@ -834,6 +834,22 @@ fn old_retransmission_before_the_window_is_ignored() {
     assert_eq!(c.stream(TS), b"gh");
 }
 
+/// Writes around a lone block (planned without a map search): adjacent on either side
+/// merge into it, a write past a hole opens a second block, and the charge stays exact.
+#[test]
+fn writes_around_a_lone_block_merge_or_open_a_region() {
+    let mut c = Conn::handshake(cfg(), 3, 30);
+    c.send(TS, 4, 0, ACK, b"efgh");
+    c.send(TS, 0, 0, ACK, b"abcd");
+    c.send(TS, 8, 0, ACK, b"ijkl");
+    c.send(TS, 6, 0, ACK, b"ghij");
+    assert_eq!(c.stream(TS), b"abcdefghijkl");
+    c.send(TS, 14, 0, ACK, b"op");
+    let runs: Vec<_> = c.r.retained(TS).map(|(o, b)| (o, b.to_vec())).collect();
+    assert_eq!(runs, vec![(0, b"abcdefghijkl".to_vec()), (14, b"op".to_vec())]);
+    assert_eq!(c.r.halves[0].recomputed_charge(), c.mem.used());
+}
+
 #[test]
 fn memory_accounting_matches_what_is_held() {
     let mut c = Conn::handshake(StreamConfig { toserver_chunk_size: 1, ..cfg() }, 1, 1);
