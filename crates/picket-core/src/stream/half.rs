@@ -321,9 +321,18 @@ impl StreamHalf {
 
     /// Held blocks in order, starting with the one holding `pos` (or the first after it).
     pub fn blocks_from(&self, pos: u64) -> impl Iterator<Item = &Block> + '_ {
-        let start = match self.blocks.range(..=pos).next_back() {
-            Some((&k, b)) if b.end() > pos => Included(k),
-            _ => Excluded(pos),
+        // One block (in-order data): it is the answer iff it reaches past `pos`, and a
+        // full range needs no key search (this runs several times per segment).
+        let start = if self.blocks.len() == 1 {
+            match self.blocks.first_key_value() {
+                Some((_, b)) if b.end() > pos => Unbounded,
+                _ => Excluded(pos),
+            }
+        } else {
+            match self.blocks.range(..=pos).next_back() {
+                Some((&k, b)) if b.end() > pos => Included(k),
+                _ => Excluded(pos),
+            }
         };
         self.blocks.range((start, Unbounded)).map(|(_, b)| b)
     }
@@ -513,13 +522,21 @@ impl StreamHalf {
     /// into one, keeping the buffer of whichever block sticking out of the range is larger.
     fn plan_write(&self, s: u64, e: u64) -> WritePlan {
         let mut plan = WritePlan { touched: None, count: 0, heap_before: 0, heap_after: 0, keeper: Keeper::Fresh };
-        let start = match self.blocks.range(..=s).next_back() {
-            Some((&k, b)) if b.end() >= s => Included(k),
-            _ => Excluded(s),
-        };
         let mut first: Option<&Block> = None;
         let mut last: Option<&Block> = None;
-        for (_, b) in self.blocks.range((start, Included(e))) {
+        // One block (in-order data): it is touched iff the range search below would yield
+        // it (it reaches `s`, or starts after `s`, and starts at or before `e`); no search.
+        let (lone, range) = if self.blocks.len() == 1 {
+            let lone = self.blocks.first_key_value().map(|(_, b)| b);
+            (lone.filter(|b| b.offset <= e && (b.end() >= s || b.offset > s)), None)
+        } else {
+            let start = match self.blocks.range(..=s).next_back() {
+                Some((&k, b)) if b.end() >= s => Included(k),
+                _ => Excluded(s),
+            };
+            (None, Some(self.blocks.range((start, Included(e)))))
+        };
+        for b in lone.into_iter().chain(range.into_iter().flatten().map(|(_, b)| b)) {
             first.get_or_insert(b);
             last = Some(b);
             plan.count += 1;
@@ -633,9 +650,27 @@ impl StreamHalf {
 
     /// Counts holes that the peer has acknowledged past (Suricata declares a gap then and
     /// moves on). Each hole is counted once.
+    ///
+    /// Called for both directions on every segment, so the common cases skip the ordered
+    /// map: nothing acknowledged past what was already examined (a hole needs a block
+    /// starting past the cursor and at or before `acked`), or a single block that starts
+    /// at or before the cursor (in-order data: no hole can be in front of it). Both
+    /// shortcuts leave `gap_checked` where the walk below would leave it, or earlier inside
+    /// held data, which the next walk passes over without counting anything.
     pub fn check_gaps(&mut self, mem: &mut ReassemblyMemory, acked: u64) -> bool {
-        let mut found = false;
         let mut cursor = self.gap_checked.max(self.left);
+        if cursor >= acked {
+            return false;
+        }
+        if self.blocks.len() == 1 {
+            if let Some((_, b)) = self.blocks.first_key_value() {
+                if b.offset <= cursor {
+                    self.gap_checked = cursor.max(b.end());
+                    return false;
+                }
+            }
+        }
+        let mut found = false;
         for b in self.blocks_from(cursor) {
             if b.offset > acked {
                 break;

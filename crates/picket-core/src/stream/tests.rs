@@ -389,6 +389,28 @@ fn acked_hole_is_a_gap_and_inspection_skips_it() {
     assert_eq!((seen[1].offset, &seen[1].data[..], seen[1].gap_before), (8, &b"DATA"[..], 4));
 }
 
+/// Gap accounting skips the block walk when nothing new is acknowledged or one block
+/// starts at the examined edge: piecewise acknowledgements of in-order data count no gap,
+/// a lone block after a leading hole still does once acknowledged past, and so does a
+/// hole behind the in-order run.
+#[test]
+fn gap_shortcuts_count_each_hole_once() {
+    let mut c = Conn::handshake(cfg(), 7, 70);
+    c.send(TS, 4, 0, ACK, b"AAAA");
+    assert!(!c.send(TC, 0, 2, ACK, b"").gap, "acknowledged into the hole only");
+    assert!(c.send(TC, 0, 6, ACK, b"").gap, "the lone block starts past the examined edge");
+    assert!(!c.send(TC, 0, 8, ACK, b"").gap);
+    c.send(TS, 8, 0, ACK, b"BBBB");
+    for ack in [9, 12, 12] {
+        assert!(!c.send(TC, 0, ack, ACK, b"").gap, "in-order data acknowledged up to {ack}");
+    }
+    c.send(TS, 16, 0, ACK, b"CCCC");
+    assert!(!c.send(TC, 0, 14, ACK, b"").gap);
+    assert!(c.send(TC, 0, 20, ACK, b"").gap, "the hole 12..16 is acknowledged past");
+    assert!(!c.send(TC, 0, 20, ACK, b"").gap);
+    assert_eq!(c.mem.stats().reassembly_gap, 2);
+}
+
 /// eve-payload-06: the first 4 bytes are never seen (leading gap).
 #[test]
 fn leading_gap_is_skipped() {
@@ -810,6 +832,22 @@ fn old_retransmission_before_the_window_is_ignored() {
     let out = c.send(TS, 4, 0, ACK, b"efgh");
     assert_eq!(out.data, Some(InsertResult::Inserted), "the part past the window is kept");
     assert_eq!(c.stream(TS), b"gh");
+}
+
+/// Writes around a lone block (planned without a map search): adjacent on either side
+/// merge into it, a write past a hole opens a second block, and the charge stays exact.
+#[test]
+fn writes_around_a_lone_block_merge_or_open_a_region() {
+    let mut c = Conn::handshake(cfg(), 3, 30);
+    c.send(TS, 4, 0, ACK, b"efgh");
+    c.send(TS, 0, 0, ACK, b"abcd");
+    c.send(TS, 8, 0, ACK, b"ijkl");
+    c.send(TS, 6, 0, ACK, b"ghij");
+    assert_eq!(c.stream(TS), b"abcdefghijkl");
+    c.send(TS, 14, 0, ACK, b"op");
+    let runs: Vec<_> = c.r.retained(TS).map(|(o, b)| (o, b.to_vec())).collect();
+    assert_eq!(runs, vec![(0, b"abcdefghijkl".to_vec()), (14, b"op".to_vec())]);
+    assert_eq!(c.r.halves[0].recomputed_charge(), c.mem.used());
 }
 
 #[test]

@@ -333,7 +333,10 @@ impl HeaderBlock {
         self.flush(anomalies);
         match content.iter().position(|&b| b == b':') {
             Some(colon) => {
-                self.pending = Some((content[..colon].to_vec(), content[colon + 1..].to_vec()));
+                // Trimmed here (the value only in front: folding appends to it) so that
+                // `flush` can usually keep both buffers instead of copying them again.
+                self.pending =
+                    Some((trim_space(&content[..colon]).to_vec(), trim_start(&content[colon + 1..]).to_vec()));
                 self.pending_missing_colon = false;
             }
             None => {
@@ -354,23 +357,22 @@ impl HeaderBlock {
         let Some((name, value)) = self.pending.take() else {
             return;
         };
-        let name = trim_space(&name);
-        let value = trim_space(&value);
+        let (name, value) = (trimmed(name), trimmed(value));
         if let Some(existing) =
-            self.headers.iter_mut().find(|h| h.name.len() == name.len() && h.name.eq_ignore_ascii_case(name))
+            self.headers.iter_mut().find(|h| h.name.len() == name.len() && h.name.eq_ignore_ascii_case(&name))
         {
             anomalies.push(HttpAnomaly::RepeatedHeader);
             if existing.count >= 64 {
                 return;
             }
             existing.count += 1;
-            if name_matches(name, "content-length") {
+            if name_matches(&name, "content-length") {
                 if existing.value != value {
                     anomalies.push(HttpAnomaly::AmbiguousContentLength);
                 }
             } else {
                 existing.value.extend_from_slice(b", ");
-                existing.value.extend_from_slice(value);
+                existing.value.extend_from_slice(&value);
             }
             return;
         }
@@ -378,7 +380,24 @@ impl HeaderBlock {
             anomalies.push(HttpAnomaly::TooManyHeaders);
             return;
         }
-        self.headers.push(Header { name: name.to_vec(), value: value.to_vec(), count: 1 });
+        self.headers.push(Header { name, value, count: 1 });
+    }
+}
+
+/// `s` without leading whitespace (as [`trim_space`] counts it).
+fn trim_start(s: &[u8]) -> &[u8] {
+    &s[s.iter().position(|&b| !is_space(b)).unwrap_or(s.len())..]
+}
+
+/// `v` trimmed like [`trim_space`], in an exactly sized buffer (header memory is charged
+/// by capacity): `v` itself when it already is one, which is the common case, otherwise a
+/// copy.
+fn trimmed(v: Vec<u8>) -> Vec<u8> {
+    let t = trim_space(&v);
+    if t.len() == v.len() && v.capacity() == v.len() {
+        v
+    } else {
+        t.to_vec()
     }
 }
 
@@ -448,6 +467,20 @@ mod tests {
 
     fn p(a: &str, b: &str) -> (String, String) {
         (a.into(), b.into())
+    }
+
+    /// Names and values are trimmed when the line is read (values only in front, since a
+    /// fold may follow); whatever the path, the stored buffers are sized exactly, as the
+    /// parser's memory is charged by capacity.
+    #[test]
+    fn trimmed_headers_are_exactly_sized() {
+        let block = b" Host :  a.b  \r\nX:\t\r\n  folded \r\nY: v \r\n\tw\r\nZ:\r\nlone\r\n : late\r\n\r\n";
+        let (h, _) = parse(block, Side::Request);
+        assert_eq!(pairs(&h), vec![p("Host", "a.b"), p("X", "folded"), p("Y", "v \tw"), p("Z", ""), p("lone", "late")]);
+        for hd in &h {
+            assert_eq!(hd.name.capacity(), hd.name.len(), "{:?}", pairs(std::slice::from_ref(hd)));
+            assert_eq!(hd.value.capacity(), hd.value.len(), "{:?}", pairs(std::slice::from_ref(hd)));
+        }
     }
 
     #[test]
