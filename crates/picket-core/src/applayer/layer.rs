@@ -187,6 +187,14 @@ impl AppLayer {
                 stream.trigger_raw(dir);
             }
         }
+        // Once detection no longer reads the stream, bytes the parser would discard unseen
+        // need not be kept (see `TcpReassembly::app_skip`).
+        if let (true, State::Parsing(p)) = (stream.raw_disabled(), &mut self.state) {
+            let len = p.skippable(dir);
+            if len > 0 && stream.app_skip(dir, len, mem) {
+                p.skip(dir, len);
+            }
+        }
     }
 
     /// End of the flow: messages that run until close are complete now.

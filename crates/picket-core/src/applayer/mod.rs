@@ -186,6 +186,17 @@ pub trait AppParser: Send {
     /// `len` bytes of `dir` are missing from the stream and will not come.
     fn on_gap(&mut self, dir: Direction, len: u64, cx: &mut AppCtx<'_>);
 
+    /// How many of the next bytes of `dir` the parser would discard without looking at them
+    /// (the body of an encrypted record). The stream may then not keep them
+    /// ([`crate::stream::TcpReassembly::app_skip`]) and calls [`AppParser::skip`].
+    fn skippable(&self, _dir: Direction) -> u64 {
+        0
+    }
+
+    /// The next `len` bytes of `dir` (at most [`AppParser::skippable`]) are consumed
+    /// without being handed over.
+    fn skip(&mut self, _dir: Direction, _len: u64) {}
+
     /// One UDP datagram of `dir`. Only protocols spoken over UDP implement it.
     fn on_datagram(&mut self, _dir: Direction, _datagram: &[u8], _cx: &mut AppCtx<'_>) {}
 

@@ -268,6 +268,44 @@ fn ssh_payload_is_not_inspected_after_newkeys() {
     assert!(sink.1.contains(&1) && sink.1.contains(&2), "{:?}", sink.1);
 }
 
+/// Under `track-only` the stream does not keep what the TLS parser passes over unseen
+/// (encrypted record bodies, once it read their header): the records are counted as with
+/// `full`, and parsing goes on with the next record.
+#[test]
+fn encrypted_record_bodies_are_not_stored_under_track_only() {
+    use crate::applayer::tls::tests::record;
+    use crate::applayer::tls::CONTENT_APPLICATION_DATA;
+    let (to_server, to_client) = (client_stream(), server_stream());
+    let mut frames = session(&to_server, &to_client);
+    frames.truncate(6);
+    let (c2, s2) = (101 + to_server.len() as u32, 501 + to_client.len() as u32);
+    let big = record(CONTENT_APPLICATION_DATA, &[0xcd; 3000]);
+    let next = record(CONTENT_APPLICATION_DATA, &[0xee; 10]);
+    frames.extend([
+        tcp(false, s2, c2, false, &big[..1000]),
+        tcp(true, c2, s2 + 1000, false, b""),
+        tcp(false, s2 + 1000, c2, false, &big[1000..2000]),
+        tcp(false, s2 + 2000, c2, false, &big[2000..]),
+        tcp(true, c2, s2 + 3005, false, b""),
+        tcp(false, s2 + 3005, c2, false, &next),
+        tcp(true, c2, s2 + 3020, false, b""),
+    ]);
+    let counters = |handling: EncryptionHandling| {
+        let engine = EngineSettings { tls_encryption: handling, ..Default::default() };
+        let mut insp = inspector_with(PAYLOAD_RULES, engine, false);
+        feed_at(&mut insp, &frames, &mut Flows::default());
+        insp.counters()
+    };
+    let (tracked, full) = (counters(EncryptionHandling::TrackOnly), counters(EncryptionHandling::Full));
+    let get = |c: &CounterSet, k: &str| c.get(k).unwrap_or_else(|| panic!("{k} in {c:?}"));
+    assert_eq!(get(&tracked, "tcp.reassembly_skipped_segments"), 1, "{tracked:?}");
+    assert_eq!(get(&full, "tcp.reassembly_skipped_segments"), 0);
+    for key in ["app_layer.tls.encrypted_records", "app_layer.tls.invalid_records", "tcp.reassembly_gap"] {
+        assert_eq!(get(&tracked, key), get(&full, key), "{key}");
+    }
+    assert_eq!(get(&tracked, "app_layer.tls.encrypted_records"), 5, "Finished x2, three application data");
+}
+
 #[test]
 fn the_collecting_sink_still_sees_bypassed_flows_end() {
     let mut insp = inspector_with(KEYWORD_RULES, EngineSettings::default(), false);

@@ -625,7 +625,7 @@ impl Inspector {
                 payload: d.payload,
             };
             let outcome = reassembly.on_segment(dir, &seg, flow.tcp.stream(), &mut self.stream_mem);
-            wire.payload_in_stream = outcome.data == Some(InsertResult::Inserted);
+            wire.payload_in_stream = matches!(outcome.data, Some(InsertResult::Inserted | InsertResult::Skipped));
             facts.info.stream_bytes =
                 [reassembly.inspected(Direction::ToServer), reassembly.inspected(Direction::ToClient)];
             facts.info.stream_size =

@@ -191,6 +191,10 @@ pub enum InsertResult {
     RegionLimit,
     /// Starts further ahead than the largest TCP window (2^30 bytes): ignored.
     OutOfWindow,
+    /// Accepted but not buffered: it lies in the range the app layer said it skips while
+    /// raw inspection is off (the body of an encrypted TLS record, see
+    /// [`super::TcpReassembly::app_skip`]).
+    Skipped,
 }
 
 /// Largest distance ahead of the highest seen offset that a segment or ACK may reach:
@@ -256,6 +260,9 @@ pub(crate) struct StreamHalf {
     /// direction (eve flow `tcp.ts_max_regions` / `tc_max_regions`): 1, plus one for
     /// each run of held data more than [`REGION_GAP`] past the previous one.
     pub max_regions: u16,
+    /// The range the app layer skips unseen ([`super::TcpReassembly::app_skip`]): segments
+    /// inside it are accepted without being stored.
+    pub skip: std::ops::Range<u64>,
 }
 
 /// Suricata's `STREAMING_BUFFER_REGION_GAP_DEFAULT`: out-of-order data further than this
@@ -279,6 +286,7 @@ impl StreamHalf {
             raw_progress: 0,
             app_progress: 0,
             gap_checked: 0,
+            skip: 0..0,
             depth_reached: false,
             trigger_raw: false,
             last_packet: None,
@@ -412,6 +420,18 @@ impl StreamHalf {
             return (InsertResult::OutOfWindow, detail);
         }
         let end = off + payload.len() as i64;
+        // Inside the range the app layer skips (raw inspection being off): nothing reads
+        // these bytes, so they are not copied; only the sequence space moves on. Within the
+        // depth only, so that the depth's accounting is unchanged.
+        if off >= self.skip.start as i64
+            && end <= self.skip.end as i64
+            && (limits.depth == 0 || end as u64 <= limits.depth)
+        {
+            self.next_off = self.next_off.max(end as u64);
+            mem.counters.skipped_segments += 1;
+            mem.counters.skipped_bytes += payload.len() as u64;
+            return (InsertResult::Skipped, detail);
+        }
         if end <= self.left as i64 {
             mem.counters.old_segments += 1;
             return (InsertResult::Old, detail);

@@ -42,6 +42,10 @@ pub struct ReassemblyCounters {
     pub old_segments: u64,
     /// Segments starting further ahead than any TCP window reaches, ignored.
     pub out_of_window: u64,
+    /// Segments (and their bytes) accepted without being stored: the app layer skips them
+    /// and raw inspection is off (`InsertResult::Skipped`).
+    pub skipped_segments: u64,
+    pub skipped_bytes: u64,
     /// `stream.reassembly_overlap_different_data` event count.
     pub ev_overlap_different_data: u64,
     /// `stream.reassembly_seq_gap` event count.
@@ -152,6 +156,8 @@ impl ReassemblyMemory {
             ("tcp.reassembly_region_limit_drop", c.region_limit_drop),
             ("tcp.reassembly_old_segments", c.old_segments),
             ("tcp.reassembly_out_of_window", c.out_of_window),
+            ("tcp.reassembly_skipped_segments", c.skipped_segments),
+            ("tcp.reassembly_skipped_bytes", c.skipped_bytes),
             ("tcp.reassembly_memuse", self.used),
             ("stream.reassembly_overlap_different_data", c.ev_overlap_different_data),
             ("stream.reassembly_seq_gap", c.ev_seq_gap),

@@ -455,6 +455,28 @@ impl TcpReassembly {
         self.raw_disabled
     }
 
+    /// The app layer has read `dir` up to its progress and will discard the next `len`
+    /// bytes unseen (the rest of an encrypted TLS record's body). With raw inspection off
+    /// (IDS mode), nothing else reads them either: they are consumed now, what is held of
+    /// them is freed, and segments carrying them are accepted without being stored
+    /// ([`InsertResult::Skipped`]). Returns whether the stream took the skip; if not, the
+    /// bytes are handed to the app layer as usual.
+    pub fn app_skip(&mut self, dir: Direction, len: u64, mem: &mut ReassemblyMemory) -> bool {
+        if !self.raw_disabled || self.cfg.inline || len == 0 {
+            return false;
+        }
+        let h = &mut self.halves[dir.index()];
+        if !h.initialized || h.app_progress < h.left {
+            return false;
+        }
+        let (from, to) = (h.app_progress, h.app_progress + len);
+        h.skip = from..to;
+        h.app_progress = to;
+        h.raw_progress = h.raw_progress.max(to);
+        h.free_before(to, mem);
+        true
+    }
+
     /// Flow end: everything buffered in both directions becomes inspectable and no more
     /// data is accepted.
     pub fn close(&mut self) {
@@ -503,7 +525,7 @@ impl TcpReassembly {
             return false;
         }
         let produced = if self.raw_disabled {
-            h.raw_progress = h.raw_progress.max(h.next_off);
+            h.raw_progress = h.raw_progress.max(h.next_off).max(h.app_progress);
             h.trigger_raw = false;
             false
         } else if cfg.inline && !eof {

@@ -988,3 +988,32 @@ fn max_regions_counts_far_out_of_order_runs() {
     assert_eq!(c.r.max_regions(TS), 2);
     assert_eq!(c.r.max_regions(TC), 1);
 }
+
+/// With raw inspection off, a range the app layer skips is consumed at once: what is held
+/// of it is freed, segments inside it are accepted unstored (no gap once acknowledged),
+/// and the app layer's data resumes right after it. With raw inspection on, nothing is
+/// skipped.
+#[test]
+fn skipped_app_range_is_not_stored_and_is_no_gap() {
+    let mut c = Conn::handshake(StreamConfig { app_layer: true, ..cfg() }, 1, 1);
+    c.send(TS, 0, 0, ACK, b"head0123");
+    c.send(TC, 0, 8, ACK, b"");
+    assert_eq!(c.r.app_data(TS), Some(AppData::Data { offset: 0, data: b"head0123" }));
+    c.r.app_consume(TS, 4, &mut c.mem);
+    assert!(!c.r.app_skip(TS, 100, &mut c.mem), "raw inspection still reads the stream");
+    c.r.disable_raw();
+    // The parser read "head" and passes over the next 100 bytes (offsets 4..104).
+    assert!(c.r.app_skip(TS, 100, &mut c.mem));
+    assert_eq!(c.r.retained(TS).count(), 0, "the held part of the range is freed");
+    let out = c.send(TS, 8, 0, ACK, &[0xab; 96]);
+    assert_eq!(out.data, Some(InsertResult::Skipped));
+    assert_eq!(c.r.retained(TS).count(), 0);
+    // The next record starts past the range: stored and handed on.
+    assert_eq!(c.send(TS, 104, 0, ACK, b"next").data, Some(InsertResult::Inserted));
+    let out = c.send(TC, 0, 108, ACK, b"");
+    assert!(!out.gap);
+    assert_eq!(c.r.app_data(TS), Some(AppData::Data { offset: 104, data: b"next" }));
+    assert_eq!(c.mem.stats().reassembly_gap, 0);
+    assert_eq!(c.mem.stats().skipped_segments, 1);
+    assert_eq!(c.r.seq_space_seen(TS), 109, "the sequence space moved over the skipped bytes");
+}

@@ -42,6 +42,14 @@ impl AppParser for TlsState {
         }
     }
 
+    fn skippable(&self, dir: Direction) -> u64 {
+        self.skippable_body(dir)
+    }
+
+    fn skip(&mut self, dir: Direction, len: u64) {
+        self.skip_body(dir, len);
+    }
+
     fn on_gap(&mut self, dir: Direction, _len: u64, cx: &mut AppCtx<'_>) {
         TlsState::on_gap(self, dir, &mut cx.counters.tls);
     }

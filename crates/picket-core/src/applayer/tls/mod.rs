@@ -305,6 +305,27 @@ impl TlsState {
         }
     }
 
+    /// Bytes of the current record's body in `dir` that parsing would pass over unseen
+    /// (anything but a plaintext handshake record), less its last byte: that one still
+    /// arrives through [`TlsState::parse`] and completes the record on the same packet as
+    /// when every byte is read, so what follows a record (counters, raw triggers, the
+    /// session's progress) happens at the same point.
+    pub fn skippable_body(&self, direction: Direction) -> u64 {
+        let p = &self.dirs[direction.index()];
+        let plaintext_handshake = p.record_type == CONTENT_HANDSHAKE && !p.encrypted;
+        if p.stopped || p.record_is_sslv2 || plaintext_handshake {
+            return 0;
+        }
+        (p.record_remaining as u64).saturating_sub(1)
+    }
+
+    /// Passes over `len` bytes (at most [`TlsState::skippable_body`]) of the current
+    /// record's body in `direction`.
+    pub fn skip_body(&mut self, direction: Direction, len: u64) {
+        let len = len.min(self.skippable_body(direction)) as usize;
+        self.dirs[direction.index()].record_remaining -= len;
+    }
+
     /// Bytes were lost in this direction: record boundaries are unknown, so stop parsing it.
     pub fn on_gap(&mut self, direction: Direction, counters: &mut TlsCounters) {
         counters.gaps += 1;
@@ -1047,7 +1068,7 @@ pub(crate) mod tests {
         m
     }
 
-    fn record(content_type: u8, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn record(content_type: u8, body: &[u8]) -> Vec<u8> {
         let mut r = vec![content_type, 3, 1];
         r.extend(u16b(body.len() as u16));
         r.extend(body);
