@@ -416,29 +416,37 @@ impl AppLayer {
         }
     }
 
-    /// The flow is TLS and both directions switched to encrypted records (what Suricata's
-    /// `encryption-handling` acts on).
-    pub fn tls_handshake_done(&self) -> bool {
-        match &self.state {
-            State::Parsing(p) => matches!(p.flow_tx(), Some(AppTx::Tls(st)) if st.handshake_done()),
-            _ => false,
+    /// The flow's TLS session, if the flow is TLS (checked first: the bypass and
+    /// encryption checks ask on every packet of every flow).
+    fn tls_session(&self) -> Option<&TlsState> {
+        match (&self.state, self.proto) {
+            (State::Parsing(p), Some(AppProto::Tls)) => match p.flow_tx() {
+                Some(AppTx::Tls(st)) => Some(st),
+                _ => None,
+            },
+            _ => None,
         }
+    }
+
+    /// The flow is TLS and both directions switched to encrypted records (what Suricata's
+    /// `encryption-handling: bypass` acts on).
+    pub fn tls_handshake_done(&self) -> bool {
+        self.tls_session().is_some_and(|st| st.handshake_done())
     }
 
     /// The flow is TLS and application data flowed (what Suricata's TLS `encryption-handling:
     /// track-only` acts on).
     pub fn tls_application_data(&self) -> bool {
-        match &self.state {
-            State::Parsing(p) => matches!(p.flow_tx(), Some(AppTx::Tls(st)) if st.application_data_seen()),
-            _ => false,
-        }
+        self.tls_session().is_some_and(|st| st.application_data_seen())
     }
 
     /// The flow is SSH and both sides sent NEWKEYS: what follows is encrypted (what
     /// Suricata's SSH `encryption-handling` acts on).
     pub fn ssh_keys_exchanged(&self) -> bool {
-        match &self.state {
-            State::Parsing(p) => matches!(p.tx(crate::applayer::SSH_TX_ID), Some(AppTx::Ssh(st)) if st.complete()),
+        match (&self.state, self.proto) {
+            (State::Parsing(p), Some(AppProto::Ssh)) => {
+                matches!(p.tx(crate::applayer::SSH_TX_ID), Some(AppTx::Ssh(st)) if st.complete())
+            }
             _ => false,
         }
     }

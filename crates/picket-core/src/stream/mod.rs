@@ -525,7 +525,7 @@ impl TcpReassembly {
             return false;
         }
         let produced = if self.raw_disabled {
-            h.raw_progress = h.raw_progress.max(h.next_off).max(h.app_progress);
+            h.raw_progress = h.raw_progress.max(h.next_off);
             h.trigger_raw = false;
             false
         } else if cfg.inline && !eof {
