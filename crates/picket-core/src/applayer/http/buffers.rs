@@ -5,17 +5,21 @@ use super::{Header, HttpTx, Progress};
 use crate::detect::engine::BufferSource;
 use crate::detect::rule::buffers::Buffer;
 use crate::stream::Direction;
+use std::cell::OnceCell;
 
 /// The inspection buffers of one transaction seen from one direction.
 pub(crate) struct TxBuffers<'a> {
     tx: &'a HttpTx,
     dir: Direction,
-    header: Vec<u8>,
-    header_names: Vec<u8>,
-    start: Vec<u8>,
+    /// `http.header`, `http.header_names` and `http.start` of this direction, assembled on
+    /// first use: a run often asks for none of them (the request's buffers seen from a
+    /// to-client run, read only by the transactional rules among its candidates).
+    header: OnceCell<Vec<u8>>,
+    header_names: OnceCell<Vec<u8>>,
+    start: OnceCell<Vec<u8>>,
     /// `http.request_header` / `http.response_header` instances ("Name: value" per header),
     /// built on first use: most rule sets never ask for them.
-    header_lines: [std::cell::OnceCell<HeaderLines>; 2],
+    header_lines: [OnceCell<HeaderLines>; 2],
 }
 
 /// One message's headers as "Name: value" lines, concatenated, with each line's end.
@@ -46,20 +50,23 @@ impl HeaderLines {
 
 impl<'a> TxBuffers<'a> {
     pub(crate) fn new(tx: &'a HttpTx, dir: Direction) -> Self {
-        let mut b = TxBuffers {
+        TxBuffers {
             tx,
             dir,
-            header: Vec::new(),
-            header_names: Vec::new(),
-            start: Vec::new(),
+            header: OnceCell::new(),
+            header_names: OnceCell::new(),
+            start: OnceCell::new(),
             header_lines: Default::default(),
-        };
-        if b.headers_done() {
-            tx.header_buffer(dir, &mut b.header);
-            tx.header_names_buffer(dir, &mut b.header_names);
-            tx.start_buffer(dir, &mut b.start);
         }
-        b
+    }
+
+    /// A buffer assembled from the headers by `build`, once per `TxBuffers`.
+    fn assembled<'s>(&'s self, cell: &'s OnceCell<Vec<u8>>, build: fn(&HttpTx, Direction, &mut Vec<u8>)) -> &'s [u8] {
+        cell.get_or_init(|| {
+            let mut out = Vec::new();
+            build(self.tx, self.dir, &mut out);
+            out
+        })
     }
 
     fn progress(&self) -> Progress {
@@ -127,9 +134,11 @@ impl BufferSource for TxBuffers<'_> {
             "http.referer" if req_headers => tx.referer(),
             "http.request_body" if tx.request_progress >= Progress::Body => non_empty(&tx.request_body),
             // Per-direction header buffers.
-            "http.header" if headers => non_empty(&self.header),
-            "http.header_names" if headers => non_empty(&self.header_names),
-            "http.start" if headers => non_empty(&self.start),
+            "http.header" if headers => non_empty(self.assembled(&self.header, HttpTx::header_buffer)),
+            "http.header_names" if headers => {
+                non_empty(self.assembled(&self.header_names, HttpTx::header_names_buffer))
+            }
+            "http.start" if headers => non_empty(self.assembled(&self.start, HttpTx::start_buffer)),
             "http.header.raw" if headers => non_empty(match self.dir {
                 Direction::ToServer => &tx.request_headers_raw,
                 Direction::ToClient => &tx.response_headers_raw,

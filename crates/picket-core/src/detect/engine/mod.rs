@@ -677,6 +677,35 @@ fn transports_of(p: ProtoMatch) -> &'static [usize] {
     }
 }
 
+/// The transport group of packets whose IP protocol (the five-tuple's) is `proto`.
+fn transport_of(proto: u8) -> usize {
+    match proto {
+        6 => T_TCP,
+        17 => T_UDP,
+        1 => T_ICMP4,
+        58 => T_ICMP6,
+        _ => T_OTHER,
+    }
+}
+
+/// The transport groups rule `r` is placed in: those of its protocol, narrowed to one by an
+/// `ip_proto` equality. (`alert ip ... ip_proto:41` is otherwise a candidate on every TCP,
+/// UDP and ICMP packet, where the check can only fail: ET Open's sid 2012141 was evaluated on
+/// every packet of the reference capture.)
+fn rule_transports(r: &CompiledRule) -> &'static [usize] {
+    const ONE: [[usize; 1]; 5] = [[T_TCP], [T_UDP], [T_ICMP4], [T_ICMP6], [T_OTHER]];
+    let all = transports_of(r.proto);
+    let exact = r.packet_checks.iter().find_map(|c| match c {
+        PacketCheck::IpProto(crate::detect::rule::UintCmp::Eq(p)) => Some(transport_of(*p)),
+        _ => None,
+    });
+    match exact {
+        Some(t) if all.contains(&t) => &ONE[t],
+        Some(_) => &[],
+        None => all,
+    }
+}
+
 fn v4_count(ranges: &[(u32, u32)]) -> u64 {
     ranges.iter().map(|&(lo, hi)| (hi - lo) as u64 + 1).sum()
 }
@@ -917,7 +946,7 @@ impl GroupPlan {
             Some(f) if f.to_client && !f.to_server => &[1],
             _ => &[0, 1],
         };
-        for &t in transports_of(rule.proto) {
+        for &t in rule_transports(rule) {
             for &d in dirs {
                 if rule.inspects_app_layer() {
                     // Application layers run over TCP and UDP only.
@@ -1717,13 +1746,7 @@ fn addr_in(set: &crate::detect::rule::AddressSet, a: &[u8; 16]) -> bool {
 
 fn packet_facts(pkt: &DetectPacket<'_>) -> PacketFacts {
     let t = &pkt.tuple;
-    let transport = match t.proto {
-        6 => T_TCP,
-        17 => T_UDP,
-        1 => T_ICMP4,
-        58 => T_ICMP6,
-        _ => T_OTHER,
-    };
+    let transport = transport_of(t.proto);
     let has_ports = match pkt.decoded {
         Some(d) => matches!(d.l4, L4::Tcp(_) | L4::Udp(_)),
         None => matches!(t.proto, 6 | 17),

@@ -1133,3 +1133,32 @@ alert tcp any any -> any any (content:"GET"; sid:3;)"#,
     let chunk = StreamChunk { offset: 0, data, new_start: 0, new_end: data.len() as u64, gap_before: 0 };
     assert_eq!(run(b"", Opts { flow: to_server(), stream: Some(chunk), ..Default::default() }), vec![(3, true)]);
 }
+
+#[test]
+fn ip_proto_equality_narrows_the_rule_to_its_transport() {
+    let e = engine(
+        r#"alert ip any any -> any any (msg:"esp"; ip_proto:50; sid:1;)
+alert ip any any -> any any (msg:"udp by number"; ip_proto:17; sid:2;)
+alert ip any any -> any any (msg:"not udp"; ip_proto:!17; sid:3;)
+alert tcp any any -> any any (msg:"never"; ip_proto:17; sid:4;)
+alert ip any any -> any any (msg:"below udp"; ip_proto:<17; sid:5;)"#,
+    );
+    let mut esp = Vec::new();
+    PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4(CLIENT, SERVER, 64)
+        .write(&mut esp, etherparse::IpNumber(50), &[0u8; 16])
+        .unwrap();
+    assert_eq!(sids(&e, &esp), vec![1, 3]);
+    assert_eq!(sids(&e, &udp(CLIENT, 1, SERVER, 2, b"x")), vec![2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"x")), vec![3, 5]);
+    assert_eq!(sids(&e, &icmp_echo(CLIENT, SERVER, 1, 1)), vec![3, 5]);
+    // Each rule sits in the groups of the transports it can match, and no others.
+    let placed = |sid: u32, t: usize| {
+        let idx = e.rules.iter().position(|r| r.sid == sid).expect("rule") as u32;
+        e.groups[t].iter().any(|g| g.always.any_port.contains(&idx))
+    };
+    assert!(placed(1, T_OTHER) && !placed(1, T_TCP) && !placed(1, T_UDP));
+    assert!(placed(2, T_UDP) && !placed(2, T_OTHER) && !placed(2, T_TCP));
+    assert!((0..5).all(|t| !placed(4, t)));
+    assert!((0..5).all(|t| placed(3, t)));
+}
