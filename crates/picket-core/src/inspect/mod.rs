@@ -721,7 +721,7 @@ impl Inspector {
         // structures are bounded by the flow count: `AppLayer::charged_bytes`); TCP
         // reassembly (its box and segments) is charged to the stream memcaps by the stream
         // itself, so nothing is charged twice.
-        let app_heap = app.as_deref().map_or(0, AppLayer::charged_bytes)
+        let app_heap = app.as_deref_mut().map_or(0, AppLayer::charged_bytes_cached)
             + detect.vars.heap_bytes()
             + ext.macs.as_ref().map_or(0, |m| m.heap_bytes() as u64);
         let FlowExt { drop_logged, .. } = ext;
