@@ -16,6 +16,7 @@
 mod bounds_tests;
 mod carry;
 mod compile;
+mod cover;
 mod headers;
 #[cfg(test)]
 mod headers_tests;
@@ -132,6 +133,9 @@ pub struct BuildReport {
     pub prefilter_patterns: usize,
     /// Port groups of the packet and stream prefilter, over TCP and UDP and both directions.
     pub prefilter_port_groups: usize,
+    /// Pattern entries looked for through a shorter literal of their set (`cover.rs`), over
+    /// all sets.
+    pub prefilter_patterns_folded: usize,
     pub mpm_algo: String,
     pub memory_bytes: usize,
     /// Rules that load but cannot match yet, by reason (app-layer buffer, transform, ...).
@@ -1131,7 +1135,8 @@ impl DetectEngine {
             })
             .count();
         // Every pattern set of every group, compiled on all cores, each distinct set once.
-        let (sets, layout) = plan.take_pattern_sets();
+        let (mut sets, layout) = plan.take_pattern_sets();
+        report.prefilter_patterns_folded = sets.iter_mut().map(|set| cover::fold_covered(set)).sum();
         let matchers = build_matchers(cfg.matchers.as_ref(), &sets)?;
         let algo_used = cfg.matchers.algo();
         let mut fallback: Vec<u32> = matchers

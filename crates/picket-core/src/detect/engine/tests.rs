@@ -1162,3 +1162,18 @@ alert ip any any -> any any (msg:"below udp"; ip_proto:<17; sid:5;)"#,
     assert!((0..5).all(|t| !placed(4, t)));
     assert!((0..5).all(|t| placed(3, t)));
 }
+
+#[test]
+fn a_rule_found_through_a_shorter_fast_pattern_still_needs_its_own() {
+    // sid 2's fast pattern contains sid 1's: the prefilter looks for `abcd` on its behalf
+    // (cover.rs), and sid 2 alerts only where its own content is.
+    let e = engine(
+        r#"alert tcp any any -> any any (msg:"short"; content:"abcd"; sid:1;)
+alert tcp any any -> any any (msg:"long"; content:"xxabcdyy"; sid:2;)
+alert tcp any any -> any any (msg:"long nocase"; content:"ZZABCD"; nocase; sid:3;)"#,
+    );
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"--abcd--")), vec![1]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"--xxabcdyy--")), vec![1, 2]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"--zzABCD--")), vec![3]);
+    assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"--zzabcd--")), vec![1, 3]);
+}
