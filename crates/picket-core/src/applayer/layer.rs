@@ -738,6 +738,27 @@ mod tests {
         assert!(http_tx(&app, 0).is_none());
     }
 
+    /// A body with a Content-Length gets its storage in one allocation of that size (up to
+    /// the body limit), charged in full from its first bytes.
+    #[test]
+    fn a_content_length_body_is_stored_without_regrowing() {
+        let mut c = AppCounters::default();
+        let mut app = AppLayer::default();
+        unanswered_post(&mut app, 10_000, &mut c);
+        let tx = http_tx(&app, 0).expect("transaction");
+        assert_eq!((tx.request_body.len(), tx.request_body.capacity()), (10_000, 10_000));
+        assert_eq!(c.http_mem.memuse, 10_000);
+        // A claimed length past the body limit reserves the limit, no more.
+        let mut big = AppLayer::default();
+        let head = "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n";
+        big.on_data(Direction::ToServer, head.as_bytes(), (40001, 80), &mut c);
+        big.on_data(Direction::ToServer, &[b'B'; 1000], (40001, 80), &mut c);
+        let limit = HttpConfig::default().request_body_limit;
+        let tx = http_tx(&big, 0).expect("transaction");
+        assert_eq!((tx.request_body.len(), tx.request_body.capacity()), (1000, limit));
+        assert_eq!(c.http_mem.memuse, (10_000 + limit) as u64);
+    }
+
     #[test]
     fn http_bodies_are_charged_at_their_size_and_given_back_when_flows_end() {
         let mut c = AppCounters::default();

@@ -668,7 +668,21 @@ fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
 /// allocation grows by doubling, but never past the limit nor the room: what it allocates
 /// is charged to `mem` at its real capacity. Returns whether the body takes more bytes
 /// (`false` once it is cut), so that a decoder can stop producing bytes nobody stores.
-fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8], mem: &mut BodyMemory) -> bool {
+/// Most body storage reserved on a Content-Length before the bytes arrive.
+const FIRST_RESERVE_MAX: usize = 1 << 20;
+
+/// Appends body bytes up to the body limit and the memcap room. `expected` is how long the
+/// whole body will be when its framing says so (Content-Length, no content coding): the
+/// first allocation takes that much (up to the limit) at once instead of doubling its way
+/// there, which copied every stored byte about once more (1.7% of the reference run).
+fn store_body(
+    body: &mut Vec<u8>,
+    truncated: &mut bool,
+    limit: usize,
+    data: &[u8],
+    mem: &mut BodyMemory,
+    expected: Option<usize>,
+) -> bool {
     // A body cut once (limit or memcap) stays a prefix: appending after a hole would let
     // patterns match across it.
     if *truncated {
@@ -678,7 +692,10 @@ fn store_body(body: &mut Vec<u8>, truncated: &mut bool, limit: usize, data: &[u8
     let mut take = within_limit;
     let (len, cap) = (body.len(), body.capacity());
     if len + take > cap {
-        let wanted = (cap * 2).max(64).min(limit).max(len + take);
+        // A claimed length is the sender's word: with an unlimited body limit it reserves at
+        // most FIRST_RESERVE_MAX ahead of the bytes (the memcap room bounds it as well).
+        let first = if cap == 0 { expected.unwrap_or(0).min(limit).min(FIRST_RESERVE_MAX) } else { 0 };
+        let wanted = (cap * 2).max(64).max(first).min(limit).max(len + take);
         let room = usize::try_from(mem.room).unwrap_or(usize::MAX);
         let new_cap = if wanted - cap <= room { wanted } else { (len + take).min(cap + room) };
         take = take.min(new_cap - len);
@@ -1329,6 +1346,7 @@ impl HttpParser {
             cfg.response_body_limit,
             line,
             &mut self.body_mem,
+            None,
         );
         self.events.push(HttpEvent::ResponseBodyData { tx: id });
     }
@@ -1583,6 +1601,11 @@ impl HttpParser {
         // decoder produces nothing of these bytes it is taken back below, to be opened
         // again with the next ones.
         let opening = cfg.files.enabled && !tx.file_considered[idx];
+        // Not yet counted down for `data` (the caller moves the state on afterwards).
+        let expected = match half.state {
+            State::Body(BodyState::Length { left }) => usize::try_from(left).ok(),
+            _ => None,
+        };
         tx.open_file(dir, &cfg);
         let (body, total, truncated, limit, event, file) = if idx == 0 {
             let ev = HttpEvent::RequestBodyData { tx: tx.id };
@@ -1621,7 +1644,7 @@ impl HttpParser {
                 let was_bomb = decoder.bomb_detected();
                 decoder.write(data, &mut |piece| {
                     let file_more = file.as_deref_mut().is_some_and(|f| f.append(piece));
-                    store_body(body, truncated, limit, piece, mem) || file_more
+                    store_body(body, truncated, limit, piece, mem, None) || file_more
                 });
                 bomb = !was_bomb && decoder.bomb_detected();
                 if opening && file.as_deref().is_some_and(|f| f.size == 0) {
@@ -1633,7 +1656,7 @@ impl HttpParser {
                 if let Some(f) = file.as_deref_mut() {
                     f.append(data);
                 }
-                store_body(body, truncated, limit, data, mem);
+                store_body(body, truncated, limit, data, mem, expected);
             }
         }
         if *truncated && !was_truncated {
