@@ -153,13 +153,6 @@ impl AppLayer {
         own as u64 + state
     }
 
-    /// The part of [`AppLayer::heap_bytes`] charged to `flow.memcap`: what grows with the
-    /// traffic (buffers, transactions and their headers, queues, what probing keeps), not
-    /// the fixed-size structures every flow with an app layer has (this struct and the
-    /// parser's own). Those are bounded by the number of flows, which `flow.memcap` bounds
-    /// through the flow slot, as Suricata's flow memcap covers its flows and not their
-    /// app-layer state; charging them as well made an ordinary capture with 40k concurrent
-    /// flows evict flows that Suricata keeps.
     /// [`AppLayer::charged_bytes`], computed again only after a change that may move it
     /// (data or a gap parsed, a datagram, the flow's close, a prune that freed
     /// transactions, an alert remembered).
@@ -174,6 +167,13 @@ impl AppLayer {
         }
     }
 
+    /// The part of [`AppLayer::heap_bytes`] charged to `flow.memcap`: what grows with the
+    /// traffic (buffers, transactions and their headers, queues, what probing keeps), not
+    /// the fixed-size structures every flow with an app layer has (this struct and the
+    /// parser's own). Those are bounded by the number of flows, which `flow.memcap` bounds
+    /// through the flow slot, as Suricata's flow memcap covers its flows and not their
+    /// app-layer state; charging them as well made an ordinary capture with 40k concurrent
+    /// flows evict flows that Suricata keeps.
     pub fn charged_bytes(&self) -> u64 {
         let parser = match &self.state {
             State::Parsing(p) => std::mem::size_of_val(&**p),

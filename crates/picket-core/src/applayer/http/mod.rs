@@ -664,17 +664,17 @@ fn tx_mut(txs: &mut VecDeque<HttpTx>, id: Option<u64>) -> Option<&mut HttpTx> {
     txs.get_mut(id.checked_sub(first)? as usize)
 }
 
-/// Appends `data` to a stored body, respecting its limit and the memory room. The body's
-/// allocation grows by doubling, but never past the limit nor the room: what it allocates
-/// is charged to `mem` at its real capacity. Returns whether the body takes more bytes
-/// (`false` once it is cut), so that a decoder can stop producing bytes nobody stores.
 /// Most body storage reserved on a Content-Length before the bytes arrive.
 const FIRST_RESERVE_MAX: usize = 1 << 20;
 
-/// Appends body bytes up to the body limit and the memcap room. `expected` is how long the
-/// whole body will be when its framing says so (Content-Length, no content coding): the
-/// first allocation takes that much (up to the limit) at once instead of doubling its way
-/// there, which copied every stored byte about once more (1.7% of the reference run).
+/// Appends `data` to a stored body, respecting its limit and the memory room. The body's
+/// allocation grows by doubling, but never past the limit nor the room: what it allocates
+/// is charged to `mem` at its real capacity. `expected` is how long the whole body will be
+/// when its framing says so (Content-Length, no content coding): the first allocation takes
+/// that much (up to the limit) at once instead of doubling its way there, which copied
+/// every stored byte about once more (1.7% of the reference run). Returns whether the body
+/// takes more bytes (`false` once it is cut), so that a decoder can stop producing bytes
+/// nobody stores.
 fn store_body(
     body: &mut Vec<u8>,
     truncated: &mut bool,
