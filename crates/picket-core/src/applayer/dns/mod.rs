@@ -268,7 +268,11 @@ pub fn parse_name(message: &[u8], start: usize) -> Result<(DnsName, usize), DnsE
 
 /// [`parse_name`], taking its steps from the message's budget `steps_left`.
 fn parse_name_within(message: &[u8], start: usize, steps_left: &mut usize) -> Result<(DnsName, usize), DnsError> {
-    let mut name = DnsName::default();
+    // Assembled on the stack and copied out once at its final length: growing the name's
+    // Vec label by label took several reallocations per name.
+    let mut text = [0u8; MAX_NAME_LEN];
+    let mut used = 0usize;
+    let mut truncated = false;
     let mut pos = start;
     // Where parsing resumes in the caller's sequence once a pointer has been followed.
     let mut resume: Option<usize> = None;
@@ -287,15 +291,16 @@ fn parse_name_within(message: &[u8], start: usize, steps_left: &mut usize) -> Re
                     break;
                 }
                 let label = message.get(pos + 1..pos + 1 + len as usize).ok_or(DnsError::Truncated)?;
-                if !name.truncated {
-                    let extra = usize::from(!name.bytes.is_empty()) + label.len();
-                    if name.bytes.len() + extra > MAX_NAME_LEN {
-                        name.truncated = true;
+                if !truncated {
+                    let dot = usize::from(used > 0);
+                    if used + dot + label.len() > MAX_NAME_LEN {
+                        truncated = true;
                     } else {
-                        if !name.bytes.is_empty() {
-                            name.bytes.push(b'.');
+                        if dot == 1 {
+                            text[used] = b'.';
                         }
-                        name.bytes.extend_from_slice(label);
+                        text[used + dot..used + dot + label.len()].copy_from_slice(label);
+                        used += dot + label.len();
                     }
                 }
                 pos += 1 + len as usize;
@@ -314,7 +319,7 @@ fn parse_name_within(message: &[u8], start: usize, steps_left: &mut usize) -> Re
             _ => return Err(DnsError::BadLabel),
         }
     }
-    Ok((name, resume.unwrap_or(pos)))
+    Ok((DnsName { bytes: text[..used].to_vec(), truncated }, resume.unwrap_or(pos)))
 }
 
 /// A read past the end of the message (or of the section being read).
@@ -978,6 +983,35 @@ mod tests {
         let mut m = query(1, "abc.de", 1);
         m.pop();
         assert_eq!(parse_message(&m, 16).unwrap_err(), DnsError::Truncated);
+    }
+
+    #[test]
+    fn a_name_of_exactly_the_limit_is_kept_whole_across_a_pointer() {
+        // 16 labels of 63 bytes and one of 1 byte, dotted: 16 * 64 + 1 = 1025 bytes, the
+        // limit. The last label is reached through a compression pointer.
+        let mut m = header(1, 0x0100, 1, 0, 0, 0);
+        let tail = m.len();
+        m.extend([1, b'z', 0]);
+        let start = m.len();
+        for _ in 0..16 {
+            m.push(63);
+            m.extend([b'x'; 63]);
+        }
+        m.extend([0xc0, tail as u8]);
+        let (name, next) = parse_name(&m, start).unwrap();
+        assert_eq!(next, m.len(), "resumes after the pointer");
+        assert!(!name.truncated);
+        assert_eq!(name.bytes.len(), MAX_NAME_LEN);
+        assert_eq!(name.bytes.len(), name.bytes.capacity(), "stored at its final size");
+        assert!(name.bytes.ends_with(b"x.z"));
+        // One byte more and the last label no longer fits: it is left out, flagged.
+        m.splice(tail..tail + 2, [2, b'z', b'z']);
+        let start = start + 1;
+        let last = m.len() - 1;
+        m[last] = tail as u8;
+        let (name, _) = parse_name(&m, start).unwrap();
+        assert!(name.truncated);
+        assert_eq!(name.bytes.len(), 16 * 64 - 1);
     }
 
     #[test]

@@ -597,17 +597,64 @@ fn u16_list(bytes: &[u8]) -> Vec<u16> {
     bytes.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect()
 }
 
-fn dash_join(values: impl Iterator<Item = u32>) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
+/// Appends `v` in decimal (JA3's number format) without going through `fmt`.
+fn push_decimal(out: &mut String, v: u16) {
+    let mut digits = [0u8; 5];
+    let mut at = digits.len();
+    let mut n = v;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
+/// Appends `values` joined by '-'.
+fn push_dash_list(out: &mut String, values: impl Iterator<Item = u16>) {
     for (i, v) in values.enumerate() {
         if i > 0 {
-            s.push('-');
+            out.push('-');
         }
-        // Written in place: a String per value was most of a ClientHello's parse cost.
-        let _ = write!(s, "{v}");
+        push_decimal(out, v);
     }
-    s
+}
+
+/// One comma-separated field of a JA3 / JA3S string.
+enum Ja3Field<'a> {
+    Number(u16),
+    /// 16-bit values joined by '-', GREASE values left out.
+    List(&'a [u16]),
+    /// 8-bit values (EC point formats) joined by '-', all kept.
+    Bytes(&'a [u8]),
+}
+
+/// A JA3 / JA3S string: `fields` joined by ','. Written into one buffer of about the right
+/// size: formatting value by value through `fmt` was most of a ClientHello's parse cost.
+fn ja3_text(fields: &[Ja3Field<'_>]) -> String {
+    let numbers: usize = fields
+        .iter()
+        .map(|f| match f {
+            Ja3Field::Number(_) => 1,
+            Ja3Field::List(l) => l.len(),
+            Ja3Field::Bytes(b) => b.len(),
+        })
+        .sum();
+    let mut out = String::with_capacity(6 * numbers + fields.len());
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match *field {
+            Ja3Field::Number(v) => push_decimal(&mut out, v),
+            Ja3Field::List(l) => push_dash_list(&mut out, l.iter().copied().filter(|&v| !is_grease(v))),
+            Ja3Field::Bytes(b) => push_dash_list(&mut out, b.iter().map(|&v| u16::from(v))),
+        }
+    }
+    out
 }
 
 /// Lowercase hex MD5 (JA3, JA3S; SSH's HASSH too).
@@ -672,11 +719,13 @@ pub fn parse_client_hello(body: &[u8]) -> Option<ClientHello> {
             }
         }
     }
-    let ciphers = dash_join(hello.ciphers.iter().filter(|&&v| !is_grease(v)).map(|&v| u32::from(v)));
-    let exts = dash_join(hello.extensions.iter().filter(|&&v| !is_grease(v)).map(|&v| u32::from(v)));
-    let groups = dash_join(hello.groups.iter().filter(|&&v| !is_grease(v)).map(|&v| u32::from(v)));
-    let formats = dash_join(hello.ec_point_formats.iter().map(|&v| u32::from(v)));
-    hello.ja3_string = format!("{},{ciphers},{exts},{groups},{formats}", hello.version);
+    hello.ja3_string = ja3_text(&[
+        Ja3Field::Number(hello.version),
+        Ja3Field::List(&hello.ciphers),
+        Ja3Field::List(&hello.extensions),
+        Ja3Field::List(&hello.groups),
+        Ja3Field::Bytes(&hello.ec_point_formats),
+    ]);
     hello.ja3_hash = md5_hex(&hello.ja3_string);
     Some(hello)
 }
@@ -713,8 +762,8 @@ pub fn parse_server_hello(body: &[u8]) -> Option<ServerHello> {
             }
         }
     }
-    let exts = dash_join(hello.extensions.iter().filter(|&&v| !is_grease(v)).map(|&v| u32::from(v)));
-    hello.ja3s_string = format!("{},{},{exts}", hello.version, hello.cipher);
+    hello.ja3s_string =
+        ja3_text(&[Ja3Field::Number(hello.version), Ja3Field::Number(hello.cipher), Ja3Field::List(&hello.extensions)]);
     hello.ja3s_hash = md5_hex(&hello.ja3s_string);
     Some(hello)
 }
@@ -1049,6 +1098,18 @@ pub fn format_time(t: i64) -> String {
 pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn ja3_text_writes_every_number_width_and_leaves_grease_out() {
+        let text = ja3_text(&[
+            Ja3Field::Number(0),
+            Ja3Field::List(&[9, 0x0a0a, 10, 99, 100, 65535, 0xfafa]),
+            Ja3Field::List(&[0x1a1a]),
+            Ja3Field::Bytes(&[0, 255]),
+            Ja3Field::List(&[]),
+        ]);
+        assert_eq!(text, "0,9-10-99-100-65535,,0-255,");
+    }
 
     fn u16b(v: u16) -> [u8; 2] {
         v.to_be_bytes()
