@@ -17,8 +17,10 @@
 //! [`MAX_COVERED`] longer ones (a literal like `.php` in `http.uri` would otherwise make
 //! hundreds of rules candidates on every request).
 
-use crate::detect::mpm::Pattern;
 use std::collections::HashMap;
+
+use crate::detect::mpm::Pattern;
+use crate::flow::hash::FxBuildHasher;
 
 /// Shortest literal that may stand in for longer ones.
 pub(super) const MIN_COVER_LEN: usize = 4;
@@ -47,7 +49,10 @@ fn implies(b: &Literal, a: &Literal, start: usize) -> bool {
 /// shortest first, in order of first appearance, and each picks the longest literal that
 /// covers it and still has room. Returns how many patterns were rewritten.
 pub(super) fn fold_covered(set: &mut [Pattern]) -> usize {
-    let mut index: HashMap<Literal, usize> = HashMap::new();
+    // Fx, not SipHash: these maps were most of the folding's start-up cost, and their keys
+    // come from the rule set, not from traffic.
+    let mut index: HashMap<Literal, usize, FxBuildHasher> =
+        HashMap::with_capacity_and_hasher(set.len(), FxBuildHasher::default());
     let mut literals: Vec<Literal> = Vec::new();
     for p in set.iter() {
         let key = (p.bytes.clone(), p.nocase);
@@ -59,7 +64,8 @@ pub(super) fn fold_covered(set: &mut [Pattern]) -> usize {
     // Literals that may stand in for others, by their first MIN_COVER_LEN bytes with case
     // folded: each position of a longer literal is one lookup (an Aho-Corasick automaton
     // over ET Open's sets took 80 ms to build, more than the rest of a cached start-up).
-    let mut by_prefix: HashMap<u32, Vec<usize>> = HashMap::new();
+    let mut by_prefix: HashMap<u32, Vec<usize>, FxBuildHasher> =
+        HashMap::with_capacity_and_hasher(literals.len(), FxBuildHasher::default());
     for (i, lit) in literals.iter().enumerate() {
         if let Some(key) = prefix_key(&lit.0, 0) {
             by_prefix.entry(key).or_default().push(i);
