@@ -70,6 +70,19 @@ pub struct MpmCache {
 }
 
 impl MpmCache {
+    /// Removes the cache files no build used for longer than `max_age`; returns how many.
+    pub fn prune(&self, max_age: std::time::Duration) -> std::io::Result<u64> {
+        #[cfg(feature = "hyperscan")]
+        {
+            hs::cache::prune(&self.dir, max_age, std::time::SystemTime::now(), &self.stats)
+        }
+        #[cfg(not(feature = "hyperscan"))]
+        {
+            let _ = max_age;
+            Ok(0)
+        }
+    }
+
     /// `mpm cache DIR: N loaded, M compiled, K stored`.
     pub fn summary(&self) -> String {
         #[cfg(feature = "hyperscan")]

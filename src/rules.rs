@@ -195,6 +195,7 @@ fn load_inner(
         None => MpmAlgo::Auto,
     };
     let cache_dir = mpm_cache_dir(config, algo, &mut warnings)?;
+    let cache_max_age = mpm_cache_max_age(config)?;
     let (matchers, mpm_cache) =
         crate::matchers::builder_with_cache(algo, threads, cache_dir).map_err(|e| e.to_string())?;
     let cfg = DetectConfig {
@@ -218,6 +219,13 @@ fn load_inner(
         read_rules_file_into(&mut load, f, &vars, &mut |slot, rule| builder.add(slot, rule));
     }
     let (engine, build) = builder.finish()?;
+    // After the build, which marked the files it used: what no build used for the maximum
+    // age goes (a rule set long replaced, files of an older format).
+    if let (Some(cache), Some(max_age)) = (&mpm_cache, cache_max_age) {
+        if let Err(e) = cache.prune(max_age) {
+            warnings.push(format!("mpm cache {}: unused files not removed: {e}", cache.dir.display()));
+        }
+    }
     // A rule the engine cannot compile failed like a malformed one (Suricata has no third
     // kind): it is reported with its file and line and counts as failed, not skipped.
     for (sid, reason) in &build.rules_rejected {
@@ -237,6 +245,38 @@ fn load_inner(
 /// Where Suricata 8 caches compiled Hyperscan databases by default is
 /// `/var/lib/suricata/cache/hs`; picket's own directory.
 pub const DEFAULT_MPM_CACHE_DIR: &str = "/var/lib/picket/cache/hs";
+
+/// Suricata 8.0.3's default `detect.sgh-mpm-caching-max-age`.
+const DEFAULT_MPM_CACHE_MAX_AGE: Duration = Duration::from_secs(7 * 86_400);
+
+/// `detect.sgh-mpm-caching-max-age`: cache files unused for longer are removed after a build
+/// (default 7 days). `None`: keep every file (`0`).
+fn mpm_cache_max_age(config: &Config) -> Result<Option<Duration>, String> {
+    let Some(text) = config.get_str("detect.sgh-mpm-caching-max-age") else {
+        return Ok(Some(DEFAULT_MPM_CACHE_MAX_AGE));
+    };
+    parse_age(&text).map_err(|reason| format!("detect.sgh-mpm-caching-max-age: '{text}': {reason}"))
+}
+
+/// A whole number of seconds, or of minutes, hours or days with the unit `s`, `m`, `h`, `d`
+/// after it (`7d`, `12h`); `0` is `None` (no limit).
+fn parse_age(text: &str) -> Result<Option<Duration>, String> {
+    let text = text.trim();
+    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    const EXPECTED: &str = "expected a number of seconds, or a number followed by s, m, h or d";
+    let n: u64 = digits.parse().map_err(|_| EXPECTED.to_string())?;
+    let unit_secs: u64 = match unit.trim_start() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(EXPECTED.into()),
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    n.checked_mul(unit_secs).map(|s| Some(Duration::from_secs(s))).ok_or_else(|| "too large".to_string())
+}
 
 /// The directory for compiled Hyperscan databases: `detect.sgh-mpm-caching` (default yes) and
 /// `detect.sgh-mpm-caching-path` (default [`DEFAULT_MPM_CACHE_DIR`]). A directory that cannot
@@ -331,6 +371,21 @@ mod tests {
     use super::*;
     use crate::detect::engine::{DetectConfig, DetectEngine};
     use std::collections::BTreeMap;
+
+    #[test]
+    fn cache_max_age_takes_suricata_style_durations() {
+        let days = |d: u64| Ok(Some(Duration::from_secs(d * 86_400)));
+        assert_eq!(parse_age("7d"), days(7));
+        assert_eq!(parse_age(" 12h "), Ok(Some(Duration::from_secs(12 * 3_600))));
+        assert_eq!(parse_age("90m"), Ok(Some(Duration::from_secs(5_400))));
+        assert_eq!(parse_age("3600"), Ok(Some(Duration::from_secs(3_600))));
+        assert_eq!(parse_age("30 s"), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(parse_age("0"), Ok(None), "0 keeps every file");
+        for bad in ["", "d", "7w", "-1d", "1.5d", "7dd", "99999999999999999999d"] {
+            assert!(parse_age(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_age("18446744073709551615d").is_err(), "overflow");
+    }
 
     fn read(path: &Path) -> RuleSetLoad {
         let mut load = RuleSetLoad::new();

@@ -114,3 +114,62 @@ fn caching_off_writes_nothing() {
     assert!(line.is_empty(), "{line}");
     assert!(!cache.exists());
 }
+
+/// Sets `path`'s modification time (a cache file's last use) `days` back.
+fn age_days(path: &Path, days: u64) {
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(then)).expect("age");
+}
+
+#[test]
+fn files_unused_for_the_max_age_are_removed_and_used_ones_kept() {
+    if !picket::matchers::hyperscan_usable() {
+        eprintln!("skipping: Hyperscan cannot run on this CPU");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let cache = dir.path().join("hs");
+    let rules = repo().join("rules/default.rules");
+    let (cold, line) = run(&rules, &cache, &[]);
+    let (_, compiled) = loaded_compiled(&line);
+    let used = cache_files(&cache);
+    // A set of a rule set long gone, a file that is not the cache's, everything 30 days old.
+    let gone = cache.join(format!("{}.hs", "ab".repeat(32)));
+    let foreign = cache.join("README");
+    std::fs::write(&gone, b"an old database").expect("gone");
+    std::fs::write(&foreign, b"not a cache file").expect("foreign");
+    for file in cache_files(&cache) {
+        age_days(&file, 30);
+    }
+
+    // `0`: nothing is removed.
+    let (_, line) = run(&rules, &cache, &["--set", "detect.sgh-mpm-caching-max-age=0"]);
+    assert!(!line.contains("removed"), "{line}");
+    assert!(gone.exists());
+    for file in cache_files(&cache) {
+        age_days(&file, 30);
+    }
+
+    // The default (7 days): the warm start loads (and so keeps) every file it uses.
+    let (warm, line) = run(&rules, &cache, &[]);
+    assert_eq!(warm, cold);
+    assert_eq!(loaded_compiled(&line), (compiled, 0), "{line}");
+    assert!(line.ends_with(", 1 unused file(s) removed"), "{line}");
+    assert!(!gone.exists());
+    assert!(foreign.exists(), "only cache files are removed");
+    for file in &used {
+        assert!(file.exists(), "{} was used", file.display());
+    }
+
+    // A value that is not a duration stops the start with the key named.
+    let output = Command::new(env!("CARGO_BIN_EXE_picket"))
+        .args(["-T", "-S"])
+        .arg(&rules)
+        .args(["--set", "mpm-algo=hs", "--set", &format!("detect.sgh-mpm-caching-path={}", cache.display())])
+        .args(["--set", "detect.sgh-mpm-caching-max-age=7 weeks"])
+        .output()
+        .expect("picket runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("detect.sgh-mpm-caching-max-age: '7 weeks'"), "{stderr}");
+}

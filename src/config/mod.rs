@@ -106,6 +106,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "detect.custom-values.toclient-groups",
     "detect.sgh-mpm-caching",
     "detect.sgh-mpm-caching-path",
+    "detect.sgh-mpm-caching-max-age",
     "app-layer.*",
     "app-layer.protocols.http.memcap",
     "app-layer.protocols.smtp.max-tx",

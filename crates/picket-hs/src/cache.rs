@@ -15,10 +15,15 @@
 //! another Hyperscan) counts as `rejected`, and the set is compiled and the file written
 //! again. Files are written to a temporary name and renamed, so a reader (another picket
 //! starting at the same time) sees a complete file or none.
+//!
+//! A file's modification time is its last use: loading it touches it. [`prune`] removes the
+//! cache files (and leftover temporary files) not used for a given age, as Suricata 8's
+//! `sgh-mpm-caching-max-age`, so a directory does not keep every rule set ever compiled.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use picket_core::detect::mpm::{MatcherBuilder, MpmAlgo, MpmError, MultiPatternMatcher, Pattern};
 use sha2::{Digest, Sha256};
@@ -46,6 +51,8 @@ pub struct CacheStats {
     pub rejected: AtomicU64,
     /// Cache files that could not be written (the set was compiled and is used anyway).
     pub store_failed: AtomicU64,
+    /// Cache files removed by [`prune`] (unused for longer than the maximum age).
+    pub pruned: AtomicU64,
 }
 
 impl CacheStats {
@@ -68,6 +75,9 @@ impl CacheStats {
         }
         if get(&self.store_failed) > 0 {
             line.push_str(&format!(", {} could not be written", get(&self.store_failed)));
+        }
+        if get(&self.pruned) > 0 {
+            line.push_str(&format!(", {} unused file(s) removed", get(&self.pruned)));
         }
         line
     }
@@ -132,7 +142,10 @@ impl CachedHsBuilder {
             Err(e) => return Err(e.to_string()),
         };
         let payload = check_file(&bytes, key)?;
-        HsMatcher::from_cache_payload(patterns, payload).map(Some)
+        let matcher = HsMatcher::from_cache_payload(patterns, payload)?;
+        // Used now: [`prune`] keeps it. A file that cannot be touched is still used.
+        let _ = std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(SystemTime::now()));
+        Ok(Some(matcher))
     }
 
     /// Writes `matcher`'s cache file: a temporary file in the same directory, renamed over
@@ -165,6 +178,33 @@ impl MatcherBuilder for CachedHsBuilder {
     fn build(&self, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
         crate::build_checked(patterns, |patterns| self.load_or_compile(patterns))
     }
+}
+
+/// Removes from `dir` the cache files, and the temporary files of interrupted writes, last
+/// used (modified) more than `max_age` before `now`; other files are never touched. Returns
+/// how many were removed; counts them in `stats` too.
+pub fn prune(dir: &Path, max_age: Duration, now: SystemTime, stats: &CacheStats) -> std::io::Result<u64> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str().filter(|n| is_cache_file_name(n)) else { continue };
+        let Ok(meta) = entry.metadata() else { continue };
+        let Ok(modified) = meta.modified() else { continue };
+        let idle = now.duration_since(modified).unwrap_or_default();
+        if meta.is_file() && idle > max_age && std::fs::remove_file(dir.join(name)).is_ok() {
+            removed += 1;
+            CacheStats::bump(&stats.pruned);
+        }
+    }
+    Ok(removed)
+}
+
+/// `<64 hex>.hs`, or a temporary `<64 hex>.tmp.<pid>.<n>` of [`CachedHsBuilder::store`].
+fn is_cache_file_name(name: &str) -> bool {
+    let Some((key, rest)) = name.split_at_checked(64) else { return false };
+    key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && (rest == ".hs" || rest.starts_with(".tmp."))
 }
 
 /// Creates `dir` (and its parents) and checks that a file can be written in it.
@@ -324,6 +364,57 @@ mod tests {
         let matcher = again.build(&patterns).expect("rebuild");
         assert_eq!((count(&again.stats.rejected), count(&again.stats.compiled)), (1, 1));
         assert_eq!(matches(matcher.as_ref(), HAYSTACK), vec![0, 3]);
+    }
+
+    #[test]
+    fn prune_removes_only_cache_files_unused_for_longer_than_the_age() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (used, stale) = (set(&["GET "]), set(&["curl"]));
+        let builder = CachedHsBuilder::new(dir.path().to_path_buf());
+        builder.build(&used).expect("used");
+        builder.build(&stale).expect("stale");
+        let week = Duration::from_secs(7 * 86_400);
+        let two_weeks_ago = SystemTime::now() - 2 * week;
+        let age = |p: &Path| {
+            std::fs::File::options().write(true).open(p).and_then(|f| f.set_modified(two_weeks_ago)).expect("age")
+        };
+        let (used_path, stale_path) = (builder.path_for(&used), builder.path_for(&stale));
+        let temp = dir.path().join(format!("{}.tmp.1.0", "a".repeat(64)));
+        let other = dir.path().join("notes.txt");
+        std::fs::write(&temp, b"interrupted write").expect("temp");
+        std::fs::write(&other, b"not ours").expect("other");
+        for path in [&used_path, &stale_path, &temp, &other] {
+            age(path);
+        }
+        // Loading the used set marks its file as used now.
+        let warm = CachedHsBuilder::new(dir.path().to_path_buf());
+        warm.build(&used).expect("warm");
+        assert_eq!(count(&warm.stats.loaded), 1);
+
+        let stats = CacheStats::default();
+        assert_eq!(prune(dir.path(), week, SystemTime::now(), &stats).expect("prune"), 2);
+        assert_eq!(count(&stats.pruned), 2);
+        assert!(stats.summary(dir.path()).ends_with(", 2 unused file(s) removed"), "{}", stats.summary(dir.path()));
+        assert!(used_path.exists(), "used within the age");
+        assert!(!stale_path.exists() && !temp.exists(), "unused for two weeks");
+        assert!(other.exists(), "not a cache file");
+        // With a longer age nothing goes; the pruned set compiles (and is stored) again.
+        assert_eq!(prune(dir.path(), 3 * week, SystemTime::now(), &stats).expect("prune"), 0);
+        let again = CachedHsBuilder::new(dir.path().to_path_buf());
+        again.build(&stale).expect("rebuild");
+        assert_eq!((count(&again.stats.compiled), count(&again.stats.stored)), (1, 1));
+        assert!(stale_path.exists());
+    }
+
+    #[test]
+    fn cache_file_names_are_recognised_exactly() {
+        let key = "0123456789abcdef".repeat(4);
+        assert!(is_cache_file_name(&format!("{key}.hs")));
+        assert!(is_cache_file_name(&format!("{key}.tmp.42.7")));
+        assert!(!is_cache_file_name(&format!("{}.hs", key.to_uppercase())));
+        assert!(!is_cache_file_name(&format!("{}.hs", &key[1..])));
+        assert!(!is_cache_file_name(&format!("{key}.hs.bak")));
+        assert!(!is_cache_file_name("rules.hs"));
     }
 
     #[test]
