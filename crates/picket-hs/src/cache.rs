@@ -10,10 +10,9 @@
 //! A cache file is only trusted whole: its header names the format and the key, and a
 //! CRC-32 of the payload must match (it guards against damage, as the SHA-256 key guards
 //! against a wrong set; SHA-256 over the 6-7 MB of payload was 7% of a warm start); libhs
-//! then checks the database's own version, platform
-//! and CRC when deserializing. A file that fails any check (truncated, damaged, written by
-//! another Hyperscan) counts as `rejected`, and the set is compiled and the file written
-//! again. Files are written to a temporary name and renamed, so a reader (another picket
+//! then checks the database's own version, platform and CRC when deserializing. A file that
+//! fails any check (truncated, damaged, written by another Hyperscan) counts as `rejected`,
+//! and the set is compiled and the file written again. Files are written to a temporary name and renamed, so a reader (another picket
 //! starting at the same time) sees a complete file or none.
 //!
 //! A file's modification time is its last use: loading it touches it. [`prune`] removes the
