@@ -46,10 +46,54 @@ unsafe impl Send for Database {}
 // SAFETY: as above, all access through `&Database` is read-only in libhs.
 unsafe impl Sync for Database {}
 
-/// Scratch space, and the serials (sorted) of the databases it was sized for with
+/// Scratch space, and the serials of the databases it was sized for with
 /// [`HsScratch::fit`]: [`Database::scan`] fits the scratch before every scan, since
 /// libhs cannot always tell and would read or write past an undersized scratch.
-pub(super) struct HsScratch(NonNull<sys::hs_scratch_t>, Vec<u64>);
+pub(super) struct HsScratch(NonNull<sys::hs_scratch_t>, Fitted);
+
+/// Slots of [`Fitted`]'s direct-mapped table: more than the databases one engine compiles
+/// (60 with ET Open), whose serials are consecutive, so each has a slot of its own.
+const FITTED_SLOTS: usize = 256;
+
+/// The serials of the databases a scratch fits: all of them sorted, and a direct-mapped table
+/// (slot = serial modulo its size) in front, so that the check before each scan is one load
+/// and compare instead of a binary search. Serials start at 1; 0 marks an empty slot.
+struct Fitted {
+    sorted: Vec<u64>,
+    slots: Box<[u64; FITTED_SLOTS]>,
+}
+
+impl Default for Fitted {
+    fn default() -> Self {
+        Fitted { sorted: Vec::new(), slots: Box::new([0; FITTED_SLOTS]) }
+    }
+}
+
+impl Fitted {
+    fn slot(serial: u64) -> usize {
+        (serial % FITTED_SLOTS as u64) as usize
+    }
+
+    #[inline]
+    fn contains(&self, serial: u64) -> bool {
+        (serial != 0 && self.slots[Self::slot(serial)] == serial) || self.sorted.binary_search(&serial).is_ok()
+    }
+
+    fn insert(&mut self, serial: u64) {
+        if self.sorted.len() >= MAX_FITTED {
+            self.clear();
+        }
+        if let Err(at) = self.sorted.binary_search(&serial) {
+            self.sorted.insert(at, serial);
+        }
+        self.slots[Self::slot(serial)] = serial;
+    }
+
+    fn clear(&mut self) {
+        self.sorted.clear();
+        self.slots.fill(0);
+    }
+}
 
 // SAFETY: a scratch is not tied to the thread that allocated it; libhs only forbids concurrent
 // use, which `&mut HsScratch` in `Database::scan` rules out.
@@ -309,19 +353,14 @@ impl HsScratch {
                 let mut owned = std::mem::ManuallyDrop::new(owned);
                 (owned.0.as_ptr(), std::mem::take(&mut owned.1))
             }
-            None => (ptr::null_mut(), Vec::new()),
+            None => (ptr::null_mut(), Fitted::default()),
         };
         // SAFETY: live database; `raw` is null (fresh allocation) or our scratch, which nobody
         // else can be using since we own it. Afterwards `raw` is null or a live scratch we own.
         let code = unsafe { sys::hs_alloc_scratch(database.0.as_ptr(), &mut raw) };
         let ok = code == sys::HS_SUCCESS as c_int;
         if ok {
-            if fitted.len() >= MAX_FITTED {
-                fitted.clear();
-            }
-            if let Err(at) = fitted.binary_search(&database.1) {
-                fitted.insert(at, database.1);
-            }
+            fitted.insert(database.1);
         } else {
             // A failed resize may have freed the scratch: no database is known to fit it.
             fitted.clear();
@@ -336,7 +375,7 @@ impl HsScratch {
 
     /// Whether this scratch was sized for `database`.
     pub(super) fn fits(&self, database: &Database) -> bool {
-        self.1.binary_search(&database.1).is_ok()
+        self.1.contains(database.1)
     }
 
     /// Bytes of the scratch.
@@ -358,5 +397,39 @@ impl Drop for HsScratch {
         unsafe {
             sys::hs_free_scratch(self.0.as_ptr());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fitted_knows_exactly_the_serials_it_was_given_also_when_they_share_a_slot() {
+        let mut fitted = Fitted::default();
+        let (a, b) = (1, 1 + FITTED_SLOTS as u64);
+        assert!(!fitted.contains(a) && !fitted.contains(0));
+        fitted.insert(a);
+        assert!(fitted.contains(a) && !fitted.contains(b));
+        // `b` takes `a`'s slot; `a` is still known, from the sorted list.
+        fitted.insert(b);
+        assert!(fitted.contains(a) && fitted.contains(b));
+        assert!(!fitted.contains(2) && !fitted.contains(b + 1));
+        fitted.clear();
+        assert!(!fitted.contains(a) && !fitted.contains(b));
+    }
+
+    #[test]
+    fn fitted_restarts_past_its_limit_and_keeps_the_newest() {
+        let mut fitted = Fitted::default();
+        for serial in 1..=MAX_FITTED as u64 {
+            fitted.insert(serial);
+        }
+        assert!(fitted.contains(1) && fitted.contains(MAX_FITTED as u64));
+        let newest = MAX_FITTED as u64 + 1;
+        fitted.insert(newest);
+        assert!(fitted.contains(newest));
+        assert!(!fitted.contains(1), "forgotten serials are fitted again on their next scan");
+        assert_eq!(fitted.sorted.len(), 1);
     }
 }
