@@ -58,10 +58,19 @@ fn loaded_compiled(line: &str) -> (u64, u64) {
     (number_before(" loaded"), number_before(" compiled"))
 }
 
+/// The cache holds Hyperscan databases: without a CPU that runs Hyperscan there is nothing to
+/// test (says so and returns `true`).
+fn skip_without_hyperscan() -> bool {
+    let skip = !picket::matchers::hyperscan_usable();
+    if skip {
+        eprintln!("skipping: Hyperscan cannot run on this CPU");
+    }
+    skip
+}
+
 #[test]
 fn warm_start_loads_the_databases_and_alerts_the_same() {
-    if !picket::matchers::hyperscan_usable() {
-        eprintln!("skipping: Hyperscan cannot run on this CPU");
+    if skip_without_hyperscan() {
         return;
     }
     let dir = tempfile::tempdir().expect("dir");
@@ -123,8 +132,7 @@ fn age_days(path: &Path, days: u64) {
 
 #[test]
 fn files_unused_for_the_max_age_are_removed_and_used_ones_kept() {
-    if !picket::matchers::hyperscan_usable() {
-        eprintln!("skipping: Hyperscan cannot run on this CPU");
+    if skip_without_hyperscan() {
         return;
     }
     let dir = tempfile::tempdir().expect("dir");

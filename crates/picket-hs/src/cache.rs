@@ -12,8 +12,9 @@
 //! against a wrong set; SHA-256 over the 6-7 MB of payload was 7% of a warm start); libhs
 //! then checks the database's own version, platform and CRC when deserializing. A file that
 //! fails any check (truncated, damaged, written by another Hyperscan) counts as `rejected`,
-//! and the set is compiled and the file written again. Files are written to a temporary name and renamed, so a reader (another picket
-//! starting at the same time) sees a complete file or none.
+//! and the set is compiled and the file written again. Files are written to a temporary
+//! name and renamed, so a reader (another picket starting at the same time) sees a complete
+//! file or none.
 //!
 //! A file's modification time is its last use: loading it touches it. [`prune`] removes the
 //! cache files (and leftover temporary files) not used for a given age, as Suricata 8's
