@@ -20,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod ddos;
 pub mod dispatch;
+pub mod heap;
 pub mod matchers;
 pub mod output;
 pub mod pipeline;

@@ -499,7 +499,7 @@ pub fn run_live_capture(args: &RunArgs) -> Result<(), CliError> {
     // The parsed rules are in the engine now; what the build freed goes back to the system
     // (a live run then sits at its real size, and a reload grows from there).
     drop(rules);
-    crate::service::reload::release_free_memory();
+    crate::heap::release_free_memory();
     let log_dir = resolved.outputs.log_dir.clone();
     let log_dir_created = !log_dir.exists();
     fs::create_dir_all(&log_dir)

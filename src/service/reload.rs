@@ -285,7 +285,7 @@ impl RuleReloader for Reloader {
         let started = Instant::now();
         // What the run freed since the last trim goes back first: the build then grows from
         // the real baseline.
-        release_free_memory();
+        crate::heap::release_free_memory();
         let (mut engine, loaded) = match self.load() {
             Ok(built) => built,
             Err(reason) => {
@@ -310,7 +310,7 @@ impl RuleReloader for Reloader {
         let all_switched = self.slot.wait_switched(generation, Instant::now() + SWITCH_WAIT);
         // The old engine is gone once the last worker switched: its memory goes back.
         self.slot.release_retired();
-        release_free_memory();
+        crate::heap::release_free_memory();
         let elapsed = started.elapsed();
         eprintln!(
             "picket: rules reloaded: {} loaded, {} skipped, in {:.2} s{}",
@@ -350,62 +350,9 @@ fn now_eve() -> String {
     crate::output::eve::format_timestamp(crate::packet::Timestamp::from_parts(now.as_secs(), now.subsec_nanos()))
 }
 
-/// Hands the heap the process freed back to the system (start-up and reload builds free
-/// far more than they keep). Both allocators keep freed memory otherwise: jemalloc, which
-/// the `picket` binary allocates with (src/main.rs), until its decay timer runs out, and
-/// glibc's malloc, which libhs (Hyperscan databases and scratch) and libpcre2 use.
-pub fn release_free_memory() {
-    // A failed purge only leaves memory with jemalloc until its decay timer returns it.
-    let _ = sys::purge_jemalloc();
-    sys::trim_glibc();
-}
-
-/// Returning freed heap to the system (jemalloc's `arena.<all>.purge`, glibc's `malloc_trim`).
-#[allow(unsafe_code)]
-mod sys {
-    /// jemalloc's `MALLCTL_ARENAS_ALL`: the arena index that names every arena.
-    const PURGE_ALL_ARENAS: &[u8] = b"arena.4096.purge\0";
-
-    /// Returns mallctl's result: 0, or an errno (`ENOENT` for a name jemalloc does not know).
-    pub fn purge_jemalloc() -> i32 {
-        // SAFETY: the name is a NUL-terminated mallctl name; a purge reads no old value and
-        // takes no new one (null pointers, length 0, as jemalloc's manual says for this
-        // name). It runs under jemalloc's own locks and may be called from any thread.
-        unsafe {
-            tikv_jemalloc_sys::mallctl(
-                PURGE_ALL_ARENAS.as_ptr().cast(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )
-        }
-    }
-
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    pub fn trim_glibc() {
-        // SAFETY: malloc_trim only walks glibc's own arenas under their locks; it takes no
-        // pointer and is safe to call from any thread at any time.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-    }
-
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    pub fn trim_glibc() {}
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The purge names an existing mallctl (a wrong name would fail with ENOENT and leave the
-    /// build's garbage with jemalloc until it decays).
-    #[test]
-    fn jemalloc_knows_the_purge_of_all_arenas() {
-        assert_eq!(sys::purge_jemalloc(), 0);
-        release_free_memory();
-    }
 
     fn engine(rules: &str) -> Arc<DetectEngine> {
         let load = crate::detect::rule::load_rules_str("t.rules", rules, &Default::default());
