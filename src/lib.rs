@@ -22,6 +22,7 @@ pub mod ddos;
 pub mod dispatch;
 pub mod heap;
 pub mod matchers;
+pub mod ordered;
 pub mod output;
 pub mod pipeline;
 pub mod rules;

@@ -7,8 +7,12 @@
 use crate::config::{Config, EngineSettings, EngineSettingsExt};
 use crate::detect::engine::{BuildReport, DetectConfig, DetectEngine, EngineBuilder, PortGroupLimits, TableConfig};
 use crate::detect::mpm::{MpmAlgo, UnknownMpmAlgo};
-use crate::detect::rule::{ClassificationTable, RuleSetLoad, RuleSink, RuleVars, ThresholdConfig};
+use crate::detect::rule::{
+    parse_line, rule_lines_from, split_rule_file, ClassificationTable, ParsedLine, RulePiece, RuleSetLoad, RuleSink,
+    RuleVars, ThresholdConfig,
+};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where the rules come from.
@@ -208,6 +212,9 @@ fn load_inner(
         host: table_config(config, "host", TableConfig::HOST)?,
         ippair: table_config(config, "ippair", TableConfig::IPPAIR)?,
         port_groups: port_group_limits(config)?,
+        // A reload keeps the texts if the running rules have them: eve's options are those
+        // of the start.
+        keep_rule_text: settings.keep_rule_text || running.is_some_and(DetectEngine::keeps_rule_text),
     };
     // Each rule compiles as soon as it is parsed: the parsed form of the rule set (over
     // 100 MB with ET Open) is never held whole, neither at start-up nor during the run.
@@ -215,8 +222,13 @@ fn load_inner(
         Some(running) => EngineBuilder::replacing(&cfg, running),
         None => EngineBuilder::new(&cfg),
     };
+    // Parsing runs on the threads the patterns compile on (all cores at start-up, one for a
+    // reload beside the workers).
+    let parse_threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for f in &files {
-        read_rules_file_into(&mut load, f, &vars, &mut |slot, rule| builder.add(slot, rule));
+        let Some(file) = RulesFile::read(&mut load, f) else { continue };
+        builder.reserve(file.rules());
+        file.parse_into(&mut load, &vars, parse_threads, &mut |slot, rule| builder.add(slot, rule));
     }
     // Parsing freed far more than it kept (rule text, parse trees); handed back before the
     // pattern sets are compiled, which is the build's high-water mark (two Hyperscan
@@ -334,12 +346,56 @@ fn mpm_cache_dir(config: &Config, algo: MpmAlgo, warnings: &mut Vec<String>) -> 
     }
 }
 
-/// [`read_rules_file`] handing each parsed rule to `sink` (`RuleSetLoad::load_str_into`).
-pub fn read_rules_file_into(load: &mut RuleSetLoad, path: &Path, vars: &RuleVars, sink: &mut RuleSink<'_>) {
-    let name = path.display().to_string();
-    match std::fs::read(path) {
-        Ok(bytes) => load.load_bytes_into(&name, &bytes, vars, sink),
-        Err(e) => load.unreadable(&name, e),
+/// Bytes of a rules file per piece of work handed to a parsing thread (about 80 ET Open
+/// rules).
+const PARSE_PIECE_BYTES: usize = 64 * 1024;
+
+/// A rules file, read and cut into pieces between rules for parsing on several threads.
+pub struct RulesFile {
+    name: Arc<str>,
+    bytes: Vec<u8>,
+    pieces: Vec<RulePiece>,
+}
+
+impl RulesFile {
+    /// Reads `path`; an unreadable file is recorded in `load` (one error at line 0) and gives
+    /// `None`.
+    pub fn read(load: &mut RuleSetLoad, path: &Path) -> Option<RulesFile> {
+        let name = path.display().to_string();
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let pieces = split_rule_file(&bytes, PARSE_PIECE_BYTES);
+                Some(RulesFile { name: Arc::from(name), bytes, pieces })
+            }
+            Err(e) => {
+                load.unreadable(&name, e);
+                None
+            }
+        }
+    }
+
+    /// Rules in the file (lines other than blank lines and comments, with their continuation
+    /// lines), loaded or not.
+    pub fn rules(&self) -> usize {
+        self.pieces.iter().map(|p| p.rules).sum()
+    }
+
+    /// Parses the file into `load`, handing each rule to `sink` as
+    /// `RuleSetLoad::load_str_into` does. The pieces are lexed and parsed on `threads` threads
+    /// (parsing is about half of a start-up's work) and recorded in file order on the calling
+    /// thread, which hands the rules to `sink` meanwhile: the parsed form is held a few pieces
+    /// at a time, not whole.
+    pub fn parse_into(self, load: &mut RuleSetLoad, vars: &RuleVars, threads: usize, sink: &mut RuleSink<'_>) {
+        let RulesFile { name, bytes, pieces } = self;
+        let parse_piece = |piece: RulePiece| -> Vec<ParsedLine> {
+            let lines = rule_lines_from(&bytes[piece.bytes], piece.first_line);
+            lines.into_iter().map(|line| parse_line(line, vars)).collect()
+        };
+        crate::ordered::map_in_order(pieces, threads, 1, parse_piece, |parsed| {
+            for line in parsed {
+                load.record(&name, line, Some(&mut *sink));
+            }
+        });
     }
 }
 
@@ -473,6 +529,60 @@ mod tests {
             let error = loaded.load.errors[0].to_string();
             assert!(error.ends_with("r.rules:2: sid 2: transforms need a sticky buffer"), "{error}");
             assert!(loaded.summary().contains("1 skipped (unsupported keyword), 1 failed"));
+        }
+    }
+
+    /// Parsing on several threads loads exactly what one thread loads: the same rules in the
+    /// same order (a later revision replacing the earlier one in its place), the same failed
+    /// and skipped rules and duplicates, with their lines.
+    #[test]
+    fn parsing_on_threads_loads_what_one_thread_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("many.rules");
+        let mut text = String::new();
+        for i in 0..1200u32 {
+            let sid = 1000 + i;
+            let rule = match i % 12 {
+                3 => format!(
+                    "alert udp any any -> any any (msg:\"again {i}\"; content:\"y{i}\"; sid:{}; rev:2;)",
+                    sid - 1
+                ),
+                4 => format!("alert udp any any -> any any (content:\"z{i}\"; sid:{}; rev:1;)", sid - 2),
+                5 => format!("alert tcp any any -> any any (asn1:oversize_length 10; sid:{sid};)"),
+                7 => format!("alert udp any any -> any any (content:\"x{i}\"; no_such_keyword; sid:{sid};)"),
+                8 => format!("alert tcp any any -> any any (to_lowercase; content:\"a\"; sid:{sid};)"),
+                9 => format!("# alert udp any any -> any any (content:\"x{i}\"; sid:{sid};)"),
+                10 => format!("alert udp any any -> any any (msg:\"two lines\"; \\\n content:\"x{i}\"; sid:{sid};)"),
+                _ => format!("alert udp any any -> any any (msg:\"r{i}\"; content:\"x{i}\"; sid:{sid}; rev:1;)"),
+            };
+            text.push_str(&rule);
+            text.push('\n');
+        }
+        std::fs::write(&path, text).unwrap();
+        let (config, _) = Config::load(None, &[]).unwrap();
+        let (mut settings, _) = EngineSettings::from_config(&config).unwrap();
+        settings.keep_rule_text = true;
+        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        let outcome = |threads: usize| {
+            let loaded = load_with_threads(&config, &settings, &sources, threads, None).unwrap();
+            let rules: Vec<(u32, u32, String)> =
+                loaded.engine.as_ref().unwrap().analysis().rules.into_iter().map(|r| (r.sid, r.rev, r.text)).collect();
+            let errors: Vec<String> = loaded.load.errors.iter().map(|e| e.to_string()).collect();
+            let summary = loaded.summary().split(" from ").next().unwrap().to_string();
+            (rules, errors, loaded.load.unsupported_rules, loaded.load.duplicates, summary)
+        };
+        let one = outcome(1);
+        let (rules, errors, unsupported, duplicates, _) = &one;
+        assert_eq!(rules.len(), 1200 - 100 * 6, "{}", one.4);
+        assert!(rules.iter().any(|(sid, rev, text)| *sid == 1002 && *rev == 2 && text.contains("again 3")));
+        assert_eq!(errors.len(), 200, "unknown keyword and engine rejections");
+        assert!(
+            errors.iter().any(|e| e.ends_with("many.rules:8: unknown rule keyword 'no_such_keyword'")),
+            "{errors:?}"
+        );
+        assert_eq!((unsupported.len(), duplicates.len()), (100, 200));
+        for threads in [2, 3] {
+            assert!(outcome(threads) == one, "{threads} threads load what one thread loads");
         }
     }
 

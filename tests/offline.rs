@@ -489,3 +489,45 @@ fn tunnel_flow_records_do_not_depend_on_run_mode() {
         assert_eq!(single, flows(&["--workers", workers, "--dispatch", "flow"]), "{workers} workers");
     }
 }
+
+/// eve's `rule` field (eve-log `alert: metadata: rule: raw: yes`, as in Suricata) carries
+/// each rule as written, beside its metadata. Without `raw` there is no `rule` field (the
+/// engine then drops the rule texts once compiled) and each alert still has its own rule's
+/// metadata.
+#[test]
+fn eve_rule_field_follows_metadata_rule_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("mark.pcap");
+    write_pcap(&pcap, &[udp_frame(53, b"mark")]);
+    let texts = [
+        "alert udp any any -> any any (msg:\"one\"; content:\"mark\"; metadata:k a; sid:1;)",
+        "alert udp any any -> any any (msg:\"two\"; content:\"mark\"; metadata:k b; sid:2;)",
+    ];
+    let rules = dir.path().join("r.rules");
+    std::fs::write(&rules, texts.join("\n") + "\n").unwrap();
+    let yaml = dir.path().join("raw.yaml");
+    std::fs::write(
+        &yaml,
+        "outputs:\n  - eve-log:\n      enabled: yes\n      filetype: regular\n      filename: eve.json\n      \
+         types:\n        - alert:\n            metadata:\n              rule:\n                raw: yes\n",
+    )
+    .unwrap();
+    let alerts = |extra: &[&str]| -> Vec<Value> {
+        let events = run_rules_eve(&pcap, &rules, extra);
+        let mut alerts: Vec<Value> = events.into_iter().filter(|e| e["event_type"] == "alert").collect();
+        alerts.sort_by_key(|e| e["alert"]["signature_id"].as_u64());
+        assert_eq!(alerts.len(), 2, "{alerts:?}");
+        alerts
+    };
+    for (with_raw, extra) in [(true, &["-c", yaml.to_str().unwrap()][..]), (false, &[][..])] {
+        for (alert, (text, value)) in alerts(extra).iter().zip(texts.iter().zip(["a", "b"])) {
+            let alert = &alert["alert"];
+            assert_eq!(alert["metadata"]["k"][0], value, "{alert}");
+            if with_raw {
+                assert_eq!(alert["rule"], *text, "{alert}");
+            } else {
+                assert!(alert.get("rule").is_none(), "{alert}");
+            }
+        }
+    }
+}

@@ -208,7 +208,9 @@ fn scalar_text(v: &Value) -> String {
 /// `--engine-analysis`: loads the rules as a run would, writes `rules_fast_pattern.txt` and
 /// `rules_analysis.txt` into the log directory and prints a summary.
 fn engine_analysis(args: &RunArgs) -> Result<(), CliError> {
-    let resolved = resolve(args)?;
+    let mut resolved = resolve(args)?;
+    // The analysis prints each rule's text.
+    resolved.engine.keep_rule_text = true;
     let sources = RuleSources { exclusive: args.rules_exclusive.clone(), extra: args.rules_extra.clone() };
     let loaded = load_rules(&resolved.config, &resolved.engine, &sources, false, false)?;
     let log_dir = args

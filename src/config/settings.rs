@@ -118,6 +118,9 @@ impl EngineSettingsExt for EngineSettings {
         s.spm_algo = algorithm(cfg, "spm-algo", SPM_ALGOS)?;
         s.default_rule_path = cfg.get_str("default-rule-path").map(PathBuf::from);
         s.rule_files = rule_files(cfg)?;
+        // Rule texts are kept only for eve's `rule` field (`--engine-analysis` asks for them
+        // itself): ET Open's are about 17 MB of every process's memory.
+        s.keep_rule_text = super::eve::alert_log_options(cfg).rule_raw;
         s.classification_file = cfg.get_str("classification-file").map(PathBuf::from);
         s.reference_config_file = cfg.get_str("reference-config-file").map(PathBuf::from);
         s.threshold_file = cfg.get_str("threshold-file").map(PathBuf::from);

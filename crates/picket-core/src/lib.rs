@@ -34,3 +34,5 @@ pub mod record;
 pub mod reject;
 pub mod settings;
 pub mod stream;
+#[cfg(test)]
+mod test_rng;

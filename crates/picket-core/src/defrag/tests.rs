@@ -422,12 +422,9 @@ proptest! {
             pieces.push(piece);
         }
         // Deterministic shuffle from the seed.
-        let mut state = order_seed | 1;
+        let mut next = crate::test_rng::xorshift(order_seed | 1);
         for i in (1..pieces.len()).rev() {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            pieces.swap(i, (state % (i as u64 + 1)) as usize);
+            pieces.swap(i, (next() % (i as u64 + 1)) as usize);
         }
         let mut d = defrag(policy);
         let mut out = Vec::new();

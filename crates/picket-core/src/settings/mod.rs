@@ -237,6 +237,9 @@ pub struct EngineSettings {
     pub action_order: crate::detect::engine::ActionOrder,
     /// `pcre.match-limit`, `pcre.match-limit-recursion`, `detect.inspection-recursion-limit`.
     pub inspection_limits: crate::detect::engine::InspectionLimits,
+    /// Whether the engine keeps each rule's text: eve-log's `alert: metadata: rule: raw: yes`
+    /// logs it (and `--engine-analysis` prints it); otherwise it is dropped once compiled.
+    pub keep_rule_text: bool,
     pub runmode: Option<String>,
     pub default_log_dir: Option<PathBuf>,
     /// `app-layer.protocols.dns.{tcp,udp}.detection-ports.dp` (or the key without the
@@ -282,6 +285,7 @@ impl Default for EngineSettings {
             max_pending_packets: 1024,
             packet_alert_max: 15,
             inspection_limits: Default::default(),
+            keep_rule_text: false,
             action_order: Default::default(),
             runmode: None,
             default_log_dir: None,

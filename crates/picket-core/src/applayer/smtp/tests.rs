@@ -220,19 +220,13 @@ fn hostile_input_does_not_panic() {
         b"\r\n",
         b"Content-Type: message/rfc822\r\n\r\n",
     ];
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
     for _ in 0..300 {
         let files = FileConfig { enabled: true, md5: true, sha1: false, sha256: true };
         let mut st = SmtpState::new(SmtpConfig::default(), files);
         let (mut ev, mut c) = (Vec::new(), SmtpCounters::default());
         for _ in 0..60 {
-            let dir = if next() % 3 == 0 { S } else { C };
+            let dir = if next().is_multiple_of(3) { S } else { C };
             let data: Vec<u8> = match next() % 4 {
                 0 => (0..next() % 5000).map(|_| next() as u8).collect(),
                 1 => vec![b'A'; (next() % 70_000) as usize],
@@ -244,7 +238,7 @@ fn hostile_input_does_not_panic() {
                 st.parse(dir, &rest[..n], &mut c, &mut ev);
                 rest = &rest[n..];
             }
-            if next() % 20 == 0 {
+            if next().is_multiple_of(20) {
                 st.on_gap(dir, 10);
             }
         }

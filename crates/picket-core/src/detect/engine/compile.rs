@@ -315,13 +315,14 @@ impl CompiledRule {
 }
 
 /// A rule's `metadata:` pairs and its text, for eve's `alert.metadata` and `alert.rule`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq, Hash)]
 pub struct RuleLog {
     /// (key, value) in rule order; a key may repeat. The strings are shared between the
     /// rules of an engine ([`Names::shared_str`]): ET Open has ~10 pairs a rule but few
     /// distinct keys and values, and one copy each was ~13 MB.
     pub metadata: Box<[(Arc<str>, Arc<str>)]>,
-    /// The rule as written.
+    /// The rule as written; empty unless the engine keeps rule texts
+    /// ([`super::DetectConfig::keep_rule_text`]).
     pub text: String,
 }
 
@@ -657,8 +658,8 @@ fn app_fast_pattern(
     })
 }
 
-/// What eve logs about the rule besides its ids.
-fn rule_log(rule: &Rule, names: &mut Names) -> RuleLog {
+/// What eve logs about the rule besides its ids; `text` is the rule's.
+fn rule_log(rule: &Rule, text: String, names: &mut Names) -> RuleLog {
     RuleLog {
         metadata: rule
             .options
@@ -670,13 +671,15 @@ fn rule_log(rule: &Rule, names: &mut Names) -> RuleLog {
             .flatten()
             .map(|(k, v)| (names.shared_str(k), names.shared_str(v)))
             .collect(),
-        text: rule.text.clone(),
+        text,
     }
 }
 
-/// Compiles one rule. `Err` rejects the rule (reported, not loaded).
+/// Compiles one rule. `Err` rejects the rule (reported, not loaded). `text` is the rule's
+/// text, taken out of it by the caller (the compiled rule keeps it for eve: moved, not copied).
 pub(crate) fn compile_rule(
     rule: &Rule,
+    text: String,
     classes: &ClassificationTable,
     limits: &super::InspectionLimits,
     names: &mut Names,
@@ -736,7 +739,7 @@ pub(crate) fn compile_rule(
         && !matches!(header.protocol, Protocol::App(_));
     let action_scope = action_scope(&build, payload.is_some(), !app_buffers.is_empty());
     let bits_use = build.bits_use();
-    let rule_log = Arc::new(rule_log(rule, build.names));
+    let rule_log = Arc::new(rule_log(rule, text, build.names));
     let category = build.names.shared_str(class.map(|c| c.description.as_str()).unwrap_or(""));
     Ok(CompiledRule {
         gid: rule.gid,

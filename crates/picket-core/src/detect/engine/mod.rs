@@ -77,6 +77,9 @@ pub struct DetectConfig {
     pub limits: InspectionLimits,
     /// `detect.profile` / `detect.custom-values`: port groups of the TCP and UDP prefilter.
     pub port_groups: PortGroupLimits,
+    /// Whether compiled rules keep their text (eve's `rule` field, `--engine-analysis`).
+    /// Without it the text is dropped once the rule is compiled: ET Open's is about 17 MB.
+    pub keep_rule_text: bool,
 }
 
 /// Bounds on the work one payload inspection may do, so that no rule and packet pair can
@@ -120,6 +123,7 @@ impl Default for DetectConfig {
             host: TableConfig::HOST,
             ippair: TableConfig::IPPAIR,
             port_groups: PortGroupLimits::default(),
+            keep_rule_text: true,
         }
     }
 }
@@ -743,10 +747,11 @@ pub struct EngineBuilder<'c> {
     compiled: Vec<Option<CompiledRule>>,
     report: BuildReport,
     started: std::time::Instant,
-    /// What eve logs of each rule of the running engine, by rule text: a reload shares it
-    /// for rules that did not change instead of holding a second copy (rule text and
-    /// metadata are a large part of an engine).
-    previous: std::collections::HashMap<&'c str, &'c Arc<RuleLog>>,
+    /// What eve logs of each rule of the running engine: a reload shares it for rules that
+    /// did not change instead of holding a second copy (rule text and metadata are a large
+    /// part of an engine). Keyed by the whole value, metadata and text: without rule texts
+    /// ([`DetectConfig::keep_rule_text`]) two rules are told apart by their metadata.
+    previous: std::collections::HashMap<&'c RuleLog, &'c Arc<RuleLog>>,
 }
 
 impl<'c> EngineBuilder<'c> {
@@ -765,13 +770,20 @@ impl<'c> EngineBuilder<'c> {
     /// share their logged text and metadata with it.
     pub fn replacing(cfg: &'c DetectConfig, running: &'c DetectEngine) -> Self {
         let mut builder = Self::new(cfg);
-        builder.previous = running.rules.iter().map(|r| (r.rule_log.text.as_str(), &r.rule_log)).collect();
+        builder.previous = running.rules.iter().map(|r| (&*r.rule_log, &r.rule_log)).collect();
         builder
+    }
+
+    /// Room for `rules` more rules (the lines of the next rules file): the slots otherwise
+    /// grow by doubling, each time copying every compiled rule so far, and may end with
+    /// twice the room the rules need.
+    pub fn reserve(&mut self, rules: usize) {
+        self.compiled.reserve_exact(rules);
     }
 
     /// Compiles `rule` into load slot `slot` (a slot given again is a duplicate sid whose
     /// later revision replaces the rule there: `RuleSetLoad::load_str_into`).
-    pub fn add(&mut self, slot: usize, rule: Rule) {
+    pub fn add(&mut self, slot: usize, mut rule: Rule) {
         if slot >= self.compiled.len() {
             self.compiled.resize_with(slot + 1, || None);
         } else {
@@ -779,10 +791,11 @@ impl<'c> EngineBuilder<'c> {
             let sid = rule.sid;
             self.report.rules_rejected.retain(|(s, _)| *s != sid);
         }
+        let text = if self.cfg.keep_rule_text { std::mem::take(&mut rule.text) } else { String::new() };
         self.compiled[slot] =
-            match compile::compile_rule(&rule, &self.cfg.classification, &self.cfg.limits, &mut self.names) {
+            match compile::compile_rule(&rule, text, &self.cfg.classification, &self.cfg.limits, &mut self.names) {
                 Ok(mut c) => {
-                    if let Some(&shared) = self.previous.get(c.rule_log.text.as_str()) {
+                    if let Some(&shared) = self.previous.get(&*c.rule_log) {
                         c.rule_log = Arc::clone(shared);
                     }
                     Some(c)
@@ -1117,9 +1130,12 @@ impl DetectEngine {
         started: std::time::Instant,
     ) -> Result<(DetectEngine, BuildReport), String> {
         apply_threshold_config(&mut compiled, &cfg.thresholds, &mut report);
-        compiled.sort_by_key(|(load, r)| (cfg.action_order.rank(r.action), r.bits_use, r.priority, *load));
+        // By cached keys: a compiled rule is large, and a comparison sort moved each rule about
+        // log n times (ET Open: 74 M instructions, 3.5% of a warm start); this moves each once.
+        compiled.sort_by_cached_key(|(load, r)| (cfg.action_order.rank(r.action), r.bits_use, r.priority, *load));
         let mut rules: Vec<CompiledRule> = compiled.into_iter().map(|(_, r)| r).collect();
-        // The vector reuses the builder's, grown slot by slot (up to twice the rules).
+        // Room was made for every rule line of the files (`EngineBuilder::reserve`), also for
+        // the rules that failed, were skipped or were replaced by a later revision.
         rules.shrink_to_fit();
         let has_transactional = rules.iter().any(|r| r.transactional);
         report.rules_loaded = rules.len();
@@ -1190,6 +1206,11 @@ impl DetectEngine {
 
     pub fn rule_count(&self) -> usize {
         self.rules.len()
+    }
+
+    /// Whether the rules kept their text ([`DetectConfig::keep_rule_text`]).
+    pub fn keeps_rule_text(&self) -> bool {
+        self.rules.iter().any(|r| !r.rule_log.text.is_empty())
     }
 
     /// JIT-compiles every rule's pcre that is not compiled yet and returns how many were.

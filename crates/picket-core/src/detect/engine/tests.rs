@@ -676,7 +676,12 @@ alert tcp any any -> any any (msg:"z"; content:!"neg"; sid:3;)"#,
     let fp: Vec<_> = load
         .rules
         .iter()
-        .map(|r| compile::compile_rule(r, &classes, &Default::default(), &mut names).unwrap().fast_pattern.map(|f| f.0))
+        .map(|r| {
+            compile::compile_rule(r, r.text.clone(), &classes, &Default::default(), &mut names)
+                .unwrap()
+                .fast_pattern
+                .map(|f| f.0)
+        })
         .collect();
     assert_eq!(fp, vec![Some(b"abcdefgh".to_vec()), Some(b"zz".to_vec()), None]);
 }
@@ -1176,4 +1181,37 @@ alert tcp any any -> any any (msg:"long nocase"; content:"ZZABCD"; nocase; sid:3
     assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"--xxabcdyy--")), vec![1, 2]);
     assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"--zzABCD--")), vec![3]);
     assert_eq!(sids(&e, &tcp(CLIENT, 1, SERVER, 2, b"--zzabcd--")), vec![1, 3]);
+}
+
+/// A rebuild (rule reload) shares an unchanged rule's logged metadata and text with the
+/// running engine, and only an equal one: without rule texts
+/// ([`DetectConfig::keep_rule_text`] off) rules are told apart by their metadata, not all
+/// matched by the same empty text.
+#[test]
+fn a_rebuild_shares_only_equal_rule_logs() {
+    let text = "alert udp any any -> any any (content:\"a\"; metadata:k a; sid:1;)\n\
+                alert udp any any -> any any (content:\"b\"; metadata:k b; sid:2;)\n\
+                alert udp any any -> any any (content:\"c\"; metadata:k a; sid:3;)\n";
+    for keep_rule_text in [true, false] {
+        let cfg = DetectConfig { keep_rule_text, ..Default::default() };
+        let load = |text: &str| load_rules_str("t.rules", text, &RuleVars::default()).rules;
+        let running = DetectEngine::build(load(text), &cfg).expect("build").0;
+        let mut builder = EngineBuilder::replacing(&cfg, &running);
+        // sid 2 changes its content, not its metadata.
+        for (slot, rule) in load(&text.replace("\"b\"", "\"B\"")).into_iter().enumerate() {
+            builder.add(slot, rule);
+        }
+        let rebuilt = builder.finish().expect("rebuild").0;
+        assert_eq!(rebuilt.keeps_rule_text(), keep_rule_text);
+        for (old, new) in running.rules.iter().zip(&rebuilt.rules) {
+            assert_eq!(old.sid, new.sid);
+            let value = if new.sid == 2 { "b" } else { "a" };
+            assert_eq!(&*new.rule_log.metadata[0].1, value, "sid {} keep_rule_text {keep_rule_text}", new.sid);
+            assert_eq!(new.rule_log.text.is_empty(), !keep_rule_text);
+            // Rules with equal logs may share any one of them.
+            let shared = running.rules.iter().any(|r| Arc::ptr_eq(&r.rule_log, &new.rule_log));
+            assert_eq!(shared, new.sid != 2 || !keep_rule_text, "sid {} keep_rule_text {keep_rule_text}", new.sid);
+            assert_eq!(old.rule_log.metadata, new.rule_log.metadata, "sid {}", new.sid);
+        }
+    }
 }

@@ -7,7 +7,11 @@
 //! entry's example, so a line here without a parser arm fails the tests. `picket --list-keywords` prints this table (plus the buffers):
 //! it cannot drift from what the parser does.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use super::buffers::{content_modifier_buffer, sticky_buffer, BufferDef, BUFFERS};
+use crate::flow::hash::FxBuildHasher;
 
 /// What a keyword is about, for grouping in `--list-keywords`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,7 +73,7 @@ macro_rules! kw {
 }
 
 /// Every keyword the parser accepts other than the inspection buffers, sorted by name (a test
-/// checks the order: [`keyword_doc`] searches it by bisection).
+/// checks the order, which `--list-keywords` keeps; [`keyword_doc`] finds an entry by hash).
 pub static KEYWORDS: &[KeywordDoc] = &[
     kw!(
         "absent",
@@ -303,9 +307,13 @@ pub static KEYWORDS: &[KeywordDoc] = &[
     kw!("zlib_deflate", Transform, "inflate a zlib stream in the buffer", "file.data; zlib_deflate;"),
 ];
 
+/// [`KEYWORDS`] by name, built once: every option of every rule is looked up here.
+static KEYWORD_BY_NAME: LazyLock<HashMap<&'static str, &'static KeywordDoc, FxBuildHasher>> =
+    LazyLock::new(|| KEYWORDS.iter().map(|k| (k.name, k)).collect());
+
 /// The entry of a non-buffer keyword.
 pub fn keyword_doc(name: &str) -> Option<&'static KeywordDoc> {
-    KEYWORDS.binary_search_by(|k| k.name.cmp(name)).ok().map(|i| &KEYWORDS[i])
+    KEYWORD_BY_NAME.get(name).copied()
 }
 
 /// Whether the parser accepts `name`: a keyword of [`KEYWORDS`], a sticky buffer or a legacy

@@ -177,6 +177,12 @@ pub struct RuleLine {
 /// nothing is decoded lossily (a replaced byte would make a rule that never matches what its
 /// author wrote). A comment line is skipped whatever its bytes.
 pub fn rule_lines_bytes(bytes: &[u8]) -> Vec<RuleLine> {
+    rule_lines_from(bytes, 1)
+}
+
+/// [`rule_lines_bytes`] of a piece of a file ([`split_rule_file`]) whose first line is line
+/// `first_line` of the file.
+pub fn rule_lines_from(bytes: &[u8], first_line: usize) -> Vec<RuleLine> {
     let mut out = Vec::new();
     let mut pending: Option<RuleLine> = None;
     let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
@@ -185,7 +191,7 @@ pub fn rule_lines_bytes(bytes: &[u8]) -> Vec<RuleLine> {
         if raw_line.is_empty() && lines.peek().is_none() {
             break;
         }
-        let line_no = idx + 1;
+        let line_no = idx + first_line;
         let line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
         if pending.is_none() {
             let trimmed = line.trim_ascii_start();
@@ -217,6 +223,58 @@ pub fn rule_lines_bytes(bytes: &[u8]) -> Vec<RuleLine> {
     // A file ending in a continuation still yields its (probably broken) rule for an error.
     out.extend(pending);
     out
+}
+
+/// A piece of a rules file that lexes on its own: it starts and ends between rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RulePiece {
+    /// The file's line number of the piece's first line.
+    pub first_line: usize,
+    /// Where the piece is in the file's bytes.
+    pub bytes: std::ops::Range<usize>,
+    /// Rules (lines that are not blank or comments, with their continuation lines) in it.
+    pub rules: usize,
+}
+
+/// Cuts a rules file into pieces of about `piece_bytes` that [`rule_lines_from`] lexes on
+/// their own into what [`rule_lines_bytes`] makes of the whole file: a cut falls only after a
+/// newline that ends a rule (or a blank or comment line), never inside a rule continued with
+/// a backslash. Reads each line's first and last bytes only, so that the lexing and
+/// decoding itself can be done piece by piece on several threads.
+pub fn split_rule_file(bytes: &[u8], piece_bytes: usize) -> Vec<RulePiece> {
+    let mut pieces = Vec::new();
+    let mut piece = RulePiece { first_line: 1, bytes: 0..0, rules: 0 };
+    let mut continued = false;
+    let mut start = 0;
+    let mut line_no = 1;
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let raw_line = &bytes[start..end];
+        let line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
+        // The same decisions as `rule_lines_from`, without decoding.
+        let skipped = !continued && {
+            let trimmed = line.trim_ascii_start();
+            trimmed.is_empty() || trimmed.starts_with(b"#")
+        };
+        if !skipped {
+            if !continued {
+                piece.rules += 1;
+            }
+            continued = line.trim_ascii_end().ends_with(b"\\");
+        }
+        start = (end + 1).min(bytes.len());
+        line_no += 1;
+        if !continued && start - piece.bytes.start >= piece_bytes.max(1) {
+            piece.bytes.end = start;
+            let next = RulePiece { first_line: line_no, bytes: start..start, rules: 0 };
+            pieces.push(std::mem::replace(&mut piece, next));
+        }
+    }
+    if start > piece.bytes.start {
+        piece.bytes.end = start;
+        pieces.push(piece);
+    }
+    pieces
 }
 
 /// [`rule_lines_bytes`] for text already decoded (config files): (first line, text) pairs.

@@ -32,11 +32,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use crate::flow::hash::FxBuildHasher;
+
 pub use buffers::{AppNumber, Base64Mode, Buffer, BufferDef, FromBase64, Subslice, Transform, XorKey, XorSpec};
 pub use config::{Classification, ClassificationTable, ThresholdConfig, ThresholdEntry};
 pub use error::{LocatedError, OptionError, RuleError, Side};
 pub use header::{Action, Direction, Protocol, RuleHeader};
-pub use lexer::{rule_lines, rule_lines_bytes, RuleLine};
+pub use lexer::{rule_lines, rule_lines_bytes, rule_lines_from, split_rule_file, RuleLine, RulePiece};
 pub use options::{Content, NumOrVar, RuleOption, UintCmp};
 pub use values::NumberIndex;
 pub use vars::{AddressSet, PortSet, RuleVars};
@@ -132,8 +134,9 @@ pub struct RuleSetLoad {
     pub unsupported: BTreeMap<String, usize>,
     pub unsupported_rules: Vec<UnsupportedRule>,
     pub duplicates: Vec<DuplicateSid>,
-    /// (gid, sid) -> index in `rules` (or in `streamed`).
-    by_sid: HashMap<(u32, u32), usize>,
+    /// (gid, sid) -> index in `rules` (or in `streamed`). (Fx: one lookup per rule on the
+    /// loading thread, which the parsing threads wait for.)
+    by_sid: HashMap<(u32, u32), usize, FxBuildHasher>,
     /// Rules handed to a sink instead of kept ([`RuleSetLoad::load_str_into`]): what the
     /// duplicate check needs of them (file, line, rev).
     streamed: Vec<(Option<Arc<str>>, usize, u32)>,
@@ -188,36 +191,31 @@ impl RuleSetLoad {
 
     fn load_inner(&mut self, name: &str, bytes: &[u8], vars: &RuleVars, mut sink: Option<&mut RuleSink<'_>>) {
         let file: Arc<str> = Arc::from(name);
-        for RuleLine { line, text } in rule_lines_bytes(bytes) {
-            let rule_text = match text {
-                Ok(text) => text,
-                Err(error) => {
-                    self.errors.push(LocatedError { file: name.to_string(), line, error });
-                    continue;
-                }
-            };
-            match parse_rule(&rule_text, vars) {
-                Ok(mut rule) => {
-                    rule.file = Some(file.clone());
-                    rule.line = line;
-                    match sink.as_deref_mut() {
-                        Some(sink) => self.stream_rule(rule, sink),
-                        None => self.add_rule(rule),
-                    }
-                }
-                Err(RuleError::UnsupportedKeyword { name: keyword }) => {
-                    *self.unsupported.entry(keyword.clone()).or_insert(0) += 1;
-                    self.unsupported_rules.push(UnsupportedRule {
-                        file: name.to_string(),
-                        line,
-                        sid: quick_sid(&rule_text),
-                        keyword,
-                    });
-                }
-                Err(error) => {
-                    self.errors.push(LocatedError { file: name.to_string(), line, error });
+        for line in rule_lines_bytes(bytes) {
+            self.record(&file, parse_line(line, vars), sink.as_deref_mut());
+        }
+    }
+
+    /// Records one parsed line of `file`: the rule is kept (or handed to `sink`), or its error
+    /// or unsupported keyword is noted. Lines must be recorded in file order (duplicate sids:
+    /// the first of two with the same rev stays); they may be parsed in any order, on any
+    /// thread ([`parse_line`]).
+    pub fn record(&mut self, file: &Arc<str>, parsed: ParsedLine, sink: Option<&mut RuleSink<'_>>) {
+        let ParsedLine { line, outcome } = parsed;
+        match outcome {
+            LineOutcome::Rule(mut rule) => {
+                rule.file = Some(file.clone());
+                rule.line = line;
+                match sink {
+                    Some(sink) => self.stream_rule(*rule, sink),
+                    None => self.add_rule(*rule),
                 }
             }
+            LineOutcome::Unsupported { keyword, sid } => {
+                *self.unsupported.entry(keyword.clone()).or_insert(0) += 1;
+                self.unsupported_rules.push(UnsupportedRule { file: file.to_string(), line, sid, keyword });
+            }
+            LineOutcome::Failed(error) => self.errors.push(LocatedError { file: file.to_string(), line, error }),
         }
     }
 
@@ -305,6 +303,39 @@ pub fn load_rules_str(name: &str, text: &str, vars: &RuleVars) -> RuleSetLoad {
     let mut load = RuleSetLoad::new();
     load.load_str(name, text, vars);
     load
+}
+
+/// One logical line of a rules file, parsed, for [`RuleSetLoad::record`]. Nothing carries
+/// from one line to the next while parsing, so a file's lines can be parsed on several
+/// threads and recorded in order.
+pub struct ParsedLine {
+    line: usize,
+    outcome: LineOutcome,
+}
+
+enum LineOutcome {
+    /// Boxed: a parsed rule is large, the other outcomes small.
+    Rule(Box<Rule>),
+    Unsupported {
+        keyword: String,
+        sid: Option<u32>,
+    },
+    Failed(RuleError),
+}
+
+/// Parses one logical line of a rules file (from [`rule_lines_bytes`]).
+pub fn parse_line(line: RuleLine, vars: &RuleVars) -> ParsedLine {
+    let outcome = match line.text {
+        Err(error) => LineOutcome::Failed(error),
+        Ok(text) => match parse_rule(&text, vars) {
+            Ok(rule) => LineOutcome::Rule(Box::new(rule)),
+            Err(RuleError::UnsupportedKeyword { name }) => {
+                LineOutcome::Unsupported { keyword: name, sid: quick_sid(&text) }
+            }
+            Err(error) => LineOutcome::Failed(error),
+        },
+    };
+    ParsedLine { line: line.line, outcome }
 }
 
 /// Best-effort sid for reporting a rule we could not fully parse.

@@ -1088,3 +1088,47 @@ fn number_index_selects_the_values_compared() {
     }
     assert!(invalid("dns.rrtype:1,sometimes;").contains("index"));
 }
+
+/// Lexed piece by piece, a rules file gives what it gives whole (texts, first lines,
+/// encoding errors with their lines), wherever the pieces are cut: continuation lines,
+/// comments ending in a backslash, CRLF, blank lines inside a continued rule, a file ending
+/// in a continuation or without a final newline.
+#[test]
+fn rule_file_pieces_lex_like_the_whole_file() {
+    use super::lexer::{rule_lines_from, split_rule_file};
+    let fragments: [&[u8]; 11] = [
+        b"alert ip any any -> any any (sid:1;)",
+        b"# note",
+        b"\\",
+        b"\n",
+        b"\n",
+        b"\r\n",
+        b"  ",
+        b"\xff",
+        b"x",
+        b"\t#",
+        b" \\ ",
+    ];
+    let mut rng = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng() as usize;
+    for _ in 0..2000 {
+        let mut file = Vec::new();
+        for _ in 0..next() % 40 {
+            file.extend_from_slice(fragments[next() % fragments.len()]);
+        }
+        let whole = rule_lines_bytes(&file);
+        for piece_bytes in [1, 2, 7, 40, 1 << 20] {
+            let pieces = split_rule_file(&file, piece_bytes);
+            let mut covered = 0;
+            for p in &pieces {
+                assert_eq!(p.bytes.start, covered, "pieces follow each other");
+                covered = p.bytes.end;
+            }
+            assert_eq!(covered, file.len(), "the pieces cover the file");
+            let lexed: Vec<RuleLine> =
+                pieces.iter().flat_map(|p| rule_lines_from(&file[p.bytes.clone()], p.first_line)).collect();
+            assert_eq!(lexed, whole, "{:?} cut every {piece_bytes} bytes", String::from_utf8_lossy(&file));
+            assert_eq!(pieces.iter().map(|p| p.rules).sum::<usize>(), whole.len());
+        }
+    }
+}
