@@ -223,8 +223,9 @@ fn load_inner(
         None => EngineBuilder::new(&cfg),
     };
     // Parsing runs on the threads the patterns compile on (all cores at start-up, one for a
-    // reload beside the workers).
-    let parse_threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // reload beside the workers), at most `MAX_PARSE_THREADS`.
+    let parse_threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).min(MAX_PARSE_THREADS);
     for f in &files {
         let Some(file) = RulesFile::read(&mut load, f) else { continue };
         builder.reserve(file.rules());
@@ -349,6 +350,12 @@ fn mpm_cache_dir(config: &Config, algo: MpmAlgo, warnings: &mut Vec<String>) -> 
 /// Bytes of a rules file per piece of work handed to a parsing thread (about 80 ET Open
 /// rules).
 const PARSE_PIECE_BYTES: usize = 64 * 1024;
+
+/// Parsing threads at most. The thread that records and compiles the parsed rules is the
+/// slower side from two parsing threads on (ET Open, 2 cores: it waits for parsed pieces
+/// 30 ms of 300), so more would add nothing but parsed rules waiting in memory (up to four
+/// pieces per thread).
+const MAX_PARSE_THREADS: usize = 3;
 
 /// A rules file, read and cut into pieces between rules for parsing on several threads.
 pub struct RulesFile {
@@ -540,6 +547,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("many.rules");
         let mut text = String::new();
+        // Long messages: the file must make many pieces for the threads to share.
+        let pad = "p".repeat(1000);
         for i in 0..1200u32 {
             let sid = 1000 + i;
             let rule = match i % 12 {
@@ -553,11 +562,12 @@ mod tests {
                 8 => format!("alert tcp any any -> any any (to_lowercase; content:\"a\"; sid:{sid};)"),
                 9 => format!("# alert udp any any -> any any (content:\"x{i}\"; sid:{sid};)"),
                 10 => format!("alert udp any any -> any any (msg:\"two lines\"; \\\n content:\"x{i}\"; sid:{sid};)"),
-                _ => format!("alert udp any any -> any any (msg:\"r{i}\"; content:\"x{i}\"; sid:{sid}; rev:1;)"),
+                _ => format!("alert udp any any -> any any (msg:\"r{i} {pad}\"; content:\"x{i}\"; sid:{sid}; rev:1;)"),
             };
             text.push_str(&rule);
             text.push('\n');
         }
+        assert!(split_rule_file(text.as_bytes(), PARSE_PIECE_BYTES).len() >= 8, "pieces for several threads");
         std::fs::write(&path, text).unwrap();
         let (config, _) = Config::load(None, &[]).unwrap();
         let (mut settings, _) = EngineSettings::from_config(&config).unwrap();
