@@ -19,9 +19,10 @@
 //!    exports b's flows and sends them to B (never waiting).
 //! 4. B, once the parcel is in (checked between blocks), or when it has waited too long,
 //!    its stash is full (`dispatch.stash_overflow`), a flow expiry is due, or it stops,
-//!    imports the flows and inspects the stash, then goes on. While B waits, it makes
-//!    the gives of its own that fall due (`dispatch.early_gives`): A may be waiting for
-//!    them in the middle of a block, and neither would go on otherwise.
+//!    imports the flows and inspects the stash, then goes on. While B waits, it reads the
+//!    controller's messages and makes the gives of its own that fall due
+//!    (`dispatch.early_gives`): A may be waiting for them in the middle of a block, and
+//!    neither would go on otherwise.
 //!
 //! So a flow's state follows it: alerts that depend on earlier packets (stream
 //! reassembly, flowbits, `flow:established`) are those of one worker per flow. Workers
@@ -124,6 +125,9 @@ pub(super) struct LiveHandover {
     acked: Arc<AtomicU64>,
     /// Gives not due yet, in round order.
     gives: std::collections::VecDeque<(Instant, Arc<BucketMoves>)>,
+    /// Expects taken from the inbox while waiting for flows, for the next
+    /// [`take_control`](Self::take_control).
+    expects: Vec<Arc<BucketMoves>>,
     /// When the flows expected must be adopted even if not all are in.
     settle_by: Option<Instant>,
     grace: Duration,
@@ -131,6 +135,45 @@ pub(super) struct LiveHandover {
     /// preempted is charged at most 8 times it.
     mean_ns: u64,
     reported: (u64, u64),
+}
+
+/// The workers' sides of adaptive fanout wired to each other, and what the controller
+/// holds of them.
+struct Wiring {
+    workers: Vec<LiveHandover>,
+    /// The controller's messages to each worker.
+    controls: Vec<Sender<Control>>,
+    /// The last round each worker acknowledged.
+    acked: Vec<Arc<AtomicU64>>,
+    board: Arc<LoadBoard>,
+    failed: Arc<AtomicBool>,
+}
+
+impl Wiring {
+    fn new(n: usize, counters: &Arc<AdaptiveCounters>, grace: Duration) -> Wiring {
+        let board = LoadBoard::new(n);
+        let failed = Arc::new(AtomicBool::new(false));
+        let acked: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let (controls, inboxes): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
+        let workers = handover::wire(n, &board, &failed)
+            .into_iter()
+            .zip(inboxes)
+            .zip(&acked)
+            .map(|((h, control), acked)| LiveHandover {
+                h,
+                control,
+                counters: Arc::clone(counters),
+                acked: Arc::clone(acked),
+                gives: Default::default(),
+                expects: Vec::new(),
+                settle_by: None,
+                grace,
+                mean_ns: 0,
+                reported: (0, 0),
+            })
+            .collect();
+        Wiring { workers, controls, acked, board, failed }
+    }
 }
 
 /// A packet is never capped below this.
@@ -147,14 +190,19 @@ impl LiveHandover {
     /// Between blocks: takes the controller's messages. Expects are returned for the
     /// caller to apply after settling the previous round (see [`expect`](Self::expect)).
     pub fn take_control(&mut self) -> Vec<Arc<BucketMoves>> {
-        let mut expects = Vec::new();
+        self.read_control();
+        std::mem::take(&mut self.expects)
+    }
+
+    /// Moves the controller's messages out of the inbox: gives to the queue of gives,
+    /// expects aside for [`take_control`](Self::take_control).
+    fn read_control(&mut self) {
         for msg in self.control.try_iter() {
             match msg {
-                Control::Expect(moves) => expects.push(moves),
+                Control::Expect(moves) => self.expects.push(moves),
                 Control::Give(moves, at) => self.gives.push_back((at, moves)),
             }
         }
-        expects
     }
 
     /// Starts holding packets of the buckets coming here (the previous round settled).
@@ -189,10 +237,26 @@ impl LiveHandover {
     /// block: frames of the bucket still in its ring meet no state here, but the peer
     /// that may be waiting for this give goes on.
     pub fn give_while_waiting(&mut self, inspector: &mut picket_core::inspect::Inspector) -> bool {
+        // A give the controller sent after this worker began to wait is still in the inbox:
+        // two workers each waiting for the other's give would otherwise never see theirs
+        // (a live run that never ended, seen once in CI: both workers waiting for a parcel).
+        self.read_control();
         let Some(round) = self.due_give(false) else { return false };
         self.h.give(&round, inspector);
         self.counters.early_gives.fetch_add(1, Ordering::Relaxed);
         true
+    }
+
+    /// Waits until every parcel expected here is in (or can never come), polling every
+    /// `poll`. The peer this worker waits for may itself be waiting, in the middle of a
+    /// block, for flows this worker owes it: gives falling due meanwhile go out, or the two
+    /// would wait on each other for good.
+    pub fn wait_for_flows(&mut self, inspector: &mut picket_core::inspect::Inspector, poll: Duration) {
+        while self.h.pending() && !self.h.ready() {
+            if !self.give_while_waiting(inspector) && !self.h.wait_parcel(poll) {
+                break;
+            }
+        }
     }
 
     /// A full stash: the worker waits for the flows instead of holding more.
@@ -225,28 +289,8 @@ impl LiveAdaptive {
     pub fn new(table: FanoutTable, settings: &AdaptiveSettings, grace: Duration) -> LiveAdaptive {
         let n = table.workers();
         let counters = Arc::new(AdaptiveCounters::default());
-        let board = LoadBoard::new(n);
-        let failed = Arc::new(AtomicBool::new(false));
-        let acked: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
-        let (controls, inboxes): (Vec<_>, Vec<_>) = (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
-        let workers = handover::wire(n, &board, &failed)
-            .into_iter()
-            .zip(inboxes)
-            .zip(&acked)
-            .map(|((h, control), acked)| {
-                Some(LiveHandover {
-                    h,
-                    control,
-                    counters: Arc::clone(&counters),
-                    acked: Arc::clone(acked),
-                    gives: Default::default(),
-                    settle_by: None,
-                    grace,
-                    mean_ns: 0,
-                    reported: (0, 0),
-                })
-            })
-            .collect();
+        let Wiring { workers, controls, acked, board, failed } = Wiring::new(n, &counters, grace);
+        let workers = workers.into_iter().map(Some).collect();
         let mut mirror = IndirectionTable::new(n);
         for (b, &w) in table.owners().iter().enumerate() {
             mirror.set(b as u16, w as usize);
@@ -413,5 +457,50 @@ mod tests {
         w0.take_control();
         let give = w0.due_give(true).expect("the giver is told");
         assert_eq!(give.moves, round.moves);
+    }
+
+    /// Two workers that each wait for the flows the other owes them, each one's give
+    /// reaching its inbox only after it began to wait, both go on: they read their inbox
+    /// while waiting (a live run once never ended, both workers waiting for a parcel).
+    #[test]
+    fn workers_waiting_for_each_other_make_the_gives_sent_meanwhile() {
+        use crate::dispatch::adaptive::BucketMove;
+        use picket_core::inspect::{InspectSettings, Inspector};
+        let counters = Arc::new(AdaptiveCounters::default());
+        let wiring = Wiring::new(2, &counters, Duration::ZERO);
+        let moves = [BucketMove { bucket: 1, from: 1, to: 0 }, BucketMove { bucket: 2, from: 0, to: 1 }];
+        let round = Arc::new(handover::marker(1, 0, &moves));
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let all_waiting = Arc::new(std::sync::Barrier::new(3));
+        for mut worker in wiring.workers {
+            worker.expect(&round);
+            let (done_tx, all_waiting) = (done_tx.clone(), Arc::clone(&all_waiting));
+            std::thread::spawn(move || {
+                let settings = InspectSettings::from_engine(&Default::default(), 2, false);
+                let mut inspector = Inspector::new(&settings);
+                all_waiting.wait();
+                worker.wait_for_flows(&mut inspector, Duration::from_millis(2));
+                let _ = done_tx.send(worker.h.ready());
+                // Then on with its loop, where gives still due go out between blocks (the
+                // peer may still wait for this one's).
+                for _ in 0..300 {
+                    worker.take_control();
+                    while let Some(round) = worker.due_give(true) {
+                        worker.h.give(&round, &mut inspector);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+        }
+        all_waiting.wait();
+        std::thread::sleep(Duration::from_millis(20));
+        for control in &wiring.controls {
+            control.send(Control::Give(Arc::clone(&round), Instant::now())).unwrap();
+        }
+        for _ in 0..2 {
+            let ready = done_rx.recv_timeout(Duration::from_secs(10)).expect("a worker still waits for its peer");
+            assert!(ready, "its flows are in");
+        }
+        assert!(counters.early_gives.load(Ordering::Relaxed) >= 1, "a give made while waiting");
     }
 }

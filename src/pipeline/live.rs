@@ -583,14 +583,7 @@ impl WorkerCore {
     /// the packets held back for them.
     fn settle(&mut self) {
         let Some(adaptive) = &mut self.adaptive else { return };
-        // The peer this worker waits for may itself be waiting here, in the middle of a
-        // block, for flows this worker owes it: gives falling due while waiting go out,
-        // or the two would wait on each other for good.
-        while adaptive.h.pending() && !adaptive.h.ready() {
-            if !adaptive.give_while_waiting(&mut self.inspector) && !adaptive.h.wait_parcel(SETTLE_POLL) {
-                break;
-            }
-        }
+        adaptive.wait_for_flows(&mut self.inspector, SETTLE_POLL);
         let Some(stash) = adaptive.h.settle(&mut self.inspector, &mut self.events) else { return };
         adaptive.settled();
         for pkt in stash.iter() {
