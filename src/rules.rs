@@ -388,7 +388,7 @@ impl RulesFile {
     }
 
     /// Parses the file into `load`, handing each rule to `sink` as
-    /// `RuleSetLoad::load_str_into` does. The pieces are lexed and parsed on `threads` threads
+    /// `RuleSetLoad::record` does. The pieces are lexed and parsed on `threads` threads
     /// (parsing is about half of a start-up's work) and recorded in file order on the calling
     /// thread, which hands the rules to `sink` meanwhile: the parsed form is held a few pieces
     /// at a time, not whole.

@@ -782,7 +782,7 @@ impl<'c> EngineBuilder<'c> {
     }
 
     /// Compiles `rule` into load slot `slot` (a slot given again is a duplicate sid whose
-    /// later revision replaces the rule there: `RuleSetLoad::load_str_into`).
+    /// later revision replaces the rule there: `RuleSetLoad::record`).
     pub fn add(&mut self, slot: usize, mut rule: Rule) {
         if slot >= self.compiled.len() {
             self.compiled.resize_with(slot + 1, || None);

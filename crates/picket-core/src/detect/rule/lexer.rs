@@ -192,18 +192,7 @@ pub fn rule_lines_from(bytes: &[u8], first_line: usize) -> Vec<RuleLine> {
             break;
         }
         let line_no = idx + first_line;
-        let line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
-        if pending.is_none() {
-            let trimmed = line.trim_ascii_start();
-            if trimmed.is_empty() || trimmed.starts_with(b"#") {
-                continue;
-            }
-        }
-        let trimmed_end = line.trim_ascii_end();
-        let (content, continues) = match trimmed_end.strip_suffix(b"\\") {
-            Some(body) => (body, true),
-            None => (line, false),
-        };
+        let Some((content, continues)) = rule_part(raw_line, pending.is_some()) else { continue };
         let decoded = std::str::from_utf8(content).map_err(|e| RuleError::InvalidUtf8 {
             line: line_no,
             column: e.valid_up_to() + 1,
@@ -225,6 +214,24 @@ pub fn rule_lines_from(bytes: &[u8], first_line: usize) -> Vec<RuleLine> {
     out
 }
 
+/// What one physical line (without its newline) adds to a rule: `None` for a blank or
+/// comment line outside a rule (skipped whatever its bytes), else the bytes it contributes
+/// (without a trailing `\r`, and without the backslash of a continued line) and whether the
+/// rule continues on the next line. `inside_rule`: a previous line continued.
+fn rule_part(raw_line: &[u8], inside_rule: bool) -> Option<(&[u8], bool)> {
+    let line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
+    if !inside_rule {
+        let trimmed = line.trim_ascii_start();
+        if trimmed.is_empty() || trimmed.starts_with(b"#") {
+            return None;
+        }
+    }
+    Some(match line.trim_ascii_end().strip_suffix(b"\\") {
+        Some(body) => (body, true),
+        None => (line, false),
+    })
+}
+
 /// A piece of a rules file that lexes on its own: it starts and ends between rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RulePiece {
@@ -239,8 +246,8 @@ pub struct RulePiece {
 /// Cuts a rules file into pieces of about `piece_bytes` that [`rule_lines_from`] lexes on
 /// their own into what [`rule_lines_bytes`] makes of the whole file: a cut falls only after a
 /// newline that ends a rule (or a blank or comment line), never inside a rule continued with
-/// a backslash. Reads each line's first and last bytes only, so that the lexing and
-/// decoding itself can be done piece by piece on several threads.
+/// a backslash (the lexer's own decision, `rule_part`). Decodes nothing, so that the
+/// lexing and decoding itself can be done piece by piece on several threads.
 pub fn split_rule_file(bytes: &[u8], piece_bytes: usize) -> Vec<RulePiece> {
     let mut pieces = Vec::new();
     let mut piece = RulePiece { first_line: 1, bytes: 0..0, rules: 0 };
@@ -249,18 +256,9 @@ pub fn split_rule_file(bytes: &[u8], piece_bytes: usize) -> Vec<RulePiece> {
     let mut line_no = 1;
     while start < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        let raw_line = &bytes[start..end];
-        let line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
-        // The same decisions as `rule_lines_from`, without decoding.
-        let skipped = !continued && {
-            let trimmed = line.trim_ascii_start();
-            trimmed.is_empty() || trimmed.starts_with(b"#")
-        };
-        if !skipped {
-            if !continued {
-                piece.rules += 1;
-            }
-            continued = line.trim_ascii_end().ends_with(b"\\");
+        if let Some((_, continues)) = rule_part(&bytes[start..end], continued) {
+            piece.rules += usize::from(!continued);
+            continued = continues;
         }
         start = (end + 1).min(bytes.len());
         line_no += 1;

@@ -137,12 +137,12 @@ pub struct RuleSetLoad {
     /// (gid, sid) -> index in `rules` (or in `streamed`). (Fx: one lookup per rule on the
     /// loading thread, which the parsing threads wait for.)
     by_sid: HashMap<(u32, u32), usize, FxBuildHasher>,
-    /// Rules handed to a sink instead of kept ([`RuleSetLoad::load_str_into`]): what the
+    /// Rules handed to a sink instead of kept ([`RuleSetLoad::record`]): what the
     /// duplicate check needs of them (file, line, rev).
     streamed: Vec<(Option<Arc<str>>, usize, u32)>,
 }
 
-/// Where [`RuleSetLoad::load_str_into`] hands each parsed rule: its slot (load order; a
+/// Where [`RuleSetLoad::record`] hands each parsed rule: its slot (load order; a
 /// duplicate sid with a higher rev comes again with the slot of the rule it replaces).
 pub type RuleSink<'a> = dyn FnMut(usize, Rule) + 'a;
 
@@ -159,7 +159,7 @@ impl RuleSetLoad {
     /// Loads the contents of a rules file; `name` (the file's) labels errors. A line that is
     /// not UTF-8 fails its rule (`file:line: invalid UTF-8 ...`); the other rules load.
     pub fn load_bytes(&mut self, name: &str, bytes: &[u8], vars: &RuleVars) {
-        self.load_inner(name, bytes, vars, None);
+        self.load_inner(name, bytes, vars);
     }
 
     /// Records a rules file that could not be read, as one error at line 0.
@@ -173,26 +173,13 @@ impl RuleSetLoad {
 
     /// Loads rules from text; `name` labels errors.
     pub fn load_str(&mut self, name: &str, text: &str, vars: &RuleVars) {
-        self.load_inner(name, text.as_bytes(), vars, None);
+        self.load_inner(name, text.as_bytes(), vars);
     }
 
-    /// [`RuleSetLoad::load_str`] that hands each rule to `sink` as soon as it is parsed
-    /// instead of keeping it in `rules` (an engine can compile it at once: the parsed form
-    /// of a large rule set is never held whole). Errors, skipped rules and duplicates are
-    /// recorded as usual.
-    pub fn load_str_into(&mut self, name: &str, text: &str, vars: &RuleVars, sink: &mut RuleSink<'_>) {
-        self.load_inner(name, text.as_bytes(), vars, Some(sink));
-    }
-
-    /// [`RuleSetLoad::load_bytes`] into a sink.
-    pub fn load_bytes_into(&mut self, name: &str, bytes: &[u8], vars: &RuleVars, sink: &mut RuleSink<'_>) {
-        self.load_inner(name, bytes, vars, Some(sink));
-    }
-
-    fn load_inner(&mut self, name: &str, bytes: &[u8], vars: &RuleVars, mut sink: Option<&mut RuleSink<'_>>) {
+    fn load_inner(&mut self, name: &str, bytes: &[u8], vars: &RuleVars) {
         let file: Arc<str> = Arc::from(name);
         for line in rule_lines_bytes(bytes) {
-            self.record(&file, parse_line(line, vars), sink.as_deref_mut());
+            self.record(&file, parse_line(line, vars), None);
         }
     }
 
