@@ -381,13 +381,13 @@ mod cut_tests {
     }
 
     /// Output larger than the inflater's chunk comes out whole and in order, however the
-    /// encoded body is cut: pieces that fill the chunk exactly, span several chunks, or end
-    /// inside one (gzip inside deflate, as `Content-Encoding: gzip, deflate` reads).
+    /// encoded body is cut (one byte, a few, a segment, the chunk's size, whole), through
+    /// two layers (gzip inside deflate, as `Content-Encoding: gzip, deflate` reads).
     #[test]
     fn output_spanning_many_chunks_is_decoded_whole_whatever_the_cut() {
         let mut x = crate::test_rng::xorshift(7);
         let text: Vec<u8> = (0..5 * OUT_CHUNK + 123).map(|_| b"abcdefgh \r\n"[(x() % 11) as usize]).collect();
-        // Zeros: a few encoded bytes fill whole chunks, so input runs out with output pending.
+        // Zeros: a few encoded bytes decode to whole chunks.
         for plain in [text, vec![0u8; 5 * OUT_CHUNK + 123]] {
             check_decoded_whole_in_pieces(&plain);
         }
