@@ -91,6 +91,9 @@ fn table_config(config: &Config, section: &str, defaults: TableConfig) -> Result
     Ok(cfg)
 }
 
+/// Suricata's key for prefilter profiling: per-prefilter scans, bytes and time in the stats.
+pub const PROFILE_PREFILTER_KEY: &str = "profiling.prefilter.enabled";
+
 /// `detect.profile` (low, medium, high or custom; unset: [`PortGroupLimits::SINGLE`], not
 /// Suricata's medium, for memory and compile time) and, for
 /// `custom`, `detect.custom-values.toserver-groups` / `toclient-groups`: how many port
@@ -212,6 +215,7 @@ fn load_inner(
         host: table_config(config, "host", TableConfig::HOST)?,
         ippair: table_config(config, "ippair", TableConfig::IPPAIR)?,
         port_groups: port_group_limits(config)?,
+        profile_prefilter: config.get_bool(PROFILE_PREFILTER_KEY).map_err(|e| e.to_string())?.unwrap_or(false),
         // A reload keeps the texts if the running rules have them: eve's options are those
         // of the start.
         keep_rule_text: settings.keep_rule_text || running.is_some_and(DetectEngine::keeps_rule_text),

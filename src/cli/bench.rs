@@ -126,6 +126,48 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             secs,
             shares.join(" / ")
         );
+        print_prefilter_profile(&s);
     }
     Ok(())
+}
+
+/// With `profiling.prefilter.enabled`, the run's prefilter scans by scan site (all workers
+/// together), the most expensive first, with their share of the run's wall clock.
+fn print_prefilter_profile(s: &pipeline::RunSummary) {
+    let total = picket_core::counters::CounterSet::sum(s.workers.iter().map(|w| &w.counters));
+    let mut rows: Vec<(&str, [u64; 3])> = Vec::new();
+    for (name, value) in total.iter() {
+        let Some(rest) = name.strip_prefix("detect.prefilter.") else { continue };
+        let Some((site, field)) = rest.rsplit_once('.') else { continue };
+        let column = match field {
+            "scans" => 0,
+            "bytes" => 1,
+            "usec" => 2,
+            _ => continue,
+        };
+        match rows.iter_mut().find(|(n, _)| *n == site) {
+            Some((_, row)) => row[column] = value,
+            None => {
+                let mut row = [0; 3];
+                row[column] = value;
+                rows.push((site, row));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by(|a, b| b.1[2].cmp(&a.1[2]).then(a.0.cmp(b.0)));
+    let wall_us = s.wall.as_micros().max(1) as f64;
+    println!("  prefilter (profiling.prefilter)        scans        MB       ms   us/scan  ns/byte  % of wall");
+    for (site, [scans, bytes, usec]) in rows {
+        println!(
+            "  {site:<34} {scans:>10} {:>9.1} {:>8.1} {:>9.2} {:>8.2} {:>10.1}",
+            bytes as f64 / 1e6,
+            usec as f64 / 1e3,
+            usec as f64 / scans.max(1) as f64,
+            usec as f64 * 1e3 / bytes.max(1) as f64,
+            100.0 * usec as f64 / wall_us
+        );
+    }
 }

@@ -87,6 +87,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "reference-config-file",
     "threshold-file",
     "mpm-algo",
+    "profiling.prefilter.enabled",
     "spm-algo",
     "packet-alert-max",
     "pcre.match-limit",

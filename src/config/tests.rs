@@ -292,6 +292,16 @@ fn unknown_set_warns_and_is_not_applied_known_does_not_warn() {
 }
 
 #[test]
+fn prefilter_profiling_is_a_setting_from_yaml_and_set() {
+    let (config, warnings) = Config::load(None, &sets(&["profiling.prefilter.enabled=yes"])).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(config.get_bool(crate::rules::PROFILE_PREFILTER_KEY).unwrap(), Some(true));
+    let (config, warnings) = load_str("profiling:\n  prefilter:\n    enabled: no\n  rules:\n    enabled: yes\n", &[]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(config.get_bool(crate::rules::PROFILE_PREFILTER_KEY).unwrap(), Some(false));
+}
+
+#[test]
 fn known_key_patterns() {
     assert!(is_known_key("vars.address-groups.HOME_NET"));
     assert!(is_known_key("stream.midstream"));

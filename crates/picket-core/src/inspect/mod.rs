@@ -972,6 +972,9 @@ impl Inspector {
             for (name, v) in engine.counters(&det.ctx) {
                 s.add(name, v);
             }
+            for (name, v) in engine.prefilter_profile(&det.ctx) {
+                s.add(&name, v);
+            }
         }
         s
     }

@@ -24,6 +24,7 @@ pub mod interest;
 mod lists;
 mod payload;
 mod ports;
+mod profile;
 mod program;
 mod state;
 mod tables;
@@ -80,6 +81,9 @@ pub struct DetectConfig {
     /// Whether compiled rules keep their text (eve's `rule` field, `--engine-analysis`).
     /// Without it the text is dropped once the rule is compiled: ET Open's is about 17 MB.
     pub keep_rule_text: bool,
+    /// `profiling.prefilter.enabled`: workers count the scans, bytes and time of each
+    /// prefilter (see `profile.rs`).
+    pub profile_prefilter: bool,
 }
 
 /// Bounds on the work one payload inspection may do, so that no rule and packet pair can
@@ -124,6 +128,7 @@ impl Default for DetectConfig {
             ippair: TableConfig::IPPAIR,
             port_groups: PortGroupLimits::default(),
             keep_rule_text: true,
+            profile_prefilter: false,
         }
     }
 }
@@ -369,6 +374,8 @@ pub struct DetectCtx {
     /// worker does, so that summing the workers' counters counts them once).
     reports_shared: bool,
     counters: DetectCounters,
+    /// Per prefilter scan site: scans, bytes, time (empty unless `profiling.prefilter`).
+    prefilter_counts: Vec<profile::SlotCounts>,
     /// Ping-pong outputs of an app buffer's transform chain, reused across packets.
     transform_scratch: [Vec<u8>; 2],
     /// Output of `base64_decode`, reused across packets.
@@ -426,6 +433,8 @@ const T_UDP: usize = 1;
 const T_ICMP4: usize = 2;
 const T_ICMP6: usize = 3;
 const T_OTHER: usize = 4;
+/// The transport groups' names, by index (prefilter profiling's counter names).
+const TRANSPORT_NAMES: [&str; TRANSPORTS] = ["tcp", "udp", "icmp", "icmpv6", "other"];
 
 /// Rules of one (transport, flow direction): prefilters over their fast patterns (per port
 /// group for the packet and stream, per buffer for app-layer rules) plus the rules that must
@@ -449,6 +458,8 @@ struct PortPrefilter {
     /// `tcp-pkt`): a payload that already went into the TCP stream is scanned with this one,
     /// since the other rules see those bytes in the reassembled stream (Suricata does the same).
     mpm_packet_only: Arc<dyn MultiPatternMatcher>,
+    /// Where prefilter profiling counts this group's scans.
+    profile: profile::PortSlots,
 }
 
 /// The prefilter of one app buffer as some rules transform it (most have no transforms); of
@@ -457,6 +468,8 @@ struct AppPrefilter {
     buffers: Vec<Buffer>,
     transforms: Vec<TransformStep>,
     mpm: Arc<dyn MultiPatternMatcher>,
+    /// Where prefilter profiling counts this prefilter's scans.
+    profile: u32,
 }
 
 /// Rules without a fast pattern, indexed by the ports they need: most name one or a few
@@ -591,6 +604,10 @@ pub struct DetectEngine {
     /// Flowbit, flowint and xbit names by interned id: for logging the bits a flow has set,
     /// and for carrying state over to a reloaded engine (ids are per engine).
     names: carry::NameTables,
+    /// Names of the prefilter scan sites (see `profile.rs`), by slot.
+    prefilter_labels: Vec<String>,
+    /// `profiling.prefilter.enabled`.
+    profile_prefilter: bool,
 }
 
 /// Compiles each distinct pattern set once with `builder` (whose `build_all` may spread them
@@ -1065,7 +1082,7 @@ impl GroupPlan {
         let mut app_mpm = Vec::with_capacity(sets.app.len());
         for (buffers, transforms, i) in sets.app {
             let transforms = transforms.into_iter().map(TransformStep::new).collect::<Result<Vec<_>, String>>()?;
-            app_mpm.push(AppPrefilter { buffers, transforms, mpm: matchers[i].clone() });
+            app_mpm.push(AppPrefilter { buffers, transforms, mpm: matchers[i].clone(), profile: 0 });
         }
         let port_groups = sets
             .port_groups
@@ -1073,6 +1090,7 @@ impl GroupPlan {
             .map(|&(all, packet_only)| PortPrefilter {
                 mpm: matchers[all].clone(),
                 mpm_packet_only: matchers[packet_only].clone(),
+                profile: profile::PortSlots::default(),
             })
             .collect();
         Ok(Group {
@@ -1163,7 +1181,8 @@ impl DetectEngine {
         fallback.sort_unstable();
         fallback.dedup();
         report.prefilter_fallback_sids = fallback;
-        let (groups, ip_only) = plan.finish(layout, &matchers)?;
+        let (mut groups, ip_only) = plan.finish(layout, &matchers)?;
+        let prefilter_labels = profile::label_slots(&mut groups);
         report.prefilter_port_groups =
             groups[T_TCP].iter().chain(&groups[T_UDP]).map(|g: &Group| g.port_groups.len()).sum();
         let port_maps: usize = groups.iter().flatten().map(|g| g.port_map.memory_bytes()).sum();
@@ -1188,6 +1207,8 @@ impl DetectEngine {
                 xbit_keys: names.xbits.iter().map(|n| state::xbit_name_key(n)).collect(),
                 shared_reporter: AtomicBool::new(false),
                 names,
+                prefilter_labels,
+                profile_prefilter: cfg.profile_prefilter,
             },
             report,
         ))
@@ -1241,6 +1262,9 @@ impl DetectEngine {
             reports_shared: !self.shared_reporter.swap(true, Ordering::Relaxed),
             ..Default::default()
         };
+        if self.profile_prefilter {
+            ctx.prefilter_counts = vec![profile::SlotCounts::default(); self.prefilter_labels.len()];
+        }
         for pair in &self.groups {
             for g in pair {
                 // Sizing errors surface again (and are counted) on the first scan.
@@ -1379,7 +1403,9 @@ impl DetectEngine {
     /// or an app-layer buffer, and those checked without one.
     fn add_prefilter_candidates(&self, ctx: &mut DetectCtx, pkt: &DetectPacket<'_>, facts: &PacketFacts, stamp: u32) {
         let group = &self.groups[facts.transport][facts.dir];
-        let DetectCtx { candidates, seen, scratch, counters, transform_scratch, scanned_spans, .. } = ctx;
+        let DetectCtx {
+            candidates, seen, scratch, counters, transform_scratch, scanned_spans, prefilter_counts, ..
+        } = ctx;
         let mut on_match = |id: u32| {
             if let Some(s) = seen.get_mut(id as usize) {
                 if *s != stamp {
@@ -1395,14 +1421,23 @@ impl DetectEngine {
         if let Some(port_group) = port_group.filter(|g| g.mpm.pattern_count() > 0 && !pkt.no_payload) {
             if let Some(chunk) = pkt.stream.as_ref().filter(|c| !c.data.is_empty()) {
                 counters.prefilter_scans += 1;
-                if port_group.mpm.scan(chunk.data, scratch, &mut on_match).is_err() {
+                let slot = port_group.profile.stream;
+                if profile::scan(port_group.mpm.as_ref(), chunk.data, scratch, &mut on_match, prefilter_counts, slot)
+                    .is_err()
+                {
                     counters.prefilter_errors += 1;
                 }
             }
-            let payload_mpm = if pkt.payload_in_stream { &port_group.mpm_packet_only } else { &port_group.mpm };
+            let (payload_mpm, slot) = if pkt.payload_in_stream {
+                (&port_group.mpm_packet_only, port_group.profile.payload_packet_only)
+            } else {
+                (&port_group.mpm, port_group.profile.payload)
+            };
             if !pkt.payload.is_empty() && payload_mpm.pattern_count() > 0 {
                 counters.prefilter_scans += 1;
-                if payload_mpm.scan(pkt.payload, scratch, &mut on_match).is_err() {
+                if profile::scan(payload_mpm.as_ref(), pkt.payload, scratch, &mut on_match, prefilter_counts, slot)
+                    .is_err()
+                {
                     counters.prefilter_errors += 1;
                 }
             }
@@ -1431,7 +1466,8 @@ impl DetectEngine {
                         continue;
                     }
                     counters.prefilter_scans += 1;
-                    if prefilter.mpm.scan(data, scratch, &mut on_match).is_err() {
+                    let mpm = prefilter.mpm.as_ref();
+                    if profile::scan(mpm, data, scratch, &mut on_match, prefilter_counts, prefilter.profile).is_err() {
                         counters.prefilter_errors += 1;
                     }
                 }
@@ -1711,6 +1747,12 @@ impl DetectEngine {
         .into_iter()
         .chain(self.table_counters(ctx))
         .collect()
+    }
+
+    /// Prefilter profiling's counters of this worker (`profiling.prefilter.enabled`; none
+    /// otherwise): scans, bytes and microseconds of each prefilter that scanned anything.
+    pub fn prefilter_profile(&self, ctx: &DetectCtx) -> Vec<(String, u64)> {
+        profile::counters(&self.prefilter_labels, &ctx.prefilter_counts)
     }
 
     /// The state tables' counters: Suricata's `host.memuse`, `host.memcap`, `ippair.memuse`,

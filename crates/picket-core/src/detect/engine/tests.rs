@@ -1215,3 +1215,80 @@ fn a_rebuild_shares_only_equal_rule_logs() {
         }
     }
 }
+
+/// The prefilter profile's counters of `ctx`, by name.
+fn profile_of(e: &DetectEngine, ctx: &DetectCtx) -> BTreeMap<String, u64> {
+    e.prefilter_profile(ctx).into_iter().collect()
+}
+
+#[test]
+fn prefilter_profiling_counts_each_scan_site_apart() {
+    let rules = r#"alert tcp any any -> any any (flow:established,to_server; content:"ATTACK"; sid:1;)
+alert tcp any any -> any any (flow:to_server,no_stream; content:"PKT"; sid:2;)
+alert http any any -> any any (file.data; content:"evil"; sid:3;)
+alert http any any -> any any (http.uri; content:"/admin"; sid:4;)"#;
+    let load = load_rules_str("test.rules", rules, &RuleVars::default());
+    let cfg = DetectConfig { profile_prefilter: true, ..Default::default() };
+    let (e, _) = DetectEngine::build(load.rules, &cfg).expect("build");
+    let mut ctx = e.new_ctx();
+    assert!(profile_of(&e, &ctx).is_empty(), "nothing scanned yet");
+
+    // A payload that went into the stream: scanned with the packet-only set; then a chunk
+    // of the stream, 10 bytes, on a packet without payload.
+    let frame = tcp(CLIENT, 1, SERVER, 2, b"PKT+ATTACK");
+    let in_stream = Opts { flow: to_server(), payload_in_stream: true, ..Default::default() };
+    assert_eq!(inspect_with(&e, &mut ctx, &frame, in_stream, None).iter().map(|a| a.sid).collect::<Vec<_>>(), [2]);
+    let data = b"xxATTACKxx";
+    let chunk = StreamChunk { offset: 0, data, new_start: 0, new_end: data.len() as u64, gap_before: 0 };
+    let empty = tcp(CLIENT, 1, SERVER, 2, b"");
+    let with_chunk = Opts { flow: to_server(), stream: Some(chunk), ..Default::default() };
+    assert_eq!(inspect_with(&e, &mut ctx, &empty, with_chunk, None).iter().map(|a| a.sid).collect::<Vec<_>>(), [1]);
+    // A transaction: its body and URI, each scanned by its own prefilter, and the packet's
+    // payload (not in a stream) with the full set.
+    let tx = FakeTx(vec![("file.data", vec![b"an evil body"]), ("http.uri", vec![b"/admin/x"])]);
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"GET"), [3, 4]);
+
+    let p = profile_of(&e, &ctx);
+    let site = |name: &str| -> (u64, u64) {
+        let get = |field: &str| p.get(&format!("detect.prefilter.{name}.{field}")).copied();
+        (get("scans").unwrap_or_else(|| panic!("no {name} in {p:?}")), get("bytes").unwrap())
+    };
+    assert_eq!(site("tcp.toserver.payload_packet_only"), (1, 10));
+    assert_eq!(site("tcp.toserver.stream"), (1, 10));
+    assert_eq!(site("tcp.toserver.payload"), (1, 3));
+    assert_eq!(site("tcp.toserver.file_data"), (1, 12));
+    assert_eq!(site("tcp.toserver.http_uri"), (1, 8));
+    // Every site reports scans, bytes and time, and only sites that scanned are reported.
+    assert_eq!(p.len(), 5 * 3, "{p:?}");
+    assert!(p.keys().all(|k| k.ends_with(".scans") || k.ends_with(".bytes") || k.ends_with(".usec")));
+    assert_eq!(ctx.counters.prefilter_scans, 5);
+
+    // Off (the default): the same scans, no profile.
+    let load = load_rules_str("test.rules", rules, &RuleVars::default());
+    let (e, _) = DetectEngine::build(load.rules, &DetectConfig::default()).expect("build");
+    let mut ctx = e.new_ctx();
+    assert_eq!(tx_sids(&e, &mut ctx, &tx, b"GET"), [3, 4]);
+    assert_eq!(ctx.counters.prefilter_scans, 3);
+    assert!(profile_of(&e, &ctx).is_empty());
+}
+
+#[test]
+fn prefilter_profile_names_are_unique_per_port_group_and_transform() {
+    let e = engine_grouped(
+        r#"alert tcp any any -> any 445 (content:"abc"; sid:1;)
+alert tcp any any -> any 80 (content:"def"; sid:2;)
+alert http any any -> any any (http.uri; content:"/a"; sid:3;)
+alert http any any -> any any (http.uri; to_lowercase; content:"/b"; sid:4;)
+alert http any any -> any any (http.uri; strip_whitespace; content:"/c"; sid:5;)"#,
+        PortGroupLimits::MEDIUM,
+    );
+    let labels = &e.prefilter_labels;
+    let unique: std::collections::BTreeSet<&String> = labels.iter().collect();
+    assert_eq!(unique.len(), labels.len(), "{labels:?}");
+    for name in ["tcp.toserver.stream_pg1", "tcp.toserver.stream_pg2", "tcp.toserver.payload_packet_only_pg1"] {
+        assert!(labels.iter().any(|l| l == name), "no {name} in {labels:?}");
+    }
+    for name in ["tcp.toserver.http_uri", "tcp.toserver.http_uri_transformed", "tcp.toserver.http_uri_transformed_2"] {
+        assert!(labels.iter().any(|l| l == name), "no {name} in {labels:?}");
+    }
+}
