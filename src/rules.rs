@@ -499,6 +499,20 @@ mod tests {
     }
 
     #[test]
+    fn prefilter_profiling_reaches_the_engine_from_the_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.rules");
+        std::fs::write(&path, "alert udp any any -> any any (content:\"A\"; sid:1;)\n").unwrap();
+        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        for (sets, expected) in [(vec![], false), (vec!["profiling.prefilter.enabled=yes".to_string()], true)] {
+            let (config, _) = Config::load(None, &sets).unwrap();
+            let (settings, _) = EngineSettings::from_config(&config).unwrap();
+            let loaded = load(&config, &settings, &sources).unwrap();
+            assert_eq!(loaded.engine.expect("engine").profiles_prefilter(), expected, "{sets:?}");
+        }
+    }
+
+    #[test]
     fn reload_load_streams_rules_and_keeps_the_later_revision() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.rules");

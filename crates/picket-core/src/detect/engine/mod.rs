@@ -1234,6 +1234,12 @@ impl DetectEngine {
         self.rules.iter().any(|r| !r.rule_log.text.is_empty())
     }
 
+    /// Whether workers' contexts profile their prefilter scans
+    /// ([`DetectConfig::profile_prefilter`]).
+    pub fn profiles_prefilter(&self) -> bool {
+        self.profile_prefilter
+    }
+
     /// JIT-compiles every rule's pcre that is not compiled yet and returns how many were.
     /// A pcre is otherwise JIT-compiled the first time a packet reaches it (start-up stays
     /// short); a reload calls this before the new engine goes live, so that no packet of
