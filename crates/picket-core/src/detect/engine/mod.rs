@@ -1426,13 +1426,8 @@ impl DetectEngine {
         let port_group = group.port_groups.get(group.port_map.group_of(port));
         if let Some(port_group) = port_group.filter(|g| g.mpm.pattern_count() > 0 && !pkt.no_payload) {
             if let Some(chunk) = pkt.stream.as_ref().filter(|c| !c.data.is_empty()) {
-                counters.prefilter_scans += 1;
-                let slot = port_group.profile.stream;
-                if profile::scan(port_group.mpm.as_ref(), chunk.data, scratch, &mut on_match, prefilter_counts, slot)
-                    .is_err()
-                {
-                    counters.prefilter_errors += 1;
-                }
+                let (mpm, slot) = (port_group.mpm.as_ref(), port_group.profile.stream);
+                profile::counted_scan(mpm, slot, chunk.data, scratch, &mut on_match, counters, prefilter_counts);
             }
             let (payload_mpm, slot) = if pkt.payload_in_stream {
                 (&port_group.mpm_packet_only, port_group.profile.payload_packet_only)
@@ -1440,12 +1435,8 @@ impl DetectEngine {
                 (&port_group.mpm, port_group.profile.payload)
             };
             if !pkt.payload.is_empty() && payload_mpm.pattern_count() > 0 {
-                counters.prefilter_scans += 1;
-                if profile::scan(payload_mpm.as_ref(), pkt.payload, scratch, &mut on_match, prefilter_counts, slot)
-                    .is_err()
-                {
-                    counters.prefilter_errors += 1;
-                }
+                let mpm = payload_mpm.as_ref();
+                profile::counted_scan(mpm, slot, pkt.payload, scratch, &mut on_match, counters, prefilter_counts);
             }
         }
         group.always.for_packet(facts, &mut on_match);
@@ -1471,11 +1462,8 @@ impl DetectEngine {
                     if data.is_empty() {
                         continue;
                     }
-                    counters.prefilter_scans += 1;
-                    let mpm = prefilter.mpm.as_ref();
-                    if profile::scan(mpm, data, scratch, &mut on_match, prefilter_counts, prefilter.profile).is_err() {
-                        counters.prefilter_errors += 1;
-                    }
+                    let (mpm, slot) = (prefilter.mpm.as_ref(), prefilter.profile);
+                    profile::counted_scan(mpm, slot, data, scratch, &mut on_match, counters, prefilter_counts);
                 }
             }
         }

@@ -11,8 +11,8 @@
 
 use std::time::Instant;
 
-use super::{Group, TRANSPORT_NAMES};
-use crate::detect::mpm::{MpmError, MultiPatternMatcher, Scratch};
+use super::{DetectCounters, Group, TRANSPORT_NAMES};
+use crate::detect::mpm::{MultiPatternMatcher, Scratch};
 
 /// Scans, bytes and nanoseconds of one prefilter, in one worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,28 +70,36 @@ pub(super) fn label_slots(groups: &mut [[Group; 2]]) -> Vec<String> {
     labels
 }
 
-/// `mpm.scan`, counted in `counts[slot]` when profiling is on (`counts` not empty).
+/// One prefilter scan of `data` with `mpm`, counted in the worker's `counters` (scans,
+/// errors: an error means the scan was incomplete) and, when profiling is on (`slots` not
+/// empty), timed into `slots[slot]`.
 #[inline]
-pub(super) fn scan(
+pub(super) fn counted_scan(
     mpm: &dyn MultiPatternMatcher,
+    slot: u32,
     data: &[u8],
     scratch: &mut Scratch,
     on_match: &mut dyn FnMut(u32),
-    counts: &mut [SlotCounts],
-    slot: u32,
-) -> Result<(), MpmError> {
-    if counts.is_empty() {
-        return mpm.scan(data, scratch, on_match);
+    counters: &mut DetectCounters,
+    slots: &mut [SlotCounts],
+) {
+    counters.prefilter_scans += 1;
+    let result = if slots.is_empty() {
+        mpm.scan(data, scratch, on_match)
+    } else {
+        let started = Instant::now();
+        let result = mpm.scan(data, scratch, on_match);
+        let nanos = started.elapsed().as_nanos() as u64;
+        if let Some(c) = slots.get_mut(slot as usize) {
+            c.scans += 1;
+            c.bytes += data.len() as u64;
+            c.nanos += nanos;
+        }
+        result
+    };
+    if result.is_err() {
+        counters.prefilter_errors += 1;
     }
-    let started = Instant::now();
-    let result = mpm.scan(data, scratch, on_match);
-    let nanos = started.elapsed().as_nanos() as u64;
-    if let Some(c) = counts.get_mut(slot as usize) {
-        c.scans += 1;
-        c.bytes += data.len() as u64;
-        c.nanos += nanos;
-    }
-    result
 }
 
 /// The counters of the slots that scanned anything: `(name, value)` with the names above.
