@@ -44,17 +44,45 @@ pub fn resolve(algo: MpmAlgo) -> MpmAlgo {
     }
 }
 
-/// The builder for `algo`, compiling on all cores. `hs` in a build without Hyperscan is an
-/// error; `hs` on a CPU that cannot run it fails when the first set is compiled.
+/// The builder for `algo`, compiling on all cores, with Hyperscan's AVX-512 code refused
+/// (the default of `mpm-hs-avx512`, see [`HsCodePath`]). `hs` in a build without Hyperscan
+/// is an error; `hs` on a CPU that cannot run it fails when the first set is compiled.
 pub fn builder(algo: MpmAlgo) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
-    builder_with_threads(algo, None)
+    builder_with_threads(algo, None, HsCodePath::choose(false))
 }
 
-/// [`builder`] compiling on at most `threads` threads (`None`: every core). A rule reload
-/// compiles on one, one set at a time, beside the running workers.
-pub fn builder_with_threads(algo: MpmAlgo, threads: Option<usize>) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
+/// Which of libhs's code paths Hyperscan databases are compiled for and scanned with
+/// (`mpm-hs-avx512`): [`HsCodePath::choose`] gives libhs's AVX2 path on a CPU with AVX-512
+/// unless AVX-512 is allowed, and libhs's own pick otherwise.
+#[cfg(feature = "hyperscan")]
+pub use hs::CodePath as HsCodePath;
+
+/// Without Hyperscan there is no code path to choose.
+#[cfg(not(feature = "hyperscan"))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HsCodePath;
+
+#[cfg(not(feature = "hyperscan"))]
+impl HsCodePath {
+    pub fn choose(_allow_avx512: bool) -> HsCodePath {
+        HsCodePath
+    }
+
+    pub fn name(self) -> &'static str {
+        "none"
+    }
+}
+
+/// [`builder`] compiling on at most `threads` threads (`None`: every core), Hyperscan sets
+/// for `hs_path`. A rule reload compiles on one, one set at a time, beside the running
+/// workers.
+pub fn builder_with_threads(
+    algo: MpmAlgo,
+    threads: Option<usize>,
+    hs_path: HsCodePath,
+) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
     match resolve(algo) {
-        MpmAlgo::Hyperscan => hyperscan_builder(threads),
+        MpmAlgo::Hyperscan => hyperscan_builder(threads, hs_path),
         // `resolve` never returns Auto.
         MpmAlgo::AhoCorasick | MpmAlgo::Auto => Ok(Arc::new(parallel(AcBuilder, threads))),
     }
@@ -102,15 +130,16 @@ pub fn builder_with_cache(
     algo: MpmAlgo,
     threads: Option<usize>,
     cache_dir: Option<std::path::PathBuf>,
+    hs_path: HsCodePath,
 ) -> Result<(Arc<dyn MatcherBuilder>, Option<MpmCache>), MpmError> {
     match (resolve(algo), cache_dir) {
         #[cfg(feature = "hyperscan")]
         (MpmAlgo::Hyperscan, Some(dir)) if hyperscan_usable() => {
-            let cached = hs::cache::CachedHsBuilder::new(dir.clone());
+            let cached = hs::cache::CachedHsBuilder::new(dir.clone()).on(hs_path);
             let cache = MpmCache { dir, stats: cached.stats() };
             Ok((Arc::new(parallel(cached, threads)), Some(cache)))
         }
-        _ => Ok((builder_with_threads(algo, threads)?, None)),
+        _ => Ok((builder_with_threads(algo, threads, hs_path)?, None)),
     }
 }
 
@@ -122,12 +151,12 @@ fn parallel<B: MatcherBuilder>(inner: B, threads: Option<usize>) -> Parallel<B> 
 }
 
 #[cfg(feature = "hyperscan")]
-fn hyperscan_builder(threads: Option<usize>) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
-    Ok(Arc::new(parallel(hs::HsBuilder, threads)))
+fn hyperscan_builder(threads: Option<usize>, path: HsCodePath) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
+    Ok(Arc::new(parallel(hs::HsBuilder { path }, threads)))
 }
 
 #[cfg(not(feature = "hyperscan"))]
-fn hyperscan_builder(_threads: Option<usize>) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
+fn hyperscan_builder(_threads: Option<usize>, _path: HsCodePath) -> Result<Arc<dyn MatcherBuilder>, MpmError> {
     Err(MpmError::HyperscanNotBuiltIn)
 }
 
@@ -230,7 +259,9 @@ mod tests {
         vec![
             Arc::new(AcBuilder),
             #[cfg(feature = "hyperscan")]
-            Arc::new(hs::HsBuilder),
+            Arc::new(hs::HsBuilder::default()),
+            #[cfg(feature = "hyperscan")]
+            Arc::new(hs::HsBuilder { path: HsCodePath::choose(false) }),
         ]
     }
 

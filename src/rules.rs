@@ -35,6 +35,9 @@ pub struct LoadedRules {
     pub elapsed: Duration,
     /// The Hyperscan database cache used by the build (`detect.sgh-mpm-caching`), if any.
     pub mpm_cache: Option<crate::matchers::MpmCache>,
+    /// Hyperscan's code path (`native` or `avx2`, [`HS_AVX512_KEY`]) when the build used
+    /// Hyperscan.
+    pub hs_code_path: Option<&'static str>,
 }
 
 impl LoadedRules {
@@ -93,6 +96,10 @@ fn table_config(config: &Config, section: &str, defaults: TableConfig) -> Result
 
 /// Suricata's key for prefilter profiling: per-prefilter scans, bytes and time in the stats.
 pub const PROFILE_PREFILTER_KEY: &str = "profiling.prefilter.enabled";
+
+/// picket's key (no Suricata equivalent) letting Hyperscan run its AVX-512 code on a CPU that
+/// has it; default no: libhs's AVX2 code (see [`crate::matchers::HsCodePath`]).
+pub const HS_AVX512_KEY: &str = "mpm-hs-avx512";
 
 /// `detect.profile` (low, medium, high or custom; unset: [`PortGroupLimits::SINGLE`], not
 /// Suricata's medium, for memory and compile time) and, for
@@ -203,8 +210,10 @@ fn load_inner(
     };
     let cache_dir = mpm_cache_dir(config, algo, &mut warnings)?;
     let cache_max_age = mpm_cache_max_age(config)?;
+    let allow_avx512 = config.get_bool(HS_AVX512_KEY).map_err(|e| e.to_string())?.unwrap_or(false);
+    let hs_path = crate::matchers::HsCodePath::choose(allow_avx512);
     let (matchers, mpm_cache) =
-        crate::matchers::builder_with_cache(algo, threads, cache_dir).map_err(|e| e.to_string())?;
+        crate::matchers::builder_with_cache(algo, threads, cache_dir, hs_path).map_err(|e| e.to_string())?;
     let cfg = DetectConfig {
         matchers,
         classification,
@@ -260,7 +269,17 @@ fn load_inner(
             build.mpm_algo
         ));
     }
-    Ok(LoadedRules { engine: Some(engine), load, build, files, warnings, elapsed: started.elapsed(), mpm_cache })
+    let hs_code_path = (crate::matchers::resolve(algo) == MpmAlgo::Hyperscan).then(|| hs_path.name());
+    Ok(LoadedRules {
+        engine: Some(engine),
+        load,
+        build,
+        files,
+        warnings,
+        elapsed: started.elapsed(),
+        mpm_cache,
+        hs_code_path,
+    })
 }
 
 /// Where Suricata 8 caches compiled Hyperscan databases by default is
@@ -510,6 +529,37 @@ mod tests {
             let loaded = load(&config, &settings, &sources).unwrap();
             assert_eq!(loaded.engine.expect("engine").profiles_prefilter(), expected, "{sets:?}");
         }
+    }
+
+    /// `mpm-hs-avx512` picks Hyperscan's code path for the build (libhs's AVX2 code by default
+    /// on a CPU with AVX-512, its own pick with `yes`), and the load reports it; other
+    /// backends have none.
+    #[test]
+    fn hyperscan_code_path_follows_the_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.rules");
+        std::fs::write(&path, "alert udp any any -> any any (content:\"A\"; sid:1;)\n").unwrap();
+        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        let hs = crate::matchers::hyperscan_usable();
+        let default_path = crate::matchers::HsCodePath::choose(false).name();
+        for (set, expected) in [
+            (None, hs.then_some(default_path)),
+            (Some("mpm-hs-avx512=no"), hs.then_some(default_path)),
+            (Some("mpm-hs-avx512=yes"), hs.then_some("native")),
+            (Some("mpm-algo=ac"), None),
+        ] {
+            let mut sets = vec!["detect.sgh-mpm-caching=no".to_string()];
+            sets.extend(set.map(str::to_string));
+            let (config, warnings) = Config::load(None, &sets).unwrap();
+            assert!(warnings.is_empty(), "{warnings:?}");
+            let (settings, _) = EngineSettings::from_config(&config).unwrap();
+            let loaded = load(&config, &settings, &sources).unwrap();
+            assert_eq!(loaded.hs_code_path, expected, "{sets:?}");
+        }
+        let (config, _) = Config::load(None, &["mpm-hs-avx512=maybe".to_string()]).unwrap();
+        let (settings, _) = EngineSettings::from_config(&config).unwrap();
+        let error = load(&config, &settings, &sources).err().expect("a bad value fails the load");
+        assert!(error.contains("mpm-hs-avx512"), "{error}");
     }
 
     #[test]

@@ -115,6 +115,36 @@ fn warm_start_loads_the_databases_and_alerts_the_same() {
     assert_eq!(loaded_compiled(&line), (compiled, 0), "{line}");
 }
 
+/// `mpm-hs-avx512`: both settings alert the same. On a CPU with AVX-512 (where the default
+/// scans with libhs's AVX2 code, see `picket_hs::CodePath`) each setting has its own cache
+/// files: switching compiles the other's once and then loads it, and never replaces it.
+#[test]
+fn hyperscan_code_paths_alert_the_same_and_cache_apart() {
+    if skip_without_hyperscan() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let cache = dir.path().join("hs");
+    let rules = repo().join("rules/default.rules");
+    let yes = ["--set", "mpm-hs-avx512=yes"];
+    let (default_alerts, line) = run(&rules, &cache, &[]);
+    let (_, compiled) = loaded_compiled(&line);
+    assert!(!default_alerts.is_empty() && compiled > 0, "{line}");
+    let (avx512_alerts, line) = run(&rules, &cache, &yes);
+    assert_eq!(avx512_alerts, default_alerts);
+    let two_paths = picket::matchers::HsCodePath::choose(false) != picket::matchers::HsCodePath::choose(true);
+    let expected = if two_paths { (0, compiled) } else { (compiled, 0) };
+    assert_eq!(loaded_compiled(&line), expected, "{line}");
+    let files = cache_files(&cache).len() as u64;
+    assert_eq!(files, if two_paths { 2 * compiled } else { compiled });
+    for extra in [&[][..], &yes[..]] {
+        let (alerts, line) = run(&rules, &cache, extra);
+        assert_eq!(alerts, default_alerts);
+        assert_eq!(loaded_compiled(&line), (compiled, 0), "{extra:?}: {line}");
+    }
+    assert_eq!(cache_files(&cache).len() as u64, files);
+}
+
 #[test]
 fn caching_off_writes_nothing() {
     let dir = tempfile::tempdir().expect("dir");

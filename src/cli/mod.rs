@@ -296,9 +296,10 @@ fn check_rules(config: Option<&Path>, sets: &[String], sources: &RuleSources) ->
     }
     if loaded.build.prefilter_patterns > 0 {
         println!(
-            "\nprefilter: {} patterns ({}, {} through a shorter pattern they contain), {} TCP/UDP port groups, {} rules checked without a fast pattern, engine memory {:.1} MB",
+            "\nprefilter: {} patterns ({}{}, {} through a shorter pattern they contain), {} TCP/UDP port groups, {} rules checked without a fast pattern, engine memory {:.1} MB",
             loaded.build.prefilter_patterns,
             loaded.build.mpm_algo,
+            loaded.hs_code_path.map(|p| format!(" on libhs's {p} code path")).unwrap_or_default(),
             loaded.build.prefilter_patterns_folded,
             loaded.build.prefilter_port_groups,
             loaded.build.rules_always_checked,

@@ -87,6 +87,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "reference-config-file",
     "threshold-file",
     "mpm-algo",
+    "mpm-hs-avx512",
     "profiling.prefilter.enabled",
     "spm-algo",
     "packet-alert-max",

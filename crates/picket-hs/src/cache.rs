@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 use picket_core::detect::mpm::{MatcherBuilder, MpmAlgo, MpmError, MultiPatternMatcher, Pattern};
 use sha2::{Digest, Sha256};
 
-use crate::{ffi, HsMatcher, MAX_FALLBACK_PATTERNS};
+use crate::{ffi, CodePath, HsMatcher, MAX_FALLBACK_PATTERNS};
 
 /// First bytes of every cache file.
 const MAGIC: &[u8; 8] = b"PICKETHS";
@@ -89,12 +89,20 @@ impl CacheStats {
 pub struct CachedHsBuilder {
     dir: PathBuf,
     stats: Arc<CacheStats>,
+    path: CodePath,
 }
 
 impl CachedHsBuilder {
-    /// A builder caching in `dir`, which must exist (see [`prepare_dir`]).
+    /// A builder caching in `dir`, which must exist (see [`prepare_dir`]), for libhs's own
+    /// code path.
     pub fn new(dir: PathBuf) -> Self {
-        CachedHsBuilder { dir, stats: Arc::default() }
+        CachedHsBuilder { dir, stats: Arc::default(), path: CodePath::Native }
+    }
+
+    /// The same builder compiling for `path` (a key of its own: files of the other path are
+    /// neither loaded nor replaced).
+    pub fn on(self, path: CodePath) -> Self {
+        CachedHsBuilder { path, ..self }
     }
 
     pub fn dir(&self) -> &Path {
@@ -108,13 +116,13 @@ impl CachedHsBuilder {
 
     /// The cache file of `patterns`.
     pub fn path_for(&self, patterns: &[Pattern]) -> PathBuf {
-        self.dir.join(file_name(&cache_key(patterns)))
+        self.dir.join(file_name(&cache_key(patterns, self.path)))
     }
 
     /// The matcher of a non-empty, valid `patterns`: from its cache file, or compiled and
     /// stored.
     fn load_or_compile(&self, patterns: &[Pattern]) -> Result<HsMatcher, MpmError> {
-        let key = cache_key(patterns);
+        let key = cache_key(patterns, self.path);
         let path = self.dir.join(file_name(&key));
         match self.load(&path, &key, patterns) {
             Ok(Some(matcher)) => {
@@ -124,7 +132,7 @@ impl CachedHsBuilder {
             Ok(None) => {}
             Err(_) => CacheStats::bump(&self.stats.rejected),
         }
-        let matcher = HsMatcher::build(patterns)?;
+        let matcher = HsMatcher::build_on(patterns, self.path)?;
         CacheStats::bump(&self.stats.compiled);
         match self.store(&path, &key, &matcher) {
             Ok(()) => CacheStats::bump(&self.stats.stored),
@@ -142,7 +150,7 @@ impl CachedHsBuilder {
             Err(e) => return Err(e.to_string()),
         };
         let payload = check_file(&bytes, key)?;
-        let matcher = HsMatcher::from_cache_payload(patterns, payload)?;
+        let matcher = HsMatcher::from_cache_payload(patterns, payload, self.path)?;
         // Used now: [`prune`] keeps it. A file that cannot be touched is still used.
         let _ = std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(SystemTime::now()));
         Ok(Some(matcher))
@@ -239,11 +247,11 @@ fn check_file<'a>(bytes: &'a [u8], key: &[u8; 32]) -> Result<&'a [u8], String> {
 }
 
 /// SHA-256 of everything a compiled set depends on.
-fn cache_key(patterns: &[Pattern]) -> [u8; 32] {
+fn cache_key(patterns: &[Pattern], path: CodePath) -> [u8; 32] {
     let mut hash = Sha256::new();
     hash.update(b"picket hyperscan literal cache\0");
     hash.update(FORMAT.to_le_bytes());
-    hash.update(ffi::version_and_platform().as_bytes());
+    hash.update(ffi::version_and_platform(path).as_bytes());
     // Compile mode and flags (`ffi::Database::compile_literals`) and the fallback policy.
     hash.update(b"\0block singlematch caseless-ascii literal\0");
     hash.update((MAX_FALLBACK_PATTERNS as u64).to_le_bytes());
@@ -300,6 +308,28 @@ mod tests {
         assert_eq!(expected, vec![0, 3, 6, 9, 12]);
         assert_eq!(matches(warm_matcher.as_ref(), HAYSTACK), expected);
         assert_eq!(warm_matcher.pattern_count(), patterns.len());
+    }
+
+    /// A set compiled for one code path is a file of its own: the other path neither loads
+    /// nor replaces it, and both give the same answers.
+    #[test]
+    fn code_paths_have_their_own_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let patterns = set(&["GET ", "curl", "Host:", "evil"]);
+        let native = CachedHsBuilder::new(dir.path().to_path_buf());
+        let native_matcher = native.build(&patterns).expect("native");
+        let avx2 = CachedHsBuilder::new(dir.path().to_path_buf()).on(CodePath::Avx2);
+        let avx2_matcher = avx2.build(&patterns).expect("avx2");
+        assert_eq!((count(&avx2.stats.loaded), count(&avx2.stats.compiled), count(&avx2.stats.stored)), (0, 1, 1));
+        assert_ne!(native.path_for(&patterns), avx2.path_for(&patterns));
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 2);
+        let warm = CachedHsBuilder::new(dir.path().to_path_buf()).on(CodePath::Avx2);
+        let warm_matcher = warm.build(&patterns).expect("warm avx2");
+        assert_eq!((count(&warm.stats.loaded), count(&warm.stats.compiled)), (1, 0));
+        let expected = matches(native_matcher.as_ref(), HAYSTACK);
+        assert_eq!(expected, vec![0, 3, 6, 9]);
+        assert_eq!(matches(avx2_matcher.as_ref(), HAYSTACK), expected);
+        assert_eq!(matches(warm_matcher.as_ref(), HAYSTACK), expected);
     }
 
     #[test]

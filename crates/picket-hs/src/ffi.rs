@@ -23,8 +23,20 @@ pub(super) struct Literal<'a> {
 }
 
 /// A compiled block-mode database, with a serial that identifies it for the process's life
-/// (a freed database's address can be reused; its serial never is).
-pub(super) struct Database(NonNull<sys::hs_database_t>, u64);
+/// (a freed database's address can be reused; its serial never is), and the libhs entry
+/// point that scans it (the one its platform was compiled for, see [`CodePath`]).
+pub(super) struct Database(NonNull<sys::hs_database_t>, u64, ScanFn);
+
+/// `hs_scan`'s signature, which libhs's per-CPU entry points (`avx2_hs_scan`, ...) share.
+type ScanFn = unsafe extern "C" fn(
+    *const sys::hs_database_t,
+    *const c_char,
+    c_uint,
+    c_uint,
+    *mut sys::hs_scratch_t,
+    sys::match_event_handler,
+    *mut c_void,
+) -> sys::hs_error_t;
 
 /// Source of database serials.
 static NEXT_DATABASE: AtomicU64 = AtomicU64::new(1);
@@ -105,9 +117,9 @@ pub(super) fn platform_supported() -> bool {
     unsafe { sys::hs_valid_platform() == sys::HS_SUCCESS as c_int }
 }
 
-/// libhs's version string and this host's platform (tuning and CPU features), which a
-/// serialized database depends on: part of the on-disk cache's key.
-pub(super) fn version_and_platform() -> String {
+/// libhs's version string and the platform (tuning and CPU features) databases are compiled
+/// for on `path`, which a serialized database depends on: part of the on-disk cache's key.
+pub(super) fn version_and_platform(path: CodePath) -> String {
     // SAFETY: `hs_version` returns a pointer to a static NUL-terminated string (or null).
     let version = unsafe {
         let v = sys::hs_version();
@@ -117,13 +129,104 @@ pub(super) fn version_and_platform() -> String {
             CStr::from_ptr(v).to_string_lossy().into_owned()
         }
     };
+    let platform =
+        platform_for(path).unwrap_or(sys::hs_platform_info { tune: 0, cpu_features: 0, reserved1: 0, reserved2: 0 });
+    format!("{version}; tune {}; features {:#x}", platform.tune, platform.cpu_features)
+}
+
+/// This host's platform as libhs describes it, without the AVX-512 features on
+/// [`CodePath::Avx2`] (libhs's AVX2 entry point refuses a database compiled for them).
+/// `None` if libhs cannot describe the host.
+fn platform_for(path: CodePath) -> Option<sys::hs_platform_info> {
     let mut platform = sys::hs_platform_info { tune: 0, cpu_features: 0, reserved1: 0, reserved2: 0 };
     // SAFETY: `platform` is a valid, writable platform record.
     let code = unsafe { sys::hs_populate_platform(&mut platform) };
     if code != sys::HS_SUCCESS as c_int {
-        platform = sys::hs_platform_info { tune: 0, cpu_features: 0, reserved1: 0, reserved2: 0 };
+        return None;
     }
-    format!("{version}; tune {}; features {:#x}", platform.tune, platform.cpu_features)
+    if path == CodePath::Avx2 {
+        platform.cpu_features &= !u64::from(sys::HS_CPU_FEATURES_AVX512 | sys::HS_CPU_FEATURES_AVX512VBMI);
+    }
+    Some(platform)
+}
+
+/// Which of libhs's scan code paths scans a database. Debian's libhs is built with one code
+/// path per instruction set (core2, corei7, AVX2, AVX-512, AVX-512 VBMI) and `hs_scan` jumps to
+/// the newest this CPU has. On a CPU with AVX-512 that path lowers the core's clock for as long
+/// as AVX-512 instructions keep running (every packet, here), which slows every other stage of
+/// the packet path too, while its scans of literal sets are no faster than the AVX2 path's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CodePath {
+    /// `hs_scan`: libhs's own pick for this CPU.
+    #[default]
+    Native,
+    /// libhs's AVX2 entry point (`avx2_hs_scan`), with databases compiled without the AVX-512
+    /// features.
+    Avx2,
+}
+
+impl CodePath {
+    /// [`CodePath::Avx2`] unless `allow_avx512`, when this CPU has AVX-512 (so `hs_scan` would
+    /// take that path) and the AVX2 entry point is there; [`CodePath::Native`] otherwise: a
+    /// CPU without AVX-512 gets the same code from `hs_scan`, and a libhs built for one
+    /// instruction set only has no per-CPU entry points.
+    pub fn choose(allow_avx512: bool) -> CodePath {
+        if !allow_avx512 && cpu_has_avx512() && avx2_entry_point().is_some() {
+            CodePath::Avx2
+        } else {
+            CodePath::Native
+        }
+    }
+
+    /// The name used in logs and tests: `native` or `avx2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CodePath::Native => "native",
+            CodePath::Avx2 => "avx2",
+        }
+    }
+
+    fn scan_fn(self) -> ScanFn {
+        match (self, avx2_entry_point()) {
+            (CodePath::Avx2, Some(avx2)) => avx2,
+            _ => sys::hs_scan,
+        }
+    }
+}
+
+/// Whether libhs's dispatcher would pick one of its AVX-512 paths on this CPU (the AVX2 path's
+/// own needs, AVX2 and BMI2, come with every AVX-512 CPU; checked all the same).
+fn cpu_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// libhs's AVX2 entry point, `avx2_hs_scan`, looked up once in the loaded libhs: exported by a
+/// libhs built with a per-CPU dispatcher (Debian's), absent from one built for a single
+/// instruction set.
+fn avx2_entry_point() -> Option<ScanFn> {
+    static ENTRY: std::sync::OnceLock<Option<ScanFn>> = std::sync::OnceLock::new();
+    *ENTRY.get_or_init(|| {
+        // SAFETY: `dlsym` with RTLD_DEFAULT searches the objects already loaded (libhs is linked
+        // into the binary) for a NUL-terminated name; it only reads the name.
+        let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"avx2_hs_scan".as_ptr()) };
+        if address.is_null() {
+            return None;
+        }
+        // SAFETY: `avx2_hs_scan` is libhs's AVX2 build of `hs_scan`, with `hs_scan`'s exact
+        // signature (its dispatcher resolves `hs_scan` to it on AVX2 CPUs); a non-null address
+        // of that symbol is that function.
+        Some(unsafe { std::mem::transmute::<*mut c_void, ScanFn>(address) })
+    })
 }
 
 fn error_name(code: c_int) -> &'static str {
@@ -145,10 +248,15 @@ fn error_name(code: c_int) -> &'static str {
 }
 
 impl Database {
+    /// Takes ownership of a database libhs just allocated, compiled for `path`.
+    fn owned(database: NonNull<sys::hs_database_t>, path: CodePath) -> Database {
+        Database(database, NEXT_DATABASE.fetch_add(1, Ordering::Relaxed), path.scan_fn())
+    }
+
     /// Compiles `literals` with `hs_compile_lit_multi`, each reporting its `id` at most once per
     /// scan (`HS_FLAG_SINGLEMATCH`). Literal mode takes raw bytes (NUL included) and compiles
     /// short literals far faster than equivalent regexes.
-    pub(super) fn compile_literals(literals: &[Literal<'_>]) -> Result<Database, CompileError> {
+    pub(super) fn compile_literals(literals: &[Literal<'_>], path: CodePath) -> Result<Database, CompileError> {
         let plain = |message: &str| CompileError { message: message.to_string(), literal: None };
         let count = c_uint::try_from(literals.len()).map_err(|_| plain("too many patterns"))?;
         if let Some(empty) = literals.iter().position(|literal| literal.bytes.is_empty()) {
@@ -161,12 +269,18 @@ impl Database {
             .iter()
             .map(|l| sys::HS_FLAG_SINGLEMATCH | if l.caseless { sys::HS_FLAG_CASELESS } else { 0 })
             .collect();
+        // `Native` compiles for this host (a null platform); `Avx2` for this host without the
+        // AVX-512 features.
+        let platform = match path {
+            CodePath::Native => None,
+            CodePath::Avx2 => Some(platform_for(path).ok_or_else(|| plain("hs_populate_platform failed"))?),
+        };
         let mut database: *mut sys::hs_database_t = ptr::null_mut();
         let mut compile_error: *mut sys::hs_compile_error_t = ptr::null_mut();
         // SAFETY: the four arrays each hold `count` elements and outlive the call; every
         // pointer/length pair describes a live byte slice (literal mode reads exactly `len`
-        // bytes, no NUL terminator). A null platform means "this host". The out-pointers are
-        // valid locals.
+        // bytes, no NUL terminator). The platform is null ("this host") or a record that
+        // outlives the call. The out-pointers are valid locals.
         let code = unsafe {
             sys::hs_compile_lit_multi(
                 pointers.as_ptr(),
@@ -175,7 +289,7 @@ impl Database {
                 lengths.as_ptr(),
                 count,
                 sys::HS_MODE_BLOCK,
-                ptr::null(),
+                platform.as_ref().map_or(ptr::null(), |p| p as *const sys::hs_platform_info),
                 &mut database,
                 &mut compile_error,
             )
@@ -183,7 +297,7 @@ impl Database {
         return_compiler_memory();
         if code == sys::HS_SUCCESS as c_int {
             return NonNull::new(database)
-                .map(|db| Database(db, NEXT_DATABASE.fetch_add(1, Ordering::Relaxed)))
+                .map(|db| Database::owned(db, path))
                 .ok_or_else(|| plain("hs_compile_lit_multi returned no database"));
         }
         Err(take_compile_error(code, compile_error))
@@ -216,7 +330,9 @@ impl Database {
     /// A database from bytes made by [`Database::serialize`]. Bytes from another Hyperscan
     /// version or a platform this CPU cannot run, or damaged ones, are an error (libhs checks
     /// the header, version, platform and the bytecode's CRC).
-    pub(super) fn deserialize(bytes: &[u8]) -> Result<Database, &'static str> {
+    ///
+    /// `path` must be the one the bytes were compiled for (the cache keys files by it).
+    pub(super) fn deserialize(bytes: &[u8], path: CodePath) -> Result<Database, &'static str> {
         let mut database: *mut sys::hs_database_t = ptr::null_mut();
         // SAFETY: `bytes` is a live slice of `bytes.len()` bytes; libhs only reads it and
         // validates it before use. The out-pointer is a valid local.
@@ -224,9 +340,32 @@ impl Database {
         if code != sys::HS_SUCCESS as c_int {
             return Err(error_name(code));
         }
-        NonNull::new(database)
-            .map(|db| Database(db, NEXT_DATABASE.fetch_add(1, Ordering::Relaxed)))
-            .ok_or("hs_deserialize_database returned no database")
+        NonNull::new(database).map(|db| Database::owned(db, path)).ok_or("hs_deserialize_database returned no database")
+    }
+
+    /// libhs's description of the database: version, the CPU features it was compiled for
+    /// (`Features: AVX2 AVX512 ...`) and mode.
+    #[cfg(test)]
+    pub(super) fn info(&self) -> String {
+        let mut info: *mut c_char = ptr::null_mut();
+        // SAFETY: `self.0` is a live database; `info` is a valid out-pointer.
+        let code = unsafe { sys::hs_database_info(self.0.as_ptr(), &mut info) };
+        if code != sys::HS_SUCCESS as c_int || info.is_null() {
+            return String::new();
+        }
+        // SAFETY: on success libhs hands us a NUL-terminated string allocated with malloc (its
+        // default misc allocator); we copy it and free it exactly once.
+        unsafe {
+            let text = CStr::from_ptr(info).to_string_lossy().into_owned();
+            libc::free(info.cast());
+            text
+        }
+    }
+
+    /// Whether scans of this database go through `entry`.
+    #[cfg(test)]
+    fn scans_with(&self, entry: ScanFn) -> bool {
+        self.2 as usize == entry as usize
     }
 
     /// Bytes of the compiled database.
@@ -263,9 +402,10 @@ impl Database {
         // `HsScratch::fit` just above (it returns Ok only when the scratch's serials hold this
         // database's or libhs sized it for it: libhs may not detect an undersized scratch). `data` is valid
         // for `length` bytes. `context` outlives the call and is only touched by
-        // `on_event::<F>`, which is instantiated with the same `F`.
+        // `on_event::<F>`, which is instantiated with the same `F`. `self.2` is `hs_scan` or
+        // the libhs entry point of the platform this database was compiled for.
         let code = unsafe {
-            sys::hs_scan(
+            (self.2)(
                 self.0.as_ptr(),
                 data.as_ptr().cast(),
                 length,
@@ -419,6 +559,46 @@ impl Drop for HsScratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn literals<'a>(words: &[&'a [u8]]) -> Vec<Literal<'a>> {
+        words.iter().enumerate().map(|(i, w)| Literal { bytes: w, caseless: i % 2 == 1, id: i as u32 }).collect()
+    }
+
+    fn scan_ids(database: &Database, data: &[u8]) -> Vec<u32> {
+        let mut scratch = None;
+        let mut ids = Vec::new();
+        database.scan(data, &mut scratch, |id| ids.push(id)).expect("scan");
+        ids.sort_unstable();
+        ids
+    }
+
+    /// On a CPU with AVX-512 and a libhs with per-CPU entry points (Debian's, on this
+    /// project's machines) the AVX2 path is what `choose(false)` gives: its databases carry no
+    /// AVX-512 feature and are scanned by `avx2_hs_scan`. Elsewhere both paths are libhs's own.
+    #[test]
+    fn avx2_path_compiles_without_avx512_and_scans_through_the_avx2_entry_point() {
+        let words: [&[u8]; 4] = [b"GET ", b"user-agent", b"evil", b"absent"];
+        let haystack = b"GET / HTTP/1.1\r\nUser-Agent: x\r\n\r\nevil";
+        let native = Database::compile_literals(&literals(&words), CodePath::Native).expect("native");
+        let avx2 = Database::compile_literals(&literals(&words), CodePath::Avx2).expect("avx2");
+        assert!(!avx2.info().contains("AVX512"), "{}", avx2.info());
+        assert!(native.scans_with(sys::hs_scan));
+        assert_eq!(scan_ids(&avx2, haystack), vec![0, 1, 2]);
+        assert_eq!(scan_ids(&native, haystack), scan_ids(&avx2, haystack));
+        // Serialized and read back for the same path: the same entry point and answers.
+        let again = Database::deserialize(&avx2.serialize().expect("serialize"), CodePath::Avx2).expect("load");
+        assert_eq!(scan_ids(&again, haystack), vec![0, 1, 2]);
+        match (cpu_has_avx512(), avx2_entry_point()) {
+            (true, Some(entry)) => {
+                assert_eq!(CodePath::choose(false), CodePath::Avx2);
+                assert!(native.info().contains("AVX512"), "{}", native.info());
+                assert!(avx2.scans_with(entry) && again.scans_with(entry));
+                assert_ne!(version_and_platform(CodePath::Native), version_and_platform(CodePath::Avx2));
+            }
+            _ => assert_eq!(CodePath::choose(false), CodePath::Native),
+        }
+        assert_eq!(CodePath::choose(true), CodePath::Native);
+    }
 
     #[test]
     fn fitted_knows_exactly_the_serials_it_was_given_also_when_they_share_a_slot() {

@@ -14,6 +14,7 @@
 pub mod cache;
 mod ffi;
 
+pub use self::ffi::CodePath;
 use self::ffi::{Database, HsScratch, Literal};
 use picket_core::detect::mpm::{
     empty_matcher, overlapping_windows, validate_patterns, AcBuilder, BackendScratch, IdTable, MatcherBuilder, MpmAlgo,
@@ -57,9 +58,12 @@ fn build_checked(
     Ok(Box::new(make(patterns)?))
 }
 
-/// Compiles pattern sets into Hyperscan literal databases.
+/// Compiles pattern sets into Hyperscan literal databases scanned on `path`
+/// (`HsBuilder::default()`: libhs's own pick).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct HsBuilder;
+pub struct HsBuilder {
+    pub path: CodePath,
+}
 
 impl MatcherBuilder for HsBuilder {
     fn algo(&self) -> MpmAlgo {
@@ -67,7 +71,7 @@ impl MatcherBuilder for HsBuilder {
     }
 
     fn build(&self, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
-        build_checked(patterns, HsMatcher::build)
+        build_checked(patterns, |patterns| HsMatcher::build_on(patterns, self.path))
     }
 }
 
@@ -119,20 +123,28 @@ pub struct HsMatcher {
 }
 
 impl HsMatcher {
-    /// Compiles `patterns` (non-empty, no empty pattern: see [`HsBuilder`]).
+    /// Compiles `patterns` (non-empty, no empty pattern: see [`HsBuilder`]) for libhs's own
+    /// code path.
     pub fn build(patterns: &[Pattern]) -> Result<HsMatcher, MpmError> {
-        Self::build_with_window(patterns, u32::MAX as usize)
+        Self::build_on(patterns, CodePath::Native)
+    }
+
+    /// [`HsMatcher::build`], scanned on `path`.
+    pub fn build_on(patterns: &[Pattern], path: CodePath) -> Result<HsMatcher, MpmError> {
+        let (database, fallback) = Self::compile(patterns, path)?;
+        Self::assemble(patterns, database, fallback, u32::MAX as usize)
     }
 
     /// `max_window` is a parameter so tests can exercise the >4 GiB windowing with small inputs.
     pub fn build_with_window(patterns: &[Pattern], max_window: usize) -> Result<HsMatcher, MpmError> {
-        let (database, fallback) = Self::compile(patterns)?;
+        let (database, fallback) = Self::compile(patterns, CodePath::Native)?;
         Self::assemble(patterns, database, fallback, max_window)
     }
 
-    /// Compiles the literals of `patterns` with libhs. Returns the database (`None` when every
-    /// pattern fell back) and the patterns Hyperscan refused, which go to Aho-Corasick.
-    fn compile(patterns: &[Pattern]) -> Result<(Option<Database>, Vec<Pattern>), MpmError> {
+    /// Compiles the literals of `patterns` with libhs for `path`. Returns the database (`None`
+    /// when every pattern fell back) and the patterns Hyperscan refused, which go to
+    /// Aho-Corasick.
+    fn compile(patterns: &[Pattern], path: CodePath) -> Result<(Option<Database>, Vec<Pattern>), MpmError> {
         if !platform_supported() {
             return Err(compile_error("this CPU lacks the SSSE3 instructions Hyperscan needs".into()));
         }
@@ -148,7 +160,7 @@ impl HsMatcher {
                 .enumerate()
                 .map(|(group, (bytes, nocase))| Literal { bytes, caseless: *nocase, id: group as u32 })
                 .collect();
-            match Database::compile_literals(&literals) {
+            match Database::compile_literals(&literals, path) {
                 Ok(database) => return Ok((Some(database), fallback)),
                 // libhs names the literal it refuses: that literal (every pattern with its
                 // bytes) falls back, the rest is compiled again.
@@ -217,8 +229,9 @@ impl HsMatcher {
         Ok(out)
     }
 
-    /// The matcher back from [`HsMatcher::cache_payload`] bytes, for the same `patterns`.
-    fn from_cache_payload(patterns: &[Pattern], payload: &[u8]) -> Result<HsMatcher, String> {
+    /// The matcher back from [`HsMatcher::cache_payload`] bytes, for the same `patterns`,
+    /// compiled for `path`.
+    fn from_cache_payload(patterns: &[Pattern], payload: &[u8], path: CodePath) -> Result<HsMatcher, String> {
         let (count, rest) = take_u32(payload).ok_or("truncated")?;
         let mut rest = rest;
         let mut fallback = Vec::new();
@@ -231,7 +244,7 @@ impl HsMatcher {
         let (&has_db, db_bytes) = rest.split_first().ok_or("truncated")?;
         let database = match has_db {
             0 if db_bytes.is_empty() => None,
-            1 => Some(Database::deserialize(db_bytes)?),
+            1 => Some(Database::deserialize(db_bytes, path)?),
             _ => return Err("bad database marker".into()),
         };
         Self::assemble(patterns, database, fallback, u32::MAX as usize).map_err(|e| e.to_string())

@@ -45,13 +45,13 @@ fn compiling_a_set_gives_the_compilers_memory_back() {
     }
     let patterns = literals(4000);
     // Warm up once, so that libhs's one-time tables and the arena itself are in place.
-    let warm = HsBuilder.build(&patterns[..50]).expect("compile");
+    let warm = HsBuilder::default().build(&patterns[..50]).expect("compile");
     drop(warm);
 
     // Reset the high-water mark (VmHWM) to the current resident size.
     std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM (needs a Linux /proc)");
     let before = status_kib("VmRSS:");
-    let matcher = HsBuilder.build(&patterns).expect("compile");
+    let matcher = HsBuilder::default().build(&patterns).expect("compile");
     let peak_rise = status_kib("VmHWM:").saturating_sub(before);
     let kept = status_kib("VmRSS:").saturating_sub(before);
     eprintln!("compile of {} literals: resident peak +{peak_rise} KiB, kept +{kept} KiB", patterns.len());

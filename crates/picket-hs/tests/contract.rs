@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use proptest::prelude::*;
 
 use picket_core::detect::mpm::*;
-use picket_hs::{HsBuilder, HsMatcher};
+use picket_hs::{CodePath, HsBuilder, HsMatcher};
 
 /// Both backends.
 fn backends() -> Vec<MpmAlgo> {
@@ -17,7 +17,7 @@ fn backends() -> Vec<MpmAlgo> {
 /// Compiles `patterns` with the builder of backend `algo` (one of [`backends`]).
 fn build(algo: MpmAlgo, patterns: &[Pattern]) -> Result<Box<dyn MultiPatternMatcher>, MpmError> {
     let builder: Box<dyn MatcherBuilder> = match algo {
-        MpmAlgo::Hyperscan => Box::new(HsBuilder),
+        MpmAlgo::Hyperscan => Box::new(HsBuilder::default()),
         _ => Box::new(AcBuilder),
     };
     builder.build(patterns)
@@ -30,6 +30,9 @@ fn matchers_for(patterns: &[Pattern]) -> Vec<(String, Box<dyn MultiPatternMatche
     if !patterns.is_empty() {
         matchers.push(("ac-window-3".into(), AcBuilder::build_with_window(patterns, 3).expect("build")));
         matchers.push(("hs-window-5".into(), Box::new(HsMatcher::build_with_window(patterns, 5).expect("build"))));
+        // libhs's AVX2 code on a CPU with AVX-512 (`mpm-hs-avx512: no`); its own pick elsewhere.
+        let avx2 = HsMatcher::build_on(patterns, CodePath::choose(false)).expect("build");
+        matchers.push(("hs-avx2".into(), Box::new(avx2)));
     }
     matchers
 }
