@@ -44,6 +44,17 @@ use http::{BodyMemory, HttpTx};
 use http2::Http2Tx;
 use smtp::buffers::SmtpBuffers;
 use smtp::record::SmtpView;
+
+/// Frees a drained transaction queue's buffer. A `VecDeque` keeps its capacity (four
+/// transactions once it held one) after its last element goes, and most flows sit idle
+/// with nothing queued for the rest of their life: a DNS flow after its answer, an HTTP
+/// connection between requests. With the 49k DNS flows of the reference capture that was
+/// 27 MiB of empty queues. The next transaction allocates again.
+pub(crate) fn free_if_drained<T>(queue: &mut std::collections::VecDeque<T>) {
+    if queue.is_empty() && queue.capacity() != 0 {
+        *queue = std::collections::VecDeque::new();
+    }
+}
 use smtp::SmtpCounters;
 use ssh::buffers::{SshBuffers, SSH_TX_ID};
 use ssh::{SshCounters, SshState};

@@ -740,6 +740,8 @@ impl DnsState {
         while self.transactions.front().is_some_and(|t| t.tx_id < tx_id) {
             self.transactions.pop_front();
         }
+        crate::applayer::free_if_drained(&mut self.transactions);
+        crate::applayer::free_if_drained(&mut self.pending_requests);
     }
 
     /// Id the next transaction will get (= number of transactions created so far).
@@ -814,6 +816,26 @@ mod tests {
             m.extend([0xc0 | (tail >> 8) as u8, tail as u8, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 10, 0, 0, 1]);
         }
         m
+    }
+
+    #[test]
+    fn an_idle_flow_holds_no_transaction_buffers() {
+        let mut s = DnsState::default();
+        let q = udp(&mut s, Direction::ToServer, &query(0x1234, "www.suricata.io", 1)).expect("request");
+        // Inspected and logged: the request goes, the pairing entry stays for the answer.
+        s.free_below(q + 1);
+        assert_eq!(s.transactions.capacity(), 0);
+        assert_eq!(s.pending_requests.len(), 1);
+        let r = udp(&mut s, Direction::ToClient, &response(0x1234)).expect("response");
+        assert_eq!(s.tx(r).and_then(|t| t.request_tx), Some(q), "paired after the request went");
+        // With the answer gone as well the flow keeps nothing queued, capacity included.
+        s.free_below(r + 1);
+        assert!(s.tx(r).is_none());
+        assert_eq!((s.transactions.capacity(), s.pending_requests.capacity()), (0, 0));
+        // A later exchange on the same flow works as before.
+        let q2 = udp(&mut s, Direction::ToServer, &query(7, "a.example", 1)).expect("second request");
+        assert_eq!(q2, r + 1);
+        assert!(s.tx(q2).is_some_and(DnsTransaction::is_request));
     }
 
     #[test]

@@ -847,6 +847,7 @@ impl HttpParser {
             }
             n += 1;
         }
+        crate::applayer::free_if_drained(&mut self.txs);
         n
     }
 

@@ -575,6 +575,19 @@ fn tx_count_is_bounded_and_pruning_works() {
 }
 
 #[test]
+fn a_connection_between_requests_holds_no_transaction_buffer() {
+    let (mut q, _) = run(GET, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", usize::MAX, HttpConfig::default());
+    let own = q.heap_bytes_without_bodies();
+    assert_eq!(q.prune_completed(), 1);
+    assert_eq!(q.txs.capacity(), 0, "the emptied queue's buffer goes too");
+    assert!(q.heap_bytes_without_bodies() < own, "and the flow is charged less");
+    // A request still waiting for its answer keeps the queue.
+    let (mut p, _) = run(GET, b"", usize::MAX, HttpConfig::default());
+    assert_eq!(p.prune_completed(), 0);
+    assert!(p.txs.capacity() > 0);
+}
+
+#[test]
 fn gaps_skip_body_bytes_but_stop_header_parsing() {
     let mut p = HttpParser::new(HttpConfig::default());
     let mut ev = Vec::new();

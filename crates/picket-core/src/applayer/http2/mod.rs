@@ -408,6 +408,7 @@ impl Http2Parser {
         while self.txs.front().is_some_and(|t| t.is_complete()) {
             self.txs.pop_front();
         }
+        crate::applayer::free_if_drained(&mut self.txs);
     }
 
     pub fn heap_bytes(&self) -> u64 {

@@ -241,6 +241,7 @@ impl SmtpState {
         while self.txs.front().is_some_and(|t| t.reported && t.id < keep && Some(t.id) != self.curr) {
             self.txs.pop_front();
         }
+        crate::applayer::free_if_drained(&mut self.txs);
     }
 
     /// Feeds in-order stream bytes of `dir`.
