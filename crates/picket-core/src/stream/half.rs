@@ -739,7 +739,14 @@ impl StreamHalf {
                 self.records.remove(&(class, offset, len));
             }
         }
+        // An emptied ordered map keeps its root node (544 bytes for the blocks, 192 for the
+        // records): a direction whose data is all inspected and acknowledged, most of them
+        // between messages, holds nothing.
+        if self.blocks.is_empty() {
+            self.blocks = BTreeMap::new();
+        }
         if self.records.is_empty() {
+            self.records = BTreeSet::new();
             self.record_classes = 0;
         }
         self.sync_memory(mem);
