@@ -12,9 +12,42 @@ pub fn release_free_memory() {
     sys::trim_glibc();
 }
 
-/// Returning freed heap to the system (jemalloc's `arena.<all>.purge`, glibc's `malloc_trim`).
+/// jemalloc's transparent huge page mode (`opt.thp`: `always`, `never`, `default`, or `not
+/// supported` when the kernel has no THP), as the `picket` binary's options and the
+/// environment left it; `None` if jemalloc does not answer.
+pub fn jemalloc_thp_mode() -> Option<String> {
+    sys::jemalloc_opt_str(b"opt.thp\0")
+}
+
+/// Returning freed heap to the system (jemalloc's `arena.<all>.purge`, glibc's `malloc_trim`),
+/// and reading jemalloc's options.
 #[allow(unsafe_code)]
 mod sys {
+    /// A string-valued jemalloc option (`name` a NUL-terminated mallctl name of type
+    /// `const char *`).
+    pub fn jemalloc_opt_str(name: &[u8]) -> Option<String> {
+        debug_assert_eq!(name.last(), Some(&0));
+        let mut value: *const std::ffi::c_char = std::ptr::null();
+        let mut len = std::mem::size_of::<*const std::ffi::c_char>();
+        // SAFETY: `name` is NUL-terminated; the old value is written to `value`, whose size
+        // `len` is that of the `const char *` the option holds; no new value is given.
+        let rc = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr().cast(),
+                (&mut value as *mut *const std::ffi::c_char).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if rc != 0 || value.is_null() {
+            return None;
+        }
+        // SAFETY: jemalloc's option strings are NUL-terminated static strings.
+        let text = unsafe { std::ffi::CStr::from_ptr(value) };
+        Some(text.to_string_lossy().into_owned())
+    }
+
     /// jemalloc's `MALLCTL_ARENAS_ALL`: the arena index that names every arena.
     const PURGE_ALL_ARENAS: &[u8] = b"arena.4096.purge\0";
 
@@ -53,6 +86,14 @@ mod tests {
 
     /// The purge names an existing mallctl (a wrong name would fail with ENOENT and leave the
     /// build's garbage with jemalloc until it decays).
+    /// The library's tests run without the binary's options: jemalloc's own default.
+    #[test]
+    fn jemalloc_reports_its_huge_page_mode() {
+        let mode = jemalloc_thp_mode().expect("opt.thp is a string option");
+        assert!(["default", "always", "never", "not supported"].contains(&mode.as_str()), "{mode}");
+        assert_eq!(sys::jemalloc_opt_str(b"opt.no_such_option\0"), None);
+    }
+
     #[test]
     fn jemalloc_knows_the_purge_of_all_arenas() {
         assert_eq!(sys::purge_jemalloc(), 0);

@@ -42,6 +42,25 @@ fn version_and_build_info() {
     assert_eq!(info.contains("XDP program embedded: yes"), v.contains("xdp"), "{info}\n{v}");
 }
 
+/// The binary's built-in jemalloc options reach jemalloc (transparent huge pages for the
+/// heap), and jemalloc's environment variable still overrides them.
+#[test]
+fn build_info_shows_the_heap_huge_page_mode() {
+    let line = |info: &str| {
+        info.lines().find(|l| l.starts_with("Allocator: jemalloc, transparent huge pages: ")).map(str::to_string)
+    };
+    let kernel_has_thp = Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+    let built_in = line(&ok_stdout(&["--build-info"])).expect("allocator line");
+    let want = if kernel_has_thp { "always" } else { "not supported" };
+    assert!(built_in.ends_with(&format!(": {want}")), "{built_in}");
+    let out =
+        Command::new(PICKET).arg("--build-info").env("_RJEM_MALLOC_CONF", "thp:never").output().expect("run picket");
+    assert!(out.status.success());
+    let overridden = line(&String::from_utf8_lossy(&out.stdout)).expect("allocator line");
+    let want = if kernel_has_thp { "never" } else { "not supported" };
+    assert!(overridden.ends_with(&format!(": {want}")), "{overridden}");
+}
+
 #[test]
 fn list_keywords_covers_the_rules_we_ship() {
     let list = ok_stdout(&["--list-keywords"]);

@@ -86,6 +86,11 @@ fn write_build_info(out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  usable on this CPU: {}", yes_no(crate::matchers::hyperscan_usable()))?;
     }
     writeln!(out, "PCRE2 version (pkg-config at build): {}", env!("PICKET_BUILD_PCRE2"))?;
+    writeln!(
+        out,
+        "Allocator: jemalloc, transparent huge pages: {}",
+        crate::heap::jemalloc_thp_mode().unwrap_or_else(|| "unknown".to_string())
+    )?;
     writeln!(out, "XDP program embedded: {}", yes_no(crate::xdp::XdpLayer::available()))?;
     writeln!(out, "Rust compiler: {}", env!("PICKET_BUILD_RUSTC"))?;
     writeln!(out, "Target: {}", env!("PICKET_BUILD_TARGET"))?;
