@@ -356,7 +356,17 @@ fn run_single(
     });
     busy += group_started.elapsed();
     if failure.is_none() {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| inspector.finish(&mut events))) {
+        // The flows still open are written out in chunks as they end (see `ShutdownSink`).
+        let flush = |mut chunk: EventBuf, _| {
+            if io_error.is_none() {
+                written += chunk.len() as u64;
+                io_error = write_events(&mut chunk, &mut sinks).err();
+            }
+        };
+        let finished = catch_unwind(AssertUnwindSafe(|| {
+            inspector.finish(&mut worker::ShutdownSink { events: &mut events, flush })
+        }));
+        if let Err(payload) = finished {
             failure = Some(WorkerFailure { worker: worker_name(0), message: fault::panic_message(&*payload) });
         }
     }
@@ -703,6 +713,51 @@ mod tests {
         let (mut eve, mut fast) = (Vec::new(), Vec::new());
         let mut source = ListSource { packets, next: 0 };
         run(&mut source, make_policy(PolicyKind::Flow, 2, true), &opts, LogWriters { eve: &mut eve, fast: &mut fast })
+    }
+
+    /// The flows still open when the input ends are written in chunks as they end, not
+    /// held until the last one: each chunk ends before the flow that starts the next, and
+    /// together they hold every flow once, in first-packet order.
+    #[test]
+    fn flows_open_at_the_end_go_out_in_ordered_chunks() {
+        let settings = InspectSettings::from_engine(&crate::config::EngineSettings::default(), 1, false);
+        let mut inspector = Inspector::new(&settings);
+        let mut events = LogSink::new(Arc::new(AlertLogOptions::default()));
+        let flows = 3 * worker::CHUNK_LINES as u16 + 7;
+        for i in 0..flows {
+            let mut frame = Vec::new();
+            etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+                .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+                .udp(10_000 + i, 9)
+                .write(&mut frame, b"x")
+                .unwrap();
+            let meta = PacketMeta::standalone(
+                i as u64 + 1,
+                Timestamp::from_parts(1, 0),
+                LinkType::Ethernet,
+                frame.len() as u32,
+                frame.len(),
+            );
+            inspector.packet(PacketRef { meta: &meta, data: &frame }, &mut events);
+        }
+        assert!(events.events.is_empty(), "no flow ended while packets came");
+        let mut chunks = Vec::new();
+        let flush = |chunk: EventBuf, watermark: crate::output::merge::Order| chunks.push((chunk, watermark));
+        inspector.finish(&mut worker::ShutdownSink { events: &mut events, flush });
+        assert!(chunks.len() >= 3, "{} chunks", chunks.len());
+        let mut ports = Vec::new();
+        for (chunk, watermark) in &chunks {
+            assert!(chunk.last_order().is_some_and(|last| last < *watermark));
+            assert!(chunk.len() >= worker::CHUNK_LINES);
+        }
+        let rest = events.take();
+        for (_, _, line) in chunks.iter().flat_map(|(c, _)| c.lines()).chain(rest.lines()) {
+            let text = String::from_utf8_lossy(line);
+            assert!(text.contains("\"event_type\":\"flow\""), "{text}");
+            let port = text.split("\"src_port\":").nth(1).and_then(|s| s.split(',').next()?.parse::<u16>().ok());
+            ports.push(port.expect("src_port"));
+        }
+        assert_eq!(ports, (0..flows).map(|i| 10_000 + i).collect::<Vec<_>>());
     }
 
     #[test]

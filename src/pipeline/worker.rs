@@ -9,7 +9,7 @@ use super::fault::{self, WorkerFailure};
 use super::handover::WorkerHandover;
 use super::RunProgress;
 use crate::inspect::{Event, EventSink, Inspector};
-use crate::output::merge::{clock_key, OutputChunk, END_WATERMARK, SHUTDOWN_KEY};
+use crate::output::merge::{clock_key, EventBuf, Order, OutputChunk, END_WATERMARK, SHUTDOWN_KEY};
 use crate::output::sink::LogSink;
 use crate::output::stats::{worker_name, WorkerReport};
 use crate::packet::{PacketBatch, PacketRef};
@@ -31,20 +31,21 @@ pub const HANDOVER_STASHED: &str = "dispatch.stash_packets";
 /// A worker sends its output to the merger at least every this many batches...
 const CHUNK_BATCHES: usize = 16;
 /// ...or once it holds this many lines, or when its ring is empty.
-const CHUNK_LINES: usize = 512;
+pub(super) const CHUNK_LINES: usize = 512;
 
 /// The sink of the end of input: the flows still open end in first-packet order, each
 /// one's lines under (SHUTDOWN_KEY, its first packet). Every [`CHUNK_LINES`] lines, at the
-/// start of the next flow, what was formatted goes to the merger with that flow's order as
-/// the watermark, so that the merger writes the lines as they come: held until the worker
-/// ended, the ~60,000 flow records of the reference capture were ~35 MB at the peak of the
-/// run.
-struct ShutdownSink<'a> {
-    events: &'a mut LogSink,
-    output: &'a Sender<OutputChunk>,
+/// start of the next flow, what was formatted goes to `flush` with that flow's order as the
+/// watermark (every line before it is then formatted), so that the lines are written as
+/// they come: held until the end, the ~60,000 flow records of the reference capture were
+/// ~35 MB at the peak of the run. Workers hand the chunks to the merger; the single-thread
+/// run writes them out.
+pub(super) struct ShutdownSink<'a, F: FnMut(EventBuf, Order)> {
+    pub events: &'a mut LogSink,
+    pub flush: F,
 }
 
-impl EventSink for ShutdownSink<'_> {
+impl<F: FnMut(EventBuf, Order)> EventSink for ShutdownSink<'_, F> {
     fn event(&mut self, key: u64, event: &Event<'_>) {
         self.event_sub(key, 0, event)
     }
@@ -52,8 +53,7 @@ impl EventSink for ShutdownSink<'_> {
     fn event_sub(&mut self, key: u64, sub: u64, event: &Event<'_>) {
         let flow_starts = self.events.events.last_order().is_some_and(|last| last < (key, sub));
         if key == SHUTDOWN_KEY && flow_starts && self.events.events.len() >= CHUNK_LINES {
-            // A closed output means the merger failed; the error surfaces from it.
-            let _ = self.output.send(OutputChunk { events: self.events.take(), watermark: (key, sub) });
+            (self.flush)(self.events.take(), (key, sub));
         }
         self.events.event_sub(key, sub, event);
     }
@@ -205,7 +205,11 @@ pub(super) fn run(
         let finished = catch_unwind(AssertUnwindSafe(|| {
             let mut cx = Cx { inspector: &mut inspector, events: &mut events, report: &mut report, last: started };
             settle(&mut handover, &mut cx);
-            inspector.finish(&mut ShutdownSink { events: &mut events, output: &output })
+            // A closed output means the merger failed; the error surfaces from it.
+            let flush = |events, watermark| {
+                let _ = output.send(OutputChunk { events, watermark });
+            };
+            inspector.finish(&mut ShutdownSink { events: &mut events, flush })
         }));
         if let Err(payload) = finished {
             failure = Some(WorkerFailure { worker: report.name.clone(), message: fault::panic_message(&*payload) });
