@@ -22,6 +22,7 @@ pub mod nfqueue;
 pub mod offload;
 mod pcapng;
 pub mod port;
+pub mod prefetch;
 mod record;
 mod stream;
 #[cfg(test)]
@@ -42,6 +43,9 @@ pub use port::{KernelCounts, LivePort, PortMode};
 /// field, and refusing it keeps a hostile file from forcing a huge allocation.
 pub const MAX_CAPLEN: u32 = 256 * 1024;
 
+/// The packets after the current one that a source holds already: (link type, bytes).
+pub type Ahead<'a> = [Option<(LinkType, &'a [u8])>; 2];
+
 /// One captured packet, borrowing the source's buffer.
 #[derive(Clone, Copy, Debug)]
 pub struct RawPacket<'a> {
@@ -55,6 +59,12 @@ pub struct RawPacket<'a> {
 pub trait PacketSource {
     /// Next packet, borrowing the source's buffer until the next call. Ok(None) = end of input.
     fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError>;
+    /// The next packet and, when the source holds them already, the two after it (link
+    /// type and bytes), which the reader may look at to load their flows' state ahead. The
+    /// default looks at nothing ahead.
+    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, Ahead<'_>)>, CaptureError> {
+        Ok(self.next_packet()?.map(|raw| (raw, [None; 2])))
+    }
     /// Human-readable description for logs ("file foo.pcap", "interface eth0").
     fn describe(&self) -> String;
     /// How much of the input has been read, for progress reports; `None` for sources

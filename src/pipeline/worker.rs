@@ -132,7 +132,10 @@ pub(super) fn run(
         let waited_before = handover.as_ref().map_or(Duration::ZERO, |h| h.waited);
         let inspected = catch_unwind(AssertUnwindSafe(|| {
             let mut cx = Cx { inspector: &mut inspector, events: &mut events, report: &mut report, last: started };
-            for pkt in batch.iter() {
+            let mut flows_ahead = super::FlowsAhead::default();
+            for (i, pkt) in batch.iter().enumerate() {
+                let after_next = (i + 2 < batch.len()).then(|| batch.get(i + 2)).map(|p| (p.meta.link, p.data));
+                flows_ahead.step(cx.inspector, after_next);
                 if let Some(h) = handover.as_mut().filter(|h| h.pending()) {
                     if h.holds(pkt.meta.bucket) && !h.stash_full() {
                         h.stash(pkt);

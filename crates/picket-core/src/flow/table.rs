@@ -199,6 +199,14 @@ pub struct FlowTable<E: Default = ()> {
     config: FlowConfig,
     tcp_config: TcpConfig,
     index: HashTable<u32>,
+    /// Direct-mapped lookup hints: at `hint_pos(hash)`, the slot index + 1 of the flow
+    /// inserted last with such a hash (0: none). A lookup tries the hinted slot before the
+    /// index, and a reader that knows the next packets can have both the hint and the
+    /// hinted slot loaded ahead ([`FlowTable::hint_entry`], [`FlowTable::hinted_slot`]):
+    /// the index's buckets and the slots are too large for the caches, and each lookup
+    /// waited on two or three memory reads in a row. Stale hints are harmless: the slot's
+    /// key is checked. A power of two at least the slab's capacity.
+    hints: Vec<u32>,
     /// Seed of the index hash.
     hash_seed: u64,
     slots: Vec<Slot<E>>,
@@ -228,6 +236,7 @@ impl<E: Default> FlowTable<E> {
                 reassembly_depth: config.reassembly_depth,
             },
             index: HashTable::with_capacity(prealloc),
+            hints: vec![0; prealloc.max(1).next_power_of_two()],
             hash_seed: random_seed(),
             slots: Vec::with_capacity(prealloc),
             free: Vec::new(),
@@ -250,7 +259,9 @@ impl<E: Default> FlowTable<E> {
     /// owned by `E` is not seen here; stages that allocate keep their own memcaps.
     pub fn bytes_per_flow() -> u64 {
         let index_entry = mem::size_of::<u32>() + 1;
-        (mem::size_of::<Slot<E>>() + 2 * index_entry + 2 * mem::size_of::<u32>()) as u64
+        // The hints are at most twice the slab's capacity.
+        let hint = 2 * mem::size_of::<u32>();
+        (mem::size_of::<Slot<E>>() + 2 * index_entry + hint + 2 * mem::size_of::<u32>()) as u64
     }
 
     /// Flow limit derived from the memcap.
@@ -269,7 +280,7 @@ impl<E: Default> FlowTable<E> {
     /// their allocated size, plus the heap the extensions reported.
     fn held_bytes(&self) -> u64 {
         let slab = self.slots.capacity() * mem::size_of::<Slot<E>>();
-        let lists = (self.free.capacity() + self.index.len()) * mem::size_of::<u32>();
+        let lists = (self.free.capacity() + self.index.len() + self.hints.len()) * mem::size_of::<u32>();
         (slab + self.index.allocation_size() + lists) as u64 + self.ext_bytes
     }
 
@@ -369,7 +380,51 @@ impl<E: Default> FlowTable<E> {
     }
 
     #[inline]
+    /// The hash a packet of `tuple` is looked up with.
+    pub fn hash_of(&self, tuple: &FiveTuple, vlan: crate::decode::VlanIds) -> u64 {
+        let (key, _) = FlowKey::new(tuple, if self.config.track_vlan { vlan } else { [0; 3] });
+        key_hash_seeded(&key, self.hash_seed)
+    }
+
+    fn hint_pos(&self, hash: u64) -> usize {
+        // The index places entries by the hash's low bits; the hints use the high ones.
+        (hash >> 32) as usize & (self.hints.len() - 1)
+    }
+
+    /// The hint a lookup of `hash` reads first (to load it ahead of the packet).
+    pub fn hint_entry(&self, hash: u64) -> &u32 {
+        &self.hints[self.hint_pos(hash)]
+    }
+
+    /// Where the slot a lookup of `hash` tries first lies (start, length), if there is a
+    /// hint: to load it ahead. Reads the hint, not the slot.
+    pub fn hinted_slot(&self, hash: u64) -> Option<(*const u8, usize)> {
+        let i = (*self.hint_entry(hash) as usize).checked_sub(1)?;
+        let slot = self.slots.get(i)?;
+        Some((slot as *const Slot<E> as *const u8, mem::size_of::<Slot<E>>()))
+    }
+
+    /// Sizes the hints to the slab's capacity and hints every live flow again.
+    fn resize_hints(&mut self) {
+        let len = self.slots.capacity().max(1).next_power_of_two();
+        if len == self.hints.len() {
+            return;
+        }
+        self.hints = vec![0; len];
+        for (i, slot) in self.slots.iter().enumerate() {
+            if slot.in_use {
+                let pos = self.hint_pos(key_hash_seeded(&slot.flow.key, self.hash_seed));
+                self.hints[pos] = i as u32 + 1;
+            }
+        }
+    }
+
     fn lookup(&self, hash: u64, key: &FlowKey) -> Option<u32> {
+        if let Some(i) = (*self.hint_entry(hash) as usize).checked_sub(1) {
+            if self.slots.get(i).is_some_and(|s| s.in_use && s.flow.key == *key) {
+                return Some(i as u32);
+            }
+        }
         let slots = &self.slots;
         self.index.find(hash, |&i| slots.get(i as usize).is_some_and(|s| s.flow.key == *key)).copied()
     }
@@ -587,6 +642,7 @@ impl<E: Default> FlowTable<E> {
                     let step = (self.max_flows / 8).max(64);
                     let extra = len.max(64).min(step).min(self.max_flows.saturating_sub(len)).max(1);
                     self.slots.reserve_exact(extra);
+                    self.resize_hints();
                 }
                 self.slots.push(Slot {
                     flow,
@@ -604,6 +660,8 @@ impl<E: Default> FlowTable<E> {
         let (slots, seed) = (&self.slots, self.hash_seed);
         self.index
             .insert_unique(hash, index, |&i| slots.get(i as usize).map_or(0, |s| key_hash_seeded(&s.flow.key, seed)));
+        let pos = self.hint_pos(hash);
+        self.hints[pos] = index + 1;
         let due = self.due_sec(index);
         self.schedule(index, due);
 
@@ -842,6 +900,10 @@ impl<E: Default> FlowTable<E> {
         let hash = key_hash_seeded(&self.slots[index as usize].flow.key, self.hash_seed);
         if let Ok(entry) = self.index.find_entry(hash, |&i| i == index) {
             entry.remove();
+        }
+        let pos = self.hint_pos(hash);
+        if self.hints[pos] == index + 1 {
+            self.hints[pos] = 0;
         }
         let slot = &mut self.slots[index as usize];
         slot.in_use = false;

@@ -382,6 +382,61 @@ fn timeouts_longer_than_the_wheel_still_expire_on_time() {
     assert_eq!(expire(&mut t, 3001).len(), 1);
 }
 
+/// Lookups try a direct-mapped hint before the index. With 4 hints for hundreds of flows
+/// most hints are overwritten by another flow, go stale when their flow ends, and are
+/// rebuilt when the slab grows; every packet must still find its own flow, and a packet
+/// of an ended flow a new one.
+#[test]
+fn hinted_lookups_never_give_another_flow() {
+    let mut t = table(FlowConfig { prealloc_flows: 4, ..FlowConfig::default() });
+    let mut g = Gen::new();
+    let mut ended = Vec::new();
+    let mut handles = Vec::new();
+    for port in 0..600u16 {
+        let v = run(&mut t, &g.udp(1, 1000 + port, 2, 53, 0), &mut ended);
+        assert!(v.created);
+        handles.push(v.handle);
+        // The flow just inserted owns its hint.
+        let pkt = g.udp(1, 1000 + port, 2, 53, 0);
+        assert_ne!(*t.hint_entry(t.hash_of(&pkt.tuple, pkt.vlan)), 0);
+        assert!(t.hinted_slot(t.hash_of(&pkt.tuple, pkt.vlan)).is_some());
+    }
+    let check = |t: &mut FlowTable<u32>, g: &mut Gen, ended: &mut Records, ports: &mut dyn Iterator<Item = u16>| {
+        for port in ports {
+            // Both directions, so the reply's tuple (the canonical key's other side) too.
+            for v in [run(t, &g.udp(1, 1000 + port, 2, 53, 1), ended), run(t, &g.udp(2, 53, 1, 1000 + port, 1), ended)]
+            {
+                assert!(!v.created, "port {port}");
+                assert_eq!(v.handle, handles[port as usize], "port {port}");
+                let f = t.flow(v.handle).expect("live");
+                assert_eq!(f.tuple().src_port.min(f.tuple().dst_port), 53);
+                assert_eq!(f.tuple().src_port.max(f.tuple().dst_port), 1000 + port);
+            }
+        }
+    };
+    check(&mut t, &mut g, &mut ended, &mut (0..600u16).rev());
+    // All flows end; new flows take their slots (and hints).
+    let expired = expire(&mut t, 10_000);
+    assert_eq!(expired.len(), 600, "every flow idles out after a long jump");
+    for port in 0..600u16 {
+        let v = run(&mut t, &g.udp(3, 2000 + port, 4, 53, 10_001), &mut ended);
+        assert!(v.created);
+        handles[port as usize] = v.handle;
+    }
+    // The ended flows' packets start flows of their own, never land in a reused slot.
+    for port in 0..50u16 {
+        let v = run(&mut t, &g.udp(1, 1000 + port, 2, 53, 10_001), &mut ended);
+        assert!(v.created, "port {port}");
+        assert!(!handles.contains(&v.handle));
+    }
+    for port in 0..600u16 {
+        let v = run(&mut t, &g.udp(3, 2000 + port, 4, 53, 10_002), &mut ended);
+        assert!(!v.created);
+        assert_eq!(v.handle, handles[port as usize]);
+    }
+    assert!(ended.is_empty() || ended.iter().all(|r| r.reason != FlowEndReason::Forced));
+}
+
 #[test]
 fn tiny_memcap_evicts_and_stays_bounded() {
     let per_flow = FlowTable::<u32>::bytes_per_flow();

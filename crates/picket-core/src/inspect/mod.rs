@@ -478,6 +478,28 @@ impl Inspector {
 
     /// Inspects one packet. Events it raises go to `sink` keyed by its `pcap_cnt`; the
     /// returned verdict says whether the packet may go on (inline modes act on it).
+    /// The hash a frame's flow is looked up with, for loading the flow's state ahead of the
+    /// frame ([`Inspector::flow_hint`], [`Inspector::flow_slot`]); `None` for frames without
+    /// a flow. Decodes the frame.
+    pub fn flow_hash(&self, link: LinkType, data: &[u8]) -> Option<u64> {
+        let d = decode::decode(link, data, &self.decode_opts);
+        if d.fragment {
+            return None;
+        }
+        Some(self.flows.hash_of(&d.tuple()?, d.vlan))
+    }
+
+    /// Where the lookup of a flow hash reads first (see [`FlowTable::hint_entry`]).
+    pub fn flow_hint(&self, hash: u64) -> *const u8 {
+        (self.flows.hint_entry(hash) as *const u32).cast()
+    }
+
+    /// Where the lookup of a flow hash reads next, once its hint is loaded: the hinted
+    /// flow's slot (start, length).
+    pub fn flow_slot(&self, hash: u64) -> Option<(*const u8, usize)> {
+        self.flows.hinted_slot(hash)
+    }
+
     pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {
         let meta = pkt.meta;
         // Flows this packet's time expires end just before it, under the key the
