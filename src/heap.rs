@@ -19,6 +19,14 @@ pub fn jemalloc_thp_mode() -> Option<String> {
     sys::jemalloc_opt_str(b"opt.thp\0")
 }
 
+/// Keeps this process's memory in 4 KiB pages from now on (`prctl(PR_SET_THP_DISABLE)`),
+/// whatever the allocator asks for. For the commands that load rules and exit (`-T`,
+/// `picket rules check`): huge pages pay off on the packet path only, and a start-up's
+/// half-used huge pages added 13-15 MiB to its peak. Returns whether the kernel agreed.
+pub fn without_huge_pages() -> bool {
+    sys::disable_thp()
+}
+
 /// Returning freed heap to the system (jemalloc's `arena.<all>.purge`, glibc's `malloc_trim`),
 /// and reading jemalloc's options.
 #[allow(unsafe_code)]
@@ -78,6 +86,18 @@ mod sys {
 
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     pub fn trim_glibc() {}
+
+    #[cfg(target_os = "linux")]
+    pub fn disable_thp() -> bool {
+        // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and sets a flag of this
+        // process's memory map; it reads and writes no memory of ours.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0 }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn disable_thp() -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
@@ -92,6 +112,16 @@ mod tests {
         let mode = jemalloc_thp_mode().expect("opt.thp is a string option");
         assert!(["default", "always", "never", "not supported"].contains(&mode.as_str()), "{mode}");
         assert_eq!(sys::jemalloc_opt_str(b"opt.no_such_option\0"), None);
+    }
+
+    /// The kernel takes the flag (it shows in /proc/self/status). Only this test's process
+    /// is affected, and no test depends on huge pages.
+    #[test]
+    fn huge_pages_can_be_turned_off() {
+        assert!(without_huge_pages());
+        let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+        let line = status.lines().find(|l| l.starts_with("THP_enabled:")).expect("THP_enabled line");
+        assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
     }
 
     #[test]
