@@ -379,7 +379,6 @@ impl<E: Default> FlowTable<E> {
         Some(FlowHandle { index, generation: slot.generation })
     }
 
-    #[inline]
     /// The hash a packet of `tuple` is looked up with.
     pub fn hash_of(&self, tuple: &FiveTuple, vlan: crate::decode::VlanIds) -> u64 {
         let (key, _) = FlowKey::new(tuple, if self.config.track_vlan { vlan } else { [0; 3] });
@@ -419,6 +418,7 @@ impl<E: Default> FlowTable<E> {
         }
     }
 
+    #[inline]
     fn lookup(&self, hash: u64, key: &FlowKey) -> Option<u32> {
         if let Some(i) = (*self.hint_entry(hash) as usize).checked_sub(1) {
             if self.slots.get(i).is_some_and(|s| s.in_use && s.flow.key == *key) {
