@@ -517,16 +517,27 @@ mod tests {
         (whole, streamed)
     }
 
+    /// A rules file of one content rule in `dir`.
+    fn one_rule(dir: &Path) -> RuleSources {
+        let path = dir.join("p.rules");
+        std::fs::write(&path, "alert udp any any -> any any (content:\"A\"; sid:1;)\n").unwrap();
+        RuleSources { exclusive: vec![path], extra: Vec::new() }
+    }
+
+    /// Loads `sources` under the built-in configuration with `sets` (as `--set`); also
+    /// returns the configuration's warnings.
+    fn load_with_sets(sources: &RuleSources, sets: &[String]) -> (Result<LoadedRules, String>, Vec<String>) {
+        let (config, warnings) = Config::load(None, sets).unwrap();
+        let (settings, _) = EngineSettings::from_config(&config).unwrap();
+        (load(&config, &settings, sources), warnings)
+    }
+
     #[test]
     fn prefilter_profiling_reaches_the_engine_from_the_configuration() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.rules");
-        std::fs::write(&path, "alert udp any any -> any any (content:\"A\"; sid:1;)\n").unwrap();
-        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        let sources = one_rule(dir.path());
         for (sets, expected) in [(vec![], false), (vec!["profiling.prefilter.enabled=yes".to_string()], true)] {
-            let (config, _) = Config::load(None, &sets).unwrap();
-            let (settings, _) = EngineSettings::from_config(&config).unwrap();
-            let loaded = load(&config, &settings, &sources).unwrap();
+            let loaded = load_with_sets(&sources, &sets).0.unwrap();
             assert_eq!(loaded.engine.expect("engine").profiles_prefilter(), expected, "{sets:?}");
         }
     }
@@ -537,9 +548,7 @@ mod tests {
     #[test]
     fn hyperscan_code_path_follows_the_configuration() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.rules");
-        std::fs::write(&path, "alert udp any any -> any any (content:\"A\"; sid:1;)\n").unwrap();
-        let sources = RuleSources { exclusive: vec![path], extra: Vec::new() };
+        let sources = one_rule(dir.path());
         let hs = crate::matchers::hyperscan_usable();
         let default_path = crate::matchers::HsCodePath::choose(false).name();
         for (set, expected) in [
@@ -550,15 +559,12 @@ mod tests {
         ] {
             let mut sets = vec!["detect.sgh-mpm-caching=no".to_string()];
             sets.extend(set.map(str::to_string));
-            let (config, warnings) = Config::load(None, &sets).unwrap();
+            let (loaded, warnings) = load_with_sets(&sources, &sets);
             assert!(warnings.is_empty(), "{warnings:?}");
-            let (settings, _) = EngineSettings::from_config(&config).unwrap();
-            let loaded = load(&config, &settings, &sources).unwrap();
-            assert_eq!(loaded.hs_code_path, expected, "{sets:?}");
+            assert_eq!(loaded.unwrap().hs_code_path, expected, "{sets:?}");
         }
-        let (config, _) = Config::load(None, &["mpm-hs-avx512=maybe".to_string()]).unwrap();
-        let (settings, _) = EngineSettings::from_config(&config).unwrap();
-        let error = load(&config, &settings, &sources).err().expect("a bad value fails the load");
+        let (loaded, _) = load_with_sets(&sources, &["mpm-hs-avx512=maybe".to_string()]);
+        let error = loaded.err().expect("a bad value fails the load");
         assert!(error.contains("mpm-hs-avx512"), "{error}");
     }
 

@@ -90,20 +90,20 @@ impl PacketSource for MemorySource {
     }
 
     #[inline]
-    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, super::Ahead<'_>)>, CaptureError> {
+    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, super::AfterNext<'_>)>, CaptureError> {
         let Some(stored) = self.packets.get(self.next) else {
             return Ok(None);
         };
         self.next += 1;
         let bytes = &self.bytes;
-        let at = |i: usize| self.packets.get(i).map(|s| (s.link, bytes.get(s.start..s.end).unwrap_or(&[])));
+        let after_next = self.packets.get(self.next + 1).map(|s| (s.link, bytes.get(s.start..s.end).unwrap_or(&[])));
         let raw = RawPacket {
             ts: stored.ts,
             link: stored.link,
             wire_len: stored.wire_len,
             data: bytes.get(stored.start..stored.end).unwrap_or(&[]),
         };
-        Ok(Some((raw, [at(self.next), at(self.next + 1)])))
+        Ok(Some((raw, after_next)))
     }
 
     fn describe(&self) -> String {

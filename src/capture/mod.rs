@@ -43,8 +43,8 @@ pub use port::{KernelCounts, LivePort, PortMode};
 /// field, and refusing it keeps a hostile file from forcing a huge allocation.
 pub const MAX_CAPLEN: u32 = 256 * 1024;
 
-/// The packets after the current one that a source holds already: (link type, bytes).
-pub type Ahead<'a> = [Option<(LinkType, &'a [u8])>; 2];
+/// The packet after the next one, if the source holds it already: (link type, bytes).
+pub type AfterNext<'a> = Option<(LinkType, &'a [u8])>;
 
 /// One captured packet, borrowing the source's buffer.
 #[derive(Clone, Copy, Debug)]
@@ -59,11 +59,11 @@ pub struct RawPacket<'a> {
 pub trait PacketSource {
     /// Next packet, borrowing the source's buffer until the next call. Ok(None) = end of input.
     fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError>;
-    /// The next packet and, when the source holds them already, the two after it (link
-    /// type and bytes), which the reader may look at to load their flows' state ahead. The
+    /// The next packet and, when the source holds it already, the packet after the one
+    /// following it, which the reader may look at to load its flow's state ahead. The
     /// default looks at nothing ahead.
-    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, Ahead<'_>)>, CaptureError> {
-        Ok(self.next_packet()?.map(|raw| (raw, [None; 2])))
+    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, AfterNext<'_>)>, CaptureError> {
+        Ok(self.next_packet()?.map(|raw| (raw, None)))
     }
     /// Human-readable description for logs ("file foo.pcap", "interface eth0").
     fn describe(&self) -> String;

@@ -15,7 +15,7 @@ mod worker;
 pub use worker::{FLOWS_HANDED_OVER, FLOWS_TAKEN_OVER, HANDOVER_STASHED, HANDOVER_WAIT_US};
 
 use crate::capture::bpf::{BpfError, BpfFilter};
-use crate::capture::{prefetch, Ahead, CaptureError, PacketSource, RawPacket};
+use crate::capture::{prefetch, AfterNext, CaptureError, PacketSource, RawPacket};
 use crate::counters::CounterSet;
 use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
 use crate::dispatch::adaptive::{AdaptiveSettings, BucketMove, RebalanceStats, Rebalancer};
@@ -146,9 +146,10 @@ pub fn run_with_progress(
 }
 
 /// The reading thread's own stage: pulls packets from the source, applies the BPF
-/// filter and reassembles IP fragments. `on_packet(pcap_cnt, raw)` sees every captured
-/// packet the filter passes, then, after the fragment that completed it, each reassembled
-/// datagram (with that fragment's `pcap_cnt`). Filtered packets get no `pcap_cnt`: with
+/// filter and reassembles IP fragments. `on_packet(pcap_cnt, raw, after_next)` sees every
+/// captured packet the filter passes (with the packet after the next one when the source
+/// holds it, a hint for loading its flow ahead), then, after the fragment that completed it,
+/// each reassembled datagram (with that fragment's `pcap_cnt`). Filtered packets get no `pcap_cnt`: with
 /// a filter, Suricata's libpcap never hands them over, so its numbering skips them.
 /// A capture error after some packets is returned, not raised, so what was read counts.
 /// `on_packet` returns false to stop reading (a worker died).
@@ -207,7 +208,7 @@ impl Reader {
     fn read_all(
         &mut self,
         source: &mut dyn PacketSource,
-        mut on_packet: impl FnMut(u64, &RawPacket<'_>, &Ahead<'_>) -> bool,
+        mut on_packet: impl FnMut(u64, &RawPacket<'_>, AfterNext<'_>) -> bool,
     ) -> (u64, Vec<CaptureError>) {
         let mut pcap_cnt = 0u64;
         let mut reported = 0u64;
@@ -222,7 +223,7 @@ impl Reader {
                 self.report_progress(source, pcap_cnt);
             }
             match source.next_packet_ahead() {
-                Ok(Some((raw, ahead))) => {
+                Ok(Some((raw, after_next))) => {
                     if let Some(filter) = &mut self.bpf {
                         match filter.matches(raw.link, raw.data, raw.wire_len) {
                             Ok(true) => {}
@@ -238,7 +239,7 @@ impl Reader {
                     }
                     after_error = false;
                     pcap_cnt += 1;
-                    if !on_packet(pcap_cnt, &raw, &ahead) {
+                    if !on_packet(pcap_cnt, &raw, after_next) {
                         return (pcap_cnt, errors);
                     }
                     let Some(defrag) = &mut self.defrag else { continue };
@@ -255,7 +256,7 @@ impl Reader {
                             wire_len: self.rebuilt.len() as u32,
                             data: &self.rebuilt,
                         };
-                        if !on_packet(pcap_cnt, &whole, &[None; 2]) {
+                        if !on_packet(pcap_cnt, &whole, None) {
                             return (pcap_cnt, errors);
                         }
                     }
@@ -327,8 +328,8 @@ fn run_single(
     let mut alerts_reported = 0u64;
     let mut failure = None;
     let mut flows_ahead = FlowsAhead::default();
-    let (packets, capture_errors) = reader.read_all(source, |pcap_cnt, raw, ahead| {
-        flows_ahead.step(&inspector, ahead[1]);
+    let (packets, capture_errors) = reader.read_all(source, |pcap_cnt, raw, after_next| {
+        flows_ahead.step(&inspector, after_next);
         first_ts.get_or_insert(raw.ts);
         last_ts = Some(raw.ts);
         bytes += raw.wire_len as u64;

@@ -713,6 +713,7 @@ impl DnsState {
                 let id = message.header.id;
                 if let Some(i) = self.pending_requests.iter().position(|&(pid, _)| pid == id) {
                     request_tx = self.pending_requests.remove(i).map(|(_, t)| t);
+                    crate::applayer::free_if_drained(&mut self.pending_requests);
                 }
             }
         }
@@ -741,7 +742,6 @@ impl DnsState {
             self.transactions.pop_front();
         }
         crate::applayer::free_if_drained(&mut self.transactions);
-        crate::applayer::free_if_drained(&mut self.pending_requests);
     }
 
     /// Id the next transaction will get (= number of transactions created so far).
