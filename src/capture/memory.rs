@@ -90,20 +90,21 @@ impl PacketSource for MemorySource {
     }
 
     #[inline]
-    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, super::AfterNext<'_>)>, CaptureError> {
+    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, super::Ahead<'_>)>, CaptureError> {
         let Some(stored) = self.packets.get(self.next) else {
             return Ok(None);
         };
         self.next += 1;
         let bytes = &self.bytes;
-        let after_next = self.packets.get(self.next + 1).map(|s| (s.link, bytes.get(s.start..s.end).unwrap_or(&[])));
+        let ahead =
+            self.packets.get(self.next - 1 + super::AHEAD).map(|s| (s.link, bytes.get(s.start..s.end).unwrap_or(&[])));
         let raw = RawPacket {
             ts: stored.ts,
             link: stored.link,
             wire_len: stored.wire_len,
             data: bytes.get(stored.start..stored.end).unwrap_or(&[]),
         };
-        Ok(Some((raw, after_next)))
+        Ok(Some((raw, ahead)))
     }
 
     fn describe(&self) -> String {

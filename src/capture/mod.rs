@@ -43,8 +43,15 @@ pub use port::{KernelCounts, LivePort, PortMode};
 /// field, and refusing it keeps a hostile file from forcing a huge allocation.
 pub const MAX_CAPLEN: u32 = 256 * 1024;
 
-/// The packet after the next one, if the source holds it already: (link type, bytes).
-pub type AfterNext<'a> = Option<(LinkType, &'a [u8])>;
+/// How far a reader looks ahead to load flow state early: the packet this many after the
+/// one being read ([`PacketSource::next_packet_ahead`], [`crate::pipeline`]'s `FlowsAhead`).
+/// Three: one packet's inspection each to load the flow table's hint, then the hinted
+/// slot, then the state the slot points to.
+pub const AHEAD: usize = 3;
+
+/// The packet [`AHEAD`] after the one being read, if the source holds it already: (link
+/// type, bytes).
+pub type Ahead<'a> = Option<(LinkType, &'a [u8])>;
 
 /// One captured packet, borrowing the source's buffer.
 #[derive(Clone, Copy, Debug)]
@@ -59,10 +66,10 @@ pub struct RawPacket<'a> {
 pub trait PacketSource {
     /// Next packet, borrowing the source's buffer until the next call. Ok(None) = end of input.
     fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError>;
-    /// The next packet and, when the source holds it already, the packet after the one
-    /// following it, which the reader may look at to load its flow's state ahead. The
-    /// default looks at nothing ahead.
-    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, AfterNext<'_>)>, CaptureError> {
+    /// The next packet and, when the source holds it already, the packet [`AHEAD`] after
+    /// it, which the reader may look at to load its flow's state ahead. The default looks
+    /// at nothing ahead.
+    fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, Ahead<'_>)>, CaptureError> {
         Ok(self.next_packet()?.map(|raw| (raw, None)))
     }
     /// Human-readable description for logs ("file foo.pcap", "interface eth0").

@@ -15,7 +15,7 @@ mod worker;
 pub use worker::{FLOWS_HANDED_OVER, FLOWS_TAKEN_OVER, HANDOVER_STASHED, HANDOVER_WAIT_US};
 
 use crate::capture::bpf::{BpfError, BpfFilter};
-use crate::capture::{prefetch, AfterNext, CaptureError, PacketSource, RawPacket};
+use crate::capture::{prefetch, Ahead, CaptureError, PacketSource, RawPacket};
 use crate::counters::CounterSet;
 use crate::defrag::{is_fragment, DefragConfig, DefragOutcome, Defragmenter};
 use crate::dispatch::adaptive::{AdaptiveSettings, BucketMove, RebalanceStats, Rebalancer};
@@ -146,9 +146,9 @@ pub fn run_with_progress(
 }
 
 /// The reading thread's own stage: pulls packets from the source, applies the BPF
-/// filter and reassembles IP fragments. `on_packet(pcap_cnt, raw, after_next)` sees every
-/// captured packet the filter passes (with the packet after the next one when the source
-/// holds it, a hint for loading its flow ahead), then, after the fragment that completed it,
+/// filter and reassembles IP fragments. `on_packet(pcap_cnt, raw, ahead)` sees every
+/// captured packet the filter passes (with the packet [`crate::capture::AHEAD`] after it
+/// when the source holds it, a hint for loading its flow ahead), then, after the fragment that completed it,
 /// each reassembled datagram (with that fragment's `pcap_cnt`). Filtered packets get no `pcap_cnt`: with
 /// a filter, Suricata's libpcap never hands them over, so its numbering skips them.
 /// A capture error after some packets is returned, not raised, so what was read counts.
@@ -208,7 +208,7 @@ impl Reader {
     fn read_all(
         &mut self,
         source: &mut dyn PacketSource,
-        mut on_packet: impl FnMut(u64, &RawPacket<'_>, AfterNext<'_>) -> bool,
+        mut on_packet: impl FnMut(u64, &RawPacket<'_>, Ahead<'_>) -> bool,
     ) -> (u64, Vec<CaptureError>) {
         let mut pcap_cnt = 0u64;
         let mut reported = 0u64;
@@ -223,7 +223,7 @@ impl Reader {
                 self.report_progress(source, pcap_cnt);
             }
             match source.next_packet_ahead() {
-                Ok(Some((raw, after_next))) => {
+                Ok(Some((raw, ahead))) => {
                     if let Some(filter) = &mut self.bpf {
                         match filter.matches(raw.link, raw.data, raw.wire_len) {
                             Ok(true) => {}
@@ -239,7 +239,7 @@ impl Reader {
                     }
                     after_error = false;
                     pcap_cnt += 1;
-                    if !on_packet(pcap_cnt, &raw, after_next) {
+                    if !on_packet(pcap_cnt, &raw, ahead) {
                         return (pcap_cnt, errors);
                     }
                     let Some(defrag) = &mut self.defrag else { continue };
@@ -328,8 +328,8 @@ fn run_single(
     let mut alerts_reported = 0u64;
     let mut failure = None;
     let mut flows_ahead = FlowsAhead::default();
-    let (packets, capture_errors) = reader.read_all(source, |pcap_cnt, raw, after_next| {
-        flows_ahead.step(&inspector, after_next);
+    let (packets, capture_errors) = reader.read_all(source, |pcap_cnt, raw, ahead| {
+        flows_ahead.step(&inspector, ahead);
         first_ts.get_or_insert(raw.ts);
         last_ts = Some(raw.ts);
         bytes += raw.wire_len as u64;
@@ -658,26 +658,37 @@ fn ring_full_backoff(spins: u32) {
     }
 }
 
-/// Loads the state of the next packets' flows while one packet is inspected, so that the
-/// flow lookups do not wait on memory: the flow table's hint for the packet after next,
-/// and the slot the (by then loaded) hint names for the next packet. Without it each lookup
-/// waited on two or three memory reads in a row (7% of the single-thread packet phase).
+/// Loads the state of the next packets' flows while one packet is inspected, so that a
+/// packet's flow lookup and its first reads of the flow's state do not wait on memory. It
+/// is a pipeline over the next [`crate::capture::AHEAD`] packets, one memory read a stage:
+/// the flow table's hint for the third packet ahead, the slot the (by then loaded) hint
+/// names for the second, and the reassembly and app layer that (by then loaded) slot
+/// points to for the next. Without it each lookup waited on two or three memory reads in
+/// a row (7% of the single-thread packet phase).
 #[derive(Default)]
 pub(crate) struct FlowsAhead {
-    /// Flow hash of the next packet.
-    next: Option<u64>,
+    /// Flow hashes of the next packet and the one after it.
+    hashes: [Option<u64>; 2],
 }
 
 impl FlowsAhead {
-    /// Before inspecting a packet: `after_next` is the packet after the next one, if known.
-    pub(crate) fn step(&mut self, inspector: &Inspector, after_next: Option<(LinkType, &[u8])>) {
-        if let Some((start, len)) = self.next.and_then(|hash| inspector.flow_slot(hash)) {
+    /// Before inspecting a packet: `ahead` is the packet [`crate::capture::AHEAD`] after it,
+    /// if known.
+    pub(crate) fn step(&mut self, inspector: &Inspector, ahead: Option<(LinkType, &[u8])>) {
+        let [next, second] = self.hashes;
+        if let Some(hash) = next {
+            for (start, len) in inspector.flow_state(hash).into_iter().flatten() {
+                prefetch::lines(start, len);
+            }
+        }
+        if let Some((start, len)) = second.and_then(|hash| inspector.flow_slot(hash)) {
             prefetch::lines(start, len);
         }
-        self.next = after_next.and_then(|(link, data)| inspector.flow_hash(link, data));
-        if let Some(hash) = self.next {
+        let third = ahead.and_then(|(link, data)| inspector.flow_hash(link, data));
+        if let Some(hash) = third {
             prefetch::lines(inspector.flow_hint(hash), std::mem::size_of::<u32>());
         }
+        self.hashes = [second, third];
     }
 }
 

@@ -8,6 +8,7 @@
 use super::fault::{self, WorkerFailure};
 use super::handover::WorkerHandover;
 use super::RunProgress;
+use crate::capture::AHEAD;
 use crate::inspect::{Event, EventSink, Inspector};
 use crate::output::merge::{clock_key, EventBuf, Order, OutputChunk, END_WATERMARK, SHUTDOWN_KEY};
 use crate::output::sink::LogSink;
@@ -134,8 +135,8 @@ pub(super) fn run(
             let mut cx = Cx { inspector: &mut inspector, events: &mut events, report: &mut report, last: started };
             let mut flows_ahead = super::FlowsAhead::default();
             for (i, pkt) in batch.iter().enumerate() {
-                let after_next = (i + 2 < batch.len()).then(|| batch.get(i + 2)).map(|p| (p.meta.link, p.data));
-                flows_ahead.step(cx.inspector, after_next);
+                let ahead = (i + AHEAD < batch.len()).then(|| batch.get(i + AHEAD)).map(|p| (p.meta.link, p.data));
+                flows_ahead.step(cx.inspector, ahead);
                 if let Some(h) = handover.as_mut().filter(|h| h.pending()) {
                     if h.holds(pkt.meta.bucket) && !h.stash_full() {
                         h.stash(pkt);

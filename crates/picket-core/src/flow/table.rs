@@ -403,6 +403,13 @@ impl<E: Default> FlowTable<E> {
         Some((slot as *const Slot<E> as *const u8, mem::size_of::<Slot<E>>()))
     }
 
+    /// The state the flow the hint for `hash` names carries, if the hint names a live flow:
+    /// to load what it points to ahead. Reads the hint and the slot.
+    pub fn hinted_ext(&self, hash: u64) -> Option<&E> {
+        let i = (*self.hint_entry(hash) as usize).checked_sub(1)?;
+        self.slots.get(i).filter(|slot| slot.in_use).map(|slot| &slot.ext)
+    }
+
     /// Sizes the hints to the slab's capacity and hints every live flow again.
     fn resize_hints(&mut self) {
         let len = self.slots.capacity().max(1).next_power_of_two();

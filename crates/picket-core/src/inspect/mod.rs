@@ -500,6 +500,16 @@ impl Inspector {
         self.flows.hinted_slot(hash)
     }
 
+    /// Where the hinted flow's state on the heap lies (start, length), once its slot is
+    /// loaded: its reassembly and its app layer, which a packet of the flow reads next.
+    pub fn flow_state(&self, hash: u64) -> [Option<(*const u8, usize)>; 2] {
+        fn extent<T>(value: &T) -> (*const u8, usize) {
+            ((value as *const T).cast(), std::mem::size_of::<T>())
+        }
+        let Some(ext) = self.flows.hinted_ext(hash) else { return [None, None] };
+        [ext.stream.as_deref().map(extent), ext.app.as_deref().map(extent)]
+    }
+
     pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {
         let meta = pkt.meta;
         // Flows this packet's time expires end just before it, under the key the
