@@ -47,7 +47,7 @@ pub const MAX_CAPLEN: u32 = 256 * 1024;
 /// one being read ([`PacketSource::next_packet_ahead`], [`crate::pipeline`]'s `FlowsAhead`).
 /// Three: one packet's inspection each to load the flow table's hint, then the hinted
 /// slot, then the state the slot points to.
-pub const AHEAD: usize = 3;
+pub const AHEAD: usize = 4;
 
 /// The packet [`AHEAD`] after the one being read, if the source holds it already: (link
 /// type, bytes).

@@ -84,6 +84,18 @@ impl Default for AppLayer {
 }
 
 impl AppLayer {
+    /// Where the protocol parser's state lies (start, length), once detected: to load it
+    /// ahead of the flow's next packet.
+    pub fn parser_extent(&self) -> Option<(*const u8, usize)> {
+        match &self.state {
+            State::Parsing(parser) => {
+                let parser: &dyn AppParser = &**parser;
+                Some(((parser as *const dyn AppParser).cast(), std::mem::size_of_val(parser)))
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn new(http_config: Arc<HttpConfig>, detection_ports: Arc<DetectionPorts>) -> Self {
         AppLayer {
             state: State::Probing {

@@ -510,6 +510,11 @@ impl Inspector {
         [ext.stream.as_deref().map(extent), ext.app.as_deref().map(extent)]
     }
 
+    /// Where the hinted flow's protocol parser lies, once its app layer is loaded.
+    pub fn flow_parser(&self, hash: u64) -> Option<(*const u8, usize)> {
+        self.flows.hinted_ext(hash)?.app.as_deref()?.parser_extent()
+    }
+
     pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {
         let meta = pkt.meta;
         // Flows this packet's time expires end just before it, under the key the
