@@ -368,6 +368,47 @@ alert ip any any -> any any (msg:"everything"; sid:3;)"#,
 }
 
 #[test]
+fn the_ipv4_index_finds_the_rules_of_every_address() {
+    // Ranges inside one /16, across /16 edges, at both ends of the address space, nested
+    // and overlapping: every address near an edge gets exactly the rules whose ranges hold it.
+    let ranges: Vec<(u32, Vec<(u32, u32)>)> = vec![
+        (0, vec![(0, 0)]),
+        (1, vec![(0x0102_0300, 0x0102_03ff), (0x0a00_0001, 0x0a00_0001)]),
+        (2, vec![(0x0102_0000, 0x0102_ffff)]),
+        (3, vec![(0x0102_fff0, 0x0103_000f)]),
+        (4, vec![(0xffff_ff00, 0xffff_ffff)]),
+        (5, vec![(0x0a00_0000, 0x0aff_ffff)]),
+        (6, vec![(0x0102_0380, 0x0102_0380)]),
+    ];
+    let idx = V4Index::build(&ranges);
+    let mut probes = vec![0u32, 1, u32::MAX, u32::MAX - 1];
+    for (_, rs) in &ranges {
+        for &(lo, hi) in rs {
+            for a in [lo, hi] {
+                probes.extend([
+                    a.wrapping_sub(1),
+                    a,
+                    a.wrapping_add(1),
+                    a & 0xffff_0000,
+                    a | 0xffff,
+                    (a | 0xffff).wrapping_add(1),
+                ]);
+            }
+        }
+    }
+    for addr in probes {
+        let mut found = idx.lookup(addr).to_vec();
+        found.sort_unstable();
+        let want: Vec<u32> = ranges
+            .iter()
+            .filter(|(_, rs)| rs.iter().any(|&(lo, hi)| (lo..=hi).contains(&addr)))
+            .map(|(r, _)| *r)
+            .collect();
+        assert_eq!(found, want, "address {addr:#010x}");
+    }
+}
+
+#[test]
 fn a_packet_with_several_stream_chunks_alerts_once_per_rule() {
     // A packet whose ack releases two contiguous runs is inspected per chunk; as in
     // Suricata (one rule evaluation per packet, over every chunk), a header-only rule alerts
