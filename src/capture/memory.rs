@@ -98,6 +98,10 @@ impl PacketSource for MemorySource {
         let bytes = &self.bytes;
         let ahead =
             self.packets.get(self.next - 1 + super::AHEAD).map(|s| (s.link, bytes.get(s.start..s.end).unwrap_or(&[])));
+        // The headers of the packet after that one, which the reader decodes next time.
+        if let Some(s) = self.packets.get(self.next + super::AHEAD) {
+            super::prefetch::lines(bytes.get(s.start..).unwrap_or_default().as_ptr(), super::prefetch::HEADERS);
+        }
         let raw = RawPacket {
             ts: stored.ts,
             link: stored.link,

@@ -8,7 +8,7 @@
 use super::fault::{self, WorkerFailure};
 use super::handover::WorkerHandover;
 use super::RunProgress;
-use crate::capture::AHEAD;
+use crate::capture::{prefetch, AHEAD};
 use crate::inspect::{Event, EventSink, Inspector};
 use crate::output::merge::{clock_key, EventBuf, Order, OutputChunk, END_WATERMARK, SHUTDOWN_KEY};
 use crate::output::sink::LogSink;
@@ -136,6 +136,9 @@ pub(super) fn run(
             let mut flows_ahead = super::FlowsAhead::default();
             for (i, pkt) in batch.iter().enumerate() {
                 let ahead = (i + AHEAD < batch.len()).then(|| batch.get(i + AHEAD)).map(|p| (p.meta.link, p.data));
+                if i + AHEAD + 1 < batch.len() {
+                    prefetch::lines(batch.get(i + AHEAD + 1).data.as_ptr(), prefetch::HEADERS);
+                }
                 flows_ahead.step(cx.inspector, ahead);
                 if let Some(h) = handover.as_mut().filter(|h| h.pending()) {
                     if h.holds(pkt.meta.bucket) && !h.stash_full() {
