@@ -367,7 +367,7 @@ fn run_single(
             }
         };
         let finished = catch_unwind(AssertUnwindSafe(|| {
-            inspector.finish(&mut worker::ShutdownSink { events: &mut events, flush })
+            inspector.finish_loading(&mut worker::ShutdownSink { events: &mut events, flush }, &mut prefetch::lines)
         }));
         if let Err(payload) = finished {
             failure = Some(WorkerFailure { worker: worker_name(0), message: fault::panic_message(&*payload) });
@@ -785,7 +785,7 @@ mod tests {
         assert!(events.events.is_empty(), "no flow ended while packets came");
         let mut chunks = Vec::new();
         let flush = |chunk: EventBuf, watermark: crate::output::merge::Order| chunks.push((chunk, watermark));
-        inspector.finish(&mut worker::ShutdownSink { events: &mut events, flush });
+        inspector.finish_loading(&mut worker::ShutdownSink { events: &mut events, flush }, &mut prefetch::lines);
         assert!(chunks.len() >= 3, "{} chunks", chunks.len());
         let mut ports = Vec::new();
         for (chunk, watermark) in &chunks {

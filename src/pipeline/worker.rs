@@ -216,7 +216,7 @@ pub(super) fn run(
             let flush = |events, watermark| {
                 let _ = output.send(OutputChunk { events, watermark });
             };
-            inspector.finish(&mut ShutdownSink { events: &mut events, flush })
+            inspector.finish_loading(&mut ShutdownSink { events: &mut events, flush }, &mut prefetch::lines)
         }));
         if let Err(payload) = finished {
             failure = Some(WorkerFailure { worker: report.name.clone(), message: fault::panic_message(&*payload) });

@@ -24,7 +24,7 @@ pub mod table;
 pub mod tcp;
 
 pub use counters::FlowCounters;
-pub use table::{Flow, FlowTable};
+pub use table::{Flow, FlowTable, Upcoming};
 pub use tcp::{StreamEvent, TcpState};
 
 pub use crate::decode::{is_icmp, FiveTuple, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};

@@ -195,6 +195,24 @@ struct Slot<E> {
 /// Flow table of one worker. `E` is the extension slot later stages hang their per-flow
 /// state on (stream reassembly, flowbits, app-layer); it is `E::default()` for a new flow
 /// and moved into the [`FlowRecord`] when the flow ends.
+/// A flow about to end, as [`FlowTable::flush_all_ahead`] shows it: one stage of loading
+/// its memory ahead, each stage reading only what the stage before had loaded.
+pub enum Upcoming<'a, E> {
+    /// Where the flow's slot lies (start, length).
+    Slot(*const u8, usize),
+    /// The flow's extension, whose slot is loaded: what it points to comes next.
+    State(&'a E),
+    /// The same extension a stage later: what that in turn points to.
+    Inner(&'a E),
+}
+
+impl<E> Upcoming<'_, E> {
+    /// How many flows ahead each stage is shown.
+    pub const SLOT: usize = 6;
+    pub const STATE: usize = 4;
+    pub const INNER: usize = 2;
+}
+
 pub struct FlowTable<E: Default = ()> {
     config: FlowConfig,
     tcp_config: TcpConfig,
@@ -888,12 +906,30 @@ impl<E: Default> FlowTable<E> {
     /// Ends every flow (reason "shutdown"), ordered by first packet, so the output does
     /// not depend on hash or slot order. The table is empty and reusable afterwards.
     pub fn flush_all(&mut self, out: &mut impl FnMut(FlowRecord<E>)) {
+        self.flush_all_ahead(out, &mut |_| {});
+    }
+
+    /// [`FlowTable::flush_all`], showing `ahead` the flows about to end while earlier ones
+    /// end, so that a caller can have their memory loaded (the flows end in first-packet
+    /// order, which is no order in memory): each flow's slot [`Upcoming::SLOT`] flows
+    /// ahead, then its extension (read from the slot, loaded by then)
+    /// [`Upcoming::STATE`] and [`Upcoming::INNER`] flows ahead.
+    pub fn flush_all_ahead(&mut self, out: &mut impl FnMut(FlowRecord<E>), ahead: &mut impl FnMut(Upcoming<'_, E>)) {
         let mut live: Vec<u32> = (0..self.slots.len() as u32).filter(|&i| self.slots[i as usize].in_use).collect();
         live.sort_unstable_by_key(|&i| {
             let flow = &self.slots[i as usize].flow;
             (flow.first_pcap_cnt, flow.flow_id)
         });
-        for index in live {
+        for (k, &index) in live.iter().enumerate() {
+            if let Some(slot) = live.get(k + Upcoming::<E>::SLOT).and_then(|&i| self.slots.get(i as usize)) {
+                ahead(Upcoming::Slot((slot as *const Slot<E>).cast(), mem::size_of::<Slot<E>>()));
+            }
+            if let Some(&i) = live.get(k + Upcoming::<E>::STATE) {
+                ahead(Upcoming::State(&self.slots[i as usize].ext));
+            }
+            if let Some(&i) = live.get(k + Upcoming::<E>::INNER) {
+                ahead(Upcoming::Inner(&self.slots[i as usize].ext));
+            }
             let record = self.remove(index, FlowEndReason::Shutdown);
             out(record);
         }

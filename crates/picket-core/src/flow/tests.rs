@@ -81,6 +81,34 @@ fn flush(t: &mut FlowTable<u32>) -> Records {
 }
 
 #[test]
+fn flushing_shows_each_flow_ahead_of_its_end_once_per_stage() {
+    let mut t = table(FlowConfig::default());
+    let mut g = Gen::new();
+    let mut ended = Vec::new();
+    let ports: Vec<u16> = (0..20).map(|i| 5000 + i * 7).collect();
+    for &port in &ports {
+        let v = run(&mut t, &g.udp(CLIENT, port, SERVER, 53, 1), &mut ended);
+        *t.ext_mut(v.handle).unwrap() = u32::from(port);
+    }
+    let (mut slots, mut states, mut inners, mut records) = (0, Vec::new(), Vec::new(), Vec::new());
+    t.flush_all_ahead(&mut |r| records.push(r), &mut |up| match up {
+        Upcoming::Slot(start, len) => {
+            assert!(!start.is_null() && len > 0);
+            slots += 1;
+        }
+        Upcoming::State(ext) => states.push(*ext),
+        Upcoming::Inner(ext) => inners.push(*ext),
+    });
+    let want: Vec<u32> = ports.iter().map(|&p| u32::from(p)).collect();
+    assert_eq!(records.iter().map(|r| r.ext).collect::<Vec<_>>(), want, "first-packet order");
+    // Each stage names every flow but the first few, in the order they end.
+    assert_eq!(slots, ports.len() - Upcoming::<u32>::SLOT);
+    assert_eq!(states, want[Upcoming::<u32>::STATE..]);
+    assert_eq!(inners, want[Upcoming::<u32>::INNER..]);
+    assert!(t.is_empty() && ended.is_empty());
+}
+
+#[test]
 fn both_directions_share_one_flow_and_the_first_sender_is_the_client() {
     let mut g = Gen::new();
     let mut t = table(FlowConfig::default());

@@ -48,7 +48,9 @@ use crate::detect::engine::{Alert, DetectCtx, DetectEngine, DetectFlow, FlowInfo
 use crate::detectors::{Detectors, FlowEvent as DetectorFlowEvent, PacketFacts, Tallies};
 use crate::flow::macs;
 use crate::flow::table::MovedFlow;
-use crate::flow::{Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment};
+use crate::flow::{
+    Flow, FlowConfig, FlowPacket, FlowRecord, FlowTable, FlowTimeouts, StateTimeouts, TcpSegment, Upcoming,
+};
 use crate::packet::{ClockTick, LinkType, PacketRef, Timestamp};
 use crate::settings::{ChecksumMode, EncryptionHandling, EngineSettings, ExceptionPolicy, ProtoTimeouts, StreamInline};
 use crate::stream::{
@@ -293,6 +295,14 @@ pub struct FlowExt {
     pub names: Option<Arc<DetectEngine>>,
 }
 
+/// Where a flow's reassembly and app layer lie on the heap (start, length).
+fn state_extents(ext: &FlowExt) -> [Option<(*const u8, usize)>; 2] {
+    fn extent<T>(value: &T) -> (*const u8, usize) {
+        ((value as *const T).cast(), std::mem::size_of::<T>())
+    }
+    [ext.stream.as_deref().map(extent), ext.app.as_deref().map(extent)]
+}
+
 impl FlowExt {
     /// The flowbits set on the flow, for its flow record (after the flow ended).
     pub fn flowbits(&self) -> Option<FlowBits<'_>> {
@@ -503,11 +513,7 @@ impl Inspector {
     /// Where the hinted flow's state on the heap lies (start, length), once its slot is
     /// loaded: its reassembly and its app layer, which a packet of the flow reads next.
     pub fn flow_state(&self, hash: u64) -> [Option<(*const u8, usize)>; 2] {
-        fn extent<T>(value: &T) -> (*const u8, usize) {
-            ((value as *const T).cast(), std::mem::size_of::<T>())
-        }
-        let Some(ext) = self.flows.hinted_ext(hash) else { return [None, None] };
-        [ext.stream.as_deref().map(extent), ext.app.as_deref().map(extent)]
+        self.flows.hinted_ext(hash).map_or([None, None], state_extents)
     }
 
     /// Where the hinted flow's protocol parser lies, once its app layer is loaded.
@@ -882,9 +888,24 @@ impl Inspector {
 
     /// End of input: every flow still open is reported with reason "shutdown".
     pub fn finish(&mut self, sink: &mut dyn EventSink) {
+        self.finish_loading(sink, &mut |_, _| {});
+    }
+
+    /// [`Inspector::finish`], handing `load` the memory (start, length) of the flows about
+    /// to end a few flows ahead, to load it into the caches (see
+    /// [`FlowTable::flush_all_ahead`]; the core only names addresses).
+    pub fn finish_loading(&mut self, sink: &mut dyn EventSink, load: &mut dyn FnMut(*const u8, usize)) {
         let (det, mem) = (&mut self.detection, &mut self.stream_mem);
         let out = &mut Out::new(SHUTDOWN_KEY, sink);
-        self.flows.flush_all(&mut |rec| det.end_flow(rec, mem, out));
+        self.flows.flush_all_ahead(&mut |rec| det.end_flow(rec, mem, out), &mut |upcoming| match upcoming {
+            Upcoming::Slot(start, len) => load(start, len),
+            Upcoming::State(ext) => state_extents(ext).into_iter().flatten().for_each(|(start, len)| load(start, len)),
+            Upcoming::Inner(ext) => {
+                if let Some((start, len)) = ext.app.as_deref().and_then(AppLayer::parser_extent) {
+                    load(start, len);
+                }
+            }
+        });
     }
 
     fn advance_clock(&mut self, ts: Timestamp, out: &mut Out<'_>) {
