@@ -45,8 +45,8 @@ pub const MAX_CAPLEN: u32 = 256 * 1024;
 
 /// How far a reader looks ahead to load flow state early: the packet this many after the
 /// one being read ([`PacketSource::next_packet_ahead`], [`crate::pipeline`]'s `FlowsAhead`).
-/// Three: one packet's inspection each to load the flow table's hint, then the hinted
-/// slot, then the state the slot points to.
+/// Four: one packet's inspection each to load the flow table's hint, then the hinted
+/// slot, then the reassembly and app layer the slot points to, then the app layer's parser.
 pub const AHEAD: usize = 4;
 
 /// The packet [`AHEAD`] after the one being read, if the source holds it already: (link

@@ -658,18 +658,22 @@ fn ring_full_backoff(spins: u32) {
     }
 }
 
-/// Loads the state of the next packets' flows while one packet is inspected, so that a
-/// packet's flow lookup and its first reads of the flow's state do not wait on memory. It
-/// is a pipeline over the next [`crate::capture::AHEAD`] packets, one memory read a stage:
-/// the flow table's hint for the third packet ahead, the slot the (by then loaded) hint
-/// names for the second, and the reassembly and app layer that (by then loaded) slot
-/// points to for the next. Without it each lookup waited on two or three memory reads in
-/// a row (7% of the single-thread packet phase).
+/// Lines of a flow's protocol parser loaded ahead: its start (an HTTP parser is 1,288
+/// bytes, and a packet does not read all of it).
 const PARSER_LINES: usize = 6;
 
+/// Loads the state of the next packets' flows while one packet is inspected, so that a
+/// packet's flow lookup and its first reads of the flow's state do not wait on memory. It
+/// is a pipeline over the next [`crate::capture::AHEAD`] packets, one memory read a stage,
+/// each stage reading only what the stage before loaded a packet earlier: the flow
+/// table's hint for the fourth packet ahead, the slot that hint names for the third, the
+/// reassembly and app layer that slot points to for the second, and the protocol parser
+/// that app layer points to for the next. Without it each lookup waited on two or three
+/// memory reads in a row (7% of the single-thread packet phase), and the first reads of
+/// the reassembly and the parser on one more each.
 #[derive(Default)]
 pub(crate) struct FlowsAhead {
-    /// Flow hashes of the next packet and the one after it.
+    /// Flow hashes of the next three packets.
     hashes: [Option<u64>; 3],
 }
 

@@ -192,9 +192,6 @@ struct Slot<E> {
     ext_bytes: u64,
 }
 
-/// Flow table of one worker. `E` is the extension slot later stages hang their per-flow
-/// state on (stream reassembly, flowbits, app-layer); it is `E::default()` for a new flow
-/// and moved into the [`FlowRecord`] when the flow ends.
 /// A flow about to end, as [`FlowTable::flush_all_ahead`] shows it: one stage of loading
 /// its memory ahead, each stage reading only what the stage before had loaded.
 pub enum Upcoming<'a, E> {
@@ -213,6 +210,9 @@ impl<E> Upcoming<'_, E> {
     pub const INNER: usize = 2;
 }
 
+/// Flow table of one worker. `E` is the extension slot later stages hang their per-flow
+/// state on (stream reassembly, flowbits, app-layer); it is `E::default()` for a new flow
+/// and moved into the [`FlowRecord`] when the flow ends.
 pub struct FlowTable<E: Default = ()> {
     config: FlowConfig,
     tcp_config: TcpConfig,
