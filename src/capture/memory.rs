@@ -74,41 +74,45 @@ impl MemorySource {
     }
 }
 
-impl PacketSource for MemorySource {
+impl MemorySource {
+    /// The index of the next packet, moving past it; `None` at the end.
+    fn take_next(&mut self) -> Option<usize> {
+        let i = self.next;
+        (i < self.packets.len()).then(|| {
+            self.next += 1;
+            i
+        })
+    }
+
+    /// Packet `i` of the capture, if there is one.
     #[inline]
-    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError> {
-        let Some(stored) = self.packets.get(self.next) else {
-            return Ok(None);
-        };
-        self.next += 1;
-        Ok(Some(RawPacket {
+    fn raw(&self, i: usize) -> Option<RawPacket<'_>> {
+        let stored = self.packets.get(i)?;
+        Some(RawPacket {
             ts: stored.ts,
             link: stored.link,
             wire_len: stored.wire_len,
             data: self.bytes.get(stored.start..stored.end).unwrap_or(&[]),
-        }))
+        })
+    }
+}
+
+impl PacketSource for MemorySource {
+    #[inline]
+    fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, CaptureError> {
+        let Some(i) = self.take_next() else { return Ok(None) };
+        Ok(self.raw(i))
     }
 
     #[inline]
     fn next_packet_ahead(&mut self) -> Result<Option<(RawPacket<'_>, super::Ahead<'_>)>, CaptureError> {
-        let Some(stored) = self.packets.get(self.next) else {
-            return Ok(None);
-        };
-        self.next += 1;
-        let bytes = &self.bytes;
-        let ahead =
-            self.packets.get(self.next - 1 + super::AHEAD).map(|s| (s.link, bytes.get(s.start..s.end).unwrap_or(&[])));
-        // The headers of the packet after that one, which the reader decodes next time.
-        if let Some(s) = self.packets.get(self.next + super::AHEAD) {
-            super::prefetch::lines(bytes.get(s.start..).unwrap_or_default().as_ptr(), super::prefetch::HEADERS);
+        let Some(i) = self.take_next() else { return Ok(None) };
+        let Some(raw) = self.raw(i) else { return Ok(None) };
+        // The headers of the packet after the one ahead, which the reader decodes next time.
+        if let Some(later) = self.raw(i + super::AHEAD + 1) {
+            super::prefetch::headers(later.data);
         }
-        let raw = RawPacket {
-            ts: stored.ts,
-            link: stored.link,
-            wire_len: stored.wire_len,
-            data: bytes.get(stored.start..stored.end).unwrap_or(&[]),
-        };
-        Ok(Some((raw, ahead)))
+        Ok(Some((raw, self.raw(i + super::AHEAD).map(|p| (p.link, p.data)))))
     }
 
     fn describe(&self) -> String {

@@ -1,10 +1,17 @@
 //! Loading memory ahead of its use. A reader that holds the next packets already (an
-//! in-memory capture) asks the inspector where their flows' state lies and starts loading
-//! it while the packet before them is inspected ([`crate::pipeline`]'s single-thread loop).
+//! in-memory capture, a worker's batch) asks the inspector where their flows' state lies
+//! and starts loading it while the packets before them are inspected
+//! ([`crate::pipeline`]'s `FlowsAhead`); at shutdown the inspector names the flows about
+//! to end ([`picket_core::inspect::Inspector::finish_loading`]).
 
 /// Bytes of a frame's start a reader decodes to find its flow (Ethernet, IP and transport
 /// headers).
-pub const HEADERS: usize = 64;
+const HEADERS: usize = 64;
+
+/// Starts loading the headers of `frame`, which a reader decodes soon.
+pub fn headers(frame: &[u8]) {
+    lines(frame.as_ptr(), HEADERS.min(frame.len()));
+}
 
 /// Starts loading the cache lines of the `len` bytes from `start` into the CPU's caches. A
 /// hint: it changes no value a program sees, for any address.

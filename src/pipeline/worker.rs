@@ -137,7 +137,7 @@ pub(super) fn run(
             for (i, pkt) in batch.iter().enumerate() {
                 let ahead = (i + AHEAD < batch.len()).then(|| batch.get(i + AHEAD)).map(|p| (p.meta.link, p.data));
                 if i + AHEAD + 1 < batch.len() {
-                    prefetch::lines(batch.get(i + AHEAD + 1).data.as_ptr(), prefetch::HEADERS);
+                    prefetch::headers(batch.get(i + AHEAD + 1).data);
                 }
                 flows_ahead.step(cx.inspector, ahead);
                 if let Some(h) = handover.as_mut().filter(|h| h.pending()) {

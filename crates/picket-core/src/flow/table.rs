@@ -203,6 +203,12 @@ pub enum Upcoming<'a, E> {
     Inner(&'a E),
 }
 
+/// Where a slot lies (start, length), to load it ahead; takes what `FlowTable::hinted`
+/// gives.
+fn slot_extent<E>((_, slot): (usize, &Slot<E>)) -> (*const u8, usize) {
+    ((slot as *const Slot<E>).cast(), mem::size_of::<Slot<E>>())
+}
+
 impl<E> Upcoming<'_, E> {
     /// How many flows ahead each stage is shown.
     pub const SLOT: usize = 6;
@@ -416,16 +422,19 @@ impl<E: Default> FlowTable<E> {
     /// Where the slot a lookup of `hash` tries first lies (start, length), if there is a
     /// hint: to load it ahead. Reads the hint, not the slot.
     pub fn hinted_slot(&self, hash: u64) -> Option<(*const u8, usize)> {
-        let i = (*self.hint_entry(hash) as usize).checked_sub(1)?;
-        let slot = self.slots.get(i)?;
-        Some((slot as *const Slot<E> as *const u8, mem::size_of::<Slot<E>>()))
+        self.hinted(hash).map(slot_extent)
     }
 
     /// The state the flow the hint for `hash` names carries, if the hint names a live flow:
     /// to load what it points to ahead. Reads the hint and the slot.
     pub fn hinted_ext(&self, hash: u64) -> Option<&E> {
+        self.hinted(hash).filter(|(_, slot)| slot.in_use).map(|(_, slot)| &slot.ext)
+    }
+
+    /// The slot the hint for `hash` names (index, slot), live or not; reads the hint only.
+    fn hinted(&self, hash: u64) -> Option<(usize, &Slot<E>)> {
         let i = (*self.hint_entry(hash) as usize).checked_sub(1)?;
-        self.slots.get(i).filter(|slot| slot.in_use).map(|slot| &slot.ext)
+        self.slots.get(i).map(|slot| (i, slot))
     }
 
     /// Sizes the hints to the slab's capacity and hints every live flow again.
@@ -445,10 +454,8 @@ impl<E: Default> FlowTable<E> {
 
     #[inline]
     fn lookup(&self, hash: u64, key: &FlowKey) -> Option<u32> {
-        if let Some(i) = (*self.hint_entry(hash) as usize).checked_sub(1) {
-            if self.slots.get(i).is_some_and(|s| s.in_use && s.flow.key == *key) {
-                return Some(i as u32);
-            }
+        if let Some((i, _)) = self.hinted(hash).filter(|(_, s)| s.in_use && s.flow.key == *key) {
+            return Some(i as u32);
         }
         let slots = &self.slots;
         self.index.find(hash, |&i| slots.get(i as usize).is_some_and(|s| s.flow.key == *key)).copied()
@@ -922,7 +929,8 @@ impl<E: Default> FlowTable<E> {
         });
         for (k, &index) in live.iter().enumerate() {
             if let Some(slot) = live.get(k + Upcoming::<E>::SLOT).and_then(|&i| self.slots.get(i as usize)) {
-                ahead(Upcoming::Slot((slot as *const Slot<E>).cast(), mem::size_of::<Slot<E>>()));
+                let (start, len) = slot_extent((0, slot));
+                ahead(Upcoming::Slot(start, len));
             }
             if let Some(&i) = live.get(k + Upcoming::<E>::STATE) {
                 ahead(Upcoming::State(&self.slots[i as usize].ext));

@@ -303,6 +303,11 @@ fn state_extents(ext: &FlowExt) -> [Option<(*const u8, usize)>; 2] {
     [ext.stream.as_deref().map(extent), ext.app.as_deref().map(extent)]
 }
 
+/// Where a flow's protocol parser lies on the heap, once it has one.
+fn parser_extent(ext: &FlowExt) -> Option<(*const u8, usize)> {
+    ext.app.as_deref().and_then(AppLayer::parser_extent)
+}
+
 impl FlowExt {
     /// The flowbits set on the flow, for its flow record (after the flow ended).
     pub fn flowbits(&self) -> Option<FlowBits<'_>> {
@@ -518,7 +523,7 @@ impl Inspector {
 
     /// Where the hinted flow's protocol parser lies, once its app layer is loaded.
     pub fn flow_parser(&self, hash: u64) -> Option<(*const u8, usize)> {
-        self.flows.hinted_ext(hash)?.app.as_deref()?.parser_extent()
+        self.flows.hinted_ext(hash).and_then(parser_extent)
     }
 
     pub fn packet(&mut self, pkt: PacketRef<'_>, sink: &mut dyn EventSink) -> Verdict {
@@ -900,11 +905,7 @@ impl Inspector {
         self.flows.flush_all_ahead(&mut |rec| det.end_flow(rec, mem, out), &mut |upcoming| match upcoming {
             Upcoming::Slot(start, len) => load(start, len),
             Upcoming::State(ext) => state_extents(ext).into_iter().flatten().for_each(|(start, len)| load(start, len)),
-            Upcoming::Inner(ext) => {
-                if let Some((start, len)) = ext.app.as_deref().and_then(AppLayer::parser_extent) {
-                    load(start, len);
-                }
-            }
+            Upcoming::Inner(ext) => parser_extent(ext).into_iter().for_each(|(start, len)| load(start, len)),
         });
     }
 
